@@ -1,0 +1,97 @@
+import PeerlogCrypto
+
+/// A content id: CIDv1, dag-cbor codec (0x71), sha2-256 multihash. Text form is multibase
+/// base32 lower-case with the `b` prefix (`bafyrei…`). Peerlog produces and accepts only this
+/// combination, and says precisely which part of anything else it does not support.
+public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public static let version: UInt64 = 1
+    public static let dagCBORCodec: UInt64 = 0x71
+    public static let sha256Code: UInt64 = 0x12
+    public static let digestLength = 32
+    /// CBOR tag for IPLD links (dag-cbor); its content is 0x00 followed by the binary CID.
+    public static let cborLinkTag: UInt64 = 42
+
+    /// The sha2-256 digest of the content.
+    public let digest: [UInt8]
+
+    public init(digest: [UInt8]) {
+        precondition(digest.count == Self.digestLength, "sha2-256 digest must be 32 bytes")
+        self.digest = digest
+    }
+
+    /// The CID of `content` (hashes it with SHA-256).
+    public init(hashing content: [UInt8]) {
+        self.init(digest: SHA256.hash(content))
+    }
+
+    /// Binary form: varint(1) varint(0x71) varint(0x12) varint(32) digest — 36 bytes.
+    public var bytes: [UInt8] { [0x01, 0x71, 0x12, 0x20] + digest }
+
+    /// Text form: "b" + base32(binary form).
+    public var string: String { "b" + Base32.encode(bytes) }
+    public var description: String { string }
+
+    public enum ParseError: Error, Equatable, CustomStringConvertible, Sendable {
+        case empty
+        case unsupportedMultibase(Character)
+        case invalidBase32(Base32.DecodingError)
+        case malformedVarint(field: String)
+        case unsupportedVersion(UInt64)
+        case unsupportedCodec(UInt64)
+        case unsupportedHash(UInt64)
+        case wrongDigestLength(UInt64)
+        case trailingBytes(Int)
+
+        public var description: String {
+            switch self {
+            case .empty: "empty CID"
+            case .unsupportedMultibase(let c): "unsupported multibase prefix '\(c)' (expected 'b', base32 lower-case)"
+            case .invalidBase32(let e): "invalid CID text: \(e)"
+            case .malformedVarint(let f): "malformed varint in CID \(f)"
+            case .unsupportedVersion(let v): "unsupported CID version \(v) (expected 1)"
+            case .unsupportedCodec(let c): "unsupported CID codec 0x\(String(c, radix: 16)) (expected 0x71 dag-cbor)"
+            case .unsupportedHash(let h): "unsupported multihash 0x\(String(h, radix: 16)) (expected 0x12 sha2-256)"
+            case .wrongDigestLength(let n): "multihash digest length \(n) (expected 32)"
+            case .trailingBytes(let n): "\(n) bytes after the CID"
+            }
+        }
+    }
+
+    public init(string: String) throws(ParseError) {
+        guard let first = string.first else { throw .empty }
+        guard first == "b" else { throw .unsupportedMultibase(first) }
+        let raw: [UInt8]
+        do { raw = try Base32.decode(string.dropFirst()) } catch { throw .invalidBase32(error) }
+        try self.init(bytes: raw)
+    }
+
+    public init(bytes raw: [UInt8]) throws(ParseError) {
+        var offset = 0
+        func field(_ name: String) throws(ParseError) -> UInt64 {
+            guard let v = Varint.decode(raw, offset: &offset) else { throw .malformedVarint(field: name) }
+            return v
+        }
+        guard !raw.isEmpty else { throw .empty }
+        let version = try field("version")
+        guard version == Self.version else { throw .unsupportedVersion(version) }
+        let codec = try field("codec")
+        guard codec == Self.dagCBORCodec else { throw .unsupportedCodec(codec) }
+        let hash = try field("multihash code")
+        guard hash == Self.sha256Code else { throw .unsupportedHash(hash) }
+        let length = try field("digest length")
+        guard length == UInt64(Self.digestLength), raw.count - offset >= Self.digestLength else { throw .wrongDigestLength(length) }
+        guard raw.count - offset == Self.digestLength else { throw .trailingBytes(raw.count - offset - Self.digestLength) }
+        self.init(digest: Array(raw[offset...]))
+    }
+
+    /// The dag-cbor link form: tag 42 over 0x00 ‖ binary CID.
+    public var cborLink: CBOR { .tagged(Self.cborLinkTag, .bytes([0x00] + bytes)) }
+
+    /// Parses a dag-cbor link (tag 42).
+    public init(cborLink value: CBOR) throws(ParseError) {
+        guard case .tagged(Self.cborLinkTag, .bytes(let b)) = value, b.first == 0x00 else { throw .empty }
+        try self.init(bytes: Array(b.dropFirst()))
+    }
+
+    public static func < (lhs: CID, rhs: CID) -> Bool { lhs.digest.lexicographicallyPrecedes(rhs.digest) }
+}

@@ -1,0 +1,74 @@
+import PeerlogCrypto
+import PeerlogEncoding
+
+/// A device certificate: the identity's signature binding a device's Ed25519 signing key
+/// and X25519 Noise static key, with a device name and creation time.
+///
+/// Wire form (docs/PROTOCOL.md §Certificate): `{"certificate": bstr(payload), "sig": bstr(64)}`
+/// where payload is `{"v": 1, "identity", "device", "noise", "name", "created"}`.
+public struct DeviceCertificate: Hashable, Sendable {
+    public static let maxNameBytes = 64
+    /// Largest encoded certificate container accepted.
+    public static let maxEncodedBytes = 512
+
+    public let identity: IdentityID
+    public let device: DeviceID
+    public let noiseKey: X25519.PublicKey
+    public let name: String
+    /// Milliseconds since the Unix epoch.
+    public let createdAt: UInt64
+    /// The exact signed payload bytes.
+    public let payload: [UInt8]
+    public let signature: [UInt8]
+
+    /// Issues a certificate for a device, signed by the identity key.
+    public static func issue(identityKey: Ed25519.PrivateKey, device: DeviceID, noiseKey: X25519.PublicKey, name: String, createdAt: UInt64) throws -> DeviceCertificate {
+        guard !name.isEmpty, name.utf8.count <= maxNameBytes else { throw ModelError(.fieldOutOfRange, "device name must be 1...\(maxNameBytes) bytes of UTF-8") }
+        let payload = CBOREncoder.encode(.textMap([
+            "v": 1,
+            "identity": .bytes(identityKey.publicKey.rawRepresentation),
+            "device": .bytes(device.bytes),
+            "noise": .bytes(noiseKey.rawRepresentation),
+            "name": .text(name),
+            "created": .unsigned(createdAt),
+        ]))
+        let sig = identityKey.signature(for: SignatureContext.certificate.message(for: payload))
+        return try DeviceCertificate(payload: payload, signature: sig)
+    }
+
+    /// Parses a signed payload (does not verify the signature: see `verify()`).
+    public init(payload: [UInt8], signature: [UInt8]) throws {
+        let what = "certificate"
+        let map = try Fields.decode(payload, what: what, decoder: Fields.payloadDecoder(maxBytes: Self.maxEncodedBytes))
+        try Fields.requireKeys(map, ["v", "identity", "device", "noise", "name", "created"], what: what)
+        try Fields.version(map, what: what)
+        identity = try IdentityID(bytes: try Fields.bytes(map, "identity", what: what, count: 32))
+        device = try DeviceID(bytes: try Fields.bytes(map, "device", what: what, count: 32))
+        noiseKey = try X25519.PublicKey(try Fields.bytes(map, "noise", what: what, count: 32))
+        name = try Fields.text(map, "name", what: what, maxBytes: Self.maxNameBytes)
+        createdAt = try Fields.uint(map, "created", what: what)
+        guard signature.count == Ed25519.signatureLength else { throw ModelError(.wrongShape, "certificate signature must be 64 bytes") }
+        self.payload = payload
+        self.signature = signature
+    }
+
+    /// Parses the container form.
+    public init(encoded: [UInt8]) throws {
+        let c = try Fields.container(encoded, payloadKey: "certificate", maxBytes: Self.maxEncodedBytes)
+        try self.init(payload: c.payload, signature: c.signature)
+    }
+
+    public var containerValue: CBOR { .textMap(["certificate": .bytes(payload), "sig": .bytes(signature)]) }
+    public var encoded: [UInt8] { CBOREncoder.encode(containerValue) }
+    /// CID of the payload.
+    public var cid: CID { CID(hashing: payload) }
+
+    /// Checks the identity's signature.
+    public func verify() -> VerificationResult {
+        identity.publicKey.isValidSignature(signature, for: SignatureContext.certificate.message(for: payload))
+            ? .valid : .invalid("certificate signature does not verify against identity \(identity.short)")
+    }
+
+    /// Decoded payload, for display.
+    public var payloadValue: CBOR { (try? CBORDecoder.decodeStrict(payload)) ?? .null }
+}

@@ -1,0 +1,63 @@
+import PeerlogCrypto
+
+/// This device's keys and certificate, as kept in a Peerlog home directory:
+///
+/// - `identity.key`: the identity's Ed25519 seed (secret, 0600)
+/// - `device.key`: the device's Ed25519 seed (secret, 0600)
+/// - `noise.key`: the device's X25519 Noise static key (secret, 0600)
+/// - `device.cert`: the device certificate container (public)
+public struct LocalDevice: Sendable {
+    public let identityKey: Ed25519.PrivateKey
+    public let signingKey: Ed25519.PrivateKey
+    public let noiseKey: X25519.PrivateKey
+    public let certificate: DeviceCertificate
+
+    public var identity: IdentityID { certificate.identity }
+    public var device: DeviceID { certificate.device }
+
+    public static func paths(home: String) -> (identity: String, device: String, noise: String, certificate: String) {
+        (home + "/identity.key", home + "/device.key", home + "/noise.key", home + "/device.cert")
+    }
+
+    /// A new identity with its first device, in memory.
+    public static func generate(name: String, createdAt: UInt64) throws -> LocalDevice {
+        let identityKey = Ed25519.PrivateKey()
+        let signingKey = Ed25519.PrivateKey()
+        let noiseKey = X25519.PrivateKey()
+        let cert = try DeviceCertificate.issue(identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey, name: name, createdAt: createdAt)
+        return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
+    }
+
+    /// Creates the home directory (0700) and writes the key files. Refuses if a key already exists.
+    public func save(home: String) throws {
+        let p = Self.paths(home: home)
+        for path in [p.identity, p.device, p.noise, p.certificate] where FileIO.exists(path) {
+            throw ModelError(.keyFile, "\(path) already exists: \(home) is already initialised")
+        }
+        try FileIO.makeDirectory(home)
+        try KeyFile.write(identityKey.seed, kind: .identitySeed, to: p.identity)
+        try KeyFile.write(signingKey.seed, kind: .deviceSeed, to: p.device)
+        try KeyFile.write(noiseKey.rawRepresentation, kind: .noiseKey, to: p.noise)
+        try FileIO.writeNew(certificate.encoded, to: p.certificate, mode: 0o644)
+    }
+
+    /// Loads and cross-checks the keys: the certificate must verify and bind exactly these keys.
+    public static func load(home: String) throws -> LocalDevice {
+        let p = Self.paths(home: home)
+        guard FileIO.exists(p.certificate) else { throw ModelError(.keyFile, "\(home) is not initialised (run: peerlog init --home \(home))") }
+        let identityKey = try Ed25519.PrivateKey(seed: try KeyFile.read(p.identity, kind: .identitySeed))
+        let signingKey = try Ed25519.PrivateKey(seed: try KeyFile.read(p.device, kind: .deviceSeed))
+        let noiseKey = try X25519.PrivateKey(try KeyFile.read(p.noise, kind: .noiseKey))
+        let cert = try DeviceCertificate(encoded: try FileIO.read(p.certificate, maxBytes: DeviceCertificate.maxEncodedBytes))
+        guard cert.verify().isValid else { throw ModelError(.badSignature, "\(p.certificate) does not verify") }
+        guard cert.identity.publicKey == identityKey.publicKey, cert.device.publicKey == signingKey.publicKey, cert.noiseKey == noiseKey.publicKey else {
+            throw ModelError(.certificateMismatch, "\(p.certificate) does not bind the keys in \(home)")
+        }
+        return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
+    }
+
+    /// Signs a receipt draft as this device.
+    public func sign(_ draft: Receipt.Draft) throws -> Receipt {
+        try Receipt.sign(draft, signingKey: signingKey, certificate: certificate)
+    }
+}

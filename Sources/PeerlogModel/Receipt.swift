@@ -1,0 +1,168 @@
+import PeerlogCrypto
+import PeerlogEncoding
+
+/// A receipt: what an author signs. Content-addressed by the CID of its exact payload bytes.
+///
+/// Payload (docs/PROTOCOL.md §Receipt): `{"v": 1, "group", "type", "author", "identity",
+/// "counter", "parents", "hlc", "body"}`. Wire form: `{"receipt": bstr(payload), "sig": bstr(64),
+/// "certificate": <certificate container>}`. No sequencer metadata: the author cannot know it.
+public struct Receipt: Hashable, Sendable {
+    /// Largest payload accepted (64 KiB).
+    public static let maxPayloadBytes = 65_536
+    /// Largest container accepted: payload, signature, certificate and CBOR overhead.
+    public static let maxEncodedBytes = maxPayloadBytes + 1_024
+    /// Most causal parents one receipt may name.
+    public static let maxParents = 32
+    /// Longest receipt type, in bytes.
+    public static let maxTypeBytes = 64
+    /// Deepest nesting inside the body.
+    public static let maxBodyDepth = 16
+
+    /// The fields an author fills in.
+    public struct Draft: Sendable {
+        public var group: GroupID
+        public var type: String
+        public var counter: UInt64
+        public var parents: [CID]
+        public var hlc: HLCTimestamp
+        public var body: CBOR
+
+        public init(group: GroupID, type: String, counter: UInt64, parents: [CID] = [], hlc: HLCTimestamp, body: CBOR) {
+            self.group = group
+            self.type = type
+            self.counter = counter
+            self.parents = parents
+            self.hlc = hlc
+            self.body = body
+        }
+    }
+
+    public let group: GroupID
+    public let type: String
+    public let author: DeviceID
+    public let identity: IdentityID
+    public let counter: UInt64
+    /// Sorted ascending by binary CID, no duplicates.
+    public let parents: [CID]
+    public let hlc: HLCTimestamp
+    public let body: CBOR
+    public let certificate: DeviceCertificate
+    public let payload: [UInt8]
+    public let signature: [UInt8]
+    /// CIDv1 of `payload`.
+    public let cid: CID
+
+    /// Signs a draft as `device`.
+    public static func sign(_ draft: Draft, signingKey: Ed25519.PrivateKey, certificate: DeviceCertificate) throws -> Receipt {
+        guard signingKey.publicKey == certificate.device.publicKey else {
+            throw ModelError(.certificateMismatch, "signing key is not the certificate's device key")
+        }
+        let parents = Array(Set(draft.parents)).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+        let payload = CBOREncoder.encode(.textMap([
+            "v": 1,
+            "group": .bytes(draft.group.bytes),
+            "type": .text(draft.type),
+            "author": .bytes(certificate.device.bytes),
+            "identity": .bytes(certificate.identity.bytes),
+            "counter": .unsigned(draft.counter),
+            "parents": .array(parents.map(\.cborLink)),
+            "hlc": .unsigned(draft.hlc.packed),
+            "body": draft.body,
+        ]))
+        let sig = signingKey.signature(for: SignatureContext.receipt.message(for: payload))
+        return try Receipt(payload: payload, signature: sig, certificate: certificate)
+    }
+
+    /// Parses and checks the structure; the signature is checked by `verify()`.
+    public init(payload: [UInt8], signature: [UInt8], certificate: DeviceCertificate) throws {
+        let what = "receipt"
+        guard payload.count <= Self.maxPayloadBytes else { throw ModelError(.sizeLimitExceeded, "receipt payload is \(payload.count) bytes, limit \(Self.maxPayloadBytes)") }
+        let map = try Fields.decode(payload, what: what, decoder: Fields.payloadDecoder(maxBytes: Self.maxPayloadBytes))
+        try Fields.requireKeys(map, ["v", "group", "type", "author", "identity", "counter", "parents", "hlc", "body"], what: what)
+        try Fields.version(map, what: what)
+        group = try GroupID(bytes: try Fields.bytes(map, "group", what: what, count: GroupID.length))
+        type = try Fields.text(map, "type", what: what, maxBytes: Self.maxTypeBytes)
+        guard Self.isValidType(type) else { throw ModelError(.fieldOutOfRange, "receipt.type \"\(type)\" must match [a-z][a-z0-9_.-]*") }
+        author = try DeviceID(bytes: try Fields.bytes(map, "author", what: what, count: 32))
+        identity = try IdentityID(bytes: try Fields.bytes(map, "identity", what: what, count: 32))
+        counter = try Fields.uint(map, "counter", what: what)
+        guard counter >= 1 else { throw ModelError(.fieldOutOfRange, "receipt.counter must be at least 1") }
+        guard let links = map["parents"]?.arrayValue else { throw ModelError(.wrongShape, "receipt.parents must be an array") }
+        guard links.count <= Self.maxParents else { throw ModelError(.sizeLimitExceeded, "receipt has \(links.count) parents, limit \(Self.maxParents)") }
+        var parents = [CID]()
+        for link in links {
+            do { parents.append(try CID(cborLink: link)) } catch { throw ModelError(.wrongShape, "receipt.parents holds an invalid CID link: \(error)") }
+        }
+        for (a, b) in zip(parents, parents.dropFirst()) where !a.bytes.lexicographicallyPrecedes(b.bytes) {
+            throw ModelError(.wrongShape, "receipt.parents must be sorted and unique")
+        }
+        self.parents = parents
+        let packed = try Fields.uint(map, "hlc", what: what)
+        guard packed >> 16 <= HLCTimestamp.maxPhysical else { throw ModelError(.fieldOutOfRange, "receipt.hlc out of range") }
+        hlc = HLCTimestamp(packed: packed)
+        body = map["body"]!
+        try ReceiptProfile.check(body, path: "receipt.body")
+        guard signature.count == Ed25519.signatureLength else { throw ModelError(.wrongShape, "receipt signature must be 64 bytes") }
+        guard certificate.device == author, certificate.identity == identity else {
+            throw ModelError(.certificateMismatch, "certificate is for device \(certificate.device.short) of identity \(certificate.identity.short), receipt names device \(author.short) of identity \(identity.short)")
+        }
+        self.certificate = certificate
+        self.payload = payload
+        self.signature = signature
+        self.cid = CID(hashing: payload)
+    }
+
+    /// Parses the container form (a `.receipt` file, a sync batch entry).
+    public init(encoded: [UInt8]) throws {
+        let c = try Fields.container(encoded, payloadKey: "receipt", extraKeys: ["certificate"], maxBytes: Self.maxEncodedBytes)
+        guard let certValue = c.map["certificate"] else { throw ModelError(.wrongShape, "receipt container lacks its certificate") }
+        let certificate = try DeviceCertificate(encoded: CBOREncoder.encode(certValue))
+        try self.init(payload: c.payload, signature: c.signature, certificate: certificate)
+    }
+
+    public var containerValue: CBOR {
+        .textMap(["receipt": .bytes(payload), "sig": .bytes(signature), "certificate": certificate.containerValue])
+    }
+    public var encoded: [UInt8] { CBOREncoder.encode(containerValue) }
+
+    /// Verifies the certificate chain (identity signed the device) and the author's signature.
+    public func verify() -> VerificationResult {
+        if case .invalid(let why) = certificate.verify() { return .invalid(why) }
+        guard author.publicKey.isValidSignature(signature, for: SignatureContext.receipt.message(for: payload)) else {
+            return .invalid("receipt signature does not verify against author device \(author.short)")
+        }
+        return .valid
+    }
+
+    /// Decoded payload, for display.
+    public var payloadValue: CBOR { (try? Fields.payloadDecoder(maxBytes: Self.maxPayloadBytes).decode(payload)) ?? .null }
+
+    static func isValidType(_ t: String) -> Bool {
+        let u = Array(t.utf8)
+        guard let first = u.first, (0x61...0x7a).contains(first) else { return false }
+        return u.allSatisfy { (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }
+    }
+}
+
+/// What may appear inside a receipt: the dag-cbor-compatible subset of CBOR, so that the
+/// 0x71 codec in the CID is honest. Text map keys only; no floats; no tags except 42 (links);
+/// no simple values other than false, true and null.
+enum ReceiptProfile {
+    static func check(_ value: CBOR, path: String) throws {
+        switch value {
+        case .unsigned, .negative, .bytes, .text, .bool, .null: return
+        case .array(let items):
+            for (i, item) in items.enumerated() { try check(item, path: "\(path)[\(i)]") }
+        case .map(let entries):
+            for (k, v) in entries {
+                guard let key = k.textValue else { throw ModelError(.wrongShape, "\(path) has a non-text map key") }
+                try check(v, path: "\(path).\(key)")
+            }
+        case .tagged(CID.cborLinkTag, let inner):
+            do { _ = try CID(cborLink: .tagged(CID.cborLinkTag, inner)) } catch { throw ModelError(.wrongShape, "\(path): invalid CID link: \(error)") }
+        case .tagged(let tag, _): throw ModelError(.wrongShape, "\(path): tag \(tag) is not allowed (only 42, CID links)")
+        case .float: throw ModelError(.wrongShape, "\(path): floating-point values are not allowed in receipts")
+        case .undefined, .simple: throw ModelError(.wrongShape, "\(path): only false, true and null simple values are allowed")
+        }
+    }
+}
