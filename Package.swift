@@ -36,10 +36,13 @@ let package = Package(
         ),
         .executableTarget(name: "PeerlogBench", dependencies: ["PeerlogModel"]),
 
-        .testTarget(name: "PeerlogCryptoTests", dependencies: ["PeerlogCrypto"]),
-        .testTarget(name: "PeerlogEncodingTests", dependencies: ["PeerlogEncoding"]),
-        .testTarget(name: "PeerlogModelTests", dependencies: ["PeerlogModel"]),
-        .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel"]),
+        // Test helpers (paths, seeded RNG, running Python interop peers and the built binary).
+        .target(name: "PeerlogTestSupport", path: "Sources/PeerlogTestSupport"),
+        .testTarget(name: "PeerlogCryptoTests", dependencies: ["PeerlogCrypto", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogEncodingTests", dependencies: ["PeerlogEncoding", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogModelTests", dependencies: ["PeerlogModel", "PeerlogTestSupport"]),
+        // Depends on the executable so `swift test` builds the binary it runs.
+        .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogCLI", "PeerlogTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,2 +1,17 @@
 import ArgumentParser
-@main struct Peerlog: ParsableCommand {}
+
+@main
+struct Peerlog: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "peerlog",
+        abstract: "Offline-first peer-to-peer replication of signed receipts.",
+        version: "0.1.0",
+        subcommands: [Init.self, Id.self, SafetyNumberCommand.self, Inspect.self, ReceiptCommand.self]
+    )
+}
+
+/// A failure reported to the user as one line.
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    init(_ message: String) { description = message }
+}

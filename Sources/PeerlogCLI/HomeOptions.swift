@@ -1,0 +1,41 @@
+import ArgumentParser
+import PeerlogModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `--home DIR`: where a node keeps its keys and store.
+struct HomeOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Node directory (default: $PEERLOG_HOME, else $XDG_DATA_HOME/peerlog, else ~/.local/share/peerlog).", valueName: "dir"))
+    var home: String?
+
+    var path: String {
+        if let home { return home }
+        if let env = getenv("PEERLOG_HOME").map({ String(cString: $0) }), !env.isEmpty { return env }
+        if let xdg = getenv("XDG_DATA_HOME").map({ String(cString: $0) }), !xdg.isEmpty { return xdg + "/peerlog" }
+        let user = getenv("HOME").map { String(cString: $0) } ?? "."
+        return user + "/.local/share/peerlog"
+    }
+
+    func loadDevice() throws -> LocalDevice { try LocalDevice.load(home: path) }
+}
+
+func hostName() -> String {
+    var buf = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buf, buf.count) == 0 else { return "device" }
+    let name = buf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    return name.isEmpty ? "device" : String(name.prefix(DeviceCertificate.maxNameBytes))
+}
+
+/// Writes to standard error.
+func printError(_ message: String) {
+    var err = StandardError()
+    print(message, to: &err)
+}
+
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) {
+        var bytes = Array(string.utf8)
+        _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+}

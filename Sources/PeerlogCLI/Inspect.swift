@@ -1,0 +1,130 @@
+import ArgumentParser
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogModel
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode and verify a receipt, envelope or certificate file.",
+        discussion: "Exit status: 0 when the signature verifies, 2 when it does not, 1 when the file cannot be decoded."
+    )
+
+    @Argument(help: "The file to inspect.") var file: String
+    @Flag(help: "Print JSON.") var json = false
+    @Flag(help: "Print the signed payload in CBOR diagnostic notation.") var diag = false
+
+    /// Largest file read: the biggest container Peerlog produces, with room to spare.
+    static let maxFileBytes = 1 << 20
+
+    func run() throws {
+        let data = try FileIO.read(file, maxBytes: Self.maxFileBytes)
+        let outer: CBOR
+        do { outer = try CBORDecoder.decodeStrict(data) } catch { throw CLIError("\(file): \(error)") }
+        let keys = Set(outer.mapValue?.keys.compactMap(\.textValue) ?? [])
+        let report: InspectReport
+        do {
+            if keys.contains("receipt") {
+                report = InspectReport(receipt: try Receipt(encoded: data))
+            } else if keys.contains("envelope") {
+                report = InspectReport(envelope: try Envelope(encoded: data))
+            } else if keys.contains("certificate") {
+                report = InspectReport(certificate: try DeviceCertificate(encoded: data))
+            } else {
+                throw CLIError("\(file): not a receipt, envelope or certificate (top-level keys: \(keys.sorted().joined(separator: ", ")))")
+            }
+        } catch let e as CLIError { throw e } catch { throw CLIError("\(file): \(error)") }
+
+        if json {
+            print(report.json.serialized(pretty: true))
+        } else {
+            report.printText(diag: diag)
+        }
+        if case .invalid = report.verification { throw ExitCode(2) }
+    }
+}
+
+struct InspectReport {
+    let kind: String
+    let cid: CID
+    let verification: VerificationResult
+    let fields: [(String, JSON)]
+    let payload: CBOR
+
+    init(receipt r: Receipt) {
+        kind = "receipt"
+        cid = r.cid
+        verification = r.verify()
+        payload = r.payloadValue
+        fields = [
+            ("group", .string(r.group.string)),
+            ("type", .string(r.type)),
+            ("author", .string(r.author.string)),
+            ("identity", .string(r.identity.string)),
+            ("device_name", .string(r.certificate.name)),
+            ("counter", .int(r.counter)),
+            ("hlc", .int(r.hlc.packed)),
+            ("hlc_time", .string(formatMillis(r.hlc.physical))),
+            ("parents", .array(r.parents.map { .string($0.string) })),
+            ("body", r.body.json),
+        ]
+    }
+
+    init(envelope e: Envelope) {
+        kind = "envelope"
+        cid = CID(hashing: e.payload)
+        verification = e.verify()
+        payload = e.payloadValue
+        fields = [
+            ("group", .string(e.group.string)),
+            ("seq", .int(e.seq)),
+            ("receipt", .string(e.receipt.string)),
+            ("term", .int(e.term)),
+            ("sequencer", .string(e.sequencer.string)),
+            ("received_at", .int(e.receivedAt)),
+            ("received_time", .string(formatMillis(e.receivedAt))),
+        ]
+    }
+
+    init(certificate c: DeviceCertificate) {
+        kind = "certificate"
+        cid = c.cid
+        verification = c.verify()
+        payload = c.payloadValue
+        fields = [
+            ("identity", .string(c.identity.string)),
+            ("device", .string(c.device.string)),
+            ("name", .string(c.name)),
+            ("noise_key", .string(hexString(c.noiseKey.rawRepresentation))),
+            ("created", .int(c.createdAt)),
+            ("created_time", .string(formatMillis(c.createdAt))),
+        ]
+    }
+
+    var signatureText: String {
+        switch verification {
+        case .valid: "valid"
+        case .invalid(let why): "INVALID (\(why))"
+        }
+    }
+
+    var json: JSON {
+        var status: [(String, JSON)] = [("valid", .bool(verification.isValid))]
+        if case .invalid(let why) = verification { status.append(("reason", .string(why))) }
+        return .object([("kind", .string(kind)), ("cid", .string(cid.string)), ("signature", .object(status))] + fields)
+    }
+
+    func printText(diag: Bool) {
+        let rows = [("kind", kind), ("cid", cid.string), ("signature", signatureText)] + fields.map { name, value in
+            if case .string(let s) = value { return (name, s) }
+            return (name, value.serialized())
+        }
+        let width = rows.map(\.0.count).max()! + 2
+        for (name, value) in rows {
+            print(name + ":" + String(repeating: " ", count: width - name.count - 1) + value)
+        }
+        if diag {
+            print("payload (CBOR diagnostic notation):")
+            print(payload.diagnostic(pretty: true))
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+
+/// Helpers shared by the test targets: paths, a seeded RNG, and running real processes
+/// (the Python interop peers and the built `peerlog` binary).
+public enum TestSupport {
+    /// The repository root (this file lives in Sources/PeerlogTestSupport/).
+    public static let repoRoot: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+
+    public static func vectorPath(_ name: String) -> String { repoRoot + "/Tests/Vectors/" + name }
+
+    /// The Python of the venv that tools/setup.sh creates; tests fail clearly without it.
+    public static var python: String {
+        ProcessInfo.processInfo.environment["PEERLOG_PYTHON"] ?? repoRoot + "/.venv/bin/python"
+    }
+
+    /// The `peerlog` binary built alongside the tests.
+    public static var peerlogBinary: String {
+        ProcessInfo.processInfo.environment["PEERLOG_BIN"] ?? repoRoot + "/.build/debug/peerlog"
+    }
+
+    public struct ProcessResult: Sendable {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
+    }
+
+    public struct ProcessError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Runs a program to completion with a time limit, feeding `input` to its stdin.
+    public static func run(_ executable: String, _ arguments: [String], input: String = "", environment: [String: String] = [:], timeout: TimeInterval = 120) throws -> ProcessResult {
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw ProcessError(description: "\(executable) is missing; run tools/setup.sh first")
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
+        p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outPath = dir + "/out", errPath = dir + "/err", inPath = dir + "/in"
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        try Data(input.utf8).write(to: URL(fileURLWithPath: inPath))
+        p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+        try p.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning {
+            if Date() > deadline {
+                p.terminate()
+                p.waitUntilExit()
+                throw ProcessError(description: "\(executable) \(arguments) timed out after \(timeout)s")
+            }
+            usleep(2_000)
+        }
+        let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+        return ProcessResult(status: p.terminationStatus, stdout: out, stderr: err)
+    }
+
+    /// Runs `tools/interop/<script>` with the venv's Python; throws unless it exits 0.
+    public static func python(_ script: String, _ arguments: [String] = [], input: String = "") throws -> String {
+        let r = try run(python, [repoRoot + "/tools/interop/" + script] + arguments, input: input)
+        guard r.status == 0 else { throw ProcessError(description: "\(script) exited \(r.status): \(r.stderr)") }
+        return r.stdout
+    }
+
+    /// Runs the built `peerlog` binary.
+    public static func peerlog(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+        try run(peerlogBinary, arguments, environment: environment)
+    }
+
+    /// A fresh private directory under the system temporary directory.
+    public static func temporaryDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "peerlog-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return path
+    }
+
+    public static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    public static func bytes(hex: String) -> [UInt8] {
+        var out = [UInt8]()
+        var i = hex.startIndex
+        while i < hex.endIndex {
+            let j = hex.index(i, offsetBy: 2)
+            out.append(UInt8(hex[i..<j], radix: 16)!)
+            i = j
+        }
+        return out
+    }
+}
+
+/// SplitMix64: a small seeded generator so property tests are reproducible from a printed seed.
+public struct SeededRandom: RandomNumberGenerator, Sendable {
+    public private(set) var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+    public mutating func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8.random(in: 0...255, using: &self) } }
+}
