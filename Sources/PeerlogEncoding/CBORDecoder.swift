@@ -100,7 +100,7 @@ private struct Reader {
 
     mutating func length(_ ai: UInt8, headAt start: Int, limit: Int, what: String) throws(CBORError) -> Int {
         let n = try argument(ai, headAt: start)
-        guard n <= UInt64(limit) else { throw CBORError(.sizeLimitExceeded, at: start, "\(what) of \(n), limit \(limit)") }
+        guard n <= UInt64(limit) else { throw CBORError(.sizeLimitExceeded, at: start, "\(what) \(n), limit \(limit)") }
         return Int(n)
     }
 
@@ -118,7 +118,7 @@ private struct Reader {
         case 2: return .bytes(try stringBytes(ai, headAt: start))
         case 3: return .text(try text(try stringBytes(ai, headAt: start), at: start))
         case 4:
-            let count = try length(ai, headAt: start, limit: limits.maxCollectionCount, what: "array of")
+            let count = try length(ai, headAt: start, limit: limits.maxCollectionCount, what: "array of items")
             guard count <= remaining else { throw CBORError(.truncated, at: start, "array of \(count) items in \(remaining) bytes") }
             try checkDepth(depth + 1, at: start)
             var items = [CBOR]()
@@ -126,7 +126,7 @@ private struct Reader {
             for _ in 0..<count { items.append(try item(depth: depth + 1)) }
             return .array(items)
         case 5:
-            let count = try length(ai, headAt: start, limit: limits.maxCollectionCount, what: "map of")
+            let count = try length(ai, headAt: start, limit: limits.maxCollectionCount, what: "map of entries")
             guard count <= remaining / 2 else { throw CBORError(.truncated, at: start, "map of \(count) entries in \(remaining) bytes") }
             try checkDepth(depth + 1, at: start)
             return try mapEntries(count: count, depth: depth + 1)
@@ -144,7 +144,7 @@ private struct Reader {
     }
 
     mutating func stringBytes(_ ai: UInt8, headAt start: Int) throws(CBORError) -> [UInt8] {
-        let n = try length(ai, headAt: start, limit: limits.maxStringBytes, what: "string of")
+        let n = try length(ai, headAt: start, limit: limits.maxStringBytes, what: "string of bytes")
         guard n <= remaining else { throw CBORError(.truncated, at: start, "string of \(n) bytes, \(remaining) left") }
         defer { offset += n }
         return Array(input[offset..<offset + n])

@@ -31,6 +31,13 @@ public struct CBORError: Error, Hashable, CustomStringConvertible, Sendable {
         self.detail = detail
     }
 
+    /// Equal when the code and offset are; the detail is for people.
+    public static func == (l: CBORError, r: CBORError) -> Bool { l.code == r.code && l.offset == r.offset }
+    public func hash(into h: inout Hasher) {
+        h.combine(code)
+        h.combine(offset)
+    }
+
     public var description: String {
         "CBOR error at offset \(offset): \(code.rawValue)" + (detail.isEmpty ? "" : " (\(detail))")
     }
