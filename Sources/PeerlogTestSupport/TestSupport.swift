@@ -30,6 +30,7 @@ public enum TestSupport {
 
     public struct ProcessError: Error, CustomStringConvertible {
         public let description: String
+        public init(description: String) { self.description = description }
     }
 
     /// Runs a program to completion with a time limit, feeding `input` to its stdin.
