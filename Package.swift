@@ -8,11 +8,13 @@ let package = Package(
         .library(name: "PeerlogCrypto", targets: ["PeerlogCrypto"]),
         .library(name: "PeerlogEncoding", targets: ["PeerlogEncoding"]),
         .library(name: "PeerlogModel", targets: ["PeerlogModel"]),
+        .library(name: "PeerlogEngine", targets: ["PeerlogEngine"]),
         .executable(name: "peerlog", targets: ["PeerlogCLI"]),
         .executable(name: "peerlog-bench", targets: ["PeerlogBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // C layer: libsodium from the system (Debian: libsodium-dev).
@@ -26,21 +28,25 @@ let package = Package(
         .target(name: "PeerlogEncoding", dependencies: ["PeerlogCrypto"], linkerSettings: [.linkedLibrary("m")]),
         // Core layer.
         .target(name: "PeerlogModel", dependencies: ["PeerlogCrypto", "PeerlogEncoding"]),
+        .target(name: "PeerlogStore", dependencies: ["PeerlogModel", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "PeerlogEngine", dependencies: ["PeerlogStore", "PeerlogModel"]),
         // App layer.
         .executableTarget(
             name: "PeerlogCLI",
             dependencies: [
                 "PeerlogModel",
+                "PeerlogEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "PeerlogBench", dependencies: ["PeerlogModel"]),
+        .executableTarget(name: "PeerlogBench", dependencies: ["PeerlogModel", "PeerlogEngine"]),
 
         // Test helpers (paths, seeded RNG, running Python interop peers and the built binary).
         .target(name: "PeerlogTestSupport", path: "Sources/PeerlogTestSupport"),
         .testTarget(name: "PeerlogCryptoTests", dependencies: ["PeerlogCrypto", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogEncodingTests", dependencies: ["PeerlogEncoding", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogModelTests", dependencies: ["PeerlogModel", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogEngineTests", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
         .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogCLI", "PeerlogTestSupport"]),
     ],

@@ -1,0 +1,53 @@
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogModel
+
+/// Group state and entities folded over a sequence of receipts with the group rules: the one
+/// definition of "what a receipt does", used for the tentative overlay (starting from the
+/// committed state) and for replaying a committed log from nothing (to check the store).
+struct Fold {
+    var group: GroupID
+    var state: GroupState?
+    var entities: [String: EntityValue]
+
+    init(group: GroupID, state: GroupState?, entities: [String: EntityValue]) {
+        self.group = group
+        self.state = state
+        self.entities = entities
+    }
+
+    /// Applies `r` at the next position; returns why it was rejected, or nil.
+    mutating func apply(_ r: Receipt, status: ItemStatus) -> String? {
+        if state?.status == .deleted { return "group is deleted" }
+        let op: GroupOperation
+        do { op = try GroupOperation(receiptType: r.type, body: r.body) } catch { return error.reason }
+        switch GroupRules.apply(op, sender: r.identity, device: r.author, group: group, to: state) {
+        case .failure(let v):
+            return v.reason
+        case .success(let next):
+            state = next
+            switch op {
+            case .entityPut(let key, let value): entities[key] = EntityValue(key: key, value: value, cid: r.cid, status: status)
+            case .entityDelete(let key): entities[key] = nil
+            case .deleted: entities = [:]
+            default: break
+            }
+            return nil
+        }
+    }
+
+    /// The state hash (docs/PROTOCOL.md §12): SHA-256 of
+    /// `{"v": 1, "group": bstr(16), "state": canonical state or null, "entities": [[key, value, cid link], …]}`
+    /// with entities sorted by the UTF-8 bytes of their keys.
+    var stateHash: [UInt8] {
+        let rows: [CBOR] = entities.values.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }.map {
+            .array([.text($0.key), $0.value, $0.cid.cborLink])
+        }
+        return SHA256.hash(CBOREncoder.encode(.textMap([
+            "v": 1,
+            "group": .bytes(group.bytes),
+            "state": state?.canonicalCBOR ?? .null,
+            "entities": .array(rows),
+        ])))
+    }
+}

@@ -1,0 +1,29 @@
+import PeerlogEncoding
+import PeerlogModel
+
+/// How committed group state is kept in the `groups` table: `{"group": bstr(16), "state": canonicalCBOR}`.
+extension GroupState {
+    var storedBytes: [UInt8] { CBOREncoder.encode(.textMap(["group": .bytes(group.bytes), "state": canonicalCBOR])) }
+
+    init(storedBytes: [UInt8]) throws {
+        let outer = try CBORDecoder.decodeStrict(storedBytes)
+        guard let groupBytes = outer["group"]?.bytesValue, let s = outer["state"],
+              let name = s["name"]?.textValue, let status = s["status"]?.textValue.flatMap(GroupStatus.init(rawValue:)),
+              let maxMembers = s["max_members"]?.unsignedValue, let createdBy = s["created_by"]?.bytesValue,
+              let authorityValue = s["authority"], let rows = s["members"]?.arrayValue
+        else { throw ReplicaError("stored group state is malformed") }
+        guard case .sequencerChanged(let authority) = try GroupOperation(receiptType: "group.sequencer_changed", body: .textMap(["authority": authorityValue])) else {
+            throw ReplicaError("stored group authority is malformed")
+        }
+        var members = [IdentityID: Member]()
+        for row in rows {
+            guard let cells = row.arrayValue, cells.count == 3, let id = cells[0].bytesValue,
+                  let role = cells[1].textValue.flatMap(Role.init(rawValue:)), let st = cells[2].textValue.flatMap(MemberStatus.init(rawValue:))
+            else { throw ReplicaError("stored member row is malformed") }
+            let identity = try IdentityID(bytes: id)
+            members[identity] = Member(identity: identity, role: role, status: st)
+        }
+        self.init(group: try GroupID(bytes: groupBytes), name: name, status: status, maxMembers: Int(maxMembers),
+                  createdBy: try IdentityID(bytes: createdBy), authority: authority, members: members)
+    }
+}

@@ -1,0 +1,57 @@
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+
+extension Pipeline {
+    /// Applies `r` at position `e.seq`. Authorization is decided from the committed prefix only
+    /// (`committedState`), so every replica reaches the same outcome; an unauthorized receipt
+    /// is recorded as rejected with its reason and has no effect.
+    mutating func commit(_ e: Envelope, receipt r: Receipt) throws {
+        if let expected = try db.firstTentative(group: r.group), expected.cid != r.cid, expected.id < firstNewReceiptID {
+            report.events.append(.reordered(group: r.group, seq: e.seq, expected: expected.cid, committed: r.cid))
+        }
+        let state = try committedState(r.group)
+        var rejected: String?
+        do {
+            let op = try GroupOperation(receiptType: r.type, body: r.body)
+            switch GroupRules.apply(op, sender: r.identity, device: r.author, group: r.group, to: state) {
+            case .failure(let violation): rejected = violation.reason
+            case .success(let next): try applyEffects(op, receipt: r, seq: e.seq, before: state, after: next)
+            }
+        } catch let violation as RuleViolation {
+            rejected = violation.reason
+        }
+        try db.insertEnvelope(e, outcome: rejected == nil ? "applied" : "rejected", reason: rejected)
+        try db.setReceiptSeq(r.cid, seq: e.seq)
+        if try committedState(r.group) != nil { try db.setGroupCommittedSeq(group: r.group, seq: e.seq) }
+        try db.clearBackfillRequests(group: r.group, kind: "seq", subject: [], upTo: e.seq)
+        report.committed += 1
+        report.events.append(.committed(group: r.group, seq: e.seq, cid: r.cid, type: r.type, rejected: rejected))
+    }
+
+    private mutating func applyEffects(_ op: GroupOperation, receipt r: Receipt, seq: UInt64, before: GroupState?, after: GroupState) throws {
+        switch op {
+        case .entityPut(let key, let value):
+            try db.putEntity(group: r.group, key: key, value: CBOREncoder.encode(value), cid: r.cid, seq: seq)
+        case .entityDelete(let key):
+            try db.deleteEntity(group: r.group, key: key)
+        case .application:
+            report.events.append(.application(group: r.group, seq: seq, receipt: r))
+        default:
+            try saveState(after, seq: seq)
+            if case .deleted = op {
+                // A tombstone never expires; the log stays as evidence, materialized data goes.
+                try db.insertTombstone(group: r.group, cid: r.cid, seq: seq, at: now)
+                try db.deleteAllEntities(group: r.group)
+                tombstoneCache[r.group] = true
+            }
+        }
+    }
+
+    mutating func saveState(_ state: GroupState, seq: UInt64) throws {
+        let members = state.members.values.sorted { $0.identity < $1.identity }.map { (identity: $0.identity.bytes, role: $0.role.rawValue, status: $0.status.rawValue) }
+        try db.saveGroupState(group: state.group, blob: state.storedBytes, members: members, seq: seq, at: now)
+        stateCache[state.group] = .some(state)
+    }
+}

@@ -1,0 +1,120 @@
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+
+extension Pipeline {
+    /// One envelope from anywhere. Queued first; `drainEnvelopes` commits strictly in seq order.
+    mutating func ingest(envelope e: Envelope, verified: Bool) throws {
+        if !verified, case .invalid(let why) = e.verify() {
+            report.rejected.append((e.receipt, why))
+            return
+        }
+        if let deletedAt = try tombstoneSeq(e.group), e.seq > deletedAt {
+            report.ignored += 1
+            return
+        }
+        let hwm = try db.committedSeq(group: e.group)
+        if e.seq <= hwm {
+            let existing = try db.envelopeCID(group: e.group, seq: e.seq)
+            if existing == e.receipt {
+                report.duplicates += 1
+            } else {
+                report.rejected.append((e.receipt, "conflicting envelope: seq \(e.seq) of the group is already committed as \(existing.map(\.string) ?? "?")"))
+            }
+            return
+        }
+        guard try db.pendingEnvelopeCount(group: e.group) < limits.maxPendingEnvelopesPerGroup else {
+            report.rejected.append((e.receipt, "pending envelope queue of the group is full (\(limits.maxPendingEnvelopesPerGroup))"))
+            return
+        }
+        try db.insertPendingEnvelope(e, reason: "waiting for seq \(hwm + 1)", at: now)
+        touch(e.group)
+    }
+
+    private func tombstoneSeq(_ group: GroupID) throws -> UInt64? {
+        guard try db.isTombstoned(group: group) else { return nil }
+        return try db.committedSeq(group: group)
+    }
+
+    /// Commits queued envelopes while the next seq is available, and asks for what is missing.
+    mutating func drainEnvelopes(_ group: GroupID) throws {
+        while true {
+            let pending = try db.pendingEnvelopes(group: group)
+            guard !pending.isEmpty else { return }
+            let hwm = try db.committedSeq(group: group)
+            // Anything at or below the high-water mark is settled: drop it.
+            for stale in pending where stale.seqOrCounter <= hwm {
+                try db.deletePendingEnvelope(group: group, seq: stale.seqOrCounter, cid: stale.cid)
+            }
+            let next = pending.filter { $0.seqOrCounter == hwm + 1 }
+            guard !next.isEmpty else {
+                try requestGaps(group: group, hwm: hwm, pendingSeqs: pending.map(\.seqOrCounter).filter { $0 > hwm })
+                return
+            }
+            var committedOne = false
+            for item in next {
+                let e = try Envelope(encoded: item.encoded)
+                guard let receipt = try receiptForCommit(e.receipt) else {
+                    try db.notePendingEnvelopeAttempt(group: group, seq: e.seq, cid: e.receipt, reason: "waiting for receipt \(e.receipt)", at: now)
+                    try request(.requestReceipts(group: group, cids: [e.receipt]))
+                    continue
+                }
+                if let why = try authorityProblem(e, receipt: receipt) {
+                    // The authority for seq N is fixed once N-1 is committed, so this is final.
+                    try db.deletePendingEnvelope(group: group, seq: e.seq, cid: e.receipt)
+                    try db.insertDeadLetter(item, reason: why, at: now)
+                    report.rejected.append((e.receipt, why))
+                    report.events.append(.deadLettered(kind: "envelope", cid: e.receipt, reason: why))
+                    continue
+                }
+                try db.deletePendingEnvelope(group: group, seq: e.seq, cid: e.receipt)
+                try commit(e, receipt: receipt)
+                committedOne = true
+                break
+            }
+            if !committedOne { return }
+        }
+    }
+
+    /// The receipt an envelope names, if held. If it is held only as equivocation evidence and
+    /// its twin is still tentative, the twin steps aside: the sequencer's choice is final.
+    mutating func receiptForCommit(_ cid: CID) throws -> Receipt? {
+        if let stored = try db.loadReceipt(cid) { return stored.receipt }
+        guard let evidence = try db.equivocation(cid),
+              let twin = try db.receiptCID(group: evidence.group, author: evidence.author, counter: evidence.counter),
+              let twinStored = try db.loadReceipt(twin), twinStored.seq == nil else { return nil }
+        try db.deleteReceipt(twin)
+        try db.insertEquivocation(twinStored.receipt, at: now)
+        try db.deleteEquivocation(cid)
+        try db.insertReceipt(evidence, receivedAt: now)
+        return evidence
+    }
+
+    /// Why `e` is not from the group's sequencer authority for its seq, or nil if it is.
+    mutating func authorityProblem(_ e: Envelope, receipt: Receipt) throws -> String? {
+        guard receipt.group == e.group else { return "envelope names a receipt of another group" }
+        if e.seq == 1 {
+            guard receipt.type == "group.created" else { return "seq 1 must be the group's group.created receipt" }
+            return e.sequencer == receipt.author ? nil : "seq 1 must be sequenced by the creating device \(receipt.author)"
+        }
+        guard let state = try committedState(e.group) else { return "group has no committed state" }
+        switch state.authority {
+        case .solo(let device):
+            return e.sequencer == device ? nil : "envelope signed by \(e.sequencer), but the group's sequencer is the device \(device)"
+        case .elected(let voters):
+            return voters.contains(e.sequencer) ? nil : "envelope signed by \(e.sequencer), who is not a voter of the group"
+        case .relay(let key, _):
+            return e.sequencer == key ? nil : "envelope signed by \(e.sequencer), but the group's sequencer is the relay \(key)"
+        }
+    }
+
+    /// Emits one request per missing seq range between the high-water mark and queued envelopes.
+    mutating func requestGaps(group: GroupID, hwm: UInt64, pendingSeqs: [UInt64]) throws {
+        var expected = hwm + 1
+        for seq in Set(pendingSeqs).sorted() {
+            if seq > expected { try request(.requestSeqRange(group: group, from: expected, to: seq - 1)) }
+            expected = seq + 1
+        }
+    }
+}

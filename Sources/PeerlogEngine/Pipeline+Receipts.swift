@@ -1,0 +1,87 @@
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+
+extension Pipeline {
+    /// One receipt from anywhere. `verified` is true when the caller already checked the
+    /// receipt signature and the certificate chain (ingest verifies in parallel first).
+    mutating func ingest(receipt r: Receipt, verified: Bool) throws {
+        if try db.receiptExists(r.cid) || db.pendingReceiptExists(r.cid) || db.processedOutcome(r.cid) != nil {
+            report.duplicates += 1
+            return
+        }
+        if try isTombstoned(r.group) {
+            try db.markProcessed(r.cid, group: r.group, outcome: "ignored", reason: "group is deleted", at: now)
+            report.ignored += 1
+            return
+        }
+        if !verified {
+            let certOK = try knownCertificates.contains(r.certificate.cid) || db.certificateKnown(r.certificate.cid)
+            if case .invalid(let why) = r.verify(certificateVerified: certOK) {
+                try db.markProcessed(r.cid, group: r.group, outcome: "invalid", reason: why, at: now)
+                report.rejected.append((r.cid, why))
+                return
+            }
+        }
+        if knownCertificates.insert(r.certificate.cid).inserted { try db.insertCertificate(r.certificate) }
+
+        let held = try db.heldCounter(group: r.group, author: r.author)
+        if r.counter <= held {
+            try recordEquivocation(r)
+            return
+        }
+        if r.counter > held + 1 {
+            guard try db.pendingReceiptCount(group: r.group) < limits.maxPendingReceiptsPerGroup else {
+                report.rejected.append((r.cid, "pending queue of the group is full (\(limits.maxPendingReceiptsPerGroup)); send it again later"))
+                return
+            }
+            try db.insertPendingReceipt(r, reason: "waiting for author counters \(held + 1)...\(r.counter - 1)", at: now)
+            report.queued += 1
+            try request(.requestAuthorCounters(group: r.group, author: r.author, from: held + 1, to: r.counter - 1))
+            return
+        }
+        try store(r)
+        try drainAuthor(group: r.group, author: r.author, held: r.counter)
+    }
+
+    /// Stores a receipt whose counter is next for its author.
+    mutating func store(_ r: Receipt) throws {
+        try db.insertReceipt(r, receivedAt: now)
+        report.stored += 1
+        report.events.append(.tentative(group: r.group, cid: r.cid, type: r.type))
+        touch(r.group)
+    }
+
+    /// Moves an author's pending receipts into the store while their counters are contiguous.
+    mutating func drainAuthor(group: GroupID, author: DeviceID, held: UInt64) throws {
+        var held = held
+        let pending = try db.pendingReceipts(group: group, author: author)
+        guard !pending.isEmpty else { return }
+        for item in pending {
+            if item.seqOrCounter > held + 1 { break }
+            try db.deletePendingReceipt(item.cid)
+            report.queued -= 1
+            let r = try Receipt(encoded: item.encoded)
+            if r.counter <= held {
+                try recordEquivocation(r)
+            } else {
+                try store(r)
+                held = r.counter
+            }
+        }
+        try db.clearBackfillRequests(group: group, kind: "author", subject: author.bytes, upTo: held)
+    }
+
+    /// A second receipt for a held (group, author, counter): keep it as evidence, flag the author.
+    mutating func recordEquivocation(_ r: Receipt) throws {
+        guard let existing = try db.receiptCID(group: r.group, author: r.author, counter: r.counter), existing != r.cid else {
+            report.duplicates += 1
+            return
+        }
+        try db.insertEquivocation(r, at: now)
+        try db.flagAuthor(group: r.group, author: r.author, fromCounter: r.counter, at: now)
+        try db.markProcessed(r.cid, group: r.group, outcome: "equivocation", reason: "same author counter as \(existing)", at: now)
+        report.events.append(.equivocation(group: r.group, author: r.author, counter: r.counter, cids: [existing, r.cid].sorted()))
+        touch(r.group)
+    }
+}

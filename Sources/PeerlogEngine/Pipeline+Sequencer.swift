@@ -1,0 +1,65 @@
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+
+extension Pipeline {
+    /// When this device is the group's solo sequencer (or created the group and nothing is
+    /// committed yet), assigns the next seqs to tentative receipts in tentative order and
+    /// commits them. Receipts that the committed state does not authorize are refused, not
+    /// sequenced; receipts whose parents are not held yet wait.
+    mutating func sequenceIfAuthority(_ group: GroupID) throws {
+        guard try !isTombstoned(group) else { return }
+        if let state = try committedState(group) {
+            guard case .solo(let device) = state.authority, device == local.device else { return }
+        }
+        let refused = try db.refusals(group: group)
+        let flagged = try db.flaggedAuthors(group: group)
+        let candidates = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in
+            refused[r.cid] == nil && (flagged[r.author].map { r.counter < $0 } ?? true)
+        }
+        guard !candidates.isEmpty else { return }
+        var placed = Set<CID>()
+        var missingParents = [CID]()
+        for r in TentativeOrder.order(candidates) {
+            let state = try committedState(group)
+            if let state {
+                guard case .solo(let device) = state.authority, device == local.device, state.status == .active else { return }
+            } else if !(r.type == "group.created" && r.author == local.device) {
+                continue  // only the creating device may commit seq 1
+            }
+            // Causal completeness: every parent is committed, refused, or placed earlier in this pass.
+            var missing = [CID]()
+            for p in r.parents where !placed.contains(p) && refused[p] == nil {
+                if try db.committedSeq(of: p) == nil { missing.append(p) }
+            }
+            if !missing.isEmpty {
+                missingParents += try missing.filter { try !db.receiptExists($0) }
+                continue
+            }
+            if let reason = try authorizationProblem(r, state: state) {
+                try db.insertRefusal(r.cid, group: group, reason: reason, at: now)
+                report.events.append(.refused(group: group, cid: r.cid, reason: reason))
+                placed.insert(r.cid)
+                continue
+            }
+            let seq = try db.committedSeq(group: group) + 1
+            let envelope = try Envelope.sign(group: group, seq: seq, receipt: r.cid, term: 0, receivedAt: now, key: local.signingKey)
+            try commit(envelope, receipt: r)
+            try db.insertOutbox(kind: "envelope", group: group, cid: r.cid, seq: seq, at: now)
+            placed.insert(r.cid)
+        }
+        if !missingParents.isEmpty { try request(.requestReceipts(group: group, cids: Array(Set(missingParents)).sorted())) }
+    }
+
+    /// Why the committed state would reject `r` at the next seq, or nil.
+    func authorizationProblem(_ r: Receipt, state: GroupState?) throws -> String? {
+        do {
+            let op = try GroupOperation(receiptType: r.type, body: r.body)
+            if case .failure(let v) = GroupRules.apply(op, sender: r.identity, device: r.author, group: r.group, to: state) { return v.reason }
+            return nil
+        } catch {
+            return error.reason
+        }
+    }
+}

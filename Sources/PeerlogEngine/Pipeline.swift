@@ -1,0 +1,76 @@
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+
+/// The apply pipeline for one write transaction: receipts and envelopes in; state changes,
+/// actions and events out. Deterministic given the store, the inputs and `now`; no I/O
+/// beyond the transaction, no clock reads.
+struct Pipeline {
+    let db: StoreDB
+    let local: LocalDevice
+    let limits: ReplicaLimits
+    let now: UInt64
+    var report = IngestReport()
+
+    /// Groups whose envelopes or sequencing must be revisited at the end of the batch.
+    var touched: [GroupID] = []
+    private var touchedSet: Set<GroupID> = []
+    /// Committed group state, cached for the transaction (nil entries: group not created).
+    var stateCache: [GroupID: GroupState?] = [:]
+    var tombstoneCache: [GroupID: Bool] = [:]
+    var knownCertificates: Set<CID> = []
+    /// Receipt row ids at or above this were stored by this transaction.
+    let firstNewReceiptID: Int64
+
+    init(db: StoreDB, local: LocalDevice, limits: ReplicaLimits, now: UInt64) throws {
+        self.db = db
+        self.local = local
+        self.limits = limits
+        self.now = now
+        firstNewReceiptID = Int64(try db.count(rawSQL: "SELECT COALESCE(MAX(id), 0) FROM receipts")) + 1
+    }
+
+    mutating func touch(_ group: GroupID) {
+        if touchedSet.insert(group).inserted { touched.append(group) }
+    }
+
+    mutating func isTombstoned(_ group: GroupID) throws -> Bool {
+        if let cached = tombstoneCache[group] { return cached }
+        let value = try db.isTombstoned(group: group)
+        tombstoneCache[group] = value
+        return value
+    }
+
+    /// The committed state of a group (after its committed prefix), or nil if not created.
+    mutating func committedState(_ group: GroupID) throws -> GroupState? {
+        if let cached = stateCache[group] { return cached }
+        let state = try db.groupStateBlob(group: group).map { try GroupState(storedBytes: $0) }
+        stateCache[group] = state
+        return state
+    }
+
+    /// Emits a backfill action unless the same request is still in flight (the storm guard).
+    mutating func request(_ action: ReplicaAction) throws {
+        let (group, kind, subject, from, to): (GroupID, String, [UInt8], UInt64, UInt64)
+        switch action {
+        case .requestSeqRange(let g, let f, let t): (group, kind, subject, from, to) = (g, "seq", [], f, t)
+        case .requestAuthorCounters(let g, let a, let f, let t): (group, kind, subject, from, to) = (g, "author", a.bytes, f, t)
+        case .requestReceipts(let g, let cids): (group, kind, subject, from, to) = (g, "cid", cids.first?.bytes ?? [], 0, 0)
+        }
+        if let at = try db.backfillRequestedAt(group: group, kind: kind, subject: subject, from: from), now < at + limits.backfillGuardMillis { return }
+        try db.noteBackfillRequest(group: group, kind: kind, subject: subject, from: from, to: to, at: now)
+        report.actions.append(action)
+    }
+
+    /// Revisits every touched group: commit what can be committed, then sequence if we are the authority.
+    mutating func settle() throws {
+        var i = 0
+        while i < touched.count {
+            let group = touched[i]
+            try drainEnvelopes(group)
+            try sequenceIfAuthority(group)
+            i += 1
+        }
+    }
+}

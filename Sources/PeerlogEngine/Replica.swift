@@ -1,0 +1,287 @@
+import Dispatch
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+import Synchronization
+
+/// The local replica: a store plus the apply pipeline, for one device. This is what the
+/// daemon, the CLI and embedding apps use. Every write is one SQLite transaction; events go
+/// to subscribers after it commits.
+public final class Replica: Sendable {
+    public let store: Store
+    public let local: LocalDevice
+    public let limits: ReplicaLimits
+    private let clock: @Sendable () -> UInt64
+    private let hlc = Mutex(HybridLogicalClock())
+    private let subscribers = Mutex<[Int: @Sendable (ReplicaEvent) -> Void]>([:])
+    private let nextSubscriber = Atomic<Int>(0)
+
+    /// Opens (or creates) the replica database at `path`. Cheap: nothing is scanned at open.
+    public init(path: String, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis) throws {
+        store = try Store(path: path)
+        local = device
+        self.limits = limits
+        self.clock = clock
+    }
+
+    // MARK: Subscriptions
+
+    /// Calls `handler` with every event, in order, after each transaction commits.
+    @discardableResult
+    public func subscribe(_ handler: @escaping @Sendable (ReplicaEvent) -> Void) -> Int {
+        let id = nextSubscriber.add(1, ordering: .relaxed).newValue
+        subscribers.withLock { $0[id] = handler }
+        return id
+    }
+
+    public func unsubscribe(_ id: Int) { _ = subscribers.withLock { $0.removeValue(forKey: id) } }
+
+    private func deliver(_ events: [ReplicaEvent]) {
+        guard !events.isEmpty else { return }
+        let handlers = subscribers.withLock { $0.sorted { $0.key < $1.key }.map(\.value) }
+        for event in events { for h in handlers { h(event) } }
+    }
+
+    // MARK: Writes
+
+    /// Verifies, stores and applies receipts and envelopes from anywhere (peers, imports,
+    /// captures). Signatures are checked in parallel before the write transaction; the
+    /// pipeline then runs in batches of `limits.ingestBatchSize`.
+    public func ingest(receipts: [Receipt], envelopes: [Envelope] = []) throws -> IngestReport {
+        var report = IngestReport()
+        for batch in stride(from: 0, to: receipts.count, by: limits.ingestBatchSize).map({ Array(receipts[$0..<min($0 + limits.ingestBatchSize, receipts.count)]) }) {
+            let checks = Self.verifyInParallel(batch)
+            report.merge(try write { p in
+                for (r, problem) in zip(batch, checks) {
+                    if let problem {
+                        if try p.db.processedOutcome(r.cid) == nil { try p.db.markProcessed(r.cid, group: r.group, outcome: "invalid", reason: problem, at: p.now) }
+                        p.report.rejected.append((r.cid, problem))
+                    } else {
+                        try p.ingest(receipt: r, verified: true)
+                    }
+                }
+            })
+        }
+        for batch in stride(from: 0, to: envelopes.count, by: limits.ingestBatchSize).map({ Array(envelopes[$0..<min($0 + limits.ingestBatchSize, envelopes.count)]) }) {
+            report.merge(try write { p in
+                for e in batch { try p.ingest(envelope: e, verified: false) }
+            })
+        }
+        if receipts.isEmpty && envelopes.isEmpty { return report }
+        hlc.withLock { clock in
+            for r in receipts { clock.observe(r.hlc, wallMillis: self.clock()) }
+        }
+        return report
+    }
+
+    /// Writes a local receipt: the receipt, its effect and its outbox row commit in one
+    /// transaction, and this returns only after that commit. Refused with a clear error when
+    /// the group's rules (as this replica sees them, tentative receipts included) forbid it.
+    @discardableResult
+    public func append(_ op: GroupOperation, to group: GroupID) throws -> AppendResult {
+        var result: AppendResult?
+        let report = try write { p in
+            if try p.isTombstoned(group) { throw ReplicaError("group \(group) was deleted") }
+            let view = try self.fold(group: group, view: .tentative, db: p.db)
+            if case .failure(let v) = GroupRules.apply(op, sender: self.local.identity, device: self.local.device, group: group, to: view.state) {
+                throw ReplicaError(v.reason)
+            }
+            let counter = try p.db.heldCounter(group: group, author: self.local.device) + 1
+            let parents = try p.db.heads(group: group, limit: Receipt.maxParents)
+            let wall = p.now
+            let latest = try p.db.latestHeadHLC(group: group)
+            let stamp = self.hlc.withLock { clock in
+                if let latest { clock.observe(HLCTimestamp(packed: latest), wallMillis: wall) }
+                return clock.now(wallMillis: wall)
+            }
+            let receipt = try self.local.sign(Receipt.Draft(group: group, type: op.receiptType, counter: counter, parents: parents, hlc: stamp, body: op.body))
+            guard receipt.payload.count <= Receipt.maxPayloadBytes else { throw ReplicaError("receipt is \(receipt.payload.count) bytes, limit \(Receipt.maxPayloadBytes)") }
+            try p.ingest(receipt: receipt, verified: true)
+            try p.db.insertOutbox(kind: "receipt", group: group, cid: receipt.cid, seq: nil, at: p.now)
+            try p.settle()
+            result = AppendResult(receipt: receipt, seq: try p.db.committedSeq(of: receipt.cid))
+        }
+        _ = report
+        return result!
+    }
+
+    /// Creates a group (this device becomes its owner and solo sequencer) and returns its id.
+    public func createGroup(name: String, maxMembers: Int = GroupLimits.defaultMaxMembers) throws -> GroupID {
+        let group = GroupID.random()
+        try append(.created(name: name, maxMembers: maxMembers), to: group)
+        return group
+    }
+
+    /// Moves pending items that waited too long or too often to dead letters, and re-emits
+    /// backfill requests for the rest (subject to the storm guard). Call it periodically.
+    public func retryPending() throws -> IngestReport {
+        try write { p in try p.retryPending() }
+    }
+
+    /// Runs a pipeline transaction, settles touched groups, and delivers events after commit.
+    private func write(_ body: (inout Pipeline) throws -> Void) throws -> IngestReport {
+        let now = clock()
+        let report = try store.write { db in
+            var p = try Pipeline(db: db, local: local, limits: limits, now: now)
+            try body(&p)
+            try p.settle()
+            return p.report
+        }
+        deliver(report.events)
+        return report
+    }
+
+    /// Receipt signatures and certificate chains, checked on all cores. Each distinct
+    /// certificate is verified once per batch.
+    static func verifyInParallel(_ receipts: [Receipt]) -> [String?] {
+        var certificates = [CID: VerificationResult]()
+        for r in receipts where certificates[r.certificate.cid] == nil { certificates[r.certificate.cid] = r.certificate.verify() }
+        let certOK = certificates
+        let results = Mutex([String?](repeating: nil, count: receipts.count))
+        let chunks = max(1, min(receipts.count / 64, 32))
+        DispatchQueue.concurrentPerform(iterations: chunks) { c in
+            var local = [(Int, String)]()
+            var i = c
+            while i < receipts.count {
+                let r = receipts[i]
+                if case .invalid(let why) = certOK[r.certificate.cid]! {
+                    local.append((i, why))
+                } else if case .invalid(let why) = r.verify(certificateVerified: true) {
+                    local.append((i, why))
+                }
+                i += chunks
+            }
+            results.withLock { for (i, why) in local { $0[i] = why } }
+        }
+        return results.withLock { $0 }
+    }
+}
+
+// MARK: - Reads
+
+extension Replica {
+    /// Groups this replica knows, by id.
+    public func groupIDs() throws -> [GroupID] { try store.read { try $0.knownGroups().sorted() } }
+
+    /// Finds a group by id text or by (unique) name.
+    public func resolveGroup(_ text: String) throws -> GroupID {
+        if let id = try? GroupID(string: text) { return id }
+        var matches = [GroupID]()
+        for id in try groupIDs() where try state(of: id, view: .tentative)?.name == text { matches.append(id) }
+        guard let first = matches.first else { throw ReplicaError("no group named or with id \"\(text)\"") }
+        guard matches.count == 1 else { throw ReplicaError("several groups are named \"\(text)\"; use the group id") }
+        return first
+    }
+
+    public func state(of group: GroupID, view: View) throws -> GroupState? {
+        try store.read { try fold(group: group, view: view, db: $0).state }
+    }
+
+    /// Members with where each one's standing comes from.
+    public func members(of group: GroupID, view: View) throws -> [MemberView] {
+        try store.read { db in
+            let committed = try db.groupStateBlob(group: group).map { try GroupState(storedBytes: $0) }
+            let current = try fold(group: group, view: view, db: db).state
+            let rows = try db.members(group: group)
+            return (current?.sortedMembers ?? []).map { m in
+                let same = committed?.members[m.identity] == m
+                let since = rows.first { $0.identity == m.identity.bytes }?.sinceSeq ?? 0
+                return MemberView(member: m, status: same ? .committed(seq: since) : .tentative)
+            }
+        }
+    }
+
+    public func entity(_ key: String, in group: GroupID, view: View) throws -> EntityValue? {
+        try store.read { try fold(group: group, view: view, db: $0).entities[key] }
+    }
+
+    public func entities(in group: GroupID, view: View) throws -> [EntityValue] {
+        try store.read { try fold(group: group, view: view, db: $0).entities.values.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) } }
+    }
+
+    /// The deterministic digest of the group's materialized state in a view (docs/PROTOCOL.md §12).
+    public func stateHash(of group: GroupID, view: View) throws -> [UInt8] {
+        try store.read { try fold(group: group, view: view, db: $0).stateHash }
+    }
+
+    /// The committed state hash recomputed by replaying the stored committed log from nothing,
+    /// ignoring the materialized tables: equal to `stateHash(.committed)` in a consistent store.
+    public func replayedStateHash(of group: GroupID) throws -> [UInt8] {
+        try store.read { db in
+            var fold = Fold(group: group, state: nil, entities: [:])
+            for item in try db.committedLog(group: group) { _ = fold.apply(item.receipt, status: .committed(seq: item.seq)) }
+            return fold.stateHash
+        }
+    }
+
+    /// The group's log: committed receipts in seq order, then (in the tentative view) the
+    /// tentative ones in tentative order, each marked and with its outcome.
+    public func log(of group: GroupID, view: View) throws -> [LogItem] {
+        try store.read { db in
+            var items = try db.committedLog(group: group).map { LogItem(receipt: $0.receipt, status: .committed(seq: $0.seq), rejected: $0.rejected) }
+            guard view == .tentative else { return items }
+            var fold = try committedFold(group: group, db: db)
+            for r in try tentativeReceipts(group: group, db: db) {
+                items.append(LogItem(receipt: r, status: .tentative, rejected: fold.apply(r, status: .tentative)))
+            }
+            return items
+        }
+    }
+
+    /// Committed high-water mark, tentative count, and per-author contiguous counters.
+    public func vector(of group: GroupID) throws -> SequenceVector {
+        try store.read { db in
+            SequenceVector(committed: try db.committedSeq(group: group), authors: try db.authorCounters(group: group))
+        }
+    }
+
+    public func tentativeCount(of group: GroupID) throws -> Int { try store.read { try $0.tentativeCount(group: group) } }
+
+    public func deadLetters() throws -> [QueuedItem] { try store.read { try $0.deadLetters() } }
+
+    public func pending() throws -> [QueuedItem] { try store.read { try $0.allPendingReceipts() + $0.allPendingEnvelopes() } }
+
+    // MARK: View construction
+
+    func committedFold(group: GroupID, db: StoreDB) throws -> Fold {
+        let state = try db.groupStateBlob(group: group).map { try GroupState(storedBytes: $0) }
+        var entities = [String: EntityValue]()
+        for e in try db.entities(group: group) {
+            entities[e.key] = EntityValue(key: e.key, value: try CBORDecoder.decodeStrict(e.value), cid: e.cid, status: .committed(seq: e.seq))
+        }
+        return Fold(group: group, state: state, entities: entities)
+    }
+
+    /// Tentative receipts in tentative order, without those of authors flagged for equivocation.
+    func tentativeReceipts(group: GroupID, db: StoreDB) throws -> [Receipt] {
+        let flagged = try db.flaggedAuthors(group: group)
+        let held = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in flagged[r.author].map { r.counter < $0 } ?? true }
+        return TentativeOrder.order(held)
+    }
+
+    func fold(group: GroupID, view: View, db: StoreDB) throws -> Fold {
+        var fold = try committedFold(group: group, db: db)
+        if view == .tentative, try !db.isTombstoned(group: group) {
+            for r in try tentativeReceipts(group: group, db: db) { _ = fold.apply(r, status: .tentative) }
+        }
+        return fold
+    }
+}
+
+/// What a replica holds of a group: the basis of anti-entropy.
+public struct SequenceVector: Hashable, Sendable {
+    /// Highest committed seq (contiguous from 1).
+    public let committed: UInt64
+    /// Per author device, the highest contiguous author counter held, by device id.
+    public let authors: [(DeviceID, UInt64)]
+
+    public static func == (l: SequenceVector, r: SequenceVector) -> Bool {
+        l.committed == r.committed && l.authors.map(\.0) == r.authors.map(\.0) && l.authors.map(\.1) == r.authors.map(\.1)
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(committed)
+        for (d, c) in authors { h.combine(d); h.combine(c) }
+    }
+}

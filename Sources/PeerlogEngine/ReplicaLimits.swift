@@ -1,0 +1,18 @@
+/// Named limits of the replica. Every queue is bounded; every retry has an end.
+public struct ReplicaLimits: Sendable {
+    /// A pending receipt or envelope goes to dead letters after this many failed retries…
+    public var maxPendingRetries: Int = 20
+    /// …or when it has waited this long (milliseconds; 7 days).
+    public var maxPendingAgeMillis: UInt64 = 7 * 24 * 3_600_000
+    /// Most receipts waiting for missing author counters, per group. Beyond it, out-of-order
+    /// receipts are refused (not stored) and fetched again later.
+    public var maxPendingReceiptsPerGroup: Int = 10_000
+    /// Most envelopes waiting for a seq gap to fill, per group.
+    public var maxPendingEnvelopesPerGroup: Int = 10_000
+    /// A backfill request for the same range is not emitted again within this time (ms).
+    public var backfillGuardMillis: UInt64 = 10_000
+    /// Most receipts verified and stored in one write transaction by `ingest`.
+    public var ingestBatchSize: Int = 2_000
+
+    public init() {}
+}

@@ -1,0 +1,111 @@
+import PeerlogEncoding
+import PeerlogModel
+
+/// Which state a query sees.
+public enum View: String, Sendable, CaseIterable {
+    /// The committed prefix only: identical on every replica that holds the same envelopes.
+    case committed
+    /// The committed prefix, then tentative receipts in the deterministic tentative order.
+    case tentative
+}
+
+/// Work the replica asks the network layer to do; it never does I/O itself.
+public enum ReplicaAction: Hashable, Sendable {
+    /// Fetch the committed envelopes (and their receipts) for `from...to`.
+    case requestSeqRange(group: GroupID, from: UInt64, to: UInt64)
+    /// Fetch an author's receipts with counters `from...to`.
+    case requestAuthorCounters(group: GroupID, author: DeviceID, from: UInt64, to: UInt64)
+    /// Fetch receipts by CID (an envelope names a receipt we do not hold).
+    case requestReceipts(group: GroupID, cids: [CID])
+}
+
+/// What happened, delivered to subscribers after the transaction commits, in order.
+public enum ReplicaEvent: Hashable, Sendable {
+    /// A receipt was stored and is tentative (no envelope yet).
+    case tentative(group: GroupID, cid: CID, type: String)
+    /// A receipt was committed at `seq`; `rejected` holds the reason when it had no effect.
+    case committed(group: GroupID, seq: UInt64, cid: CID, type: String, rejected: String?)
+    /// The committed order differs from the tentative guess: views were reordered.
+    case reordered(group: GroupID, seq: UInt64, expected: CID, committed: CID)
+    /// An application receipt (not group.* or entity.*) was committed, in seq order.
+    case application(group: GroupID, seq: UInt64, receipt: Receipt)
+    /// Two receipts claim the same (group, author, counter): the author is flagged.
+    case equivocation(group: GroupID, author: DeviceID, counter: UInt64, cids: [CID])
+    /// The local sequencer refused to sequence a receipt.
+    case refused(group: GroupID, cid: CID, reason: String)
+    /// A queued item gave up and went to dead letters.
+    case deadLettered(kind: String, cid: CID, reason: String)
+}
+
+/// The result of one `ingest` call.
+public struct IngestReport: Sendable, Equatable {
+    public var stored = 0
+    public var duplicates = 0
+    public var queued = 0
+    public var committed = 0
+    public var ignored = 0
+    /// Refused inputs with the reason (invalid signature, not the sequencer, …).
+    public var rejected: [(cid: CID, reason: String)] = []
+    public var actions: [ReplicaAction] = []
+    public var events: [ReplicaEvent] = []
+
+    public init() {}
+
+    public static func == (l: IngestReport, r: IngestReport) -> Bool {
+        l.stored == r.stored && l.duplicates == r.duplicates && l.queued == r.queued && l.committed == r.committed
+            && l.ignored == r.ignored && l.rejected.map(\.cid) == r.rejected.map(\.cid) && l.actions == r.actions && l.events == r.events
+    }
+
+    mutating func merge(_ other: IngestReport) {
+        stored += other.stored
+        duplicates += other.duplicates
+        queued += other.queued
+        committed += other.committed
+        ignored += other.ignored
+        rejected += other.rejected
+        actions += other.actions
+        events += other.events
+    }
+}
+
+/// The result of a local write.
+public struct AppendResult: Sendable, Equatable {
+    public let receipt: Receipt
+    /// The committed position when the local device is the group's sequencer.
+    public let seq: UInt64?
+}
+
+/// Where an item of a view comes from.
+public enum ItemStatus: Hashable, Sendable {
+    case committed(seq: UInt64)
+    case tentative
+}
+
+/// An entity's current value in a view.
+public struct EntityValue: Hashable, Sendable {
+    public let key: String
+    public let value: CBOR
+    /// The receipt that wrote it.
+    public let cid: CID
+    public let status: ItemStatus
+}
+
+/// One line of a group's log.
+public struct LogItem: Hashable, Sendable {
+    public let receipt: Receipt
+    public let status: ItemStatus
+    /// Nil when the receipt took effect; otherwise why not (for tentative items: why it would not).
+    public let rejected: String?
+}
+
+/// A member as a view shows it.
+public struct MemberView: Hashable, Sendable {
+    public let member: Member
+    public let status: ItemStatus
+}
+
+/// Errors of local operations, as one clear sentence.
+public struct ReplicaError: Error, Hashable, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

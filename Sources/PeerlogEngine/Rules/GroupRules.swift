@@ -1,0 +1,130 @@
+import PeerlogModel
+
+/// Why a receipt is refused: a malformed body or a rule of docs/PROTOCOL.md §9 it breaks.
+/// The reason is a short sentence for people; it is the same on every replica.
+public struct RuleViolation: Error, Hashable, Sendable, CustomStringConvertible {
+    public let reason: String
+
+    public init(_ reason: String) { self.reason = reason }
+
+    public var description: String { reason }
+}
+
+/// Who may send what in a group (docs/PROTOCOL.md §9.3).
+///
+/// A receipt is judged against the state its group had *before* it in the committed order, so
+/// every replica reaches the same verdict. This is therefore a pure function of its arguments:
+/// no clocks, no randomness, and nothing taken from a dictionary's iteration order.
+public enum GroupRules {
+    /// The state after `op` sent by `sender` (the author's identity; `device` the author
+    /// device), or the reason it is refused. `state` is nil when the group does not exist yet.
+    public static func apply(
+        _ op: GroupOperation, sender: IdentityID, device: DeviceID, group: GroupID, to state: GroupState?
+    ) -> Result<GroupState, RuleViolation> {
+        Result { () throws(RuleViolation) in try next(op, sender: sender, device: device, group: group, state: state) }
+    }
+
+    static func next(
+        _ op: GroupOperation, sender: IdentityID, device: DeviceID, group: GroupID, state: GroupState?
+    ) throws(RuleViolation) -> GroupState {
+        try op.validate()
+        guard var state else {
+            guard case .created(let name, let maxMembers) = op else { throw RuleViolation("group does not exist") }
+            return GroupState(
+                group: group, name: name, status: .active, maxMembers: maxMembers, createdBy: sender,
+                authority: .solo(device), members: [sender: Member(identity: sender, role: .owner, status: .active)])
+        }
+        guard state.group == group else {
+            throw RuleViolation("receipt is for group \(group.string), the state is of group \(state.group.string)")
+        }
+        // Checked before "already exists": a deleted group's id is never reused either way,
+        // and "deleted" is the more useful thing to tell.
+        guard state.status == .active else { throw RuleViolation("group is deleted") }
+
+        switch op {
+        case .created:
+            throw RuleViolation("group already exists")
+
+        case .inviteAccepted:
+            switch state.members[sender]?.status {
+            case .pending: state.members[sender]!.status = .active
+            case .active: throw RuleViolation("sender is already an active member")
+            case .removed, .left, nil: throw RuleViolation("sender has no pending invitation")
+            }
+
+        case .memberLeft:
+            guard let me = state.members[sender], me.status == .pending || me.status == .active else {
+                throw RuleViolation("sender is not a member")
+            }
+            if me.status == .active, me.role == .owner, state.activeOwnerCount < 2 {
+                throw RuleViolation("the last active owner may not leave; transfer ownership first")
+            }
+            state.members[sender]!.status = .left
+
+        case .memberAdded(let target, let role):
+            let senderRole = try activeRole(of: sender, in: state)
+            guard senderRole != .member else { throw RuleViolation("only an owner or admin may add members") }
+            guard senderRole == .owner || role == .member else {
+                throw RuleViolation("an admin may add only members; only an owner may add an \(role.rawValue)")
+            }
+            switch state.members[target]?.status {
+            case .active: throw RuleViolation("identity \(target.short) is already a member")
+            case .pending: throw RuleViolation("identity \(target.short) is already invited")
+            case .removed, .left, nil: break
+            }
+            // Pending invitations hold a seat, so accepting can never overfill the group.
+            guard state.occupiedSeats < state.maxMembers else {
+                throw RuleViolation("group is full: all \(state.maxMembers) seats (max_members) are taken by active and pending members")
+            }
+            state.members[target] = Member(identity: target, role: role, status: .pending)
+
+        case .memberRemoved(let target):
+            let senderRole = try activeRole(of: sender, in: state)
+            guard senderRole != .member else { throw RuleViolation("only an owner or admin may remove members") }
+            // Owners cannot remove themselves, so removal can never take away the last owner.
+            guard target != sender else { throw RuleViolation("a member cannot remove themselves; use group.member_left") }
+            guard let t = state.members[target], t.status == .pending || t.status == .active else {
+                throw RuleViolation("identity \(target.short) is not a member")
+            }
+            guard senderRole == .owner || t.role == .member else { throw RuleViolation("an admin may remove only members") }
+            state.members[target]!.status = .removed
+
+        case .renamed(let name):
+            guard try activeRole(of: sender, in: state) != .member else {
+                throw RuleViolation("only an owner or admin may rename the group")
+            }
+            state.name = name
+
+        case .roleChanged(let target, let role):
+            guard try activeRole(of: sender, in: state) == .owner else { throw RuleViolation("only an owner may change roles") }
+            guard let t = state.members[target], t.status == .active else {
+                throw RuleViolation("identity \(target.short) is not an active member")
+            }
+            guard t.role != role else { throw RuleViolation("identity \(target.short) is already \(role.rawValue)") }
+            if t.role == .owner, state.activeOwnerCount < 2 {
+                throw RuleViolation("the group must keep at least one active owner")
+            }
+            state.members[target]!.role = role
+
+        case .sequencerChanged(let authority):
+            guard try activeRole(of: sender, in: state) == .owner else {
+                throw RuleViolation("only an owner may change the sequencer")
+            }
+            state.authority = authority
+
+        case .deleted:
+            guard try activeRole(of: sender, in: state) == .owner else { throw RuleViolation("only an owner may delete the group") }
+            state.status = .deleted
+
+        case .entityPut, .entityDelete, .application:
+            _ = try activeRole(of: sender, in: state)
+        }
+        return state
+    }
+
+    /// The sender's role, if the sender is an active member; refused otherwise.
+    static func activeRole(of sender: IdentityID, in state: GroupState) throws(RuleViolation) -> Role {
+        guard let role = state.activeRole(of: sender) else { throw RuleViolation("sender is not an active member") }
+        return role
+    }
+}

@@ -1,0 +1,141 @@
+import PeerlogEncoding
+import PeerlogModel
+
+/// What a member may do in a group (docs/PROTOCOL.md §9.3).
+public enum Role: String, CaseIterable, Hashable, Sendable {
+    case owner, admin, member
+}
+
+/// Where a member stands. Only `active` members may act, except that a `pending` invitee may
+/// accept or decline. `removed` and `left` entries are kept so the history stays visible and
+/// the identity can be invited again.
+public enum MemberStatus: String, CaseIterable, Hashable, Sendable {
+    case pending, active, removed, left
+}
+
+/// One identity's entry in a group.
+public struct Member: Hashable, Sendable {
+    public var identity: IdentityID
+    public var role: Role
+    public var status: MemberStatus
+
+    public init(identity: IdentityID, role: Role, status: MemberStatus) {
+        self.identity = identity
+        self.role = role
+        self.status = status
+    }
+}
+
+/// Who orders a group's receipts (signs its envelopes).
+public enum SequencerAuthority: Hashable, Sendable {
+    /// One device sequences.
+    case solo(DeviceID)
+    /// The voters elect a sequencer per term. Sorted ascending by bytes, unique, 1...9 voters.
+    case elected(voters: [DeviceID])
+    /// A relay sequences; `address` is "host:port", 1...255 bytes.
+    case relay(key: DeviceID, address: String)
+
+    /// The map used both in `group.sequencer_changed` bodies and in the canonical state:
+    /// `{"kind": "solo", "device"}`, `{"kind": "elected", "voters"}` or `{"kind": "relay", "key", "address"}`.
+    public var cborValue: CBOR {
+        switch self {
+        case .solo(let device):
+            .textMap(["kind": "solo", "device": .bytes(device.bytes)])
+        case .elected(let voters):
+            .textMap(["kind": "elected", "voters": .array(voters.map { .bytes($0.bytes) })])
+        case .relay(let key, let address):
+            .textMap(["kind": "relay", "key": .bytes(key.bytes), "address": .text(address)])
+        }
+    }
+}
+
+/// Whether a group still accepts receipts.
+public enum GroupStatus: String, CaseIterable, Hashable, Sendable {
+    case active, deleted
+}
+
+/// Fixed limits of group state, checked when a body is parsed (docs/PROTOCOL.md §9.2).
+public enum GroupLimits {
+    /// The `max_members` a client proposes when the user gives none.
+    public static let defaultMaxMembers = 12
+    /// `max_members` must be 1...maxMembersCeiling.
+    public static let maxMembersCeiling = 1000
+    /// Group names are 1...maxNameBytes bytes of UTF-8.
+    public static let maxNameBytes = 128
+    /// Entity keys are 1...maxEntityKeyBytes bytes of UTF-8.
+    public static let maxEntityKeyBytes = 256
+    /// An elected authority has 1...maxVoters voters.
+    public static let maxVoters = 9
+    /// A relay address is 1...maxRelayAddressBytes bytes of UTF-8.
+    public static let maxRelayAddressBytes = 255
+}
+
+/// A group as its committed receipts describe it: the input of `GroupRules.apply`.
+public struct GroupState: Hashable, Sendable {
+    public var group: GroupID
+    public var name: String
+    public var status: GroupStatus
+    public var maxMembers: Int
+    public var createdBy: IdentityID
+    public var authority: SequencerAuthority
+    /// Every identity ever added, whatever its status now. Keyed by `Member.identity`.
+    public var members: [IdentityID: Member]
+
+    public init(
+        group: GroupID, name: String, status: GroupStatus = .active, maxMembers: Int, createdBy: IdentityID,
+        authority: SequencerAuthority, members: [IdentityID: Member]
+    ) {
+        self.group = group
+        self.name = name
+        self.status = status
+        self.maxMembers = maxMembers
+        self.createdBy = createdBy
+        self.authority = authority
+        self.members = members
+    }
+
+    /// The entry of `identity`, if it was ever added.
+    public func member(_ identity: IdentityID) -> Member? { members[identity] }
+
+    /// The role of `identity` if it is an active member, else nil.
+    public func activeRole(of identity: IdentityID) -> Role? {
+        guard let m = members[identity], m.status == .active else { return nil }
+        return m.role
+    }
+
+    /// Members whose status is active and role owner.
+    public var activeOwnerCount: Int {
+        members.values.count { $0.status == .active && $0.role == .owner }
+    }
+
+    /// Seats taken: pending invitations count, so invitations cannot overshoot `maxMembers`.
+    public var occupiedSeats: Int {
+        members.values.count { $0.status == .active || $0.status == .pending }
+    }
+
+    /// All entries, sorted ascending by identity bytes (the order of `canonicalCBOR`).
+    public var sortedMembers: [Member] {
+        members.sorted { $0.key < $1.key }.map(\.value)
+    }
+
+    /// Deterministic CBOR of the state, used for state hashes:
+    /// `{"name": text, "status": text, "max_members": uint, "created_by": bstr(32),
+    /// "authority": <authority map>, "members": [[identity bstr(32), role text, status text], …]}`
+    /// with members sorted by identity bytes. The group id is not included: a state hash is
+    /// always computed within one group.
+    public var canonicalCBOR: CBOR {
+        // Sorted explicitly: dictionary order differs between replicas (per-process hash seeds).
+        let rows: [CBOR] = members.sorted { $0.key < $1.key }.map { id, m in
+            .array([.bytes(id.bytes), .text(m.role.rawValue), .text(m.status.rawValue)])
+        }
+        // The clamp only keeps a hand-built invalid state from trapping; rules never produce one.
+        return .textMap([
+            "name": .text(name),
+            "status": .text(status.rawValue),
+            "max_members": .unsigned(UInt64(max(maxMembers, 0))),
+            "created_by": .bytes(createdBy.bytes),
+            "authority": authority.cborValue,
+            "members": .array(rows),
+        ])
+    }
+}

@@ -1,0 +1,10 @@
+import GRDB
+
+/// Schema migrations: frozen once shipped, one per file, applied in order.
+enum Migrations {
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("0001_initial", migrate: Migration0001.migrate)
+        return m
+    }
+}

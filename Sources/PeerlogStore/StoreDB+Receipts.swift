@@ -1,0 +1,183 @@
+import Foundation
+import GRDB
+import PeerlogEncoding
+import PeerlogModel
+
+/// A receipt as the store holds it.
+public struct StoredReceipt: Sendable {
+    public let id: Int64
+    public let receipt: Receipt
+    public let seq: UInt64?
+}
+
+extension StoreDB {
+    // MARK: Certificates (verified ones only: a row here means its signature was checked)
+
+    public func certificateKnown(_ cid: CID) throws -> Bool {
+        try int("SELECT 1 FROM certificates WHERE cid = ?", [cid.bytes.blob]) != nil
+    }
+
+    public func insertCertificate(_ c: DeviceCertificate) throws {
+        try execute("INSERT OR IGNORE INTO certificates (cid, identity, device, noise_key, name, created_at, encoded) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [c.cid.bytes.blob, c.identity.bytes.blob, c.device.bytes.blob, c.noiseKey.rawRepresentation.blob, c.name, c.createdAt.sql, c.encoded.blob])
+    }
+
+    /// Certificates of one device (a device may be re-certified with a new name).
+    public func certificates(device: DeviceID) throws -> [DeviceCertificate] {
+        try rows("SELECT encoded FROM certificates WHERE device = ? ORDER BY created_at", [device.bytes.blob]).map {
+            try DeviceCertificate(encoded: ($0["encoded"] as Data).bytes)
+        }
+    }
+
+    // MARK: Processed (replay protection)
+
+    /// The outcome recorded for a CID the pipeline already finished with, if any.
+    public func processedOutcome(_ cid: CID) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT outcome FROM processed_receipts WHERE cid = ?"), arguments: [cid.bytes.blob])
+    }
+
+    public func markProcessed(_ cid: CID, group: GroupID, outcome: String, reason: String?, at now: UInt64) throws {
+        try execute("INSERT OR REPLACE INTO processed_receipts (cid, group_id, outcome, reason, processed_at) VALUES (?, ?, ?, ?, ?)",
+                    [cid.bytes.blob, group.bytes.blob, outcome, reason, now.sql])
+    }
+
+    // MARK: Receipts
+
+    public func receiptExists(_ cid: CID) throws -> Bool {
+        try int("SELECT 1 FROM receipts WHERE cid = ?", [cid.bytes.blob]) != nil
+    }
+
+    /// Highest author counter held for (group, author); counters are stored contiguously, so
+    /// this is also the contiguous high-water mark. 0 when none.
+    public func heldCounter(group: GroupID, author: DeviceID) throws -> UInt64 {
+        UInt64(sql: try int("SELECT MAX(author_counter) FROM receipts WHERE group_id = ? AND author = ?", [group.bytes.blob, author.bytes.blob]) ?? 0)
+    }
+
+    /// The CID held at (group, author, counter).
+    public func receiptCID(group: GroupID, author: DeviceID, counter: UInt64) throws -> CID? {
+        guard let row = try row("SELECT cid FROM receipts WHERE group_id = ? AND author = ? AND author_counter = ?", [group.bytes.blob, author.bytes.blob, counter.sql]) else { return nil }
+        return try CID(bytes: (row["cid"] as Data).bytes)
+    }
+
+    /// Stores a verified receipt (its certificate must be stored first), its parent links, and
+    /// maintains the group's heads. Returns the row id.
+    @discardableResult
+    public func insertReceipt(_ r: Receipt, receivedAt: UInt64) throws -> Int64 {
+        try execute("""
+            INSERT INTO receipts (cid, group_id, author, author_counter, identity, type, hlc, payload, signature, certificate_cid, received_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [r.cid.bytes.blob, r.group.bytes.blob, r.author.bytes.blob, r.counter.sql, r.identity.bytes.blob, r.type, r.hlc.packed.sql,
+                  r.payload.blob, r.signature.blob, r.certificate.cid.bytes.blob, received(receivedAt)])
+        let id = db.lastInsertedRowID
+        for parent in r.parents {
+            try execute("INSERT OR IGNORE INTO receipt_parents (receipt_id, parent) VALUES (?, ?)", [id, parent.bytes.blob])
+            try execute("DELETE FROM heads WHERE group_id = ? AND receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [r.group.bytes.blob, parent.bytes.blob])
+        }
+        // A child that arrived first already names this receipt: then it is not a head.
+        if try int("SELECT 1 FROM receipt_parents WHERE parent = ? LIMIT 1", [r.cid.bytes.blob]) == nil {
+            try execute("INSERT INTO heads (group_id, receipt_id) VALUES (?, ?)", [r.group.bytes.blob, id])
+        }
+        return id
+    }
+
+    private func received(_ t: UInt64) -> Int64 { t.sql }
+
+    /// The most recent heads of a group (by HLC, then CID), at most `limit`.
+    public func heads(group: GroupID, limit: Int) throws -> [CID] {
+        try rows("""
+            SELECT r.cid FROM heads h JOIN receipts r ON r.id = h.receipt_id
+            WHERE h.group_id = ? ORDER BY r.hlc DESC, r.cid DESC LIMIT ?
+            """, [group.bytes.blob, limit]).map { try CID(bytes: ($0["cid"] as Data).bytes) }
+    }
+
+    public func loadReceipt(_ cid: CID) throws -> StoredReceipt? {
+        guard let row = try row(Self.receiptSelect + " WHERE r.cid = ?", [cid.bytes.blob]) else { return nil }
+        return try Self.storedReceipt(row)
+    }
+
+    /// Receipts without an envelope, in (HLC, CID) order; the engine refines the order by parents.
+    public func tentativeReceipts(group: GroupID) throws -> [StoredReceipt] {
+        try rows(Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid", [group.bytes.blob]).map(Self.storedReceipt)
+    }
+
+    public func tentativeCount(group: GroupID) throws -> Int {
+        Int(try int("SELECT COUNT(*) FROM receipts WHERE group_id = ? AND seq IS NULL", [group.bytes.blob]) ?? 0)
+    }
+
+    /// Receipts of one author in counter order, from `fromCounter`, at most `limit`.
+    public func receipts(group: GroupID, author: DeviceID, fromCounter: UInt64, limit: Int) throws -> [StoredReceipt] {
+        try rows(Self.receiptSelect + " WHERE r.group_id = ? AND r.author = ? AND r.author_counter >= ? ORDER BY r.author_counter LIMIT ?",
+                 [group.bytes.blob, author.bytes.blob, fromCounter.sql, limit]).map(Self.storedReceipt)
+    }
+
+    /// Every receipt of a group: committed ones in seq order, then tentative ones.
+    public func allReceipts(group: GroupID) throws -> [StoredReceipt] {
+        try rows(Self.receiptSelect + " WHERE r.group_id = ? ORDER BY r.seq IS NULL, r.seq, r.author, r.author_counter", [group.bytes.blob]).map(Self.storedReceipt)
+    }
+
+    /// Per-author contiguous counters held for a group.
+    public func authorCounters(group: GroupID) throws -> [(DeviceID, UInt64)] {
+        try rows("SELECT author, MAX(author_counter) AS c FROM receipts WHERE group_id = ? GROUP BY author ORDER BY author", [group.bytes.blob]).map {
+            (try DeviceID(bytes: ($0["author"] as Data).bytes), UInt64(sql: $0["c"]))
+        }
+    }
+
+    public func setReceiptSeq(_ cid: CID, seq: UInt64) throws {
+        try execute("UPDATE receipts SET seq = ? WHERE cid = ?", [seq.sql, cid.bytes.blob])
+    }
+
+    /// Removes a receipt (used when an envelope commits the other half of an equivocation).
+    public func deleteReceipt(_ cid: CID) throws {
+        try execute("DELETE FROM heads WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
+        try execute("DELETE FROM receipt_parents WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
+        try execute("DELETE FROM receipts WHERE cid = ?", [cid.bytes.blob])
+    }
+
+    /// Group ids this store knows: created ones, and any with receipts.
+    public func knownGroups() throws -> [GroupID] {
+        try rows("SELECT group_id FROM groups UNION SELECT group_id FROM receipts WHERE type = 'group.created' UNION SELECT group_id FROM tombstones").map {
+            try GroupID(bytes: ($0["group_id"] as Data).bytes)
+        }
+    }
+
+    static let receiptSelect = """
+        SELECT r.id, r.payload, r.signature, r.seq, c.encoded AS certificate FROM receipts r
+        JOIN certificates c ON c.cid = r.certificate_cid
+        """
+
+    static func storedReceipt(_ row: Row) throws -> StoredReceipt {
+        let cert = try DeviceCertificate(encoded: (row["certificate"] as Data).bytes)
+        let receipt = try Receipt(payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
+        let seq: Int64? = row["seq"]
+        return StoredReceipt(id: row["id"], receipt: receipt, seq: seq.map(UInt64.init(sql:)))
+    }
+}
+
+extension StoreDB {
+    /// The earliest tentative receipt of a group by (HLC, CID), with its row id.
+    public func firstTentative(group: GroupID) throws -> (cid: CID, id: Int64)? {
+        guard let row = try row("SELECT cid, id FROM receipts WHERE group_id = ? AND seq IS NULL ORDER BY hlc, cid LIMIT 1", [group.bytes.blob]) else { return nil }
+        return (try CID(bytes: (row["cid"] as Data).bytes), row["id"])
+    }
+}
+
+extension StoreDB {
+    /// The highest HLC among a group's heads (what a new receipt must follow).
+    public func latestHeadHLC(group: GroupID) throws -> UInt64? {
+        try int("SELECT MAX(r.hlc) FROM heads h JOIN receipts r ON r.id = h.receipt_id WHERE h.group_id = ?", [group.bytes.blob]).map(UInt64.init(sql:))
+    }
+
+    /// Committed receipts of a group in seq order, with each envelope's recorded outcome.
+    public func committedLog(group: GroupID, fromSeq: UInt64 = 1, limit: Int = .max) throws -> [(receipt: Receipt, seq: UInt64, rejected: String?)] {
+        try rows("""
+            SELECT r.payload, r.signature, c.encoded AS certificate, e.seq, e.outcome, e.reason FROM envelopes e
+            JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
+            WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
+            """, [group.bytes.blob, fromSeq.sql, limit]).map { row in
+            let cert = try DeviceCertificate(encoded: (row["certificate"] as Data).bytes)
+            let receipt = try Receipt(payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
+            let outcome: String = row["outcome"]
+            return (receipt, UInt64(sql: row["seq"]), outcome == "applied" ? nil : (row["reason"] as String?) ?? "rejected")
+        }
+    }
+}
