@@ -86,6 +86,7 @@ extension Pipeline {
               let twinStored = try db.loadReceipt(twin), twinStored.seq == nil else { return nil }
         try db.deleteReceipt(twin)
         try db.insertEquivocation(twinStored.receipt, at: now)
+        try db.markProcessed(twin, group: evidence.group, outcome: "equivocation", reason: "same author counter as \(cid)", at: now)
         try db.deleteEquivocation(cid)
         try db.insertReceipt(evidence, receivedAt: now)
         return evidence

@@ -18,8 +18,12 @@ public final class Replica: Sendable {
     private let nextSubscriber = Atomic<Int>(0)
 
     /// Opens (or creates) the replica database at `path`. Cheap: nothing is scanned at open.
-    public init(path: String, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis) throws {
-        store = try Store(path: path)
+    public convenience init(path: String, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis) throws {
+        try self.init(store: Store(path: path), device: device, limits: limits, clock: clock)
+    }
+
+    public init(store: Store, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis) {
+        self.store = store
         local = device
         self.limits = limits
         self.clock = clock
@@ -50,12 +54,19 @@ public final class Replica: Sendable {
     /// pipeline then runs in batches of `limits.ingestBatchSize`.
     public func ingest(receipts: [Receipt], envelopes: [Envelope] = []) throws -> IngestReport {
         var report = IngestReport()
-        for batch in stride(from: 0, to: receipts.count, by: limits.ingestBatchSize).map({ Array(receipts[$0..<min($0 + limits.ingestBatchSize, receipts.count)]) }) {
+        for whole in stride(from: 0, to: receipts.count, by: limits.ingestBatchSize).map({ Array(receipts[$0..<min($0 + limits.ingestBatchSize, receipts.count)]) }) {
+            // Known CIDs are duplicates: skip them before paying for signature checks.
+            let known = try store.read { db in try whole.filter { try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid) || db.processedOutcome($0.cid) != nil } }
+            report.duplicates += known.count
+            let knownSet = Set(known.map(\.cid))
+            var seen = Set<CID>()
+            let batch = whole.filter { !knownSet.contains($0.cid) && seen.insert($0.cid).inserted }
+            report.duplicates += whole.count - known.count - batch.count
             let checks = Self.verifyInParallel(batch)
             report.merge(try write { p in
                 for (r, problem) in zip(batch, checks) {
                     if let problem {
-                        if try p.db.processedOutcome(r.cid) == nil { try p.db.markProcessed(r.cid, group: r.group, outcome: "invalid", reason: problem, at: p.now) }
+                        try p.db.markProcessed(r.cid, group: r.group, outcome: "invalid", reason: problem, at: p.now)
                         p.report.rejected.append((r.cid, problem))
                     } else {
                         try p.ingest(receipt: r, verified: true)

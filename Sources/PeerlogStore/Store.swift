@@ -5,8 +5,9 @@ import GRDB
 /// `write`, whose closures get a `StoreDB` with typed queries; nothing outside this module
 /// writes SQL. Secrets never go into the database.
 public final class Store: Sendable {
+    /// The database file, or ":memory:".
     public let path: String
-    let pool: DatabasePool
+    let pool: any DatabaseWriter
 
     /// Opens (creating if needed) and migrates. `synchronous=NORMAL` in WAL mode: a committed
     /// transaction survives the process being killed (kill -9); power loss may lose the last
@@ -20,6 +21,13 @@ public final class Store: Sendable {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         pool = try DatabasePool(path: path, configuration: config)
+        try Migrations.migrator.migrate(pool)
+    }
+
+    /// A private in-memory store (tests, property runs). Same schema, no file.
+    public init(inMemory: Void = ()) throws {
+        path = ":memory:"
+        pool = try DatabaseQueue()
         try Migrations.migrator.migrate(pool)
     }
 

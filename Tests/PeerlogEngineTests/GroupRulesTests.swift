@@ -97,7 +97,7 @@ struct GroupRulesTests {
         var testDescription: String { type }
     }
 
-    static let matrix: [Row] = [
+    static let expectedMatrix: [Row] = [
         //                                       own adm mem pnd rem left str
         Row(type: "group.created",           cells: "✗ ✗ ✗ ✗ ✗ ✗ ✗"),
         Row(type: "group.member_added",      cells: "✓ ✓ ✗ ✗ ✗ ✗ ✗"),
@@ -115,11 +115,11 @@ struct GroupRulesTests {
     ]
 
     @Test func matrixCoversEveryOperationKind() {
-        #expect(Self.matrix.map(\.type) == Self.operations.map(\.receiptType))
-        #expect(Set(Self.matrix.map(\.type)).count == 12)
+        #expect(Self.expectedMatrix.map(\.type) == Self.operations.map(\.receiptType))
+        #expect(Set(Self.expectedMatrix.map(\.type)).count == 12)
     }
 
-    @Test(arguments: matrix) func matrix(_ row: Row) throws {
+    @Test(arguments: expectedMatrix) func matrix(_ row: Row) throws {
         let op = try #require(Self.operations.first { $0.receiptType == row.type })
         let cells = row.cells.split(separator: " ")
         try #require(cells.count == Standing.allCases.count)
@@ -514,6 +514,15 @@ struct GroupRulesTests {
         #expect(throws: RuleViolation(c.reason)) { try GroupOperation(receiptType: c.type, body: c.body) }
     }
 
+    @Test func authorityMapRoundTrips() throws {
+        for a in [SequencerAuthority.solo(Self.device(1)), .elected(voters: [Self.device(1), Self.device(2)]), .relay(key: Self.device(3), address: "r:1")] {
+            #expect(try SequencerAuthority(cborValue: a.cborValue) == a)
+        }
+        #expect(throws: RuleViolation("authority: \"voters\" must be sorted ascending by bytes, without duplicates")) {
+            try SequencerAuthority(cborValue: SequencerAuthority.elected(voters: [Self.device(2), Self.device(1)]).cborValue)
+        }
+    }
+
     // MARK: 4. Determinism
 
     @Test func canonicalEncodingIgnoresInsertionOrder() throws {
@@ -559,19 +568,32 @@ struct GroupRulesTests {
         #expect(hexString(CBOREncoder.encode(state.canonicalCBOR)) == Self.goldenState)
     }
 
-    static let goldenState = ""
-}
+    /// Written out piece by piece from §9.5, not produced by the code under test.
+    static let goldenState = [
+        "a6",                                                   // map(6), keys in deterministic order
+        "646e616d65", "6167",                                   // "name": "g"
+        "66737461747573", "66616374697665",                     // "status": "active"
+        "676d656d62657273", "82",                               // "members": array(2), by identity bytes
+        "83", "5820" + String(repeating: "01", count: 32), "656f776e6572", "66616374697665",     // [01…, "owner", "active"]
+        "83", "5820" + String(repeating: "03", count: 32), "666d656d626572", "6770656e64696e67", // [03…, "member", "pending"]
+        "69617574686f72697479", "a2",                           // "authority": map(2)
+        "646b696e64", "64736f6c6f",                             //   "kind": "solo"
+        "66646576696365", "5820" + String(repeating: "02", count: 32), //   "device": 02…
+        "6a637265617465645f6279", "5820" + String(repeating: "01", count: 32), // "created_by": 01…
+        "6b6d61785f6d656d62657273", "0c",                       // "max_members": 12
+    ].joined()
 
-/// The case of an operation, without its payload, for grouping in assertions.
-enum Kind: Hashable {
-    case entityPut, entityDelete, application, other
+    /// The case of an operation, without its payload, for grouping in assertions.
+    enum Kind: Hashable {
+        case entityPut, entityDelete, application, other
 
-    init(_ op: GroupOperation) {
-        switch op {
-        case .entityPut: self = .entityPut
-        case .entityDelete: self = .entityDelete
-        case .application: self = .application
-        default: self = .other
+        init(_ op: GroupOperation) {
+            switch op {
+            case .entityPut: self = .entityPut
+            case .entityDelete: self = .entityDelete
+            case .application: self = .application
+            default: self = .other
+            }
         }
     }
 }

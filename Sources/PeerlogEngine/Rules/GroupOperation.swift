@@ -159,6 +159,12 @@ public enum GroupOperation: Hashable, Sendable {
 }
 
 extension SequencerAuthority {
+    /// Parses and checks an authority map (the inverse of `cborValue`), e.g. from a stored state.
+    public init(cborValue: CBOR) throws(RuleViolation) {
+        try self.init(parsing: cborValue, what: "authority")
+        try validate(what: "authority")
+    }
+
     init(parsing value: CBOR, what: String) throws(RuleViolation) {
         // The kind decides which keys are allowed, so it is read before the exact-keys check.
         guard case .map(let entries) = value else { throw RuleViolation("\(what) must be a map") }
