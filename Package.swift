@@ -35,6 +35,7 @@ let package = Package(
             name: "PeerlogCLI",
             dependencies: [
                 "PeerlogModel",
+                "PeerlogStore",
                 "PeerlogEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

@@ -6,7 +6,11 @@ struct Peerlog: ParsableCommand {
         commandName: "peerlog",
         abstract: "Offline-first peer-to-peer replication of signed receipts.",
         version: "0.1.0",
-        subcommands: [Init.self, Id.self, SafetyNumberCommand.self, Inspect.self, ReceiptCommand.self]
+        subcommands: [
+            Init.self, Id.self, SafetyNumberCommand.self, Inspect.self, ReceiptCommand.self,
+            GroupCommand.self, Put.self, Get.self, DeleteCommand.self, LogCommand.self, StateHash.self,
+            Export.self, Import.self, DeadLetters.self,
+        ]
     )
 }
 

@@ -43,13 +43,17 @@ extension Replica {
     /// changes nothing. A malformed line fails the whole import before anything is written.
     public func importExport(lines: [String]) throws -> IngestReport {
         let content = lines.enumerated().filter { !$0.element.allSatisfy(\.isWhitespace) }
-        guard let (_, headerLine) = content.first else { throw ReplicaError("import: the file is empty") }
+        guard let (headerIndex, headerLine) = content.first else { throw ReplicaError("import: the file is empty") }
+        let at = "import line \(headerIndex + 1)"
         let header: JSON
-        do { header = try JSON.parse(headerLine) } catch { throw ReplicaError("import line 1: \(error)") }
-        guard header["format"] == .string(Self.exportFormat) else { throw ReplicaError("import line 1: not a peerlog export (no \"format\": \"\(Self.exportFormat)\")") }
-        guard header["version"] == .int(Self.exportVersion) else { throw ReplicaError("import line 1: unsupported export version \(header["version"].map(\.description) ?? "?")") }
+        do { header = try JSON.parse(headerLine) } catch { throw ReplicaError("\(at): \(error)") }
+        guard header["format"] == .string(Self.exportFormat) else { throw ReplicaError("\(at): not a peerlog export (no \"format\": \"\(Self.exportFormat)\")") }
+        guard header["version"] == .int(Self.exportVersion) else { throw ReplicaError("\(at): unsupported export version \(header["version"].map(\.description) ?? "?")") }
         var receipts = [Receipt]()
         var envelopes = [Envelope]()
+        guard case .number(let r)? = header["receipts"], let expectedReceipts = Int(r), case .number(let e)? = header["envelopes"], let expectedEnvelopes = Int(e) else {
+            throw ReplicaError("\(at): header lacks the receipt and envelope counts")
+        }
         for (index, line) in content.dropFirst() {
             let where_ = "import line \(index + 1)"
             let json: JSON
@@ -64,6 +68,10 @@ extension Replica {
                 default: throw ReplicaError("unknown kind \"\(kind)\"")
                 }
             } catch { throw ReplicaError("\(where_): \(error)") }
+        }
+        // A file cut off at a line boundary parses; the header's counts catch it.
+        guard receipts.count == expectedReceipts, envelopes.count == expectedEnvelopes else {
+            throw ReplicaError("import: the file is incomplete: the header announces \(expectedReceipts) receipts and \(expectedEnvelopes) envelopes, it holds \(receipts.count) and \(envelopes.count)")
         }
         return try ingest(receipts: receipts, envelopes: envelopes)
     }

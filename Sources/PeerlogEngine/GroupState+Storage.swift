@@ -12,9 +12,7 @@ extension GroupState {
               let maxMembers = s["max_members"]?.unsignedValue, let createdBy = s["created_by"]?.bytesValue,
               let authorityValue = s["authority"], let rows = s["members"]?.arrayValue
         else { throw ReplicaError("stored group state is malformed") }
-        guard case .sequencerChanged(let authority) = try GroupOperation(receiptType: "group.sequencer_changed", body: .textMap(["authority": authorityValue])) else {
-            throw ReplicaError("stored group authority is malformed")
-        }
+        let authority = try SequencerAuthority(cborValue: authorityValue)
         var members = [IdentityID: Member]()
         for row in rows {
             guard let cells = row.arrayValue, cells.count == 3, let id = cells[0].bytesValue,

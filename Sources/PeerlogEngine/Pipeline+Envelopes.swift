@@ -56,7 +56,7 @@ extension Pipeline {
             for item in next {
                 let e = try Envelope(encoded: item.encoded)
                 guard let receipt = try receiptForCommit(e.receipt) else {
-                    try db.notePendingEnvelopeAttempt(group: group, seq: e.seq, cid: e.receipt, reason: "waiting for receipt \(e.receipt)", at: now)
+                    try db.updatePendingEnvelopeReason(group: group, seq: e.seq, cid: e.receipt, reason: "waiting for receipt \(e.receipt)")
                     try request(.requestReceipts(group: group, cids: [e.receipt]))
                     continue
                 }

@@ -60,7 +60,6 @@ extension Pipeline {
         for item in pending {
             if item.seqOrCounter > held + 1 { break }
             try db.deletePendingReceipt(item.cid)
-            report.queued -= 1
             let r = try Receipt(encoded: item.encoded)
             if r.counter <= held {
                 try recordEquivocation(r)

@@ -118,8 +118,8 @@ public final class Replica: Sendable {
     }
 
     /// Creates a group (this device becomes its owner and solo sequencer) and returns its id.
-    public func createGroup(name: String, maxMembers: Int = GroupLimits.defaultMaxMembers) throws -> GroupID {
-        let group = GroupID.random()
+    public func createGroup(name: String, maxMembers: Int = GroupLimits.defaultMaxMembers, id: GroupID = .random()) throws -> GroupID {
+        let group = id
         try append(.created(name: name, maxMembers: maxMembers), to: group)
         return group
     }

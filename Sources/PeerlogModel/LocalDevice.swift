@@ -28,6 +28,17 @@ public struct LocalDevice: Sendable {
         return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
     }
 
+    /// Keys derived from `seed` (BLAKE2b with a label per key), so tests and examples are
+    /// reproducible. Never use this for a real identity: anyone with the seed has the keys.
+    public static func deterministic(seed: [UInt8], name: String, createdAt: UInt64) throws -> LocalDevice {
+        func derive(_ label: String) throws -> SecureBytes { SecureBytes(try BLAKE2b.hash(Array("peerlog-test-key/\(label)/".utf8) + seed, length: 32)) }
+        let identityKey = try Ed25519.PrivateKey(seed: derive("identity"))
+        let signingKey = try Ed25519.PrivateKey(seed: derive("device"))
+        let noiseKey = try X25519.PrivateKey(derive("noise"))
+        let cert = try DeviceCertificate.issue(identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey, name: name, createdAt: createdAt)
+        return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
+    }
+
     /// Creates the home directory (0700) and writes the key files. Refuses if a key already exists.
     public func save(home: String) throws {
         let p = Self.paths(home: home)

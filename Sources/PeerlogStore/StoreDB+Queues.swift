@@ -95,6 +95,12 @@ extension StoreDB {
         try execute("DELETE FROM pending_envelopes WHERE group_id = ? AND seq = ? AND cid = ?", [group.bytes.blob, seq.sql, cid.bytes.blob])
     }
 
+    /// Records why an envelope still waits, without counting a retry (drains are not retries).
+    public func updatePendingEnvelopeReason(group: GroupID, seq: UInt64, cid: CID, reason: String) throws {
+        try execute("UPDATE pending_envelopes SET reason = ? WHERE group_id = ? AND seq = ? AND cid = ?", [reason, group.bytes.blob, seq.sql, cid.bytes.blob])
+    }
+
+    /// Counts one retry pass for a waiting envelope.
     public func notePendingEnvelopeAttempt(group: GroupID, seq: UInt64, cid: CID, reason: String, at now: UInt64) throws {
         try execute("UPDATE pending_envelopes SET retry_count = retry_count + 1, last_attempt_at = ?, reason = ? WHERE group_id = ? AND seq = ? AND cid = ?",
                     [now.sql, reason, group.bytes.blob, seq.sql, cid.bytes.blob])

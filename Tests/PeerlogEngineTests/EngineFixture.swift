@@ -18,8 +18,9 @@ struct Node {
     let replica: Replica
     let clock: ManualClock
 
-    init(_ name: String, limits: ReplicaLimits = ReplicaLimits(), clock: ManualClock = ManualClock()) throws {
-        device = try LocalDevice.generate(name: name, createdAt: 1)
+    /// A node whose keys derive from its name (and `seed`), so histories are reproducible.
+    init(_ name: String, seed: UInt64 = 0, limits: ReplicaLimits = ReplicaLimits(), clock: ManualClock = ManualClock()) throws {
+        device = try LocalDevice.deterministic(seed: Array("\(name)/\(seed)".utf8), name: name, createdAt: 1)
         self.clock = clock
         replica = Replica(store: try Store(), device: device, limits: limits, clock: { clock.now() })
     }
@@ -62,8 +63,8 @@ func handmade(_ device: LocalDevice, group: GroupID, counter: UInt64, op: GroupO
 }
 
 /// A group owned by `owner` with `members` invited and accepted (all committed on the owner).
-func groupWith(owner: Node, members: [Node]) throws -> GroupID {
-    let group = try owner.replica.createGroup(name: "g")
+func groupWith(owner: Node, members: [Node], id: GroupID = .random()) throws -> GroupID {
+    let group = try owner.replica.createGroup(name: "g", id: id)
     for m in members { try owner.replica.append(.memberAdded(identity: m.identity, role: .member), to: group) }
     for m in members {
         try owner.send(group, to: m)

@@ -271,7 +271,7 @@ struct PipelineTests {
     @Test func memberLimitIsEnforcedAtTheBoundary() throws {
         let alice = try Node("alice")
         let group = try alice.replica.createGroup(name: "g", maxMembers: 3)
-        for _ in 0..<2 { try alice.replica.append(.memberAdded(identity: try Node("x").identity, role: .member), to: group) }
+        for i in 0..<2 { try alice.replica.append(.memberAdded(identity: try Node("x\(i)").identity, role: .member), to: group) }
         #expect(throws: ReplicaError.self) { try alice.replica.append(.memberAdded(identity: try Node("y").identity, role: .member), to: group) }
         #expect(try alice.replica.state(of: group, view: .committed)?.occupiedSeats == 3)
     }
@@ -295,4 +295,29 @@ struct PipelineTests {
 
 enum PeerlogTestTemp {
     static func make() throws -> String { try PeerlogTestSupport.TestSupport.temporaryDirectory() }
+}
+
+struct RetryCountingTests {
+    /// Retries count time-driven passes (`retryPending`), not how often unrelated traffic for the
+    /// group happened to arrive while an item waited: that would dead-letter healthy items on busy groups.
+    @Test func unrelatedTrafficDoesNotUseUpRetries() throws {
+        let alice = try Node("alice"), bob = try Node("bob"), carol = try Node("carol")
+        let group = try groupWith(owner: alice, members: [carol])
+        let waiting = try alice.replica.append(.entityPut(key: "w", value: 1), to: group)
+        let committed = try alice.holdings(group)
+        // Carol keeps writing after her last sync: tentative traffic for the same group.
+        let chatter = try (0..<(bob.replica.limits.maxPendingRetries + 5)).map { i in
+            try carol.replica.append(.entityPut(key: "c\(i)", value: 1), to: group).receipt
+        }
+        // Bob gets everything committed except the receipt of the last envelope…
+        _ = try bob.replica.ingest(receipts: committed.receipts.filter { $0.cid != waiting.receipt.cid }, envelopes: committed.envelopes)
+        #expect(try bob.replica.vector(of: group).committed == committed.envelopes.count - 1)
+        // …then carol's chatter, one receipt at a time, while that envelope waits.
+        for r in chatter { _ = try bob.replica.ingest(receipts: [r]) }
+        _ = try bob.replica.retryPending()
+        #expect(try bob.replica.deadLetters().isEmpty)
+        _ = try bob.replica.ingest(receipts: [waiting.receipt])
+        #expect(try bob.replica.vector(of: group).committed == committed.envelopes.count)
+        #expect(try bob.hashes(group).committed == alice.hashes(group).committed)
+    }
 }

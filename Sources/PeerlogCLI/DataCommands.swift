@@ -1,0 +1,131 @@
+import ArgumentParser
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+
+struct Put: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Set an entity's value in a group.")
+    @OptionGroup var home: HomeOptions
+    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @Argument(help: "The entity key.") var key: String
+    @Argument(help: "The value: a string, or JSON with --json-value.") var value: String
+    @Flag(help: "Parse VALUE as JSON (integers, strings, arrays, objects, true/false/null; {\"$bytes\": hex}; no floats).") var jsonValue = false
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let cbor: CBOR
+        if jsonValue {
+            do { cbor = try CBOR(json: try JSON.parse(value), allowFloats: false) } catch { throw CLIError("VALUE: \(error)") }
+        } else {
+            cbor = .text(value)
+        }
+        let node = try Node(home)
+        let id = try node.group(group)
+        let result = try node.replica.append(.entityPut(key: key, value: cbor), to: id)
+        printAppend(result, group: id, summary: "Set \"\(key)\"", json: json)
+    }
+}
+
+struct Get: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print an entity's value (strings as they are, anything else as JSON).",
+        discussion: "Exit status 1 when the key has no value in the view."
+    )
+    @OptionGroup var home: HomeOptions
+    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @Argument(help: "The entity key.") var key: String
+    @OptionGroup var view: ViewOptions
+    @Flag(help: "Print JSON: key, value, cid, status, seq.") var json = false
+
+    func run() throws {
+        let node = try Node(home)
+        let id = try node.group(group)
+        guard let entity = try node.replica.entity(key, in: id, view: view.view) else {
+            throw CLIError("no value for \"\(key)\" in the \(view.view.rawValue) view of \(id)")
+        }
+        if json {
+            print(JSON.object([("key", .string(key)), ("value", entity.value.json), ("cid", .string(entity.cid.string))] + entity.status.jsonFields).serialized(pretty: true))
+        } else if case .text(let s) = entity.value {
+            print(s)
+        } else {
+            print(entity.value.json.serialized())
+        }
+    }
+}
+
+struct DeleteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete an entity from a group.")
+    @OptionGroup var home: HomeOptions
+    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @Argument(help: "The entity key.") var key: String
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let node = try Node(home)
+        let id = try node.group(group)
+        let result = try node.replica.append(.entityDelete(key: key), to: id)
+        printAppend(result, group: id, summary: "Deleted \"\(key)\"", json: json)
+    }
+}
+
+struct LogCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "Print a group's log: committed receipts in seq order, then tentative ones.",
+        discussion: "Columns: seq (~ when tentative), C (committed) or T (tentative), type, author device (short), author counter, receipt CID, and REJECTED: reason for a receipt without effect."
+    )
+    @OptionGroup var home: HomeOptions
+    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @OptionGroup var view: ViewOptions
+    @Flag(help: "Print a JSON array.") var json = false
+
+    func run() throws {
+        let node = try Node(home)
+        let items = try node.replica.log(of: try node.group(group), view: view.view)
+        if json {
+            print(JSON.array(items.map(Self.json)).serialized(pretty: true))
+            return
+        }
+        printTable(items.map { item in
+            let r = item.receipt
+            let (seq, mark) = switch item.status {
+            case .committed(let seq): (String(seq), "C")
+            case .tentative: ("~", "T")
+            }
+            return [seq, mark, r.type, r.author.short, String(r.counter), r.cid.string] + (item.rejected.map { ["REJECTED: " + $0] } ?? [])
+        })
+    }
+
+    static func json(_ item: LogItem) -> JSON {
+        let r = item.receipt
+        return .object(item.status.jsonFields + [
+            ("type", .string(r.type)), ("author", .string(r.author.string)), ("identity", .string(r.identity.string)),
+            ("counter", .int(r.counter)), ("cid", .string(r.cid.string)), ("hlc_time", .string(formatMillis(r.hlc.physical))),
+            ("body", r.body.json), ("rejected", item.rejected.map { .string($0) } ?? .null),
+        ])
+    }
+}
+
+struct StateHash: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "state-hash",
+        abstract: "Print the group's state hash in both views; replicas holding the same receipts print the same hashes."
+    )
+    @OptionGroup var home: HomeOptions
+    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let node = try Node(home)
+        let id = try node.group(group)
+        let committed = hexString(try node.replica.stateHash(of: id, view: .committed))
+        let tentative = hexString(try node.replica.stateHash(of: id, view: .tentative))
+        if json {
+            print(JSON.object([("group", .string(id.string)), ("committed", .string(committed)), ("tentative", .string(tentative))]).serialized(pretty: true))
+        } else {
+            print("committed \(committed)")
+            print("tentative \(tentative)")
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write everything this replica holds of a group to a file (JSON lines).",
+        discussion: "The file is JSON lines with every receipt and envelope as signed bytes: carry it to another device and `peerlog import` it there. An existing file is never overwritten."
+    )
+    @OptionGroup var home: HomeOptions
+    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @Argument(help: "The file to create.") var file: String
+
+    func run() throws {
+        if FileIO.exists(file) { throw CLIError("\(file) already exists; refusing to overwrite it") }
+        let node = try Node(home)
+        let id = try node.group(group)
+        // The whole export is built in memory, then written to a temporary file and renamed.
+        var bytes = [UInt8]()
+        let counts = try node.replica.export(group: id) { line in
+            bytes += line.utf8
+            bytes.append(0x0a)
+        }
+        try FileIO.writeNew(bytes, to: file, mode: 0o644)
+        print("Exported \(counts.receipts) receipts and \(counts.envelopes) envelopes of \(id) to \(file)")
+    }
+}
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify and apply an export file from another replica.",
+        discussion: "A malformed file is refused as a whole (exit status 1, nothing written). Importing the same file twice changes nothing."
+    )
+    @OptionGroup var home: HomeOptions
+    @Argument(help: "The export file.") var file: String
+    @Flag(help: "Print JSON.") var json = false
+
+    /// Largest export file read.
+    static let maxFileBytes = 1 << 30
+
+    func run() throws {
+        let node = try Node(home)
+        let text = String(decoding: try FileIO.read(file, maxBytes: Self.maxFileBytes), as: UTF8.self)
+        // Empty lines are kept so that the line numbers in errors match the file.
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let report: IngestReport
+        do { report = try node.replica.importExport(lines: lines) } catch { throw CLIError("\(file): \(error)") }
+        let counts: [(String, Int)] = [
+            ("stored", report.stored), ("duplicates", report.duplicates), ("committed", report.committed),
+            ("queued", report.queued), ("ignored", report.ignored), ("rejected", report.rejected.count),
+        ]
+        if json {
+            let rejected = JSON.array(report.rejected.map { .object([("cid", .string($0.cid.string)), ("reason", .string($0.reason))]) })
+            print(JSON.object(counts.map { ($0.0, JSON.int($0.1)) } + [("rejections", rejected)]).serialized(pretty: true))
+        } else {
+            printRows(counts.map { ($0.0, String($0.1)) })
+            for (cid, reason) in report.rejected { print("rejected \(cid): \(reason)") }
+        }
+    }
+}
+
+struct DeadLetters: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dead-letters",
+        abstract: "List receipts and envelopes that were given up on, with the reason."
+    )
+    @OptionGroup var home: HomeOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let items = try Node(home).replica.deadLetters()
+        if json {
+            print(JSON.array(items.map { item in
+                .object([
+                    ("kind", .string(item.kind)), ("group", .string(item.group.string)), ("cid", .string(item.cid.string)),
+                    ("retries", .int(item.retryCount)), ("reason", .string(item.reason)),
+                    ("first_seen_ms", .int(item.firstSeenAt)), ("last_attempt_ms", .int(item.lastAttemptAt)),
+                ])
+            }).serialized(pretty: true))
+        } else if items.isEmpty {
+            print("No dead letters.")
+        } else {
+            printTable([["KIND", "GROUP", "CID", "RETRIES", "LAST ATTEMPT", "REASON"]] + items.map { item in
+                [item.kind, item.group.string, item.cid.string, String(item.retryCount), formatMillis(item.lastAttemptAt), item.reason]
+            })
+        }
+    }
+}
