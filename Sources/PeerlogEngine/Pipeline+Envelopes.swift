@@ -38,18 +38,20 @@ extension Pipeline {
     }
 
     /// Commits queued envelopes while the next seq is available, and asks for what is missing.
+    /// The queue is read once per call; commits then walk it in memory.
     mutating func drainEnvelopes(_ group: GroupID) throws {
+        var pending = try db.pendingEnvelopes(group: group)
+        guard !pending.isEmpty else { return }
+        var hwm = try db.committedSeq(group: group)
         while true {
-            let pending = try db.pendingEnvelopes(group: group)
-            guard !pending.isEmpty else { return }
-            let hwm = try db.committedSeq(group: group)
             // Anything at or below the high-water mark is settled: drop it.
             for stale in pending where stale.seqOrCounter <= hwm {
                 try db.deletePendingEnvelope(group: group, seq: stale.seqOrCounter, cid: stale.cid)
             }
+            pending.removeAll { $0.seqOrCounter <= hwm }
             let next = pending.filter { $0.seqOrCounter == hwm + 1 }
             guard !next.isEmpty else {
-                try requestGaps(group: group, hwm: hwm, pendingSeqs: pending.map(\.seqOrCounter).filter { $0 > hwm })
+                if !pending.isEmpty { try requestGaps(group: group, hwm: hwm, pendingSeqs: pending.map(\.seqOrCounter)) }
                 return
             }
             var committedOne = false
@@ -60,16 +62,17 @@ extension Pipeline {
                     try request(.requestReceipts(group: group, cids: [e.receipt]))
                     continue
                 }
+                try db.deletePendingEnvelope(group: group, seq: e.seq, cid: e.receipt)
+                pending.removeAll { $0.seqOrCounter == e.seq && $0.cid == e.receipt }
                 if let why = try authorityProblem(e, receipt: receipt) {
                     // The authority for seq N is fixed once N-1 is committed, so this is final.
-                    try db.deletePendingEnvelope(group: group, seq: e.seq, cid: e.receipt)
                     try db.insertDeadLetter(item, reason: why, at: now)
                     report.rejected.append((e.receipt, why))
                     report.events.append(.deadLettered(kind: "envelope", cid: e.receipt, reason: why))
                     continue
                 }
-                try db.deletePendingEnvelope(group: group, seq: e.seq, cid: e.receipt)
                 try commit(e, receipt: receipt)
+                hwm = e.seq
                 committedOne = true
                 break
             }

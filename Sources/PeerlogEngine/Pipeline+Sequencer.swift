@@ -12,6 +12,8 @@ extension Pipeline {
         guard try !isTombstoned(group) else { return }
         if let state = try committedState(group) {
             guard case .solo(let device) = state.authority, device == local.device else { return }
+        } else if try !db.hasTentativeCreation(group: group, by: local.device) {
+            return  // not created yet, and not by us: someone else sequences seq 1
         }
         let refused = try db.refusals(group: group)
         let flagged = try db.flaggedAuthors(group: group)

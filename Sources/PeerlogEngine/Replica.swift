@@ -56,13 +56,16 @@ public final class Replica: Sendable {
         var report = IngestReport()
         for whole in stride(from: 0, to: receipts.count, by: limits.ingestBatchSize).map({ Array(receipts[$0..<min($0 + limits.ingestBatchSize, receipts.count)]) }) {
             // Known CIDs are duplicates: skip them before paying for signature checks.
-            let known = try store.read { db in try whole.filter { try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid) || db.processedOutcome($0.cid) != nil } }
+            let (known, verifiedCertificates) = try store.read { db in
+                (try whole.filter { try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid) || db.processedOutcome($0.cid) != nil },
+                 try db.knownCertificates(Set(whole.map(\.certificate.cid))))
+            }
             report.duplicates += known.count
             let knownSet = Set(known.map(\.cid))
             var seen = Set<CID>()
             let batch = whole.filter { !knownSet.contains($0.cid) && seen.insert($0.cid).inserted }
             report.duplicates += whole.count - known.count - batch.count
-            let checks = Self.verifyInParallel(batch)
+            let checks = Self.verifyInParallel(batch, verifiedCertificates: verifiedCertificates)
             report.merge(try write { p in
                 for (r, problem) in zip(batch, checks) {
                     if let problem {
@@ -143,10 +146,11 @@ public final class Replica: Sendable {
         return report
     }
 
-    /// Receipt signatures and certificate chains, checked on all cores. Each distinct
-    /// certificate is verified once per batch.
-    static func verifyInParallel(_ receipts: [Receipt]) -> [String?] {
+    /// Receipt signatures and certificate chains, checked on all cores. Certificates already
+    /// in the store were verified when stored; each other distinct one is verified once.
+    static func verifyInParallel(_ receipts: [Receipt], verifiedCertificates: Set<CID> = []) -> [String?] {
         var certificates = [CID: VerificationResult]()
+        for cid in verifiedCertificates { certificates[cid] = .valid }
         for r in receipts where certificates[r.certificate.cid] == nil { certificates[r.certificate.cid] = r.certificate.verify() }
         let certOK = certificates
         let results = Mutex([String?](repeating: nil, count: receipts.count))

@@ -40,6 +40,6 @@ extension StoreDB {
 
 /// Tests and tools may assert on the SQL that ran.
 extension StoreDB {
-    public func execute(rawSQL sql: String) throws { try db.execute(sql: sql) }
-    public func count(rawSQL sql: String) throws -> Int { try Int.fetchOne(db, sql: sql) ?? 0 }
+    public func execute(rawSQL sql: String) throws { try db.cachedStatement(sql: sql).execute() }
+    public func count(rawSQL sql: String) throws -> Int { try Int.fetchOne(db.cachedStatement(sql: sql)) ?? 0 }
 }

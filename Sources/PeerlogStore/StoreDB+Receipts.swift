@@ -181,3 +181,17 @@ extension StoreDB {
         }
     }
 }
+
+extension StoreDB {
+    /// Whether `device` authored a tentative group.created for the group.
+    public func hasTentativeCreation(group: GroupID, by device: DeviceID) throws -> Bool {
+        try int("SELECT 1 FROM receipts WHERE group_id = ? AND type = 'group.created' AND author = ? AND seq IS NULL LIMIT 1", [group.bytes.blob, device.bytes.blob]) != nil
+    }
+
+    /// Which of these certificate CIDs are stored (and so already verified).
+    public func knownCertificates(_ cids: Set<CID>) throws -> Set<CID> {
+        var out = Set<CID>()
+        for cid in cids where try certificateKnown(cid) { out.insert(cid) }
+        return out
+    }
+}
