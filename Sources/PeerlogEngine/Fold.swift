@@ -9,6 +9,8 @@ struct Fold {
     var group: GroupID
     var state: GroupState?
     var entities: [String: EntityValue]
+    /// Entities outside the scope are not tracked (their receipts still pass through the rules).
+    var scope: Replica.EntityScope = .all
 
     init(group: GroupID, state: GroupState?, entities: [String: EntityValue]) {
         self.group = group
@@ -27,12 +29,20 @@ struct Fold {
         case .success(let next):
             state = next
             switch op {
-            case .entityPut(let key, let value): entities[key] = EntityValue(key: key, value: value, cid: r.cid, status: status)
-            case .entityDelete(let key): entities[key] = nil
+            case .entityPut(let key, let value) where tracks(key): entities[key] = EntityValue(key: key, value: value, cid: r.cid, status: status)
+            case .entityDelete(let key) where tracks(key): entities[key] = nil
             case .deleted: entities = [:]
             default: break
             }
             return nil
+        }
+    }
+
+    private func tracks(_ key: String) -> Bool {
+        switch scope {
+        case .none: false
+        case .key(let k): k == key
+        case .all: true
         }
     }
 

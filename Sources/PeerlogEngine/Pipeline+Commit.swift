@@ -24,6 +24,7 @@ extension Pipeline {
         }
         try db.insertEnvelope(e, outcome: rejected == nil ? "applied" : "rejected", reason: rejected)
         try db.setReceiptSeq(r.cid, seq: e.seq)
+        committedSeqs[r.group] = e.seq
         if try committedState(r.group) != nil { try db.setGroupCommittedSeq(group: r.group, seq: e.seq) }
         try db.clearBackfillRequests(group: r.group, kind: "seq", subject: [], upTo: e.seq)
         report.committed += 1

@@ -14,7 +14,7 @@ extension Pipeline {
             report.ignored += 1
             return
         }
-        let hwm = try db.committedSeq(group: e.group)
+        let hwm = try committedSeqCached(e.group)
         if e.seq <= hwm {
             let existing = try db.envelopeCID(group: e.group, seq: e.seq)
             if existing == e.receipt {
@@ -24,12 +24,22 @@ extension Pipeline {
             }
             return
         }
-        guard try db.pendingEnvelopeCount(group: e.group) < limits.maxPendingEnvelopesPerGroup else {
+        guard try pendingEnvelopeCount(e.group) < limits.maxPendingEnvelopesPerGroup else {
             report.rejected.append((e.receipt, "pending envelope queue of the group is full (\(limits.maxPendingEnvelopesPerGroup))"))
             return
         }
         try db.insertPendingEnvelope(e, reason: "waiting for seq \(hwm + 1)", at: now)
+        pendingEnvelopeCounts[e.group] = nil  // INSERT OR IGNORE: recount when next needed
         touch(e.group)
+    }
+
+    /// The committed high-water mark; within one ingest batch, envelopes queue and commit only
+    /// at the end (in `settle`), so the value read once stays right until then.
+    mutating func committedSeqCached(_ group: GroupID) throws -> UInt64 {
+        if let n = committedSeqs[group] { return n }
+        let n = try db.committedSeq(group: group)
+        committedSeqs[group] = n
+        return n
     }
 
     private func tombstoneSeq(_ group: GroupID) throws -> UInt64? {
@@ -49,6 +59,7 @@ extension Pipeline {
                 try db.deletePendingEnvelope(group: group, seq: stale.seqOrCounter, cid: stale.cid)
             }
             pending.removeAll { $0.seqOrCounter <= hwm }
+            pendingEnvelopeCounts[group] = nil
             let next = pending.filter { $0.seqOrCounter == hwm + 1 }
             guard !next.isEmpty else {
                 if !pending.isEmpty { try requestGaps(group: group, hwm: hwm, pendingSeqs: pending.map(\.seqOrCounter)) }

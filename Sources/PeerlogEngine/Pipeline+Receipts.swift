@@ -25,17 +25,18 @@ extension Pipeline {
         }
         if knownCertificates.insert(r.certificate.cid).inserted { try db.insertCertificate(r.certificate) }
 
-        let held = try db.heldCounter(group: r.group, author: r.author)
+        let held = try heldCounter(r.group, r.author)
         if r.counter <= held {
             try recordEquivocation(r)
             return
         }
         if r.counter > held + 1 {
-            guard try db.pendingReceiptCount(group: r.group) < limits.maxPendingReceiptsPerGroup else {
+            guard try pendingReceiptCount(r.group) < limits.maxPendingReceiptsPerGroup else {
                 report.rejected.append((r.cid, "pending queue of the group is full (\(limits.maxPendingReceiptsPerGroup)); send it again later"))
                 return
             }
             try db.insertPendingReceipt(r, reason: "waiting for author counters \(held + 1)...\(r.counter - 1)", at: now)
+            pendingReceiptCounts[r.group, default: 0] += 1
             report.queued += 1
             try request(.requestAuthorCounters(group: r.group, author: r.author, from: held + 1, to: r.counter - 1))
             return
@@ -47,6 +48,7 @@ extension Pipeline {
     /// Stores a receipt whose counter is next for its author.
     mutating func store(_ r: Receipt) throws {
         try db.insertReceipt(r, receivedAt: now)
+        heldCounters[AuthorKey(group: r.group, author: r.author)] = r.counter
         report.stored += 1
         report.events.append(.tentative(group: r.group, cid: r.cid, type: r.type))
         touch(r.group)
@@ -55,11 +57,13 @@ extension Pipeline {
     /// Moves an author's pending receipts into the store while their counters are contiguous.
     mutating func drainAuthor(group: GroupID, author: DeviceID, held: UInt64) throws {
         var held = held
+        guard try pendingReceiptCount(group) > 0 else { return }
         let pending = try db.pendingReceipts(group: group, author: author)
         guard !pending.isEmpty else { return }
         for item in pending {
             if item.seqOrCounter > held + 1 { break }
             try db.deletePendingReceipt(item.cid)
+            pendingReceiptCounts[group, default: 1] -= 1
             let r = try Receipt(encoded: item.encoded)
             if r.counter <= held {
                 try recordEquivocation(r)

@@ -20,6 +20,16 @@ struct Pipeline {
     var stateCache: [GroupID: GroupState?] = [:]
     var tombstoneCache: [GroupID: Bool] = [:]
     var knownCertificates: Set<CID> = []
+    /// Per-transaction caches of counts the pipeline would otherwise query per item.
+    var pendingReceiptCounts: [GroupID: Int] = [:]
+    var pendingEnvelopeCounts: [GroupID: Int] = [:]
+    var heldCounters: [AuthorKey: UInt64] = [:]
+    var committedSeqs: [GroupID: UInt64] = [:]
+
+    struct AuthorKey: Hashable {
+        let group: GroupID
+        let author: DeviceID
+    }
     /// Receipt row ids at or above this were stored by this transaction.
     let firstNewReceiptID: Int64
 
@@ -33,6 +43,28 @@ struct Pipeline {
 
     mutating func touch(_ group: GroupID) {
         if touchedSet.insert(group).inserted { touched.append(group) }
+    }
+
+    mutating func pendingReceiptCount(_ group: GroupID) throws -> Int {
+        if let n = pendingReceiptCounts[group] { return n }
+        let n = try db.pendingReceiptCount(group: group)
+        pendingReceiptCounts[group] = n
+        return n
+    }
+
+    mutating func pendingEnvelopeCount(_ group: GroupID) throws -> Int {
+        if let n = pendingEnvelopeCounts[group] { return n }
+        let n = try db.pendingEnvelopeCount(group: group)
+        pendingEnvelopeCounts[group] = n
+        return n
+    }
+
+    mutating func heldCounter(_ group: GroupID, _ author: DeviceID) throws -> UInt64 {
+        let key = AuthorKey(group: group, author: author)
+        if let n = heldCounters[key] { return n }
+        let n = try db.heldCounter(group: group, author: author)
+        heldCounters[key] = n
+        return n
     }
 
     mutating func isTombstoned(_ group: GroupID) throws -> Bool {

@@ -78,8 +78,14 @@ public final class Replica: Sendable {
             })
         }
         for batch in stride(from: 0, to: envelopes.count, by: limits.ingestBatchSize).map({ Array(envelopes[$0..<min($0 + limits.ingestBatchSize, envelopes.count)]) }) {
+            let checks = Self.inParallel(batch) { e in
+                if case .invalid(let why) = e.verify() { return why }
+                return nil
+            }
             report.merge(try write { p in
-                for e in batch { try p.ingest(envelope: e, verified: false) }
+                for (e, problem) in zip(batch, checks) {
+                    if let problem { p.report.rejected.append((e.receipt, problem)) } else { try p.ingest(envelope: e, verified: true) }
+                }
             })
         }
         if receipts.isEmpty && envelopes.isEmpty { return report }
@@ -97,7 +103,7 @@ public final class Replica: Sendable {
         var result: AppendResult?
         let report = try write { p in
             if try p.isTombstoned(group) { throw ReplicaError("group \(group) was deleted") }
-            let view = try self.fold(group: group, view: .tentative, db: p.db)
+            let view = try self.fold(group: group, view: .tentative, db: p.db, entities: .none)
             if case .failure(let v) = GroupRules.apply(op, sender: self.local.identity, device: self.local.device, group: group, to: view.state) {
                 throw ReplicaError(v.reason)
             }
@@ -153,19 +159,21 @@ public final class Replica: Sendable {
         for cid in verifiedCertificates { certificates[cid] = .valid }
         for r in receipts where certificates[r.certificate.cid] == nil { certificates[r.certificate.cid] = r.certificate.verify() }
         let certOK = certificates
-        let results = Mutex([String?](repeating: nil, count: receipts.count))
-        let chunks = max(1, min(receipts.count / 64, 32))
+        return inParallel(receipts) { r in
+            if case .invalid(let why) = certOK[r.certificate.cid]! { return why }
+            if case .invalid(let why) = r.verify(certificateVerified: true) { return why }
+            return nil
+        }
+    }
+
+    /// Applies `check` to every element on all cores, keeping the order of results.
+    static func inParallel<T: Sendable>(_ items: [T], _ check: @Sendable (T) -> String?) -> [String?] {
+        let results = Mutex([String?](repeating: nil, count: items.count))
+        let chunks = max(1, min(items.count / 64, 32))
         DispatchQueue.concurrentPerform(iterations: chunks) { c in
             var local = [(Int, String)]()
-            var i = c
-            while i < receipts.count {
-                let r = receipts[i]
-                if case .invalid(let why) = certOK[r.certificate.cid]! {
-                    local.append((i, why))
-                } else if case .invalid(let why) = r.verify(certificateVerified: true) {
-                    local.append((i, why))
-                }
-                i += chunks
+            for i in stride(from: c, to: items.count, by: chunks) {
+                if let why = check(items[i]) { local.append((i, why)) }
             }
             results.withLock { for (i, why) in local { $0[i] = why } }
         }
@@ -190,14 +198,14 @@ extension Replica {
     }
 
     public func state(of group: GroupID, view: View) throws -> GroupState? {
-        try store.read { try fold(group: group, view: view, db: $0).state }
+        try store.read { try fold(group: group, view: view, db: $0, entities: .none).state }
     }
 
     /// Members with where each one's standing comes from.
     public func members(of group: GroupID, view: View) throws -> [MemberView] {
         try store.read { db in
             let committed = try db.groupStateBlob(group: group).map { try GroupState(storedBytes: $0) }
-            let current = try fold(group: group, view: view, db: db).state
+            let current = try fold(group: group, view: view, db: db, entities: .none).state
             let rows = try db.members(group: group)
             return (current?.sortedMembers ?? []).map { m in
                 let same = committed?.members[m.identity] == m
@@ -208,7 +216,7 @@ extension Replica {
     }
 
     public func entity(_ key: String, in group: GroupID, view: View) throws -> EntityValue? {
-        try store.read { try fold(group: group, view: view, db: $0).entities[key] }
+        try store.read { try fold(group: group, view: view, db: $0, entities: .key(key)).entities[key] }
     }
 
     public func entities(in group: GroupID, view: View) throws -> [EntityValue] {
@@ -259,13 +267,27 @@ extension Replica {
 
     // MARK: View construction
 
-    func committedFold(group: GroupID, db: StoreDB) throws -> Fold {
+    /// Which entities a fold materializes: reads of one key or of membership stay cheap on big groups.
+    enum EntityScope: Equatable {
+        case none
+        case key(String)
+        case all
+    }
+
+    func committedFold(group: GroupID, db: StoreDB, entities scope: EntityScope = .all) throws -> Fold {
         let state = try db.groupStateBlob(group: group).map { try GroupState(storedBytes: $0) }
         var entities = [String: EntityValue]()
-        for e in try db.entities(group: group) {
+        func add(_ e: (key: String, value: [UInt8], cid: CID, seq: UInt64)) throws {
             entities[e.key] = EntityValue(key: e.key, value: try CBORDecoder.decodeStrict(e.value), cid: e.cid, status: .committed(seq: e.seq))
         }
-        return Fold(group: group, state: state, entities: entities)
+        switch scope {
+        case .none: break
+        case .key(let key): if let e = try db.entity(group: group, key: key) { try add((key, e.value, e.cid, e.seq)) }
+        case .all: for e in try db.entities(group: group) { try add(e) }
+        }
+        var fold = Fold(group: group, state: state, entities: entities)
+        fold.scope = scope
+        return fold
     }
 
     /// Tentative receipts in tentative order, without those of authors flagged for equivocation.
@@ -275,8 +297,8 @@ extension Replica {
         return TentativeOrder.order(held)
     }
 
-    func fold(group: GroupID, view: View, db: StoreDB) throws -> Fold {
-        var fold = try committedFold(group: group, db: db)
+    func fold(group: GroupID, view: View, db: StoreDB, entities scope: EntityScope = .all) throws -> Fold {
+        var fold = try committedFold(group: group, db: db, entities: scope)
         if view == .tentative, try !db.isTombstoned(group: group) {
             for r in try tentativeReceipts(group: group, db: db) { _ = fold.apply(r, status: .tentative) }
         }

@@ -28,6 +28,14 @@ public struct LocalDevice: Sendable {
         return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
     }
 
+    /// Another device of this identity: fresh device keys, certified by this identity key.
+    public func additionalDevice(name: String, createdAt: UInt64) throws -> LocalDevice {
+        let signingKey = Ed25519.PrivateKey()
+        let noiseKey = X25519.PrivateKey()
+        let cert = try DeviceCertificate.issue(identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey, name: name, createdAt: createdAt)
+        return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
+    }
+
     /// Keys derived from `seed` (BLAKE2b with a label per key), so tests and examples are
     /// reproducible. Never use this for a real identity: anyone with the seed has the keys.
     public static func deterministic(seed: [UInt8], name: String, createdAt: UInt64) throws -> LocalDevice {
