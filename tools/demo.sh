@@ -41,4 +41,31 @@ step "Garbage gets one clear line, never a crash"
 printf '\xa1\x61' > "$work/garbage"
 set +e; run "$peerlog" inspect "$work/garbage"; set -e
 
-printf '\nDone. Next: docs/PROTOCOL.md (the formats, byte by byte), docs/ARCHITECTURE.md, peerlog --help.\n'
+step "Alice creates a group; her device is its sequencer, so her writes commit at once, offline"
+run "$peerlog" group create trip --home "$work/alice"
+run "$peerlog" put trip destination Lisbon --home "$work/alice"
+run "$peerlog" group add trip "$bob" --home "$work/alice"
+
+step "No network yet: the group travels as a file. Bob imports it and sees his invitation"
+run "$peerlog" export trip "$work/trip-1.export" --home "$work/alice"
+run "$peerlog" import "$work/trip-1.export" --home "$work/bob"
+run "$peerlog" group show trip --home "$work/bob"
+
+step "Bob accepts and writes: tentative on his device until Alice's sequencer orders them"
+run "$peerlog" group accept trip --home "$work/bob"
+run "$peerlog" put trip hotel "Casa Azul" --home "$work/bob"
+run "$peerlog" log trip --home "$work/bob"
+
+step "Bob's receipts reach Alice, who commits them; her envelopes go back to Bob"
+run "$peerlog" export trip "$work/trip-2.export" --home "$work/bob"
+run "$peerlog" import "$work/trip-2.export" --home "$work/alice"
+run "$peerlog" export trip "$work/trip-3.export" --home "$work/alice"
+run "$peerlog" import "$work/trip-3.export" --home "$work/bob"
+run "$peerlog" log trip --committed --home "$work/bob"
+
+step "Both devices now hold the same state: equal hashes, committed and tentative"
+echo "alice:"; "$peerlog" state-hash trip --home "$work/alice"
+echo "bob:";   "$peerlog" state-hash trip --home "$work/bob"
+run "$peerlog" check --home "$work/bob"
+
+printf '\nDone. Next: docs/PROTOCOL.md (formats and rules, byte by byte), docs/ARCHITECTURE.md, peerlog --help.\n'
