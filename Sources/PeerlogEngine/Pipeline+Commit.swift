@@ -8,9 +8,10 @@ extension Pipeline {
     /// (`committedState`), so every replica reaches the same outcome; an unauthorized receipt
     /// is recorded as rejected with its reason and has no effect.
     mutating func commit(_ e: Envelope, receipt r: Receipt) throws {
-        if let expected = try db.firstTentative(group: r.group), expected.cid != r.cid, expected.id < firstNewReceiptID {
-            report.events.append(.reordered(group: r.group, seq: e.seq, expected: expected.cid, committed: r.cid))
+        if let expected = try earliestOlderTentative(r.group), expected != r.cid {
+            report.events.append(.reordered(group: r.group, seq: e.seq, expected: expected, committed: r.cid))
         }
+        if earliestOlderTentativeCache[r.group] == .some(r.cid) { earliestOlderTentativeCache[r.group] = nil }
         let state = try committedState(r.group)
         var rejected: String?
         do {
@@ -25,10 +26,20 @@ extension Pipeline {
         try db.insertEnvelope(e, outcome: rejected == nil ? "applied" : "rejected", reason: rejected)
         try db.setReceiptSeq(r.cid, seq: e.seq)
         committedSeqs[r.group] = e.seq
-        if try committedState(r.group) != nil { try db.setGroupCommittedSeq(group: r.group, seq: e.seq) }
+        seqDirty.insert(r.group)
         try db.clearBackfillRequests(group: r.group, kind: "seq", subject: [], upTo: e.seq)
         report.committed += 1
         report.events.append(.committed(group: r.group, seq: e.seq, cid: r.cid, type: r.type, rejected: rejected))
+    }
+
+    /// The earliest (HLC, CID) tentative receipt that was already held before this
+    /// transaction: what views showed next. Receipts arriving and committing in the same
+    /// transaction were never shown, so they cannot have been reordered.
+    mutating func earliestOlderTentative(_ group: GroupID) throws -> CID? {
+        if let cached = earliestOlderTentativeCache[group] { return cached }
+        let found = try db.firstTentative(group: group, before: firstNewReceiptID)
+        earliestOlderTentativeCache[group] = .some(found)
+        return found
     }
 
     private mutating func applyEffects(_ op: GroupOperation, receipt r: Receipt, seq: UInt64, before: GroupState?, after: GroupState) throws {

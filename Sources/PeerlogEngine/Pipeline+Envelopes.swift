@@ -24,11 +24,19 @@ extension Pipeline {
             }
             return
         }
+        // The common case on catch-up: next in line with its receipt at hand. Commit now.
+        if e.seq == hwm + 1, try db.pendingEnvelopeCount(group: e.group) == 0, let receipt = try receiptForCommit(e.receipt),
+           try authorityProblem(e, receipt: receipt) == nil {
+            try commit(e, receipt: receipt)
+            touch(e.group)
+            return
+        }
         guard try pendingEnvelopeCount(e.group) < limits.maxPendingEnvelopesPerGroup else {
             report.rejected.append((e.receipt, "pending envelope queue of the group is full (\(limits.maxPendingEnvelopesPerGroup))"))
             return
         }
         try db.insertPendingEnvelope(e, reason: "waiting for seq \(hwm + 1)", at: now)
+        queuedHere[EnvelopeKey(group: e.group, seq: e.seq, cid: e.receipt)] = e
         pendingEnvelopeCounts[e.group] = nil  // INSERT OR IGNORE: recount when next needed
         touch(e.group)
     }
@@ -48,33 +56,31 @@ extension Pipeline {
     }
 
     /// Commits queued envelopes while the next seq is available, and asks for what is missing.
-    /// The queue is read once per call; commits then walk it in memory.
+    /// The queue is read once per call and indexed by seq; commits then walk it in memory.
     mutating func drainEnvelopes(_ group: GroupID) throws {
-        var pending = try db.pendingEnvelopes(group: group)
-        guard !pending.isEmpty else { return }
+        let queued = try db.pendingEnvelopes(group: group)
+        guard !queued.isEmpty else { return }
+        var bySeq = [UInt64: [QueuedItem]]()
+        for item in queued { bySeq[item.seqOrCounter, default: []].append(item) }
         var hwm = try db.committedSeq(group: group)
-        while true {
-            // Anything at or below the high-water mark is settled: drop it.
-            for stale in pending where stale.seqOrCounter <= hwm {
-                try db.deletePendingEnvelope(group: group, seq: stale.seqOrCounter, cid: stale.cid)
-            }
-            pending.removeAll { $0.seqOrCounter <= hwm }
-            pendingEnvelopeCounts[group] = nil
-            let next = pending.filter { $0.seqOrCounter == hwm + 1 }
-            guard !next.isEmpty else {
-                if !pending.isEmpty { try requestGaps(group: group, hwm: hwm, pendingSeqs: pending.map(\.seqOrCounter)) }
-                return
-            }
+        // Anything at or below the high-water mark is settled: drop it.
+        for (seq, items) in bySeq where seq <= hwm {
+            for stale in items { try db.deletePendingEnvelope(group: group, seq: seq, cid: stale.cid) }
+            bySeq[seq] = nil
+        }
+        pendingEnvelopeCounts[group] = nil
+        while let next = bySeq[hwm + 1] {
             var committedOne = false
+            var waiting = [QueuedItem]()
             for item in next {
-                let e = try Envelope(encoded: item.encoded)
+                let e = try queuedHere[EnvelopeKey(group: group, seq: item.seqOrCounter, cid: item.cid)] ?? Envelope(encoded: item.encoded)
                 guard let receipt = try receiptForCommit(e.receipt) else {
                     try db.updatePendingEnvelopeReason(group: group, seq: e.seq, cid: e.receipt, reason: "waiting for receipt \(e.receipt)")
                     try request(.requestReceipts(group: group, cids: [e.receipt]))
+                    waiting.append(item)
                     continue
                 }
                 try db.deletePendingEnvelope(group: group, seq: e.seq, cid: e.receipt)
-                pending.removeAll { $0.seqOrCounter == e.seq && $0.cid == e.receipt }
                 if let why = try authorityProblem(e, receipt: receipt) {
                     // The authority for seq N is fixed once N-1 is committed, so this is final.
                     try db.insertDeadLetter(item, reason: why, at: now)
@@ -83,22 +89,35 @@ extension Pipeline {
                     continue
                 }
                 try commit(e, receipt: receipt)
-                hwm = e.seq
                 committedOne = true
                 break
             }
-            if !committedOne { return }
+            if committedOne {
+                // Other candidates for the same seq lose: the committed one is final.
+                for other in next where try db.envelopeCID(group: group, seq: hwm + 1) != other.cid {
+                    try db.deletePendingEnvelope(group: group, seq: hwm + 1, cid: other.cid)
+                }
+                bySeq[hwm + 1] = nil
+                hwm += 1
+            } else {
+                bySeq[hwm + 1] = waiting.isEmpty ? nil : waiting
+                break
+            }
         }
+        let later = bySeq.keys.filter { $0 > hwm }
+        if bySeq[hwm + 1] == nil, !later.isEmpty { try requestGaps(group: group, hwm: hwm, pendingSeqs: later) }
     }
 
     /// The receipt an envelope names, if held. If it is held only as equivocation evidence and
     /// its twin is still tentative, the twin steps aside: the sequencer's choice is final.
     mutating func receiptForCommit(_ cid: CID) throws -> Receipt? {
+        if let here = storedHere[cid] { return here }
         if let stored = try db.loadReceipt(cid) { return stored.receipt }
         guard let evidence = try db.equivocation(cid),
               let twin = try db.receiptCID(group: evidence.group, author: evidence.author, counter: evidence.counter),
               let twinStored = try db.loadReceipt(twin), twinStored.seq == nil else { return nil }
         try db.deleteReceipt(twin)
+        storedHere[twin] = nil
         try db.insertEquivocation(twinStored.receipt, at: now)
         try db.markProcessed(twin, group: evidence.group, outcome: "equivocation", reason: "same author counter as \(cid)", at: now)
         try db.deleteEquivocation(cid)

@@ -49,6 +49,7 @@ extension Pipeline {
     mutating func store(_ r: Receipt) throws {
         try db.insertReceipt(r, receivedAt: now)
         heldCounters[AuthorKey(group: r.group, author: r.author)] = r.counter
+        storedHere[r.cid] = r
         report.stored += 1
         report.events.append(.tentative(group: r.group, cid: r.cid, type: r.type))
         touch(r.group)

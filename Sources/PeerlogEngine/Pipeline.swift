@@ -25,6 +25,18 @@ struct Pipeline {
     var pendingEnvelopeCounts: [GroupID: Int] = [:]
     var heldCounters: [AuthorKey: UInt64] = [:]
     var committedSeqs: [GroupID: UInt64] = [:]
+    /// Receipts stored and envelopes queued by this transaction, so commits need not reload them.
+    var storedHere: [CID: Receipt] = [:]
+    /// Groups whose committed seq changed in this transaction (written once, in `settle`).
+    var seqDirty: Set<GroupID> = []
+    var earliestOlderTentativeCache: [GroupID: CID?] = [:]
+    var queuedHere: [EnvelopeKey: Envelope] = [:]
+
+    struct EnvelopeKey: Hashable {
+        let group: GroupID
+        let seq: UInt64
+        let cid: CID
+    }
 
     struct AuthorKey: Hashable {
         let group: GroupID
@@ -104,5 +116,10 @@ struct Pipeline {
             try sequenceIfAuthority(group)
             i += 1
         }
+        for group in seqDirty {
+            // Only created groups have a row; `setGroupCommittedSeq` updates nothing otherwise.
+            try db.setGroupCommittedSeq(group: group, seq: try db.committedSeq(group: group))
+        }
+        seqDirty = []
     }
 }

@@ -50,24 +50,30 @@ public final class Replica: Sendable {
     // MARK: Writes
 
     /// Verifies, stores and applies receipts and envelopes from anywhere (peers, imports,
-    /// captures). Signatures are checked in parallel before the write transaction; the
-    /// pipeline then runs in batches of `limits.ingestBatchSize`.
+    /// captures). Work goes in batches of `limits.ingestBatchSize` receipts, each with the
+    /// envelopes that name them (so commits keep pace with arrivals); signatures of the next
+    /// batch are checked on the other cores while the current batch is written.
     public func ingest(receipts: [Receipt], envelopes: [Envelope] = []) throws -> IngestReport {
+        let batches = Self.batches(receipts: receipts, envelopes: envelopes, size: limits.ingestBatchSize)
         var report = IngestReport()
-        for whole in stride(from: 0, to: receipts.count, by: limits.ingestBatchSize).map({ Array(receipts[$0..<min($0 + limits.ingestBatchSize, receipts.count)]) }) {
-            // Known CIDs are duplicates: skip them before paying for signature checks.
-            let (known, verifiedCertificates) = try store.read { db in
-                (try whole.filter { try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid) || db.processedOutcome($0.cid) != nil },
-                 try db.knownCertificates(Set(whole.map(\.certificate.cid))))
+        guard !batches.isEmpty else { return report }
+        var prepared = try prepare(batches[0])
+        for i in batches.indices {
+            let current = prepared
+            // Start checking the next batch while this one is written.
+            let next = Mutex<Result<PreparedBatch, any Error>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            if i + 1 < batches.count {
+                let batch = batches[i + 1]
+                DispatchQueue.global().async {
+                    let r = Result { try self.prepare(batch) }
+                    next.withLock { $0 = r }
+                    done.signal()
+                }
             }
-            report.duplicates += known.count
-            let knownSet = Set(known.map(\.cid))
-            var seen = Set<CID>()
-            let batch = whole.filter { !knownSet.contains($0.cid) && seen.insert($0.cid).inserted }
-            report.duplicates += whole.count - known.count - batch.count
-            let checks = Self.verifyInParallel(batch, verifiedCertificates: verifiedCertificates)
             report.merge(try write { p in
-                for (r, problem) in zip(batch, checks) {
+                p.report.duplicates += current.duplicates
+                for (r, problem) in zip(current.receipts, current.receiptChecks) {
                     if let problem {
                         try p.db.markProcessed(r.cid, group: r.group, outcome: "invalid", reason: problem, at: p.now)
                         p.report.rejected.append((r.cid, problem))
@@ -75,24 +81,62 @@ public final class Replica: Sendable {
                         try p.ingest(receipt: r, verified: true)
                     }
                 }
-            })
-        }
-        for batch in stride(from: 0, to: envelopes.count, by: limits.ingestBatchSize).map({ Array(envelopes[$0..<min($0 + limits.ingestBatchSize, envelopes.count)]) }) {
-            let checks = Self.inParallel(batch) { e in
-                if case .invalid(let why) = e.verify() { return why }
-                return nil
-            }
-            report.merge(try write { p in
-                for (e, problem) in zip(batch, checks) {
+                for (e, problem) in zip(current.envelopes, current.envelopeChecks) {
                     if let problem { p.report.rejected.append((e.receipt, problem)) } else { try p.ingest(envelope: e, verified: true) }
                 }
             })
+            if i + 1 < batches.count {
+                done.wait()
+                prepared = try next.withLock { $0! }.get()
+            }
         }
-        if receipts.isEmpty && envelopes.isEmpty { return report }
         hlc.withLock { clock in
             for r in receipts { clock.observe(r.hlc, wallMillis: self.clock()) }
         }
         return report
+    }
+
+    /// A batch with its duplicates removed and its signatures checked (nil: valid).
+    struct PreparedBatch: Sendable {
+        var receipts: [Receipt]
+        var receiptChecks: [String?]
+        var envelopes: [Envelope]
+        var envelopeChecks: [String?]
+        var duplicates: Int
+    }
+
+    /// Splits input into batches of receipts, each followed by the envelopes naming them (in
+    /// seq order); envelopes for receipts not in the input come last.
+    static func batches(receipts: [Receipt], envelopes: [Envelope], size: Int) -> [(receipts: [Receipt], envelopes: [Envelope])] {
+        var byCID = [CID: [Envelope]]()
+        for e in envelopes { byCID[e.receipt, default: []].append(e) }
+        var out = [(receipts: [Receipt], envelopes: [Envelope])]()
+        for start in stride(from: 0, to: receipts.count, by: size) {
+            let chunk = Array(receipts[start..<min(start + size, receipts.count)])
+            var attached = [Envelope]()
+            for r in chunk { if let es = byCID.removeValue(forKey: r.cid) { attached += es } }
+            out.append((chunk, attached.sorted { $0.seq < $1.seq }))
+        }
+        let rest = byCID.values.flatMap { $0 }.sorted { $0.group != $1.group ? $0.group < $1.group : $0.seq < $1.seq }
+        for start in stride(from: 0, to: rest.count, by: size) { out.append(([], Array(rest[start..<min(start + size, rest.count)]))) }
+        return out
+    }
+
+    /// Drops known CIDs (before paying for signature checks) and verifies the rest in parallel.
+    func prepare(_ batch: (receipts: [Receipt], envelopes: [Envelope])) throws -> PreparedBatch {
+        let (known, verifiedCertificates) = try store.read { db in
+            (try batch.receipts.filter { try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid) || db.processedOutcome($0.cid) != nil },
+             try db.knownCertificates(Set(batch.receipts.map(\.certificate.cid))))
+        }
+        let knownSet = Set(known.map(\.cid))
+        var seen = Set<CID>()
+        let fresh = batch.receipts.filter { !knownSet.contains($0.cid) && seen.insert($0.cid).inserted }
+        let envelopeChecks = Self.inParallel(batch.envelopes) { e in
+            if case .invalid(let why) = e.verify() { return why }
+            return nil
+        }
+        return PreparedBatch(receipts: fresh, receiptChecks: Self.verifyInParallel(fresh, verifiedCertificates: verifiedCertificates),
+                             envelopes: batch.envelopes, envelopeChecks: envelopeChecks, duplicates: batch.receipts.count - fresh.count)
     }
 
     /// Writes a local receipt: the receipt, its effect and its outbox row commit in one

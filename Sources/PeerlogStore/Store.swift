@@ -1,5 +1,7 @@
+import Dispatch
 import Foundation
 import GRDB
+import Synchronization
 
 /// The replica's SQLite database (WAL mode) at a path. All access goes through `read` and
 /// `write`, whose closures get a `StoreDB` with typed queries; nothing outside this module
@@ -8,6 +10,20 @@ public final class Store: Sendable {
     /// The database file, or ":memory:".
     public let path: String
     let pool: any DatabaseWriter
+    /// A second connection that copies the WAL into the database file (PASSIVE checkpoints)
+    /// off the writer's path, so a local write never waits for a checkpoint.
+    private let checkpointer: DatabaseQueue?
+    private let checkpointQueue = DispatchQueue(label: "peerlog.store.checkpoint")
+    private let writes = Atomic<Int>(0)
+    private let checkpointing = Atomic<Bool>(false)
+
+    /// A background checkpoint is started every this many write transactions.
+    public static let checkpointEveryWrites = 100
+    /// WAL pages after which the writer checkpoints by itself (SQLite's default is 1,000):
+    /// the bound on the WAL under sustained writes, about 16 MB with 4 KiB pages.
+    public static let writerCheckpointPages = 4_000
+    /// Size the WAL file is truncated to when it restarts.
+    public static let walSizeLimitBytes = 4 << 20
 
     /// Opens (creating if needed) and migrates. `synchronous=NORMAL` in WAL mode: a committed
     /// transaction survives the process being killed (kill -9); power loss may lose the last
@@ -18,10 +34,19 @@ public final class Store: Sendable {
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Checkpoints run in the background (`checkpointer`). SQLite restarts the WAL only
+            // when a write begins with every frame copied, which sustained writing never allows;
+            // so the writer checkpoints by itself at `writerCheckpointPages` (cheap by then:
+            // most frames are copied) and the file is cut back to `walSizeLimitBytes` on restart.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Store.writerCheckpointPages)")
+            try db.execute(sql: "PRAGMA journal_size_limit = \(Store.walSizeLimitBytes)")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         pool = try DatabasePool(path: path, configuration: config)
         try Migrations.migrator.migrate(pool)
+        var checkpointConfig = Configuration()
+        checkpointConfig.busyMode = .timeout(10)
+        checkpointer = try DatabaseQueue(path: path, configuration: checkpointConfig)
     }
 
     /// A private in-memory store (tests, property runs). Same schema, no file.
@@ -29,11 +54,21 @@ public final class Store: Sendable {
         path = ":memory:"
         pool = try DatabaseQueue()
         try Migrations.migrator.migrate(pool)
+        checkpointer = nil
     }
 
     /// Runs `body` in one write transaction; everything it does commits together or not at all.
     public func write<T>(_ body: (StoreDB) throws -> T) throws -> T {
-        try pool.write { db in try body(StoreDB(db: db)) }
+        let result = try pool.write { db in try body(StoreDB(db: db)) }
+        if let checkpointer, writes.add(1, ordering: .relaxed).newValue % Self.checkpointEveryWrites == 0,
+           !checkpointing.exchange(true, ordering: .acquiringAndReleasing) {
+            checkpointQueue.async { [weak self] in
+                // Failure is harmless: the writer's own checkpoint is the safety net.
+                _ = try? checkpointer.writeWithoutTransaction { try $0.checkpoint(.passive) }
+                self?.checkpointing.store(false, ordering: .releasing)
+            }
+        }
+        return result
     }
 
     /// Runs `body` on a read-only snapshot.

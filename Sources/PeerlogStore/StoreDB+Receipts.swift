@@ -154,10 +154,10 @@ extension StoreDB {
 }
 
 extension StoreDB {
-    /// The earliest tentative receipt of a group by (HLC, CID), with its row id.
-    public func firstTentative(group: GroupID) throws -> (cid: CID, id: Int64)? {
-        guard let row = try row("SELECT cid, id FROM receipts WHERE group_id = ? AND seq IS NULL ORDER BY hlc, cid LIMIT 1", [group.bytes.blob]) else { return nil }
-        return (try CID(bytes: (row["cid"] as Data).bytes), row["id"])
+    /// The earliest tentative receipt of a group by (HLC, CID) among rows with id below `before`.
+    public func firstTentative(group: GroupID, before: Int64) throws -> CID? {
+        guard let row = try row("SELECT cid FROM receipts WHERE group_id = ? AND seq IS NULL AND id < ? ORDER BY hlc, cid LIMIT 1", [group.bytes.blob, before]) else { return nil }
+        return try CID(bytes: (row["cid"] as Data).bytes)
     }
 }
 
