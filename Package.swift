@@ -9,12 +9,16 @@ let package = Package(
         .library(name: "PeerlogEncoding", targets: ["PeerlogEncoding"]),
         .library(name: "PeerlogModel", targets: ["PeerlogModel"]),
         .library(name: "PeerlogEngine", targets: ["PeerlogEngine"]),
+        .library(name: "PeerlogNode", targets: ["PeerlogNode"]),
         .executable(name: "peerlog", targets: ["PeerlogCLI"]),
         .executable(name: "peerlog-bench", targets: ["PeerlogBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C layer: libsodium from the system (Debian: libsodium-dev).
@@ -30,6 +34,20 @@ let package = Package(
         .target(name: "PeerlogModel", dependencies: ["PeerlogCrypto", "PeerlogEncoding"]),
         .target(name: "PeerlogStore", dependencies: ["PeerlogModel", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "PeerlogEngine", dependencies: ["PeerlogStore", "PeerlogModel"]),
+        // Net layer: pure state machines (Noise, secure channel, sync session), then NIO around them.
+        .target(name: "PeerlogNoise", dependencies: ["PeerlogCrypto"]),
+        .target(name: "PeerlogChannel", dependencies: ["PeerlogNoise", "PeerlogModel"]),
+        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogModel"]),
+        .target(
+            name: "PeerlogNode",
+            dependencies: [
+                "PeerlogChannel", "PeerlogSync", "PeerlogEngine",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // App layer.
         .executableTarget(
             name: "PeerlogCLI",
@@ -37,6 +55,7 @@ let package = Package(
                 "PeerlogModel",
                 "PeerlogStore",
                 "PeerlogEngine",
+                "PeerlogNode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -48,6 +67,9 @@ let package = Package(
         .testTarget(name: "PeerlogEncodingTests", dependencies: ["PeerlogEncoding", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogModelTests", dependencies: ["PeerlogModel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogEngineTests", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogNoiseTests", dependencies: ["PeerlogNoise", "PeerlogChannel", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogSyncTests", dependencies: ["PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
         .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogCLI", "PeerlogTestSupport"]),
     ],

@@ -72,6 +72,7 @@ extension JSON: CustomStringConvertible {
         out += close
     }
 
+    /// A quoted string: JSON escapes, also used by CBOR diagnostic notation (same rules, RFC 8949 §8).
     static func quote(_ s: String, into out: inout String) {
         out += "\""
         for scalar in s.unicodeScalars {
@@ -81,7 +82,7 @@ extension JSON: CustomStringConvertible {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
+            case _ where scalar.value < 0x20 || scalar.value == 0x7f:
                 let hex = String(scalar.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)

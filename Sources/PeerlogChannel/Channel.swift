@@ -1,0 +1,1 @@
+// The secure channel: framing, handshake payloads, authorization, fragmentation, rekey, close.

@@ -1,0 +1,1 @@
+// The sync protocol: message codec and session state machine.
