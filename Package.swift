@@ -37,7 +37,7 @@ let package = Package(
         // Net layer: pure state machines (Noise, secure channel, sync session), then NIO around them.
         .target(name: "PeerlogNoise", dependencies: ["PeerlogCrypto"]),
         .target(name: "PeerlogChannel", dependencies: ["PeerlogNoise", "PeerlogModel"]),
-        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogModel"]),
+        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel"]),
         .target(
             name: "PeerlogNode",
             dependencies: [
@@ -59,7 +59,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "PeerlogBench", dependencies: ["PeerlogModel", "PeerlogEngine"]),
+        .executableTarget(name: "PeerlogBench", dependencies: ["PeerlogModel", "PeerlogEngine", "PeerlogNoise", "PeerlogChannel", "PeerlogSync"]),
 
         // Test helpers (paths, seeded RNG, running Python interop peers and the built binary).
         .target(name: "PeerlogTestSupport", path: "Sources/PeerlogTestSupport"),
