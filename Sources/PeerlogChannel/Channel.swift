@@ -1,1 +1,116 @@
-// The secure channel: framing, handshake payloads, authorization, fragmentation, rekey, close.
+// The Peerlog secure channel (docs/protocol-transport.md): Noise XX over a length-framed byte
+// stream, with certificate payloads, authorization, fragmentation, implicit rekey and close
+// records. A pure state machine: the NIO layer feeds bytes in and performs the returned actions.
+import PeerlogModel
+
+public struct ChannelConfiguration: Sendable {
+    /// Bound into the Noise prologue: peers with different network ids cannot complete a handshake.
+    public var networkID: String = ""
+    /// Largest application message sent or reassembled.
+    public var maxMessageBytes: Int = 4_194_304
+    /// Each direction rekeys its cipher after every this many transport frames (0: never).
+    public var rekeyInterval: UInt64 = 4096
+    /// How long the NIO layer waits for the handshake before calling `handshakeTimedOut()`.
+    public var handshakeTimeout: Duration = .seconds(10)
+
+    public init(networkID: String = "", maxMessageBytes: Int = 4_194_304, rekeyInterval: UInt64 = 4096, handshakeTimeout: Duration = .seconds(10)) {
+        self.networkID = networkID
+        self.maxMessageBytes = maxMessageBytes
+        self.rekeyInterval = rekeyInterval
+        self.handshakeTimeout = handshakeTimeout
+    }
+}
+
+public enum ChannelRole: Sendable { case initiator, responder }
+
+public enum AuthorizationDecision: Sendable, Equatable {
+    case allow
+    case deny(String)
+}
+
+public enum ChannelAction: Sendable, Equatable {
+    /// Bytes to put on the wire (one or more complete frames).
+    case write([UInt8])
+    /// Handshake done and peer authorized; application messages may flow.
+    case established(DeviceCertificate)
+    /// One complete decrypted application message.
+    case deliver([UInt8])
+    /// The connection is over; the NIO layer closes the socket after flushing writes that precede it.
+    case closed(ChannelCloseReason)
+}
+
+public enum ChannelCloseReason: Sendable, Equatable, CustomStringConvertible {
+    /// We closed (and sent a close record if established).
+    case local(String)
+    /// The peer's close record.
+    case remote(String)
+    case protocolError(String)
+    case unauthorized(String)
+    /// The stream ended without a close record.
+    case truncated
+    case handshakeTimeout
+
+    public var description: String {
+        switch self {
+        case .local(let r): r.isEmpty ? "closed" : "closed: \(r)"
+        case .remote(let r): r.isEmpty ? "closed by peer" : "closed by peer: \(r)"
+        case .protocolError(let r): "protocol error: \(r)"
+        case .unauthorized(let r): "not authorized: \(r)"
+        case .truncated: "connection ended without a close record"
+        case .handshakeTimeout: "handshake timed out"
+        }
+    }
+}
+
+/// Errors thrown to the local caller of `send`; the connection itself is unaffected.
+public enum ChannelError: Error, Equatable, Sendable, CustomStringConvertible {
+    case notEstablished
+    case closed
+    case emptyMessage
+    case messageTooLarge(size: Int, limit: Int)
+
+    public var description: String {
+        switch self {
+        case .notEstablished: "channel is not established"
+        case .closed: "channel is closed"
+        case .emptyMessage: "empty application messages are invalid"
+        case .messageTooLarge(let size, let limit): "message of \(size) bytes exceeds \(limit) bytes"
+        }
+    }
+}
+
+/// Counters for logs and tests. Frames and bytes include the handshake and framing.
+public struct ChannelStatistics: Sendable, Equatable {
+    public var framesIn: UInt64 = 0
+    public var framesOut: UInt64 = 0
+    public var bytesIn: UInt64 = 0
+    public var bytesOut: UInt64 = 0
+    public var messagesIn: UInt64 = 0
+    public var messagesOut: UInt64 = 0
+    public var rekeysIn: UInt64 = 0
+    public var rekeysOut: UInt64 = 0
+    public init() {}
+}
+
+/// One application message seen by a capture tap (called by the NIO layer).
+public struct TapRecord: Sendable {
+    public enum Direction: String, Sendable { case inbound, outbound }
+    /// Milliseconds since the Unix epoch.
+    public let time: UInt64
+    public let direction: Direction
+    public let connection: UInt64
+    public let local: DeviceID
+    public let peer: DeviceID
+    public let message: [UInt8]
+
+    public init(time: UInt64, direction: Direction, connection: UInt64, local: DeviceID, peer: DeviceID, message: [UInt8]) {
+        self.time = time
+        self.direction = direction
+        self.connection = connection
+        self.local = local
+        self.peer = peer
+        self.message = message
+    }
+}
+
+public typealias Tap = @Sendable (TapRecord) -> Void

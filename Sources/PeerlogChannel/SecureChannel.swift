@@ -1,0 +1,130 @@
+import PeerlogCrypto
+import PeerlogModel
+import PeerlogNoise
+
+/// One side of a Peerlog secure channel. Feed it the byte stream with `receive`, perform the
+/// returned actions in order. Every failure closes the channel; nothing is delivered after.
+public struct SecureChannel: Sendable {
+    enum State: Sendable { case idle, handshaking, established, closed }
+
+    public let role: ChannelRole
+    public let device: LocalDevice
+    public let configuration: ChannelConfiguration
+    let authorize: @Sendable (DeviceCertificate) -> AuthorizationDecision
+    var state: State = .idle
+    var handshake: NoiseHandshake
+    var sendCipher: NoiseCipherState?
+    var receiveCipher: NoiseCipherState?
+    var reader = FrameReader()
+    /// Data of a fragmented message being reassembled (empty when none).
+    var reassembly: [UInt8] = []
+    var transportFramesOut: UInt64 = 0
+    var transportFramesIn: UInt64 = 0
+
+    public internal(set) var peerCertificate: DeviceCertificate?
+    /// The Noise handshake hash, once established (for tests and key logs).
+    public internal(set) var handshakeHash: [UInt8]?
+    public internal(set) var statistics = ChannelStatistics()
+
+    public init(role: ChannelRole, device: LocalDevice, configuration: ChannelConfiguration = .init(),
+                authorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision, ephemeral: X25519.PrivateKey? = nil) {
+        self.role = role
+        self.device = device
+        self.configuration = configuration
+        self.authorize = authorize
+        // Cannot throw: the protocol name is a supported constant and XX needs only our static key, which we have.
+        handshake = try! NoiseHandshake(protocol: NoiseProtocol(name: ChannelWire.protocolName), initiator: role == .initiator,
+                                        prologue: ChannelWire.prologue(networkID: configuration.networkID),
+                                        localStatic: device.noiseKey, ephemeral: ephemeral)
+    }
+
+    public var isEstablished: Bool { state == .established }
+    public var isClosed: Bool { state == .closed }
+    /// Unparsed input plus the partial message being reassembled: at most 65537 + maxMessageBytes.
+    public var bufferedBytes: Int { reader.buffer.count + reassembly.count }
+
+    /// Initiator: writes handshake message 1. Responder: nothing (it waits for message 1).
+    public mutating func start() -> [ChannelAction] {
+        guard state == .idle else { return [] }
+        state = .handshaking
+        guard role == .initiator else { return [] }
+        do { return [.write(frames([try handshake.writeMessage(payload: [])]))] } catch {
+            return fail(.protocolError("handshake failed: \(error)"))
+        }
+    }
+
+    /// Consumes any chunk of the incoming stream.
+    public mutating func receive(_ bytes: [UInt8]) -> [ChannelAction] {
+        guard state != .closed else { return [] }
+        if state == .idle {
+            guard role == .responder else { return fail(.protocolError("received data before the handshake started")) }
+            state = .handshaking
+        }
+        statistics.bytesIn += UInt64(bytes.count)
+        var input = bytes[...]
+        var actions: [ChannelAction] = []
+        while state != .closed {
+            let limit = state == .established ? ChannelWire.maxFrameLength : ChannelWire.maxHandshakeFrameLength
+            switch reader.next(from: &input, limit: limit) {
+            case .needMore:
+                return actions
+            case .invalidLength(let n):
+                actions += fail(.protocolError(n == 0 ? "zero-length frame" : "frame of \(n) bytes exceeds \(limit) bytes"))
+            case .frame(let body):
+                statistics.framesIn += 1
+                actions += state == .established ? receiveTransport(body) : receiveHandshake(body)
+            }
+        }
+        return actions
+    }
+
+    /// Closes locally: sends a close record if established.
+    public mutating func close(reason: String) -> [ChannelAction] {
+        guard state != .closed else { return [] }
+        return fail(.local(reason))
+    }
+
+    /// The stream ended (EOF). Without a close record first, that is truncation.
+    public mutating func inputClosed() -> [ChannelAction] {
+        guard state != .closed else { return [] }
+        return fail(.truncated, sendRecord: false)
+    }
+
+    /// The handshake timer fired; only matters while the handshake is incomplete.
+    public mutating func handshakeTimedOut() -> [ChannelAction] {
+        guard state == .idle || state == .handshaking else { return [] }
+        return fail(.handshakeTimeout)
+    }
+
+    /// Ends the channel: a close record first when transport keys exist and `sendRecord`.
+    mutating func fail(_ reason: ChannelCloseReason, sendRecord: Bool = true) -> [ChannelAction] {
+        var actions: [ChannelAction] = []
+        if sendRecord, sendCipher != nil, let record = try? sealRecord(.close, Self.closeData(reason)) {
+            actions.append(.write(frames([record])))
+        }
+        state = .closed
+        reader = FrameReader()
+        reassembly = []
+        actions.append(.closed(reason))
+        return actions
+    }
+
+    /// The text a close record carries for a reason we decided on.
+    static func closeData(_ reason: ChannelCloseReason) -> [UInt8] {
+        let text: String
+        switch reason {
+        case .local(let r), .unauthorized(let r): text = r
+        default: text = reason.description
+        }
+        return Array(text.utf8.prefix(ChannelWire.maxRecordData))
+    }
+
+    /// Frames bodies for the wire and counts them.
+    mutating func frames(_ bodies: [[UInt8]]) -> [UInt8] {
+        var out: [UInt8] = []
+        for body in bodies { ChannelWire.frame(body, into: &out) }
+        statistics.framesOut += UInt64(bodies.count)
+        statistics.bytesOut += UInt64(out.count)
+        return out
+    }
+}

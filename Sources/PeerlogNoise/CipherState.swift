@@ -1,0 +1,67 @@
+import PeerlogCrypto
+
+/// A CipherState (spec §5.1): ChaChaPoly key and 64-bit nonce. A failed decrypt leaves the
+/// nonce unchanged; the nonce 2^64-1 is reserved for rekey and never used for messages.
+public struct NoiseCipherState: Sendable {
+    static let tagLength = ChaChaPoly.tagLength
+    private var key: SecureBytes?
+    public private(set) var nonce: UInt64
+
+    /// An empty CipherState: encrypt and decrypt pass data through (before the first MixKey).
+    init() {
+        key = nil
+        nonce = 0
+    }
+
+    init(key: SecureBytes) {
+        self.key = key
+        nonce = 0
+    }
+
+    /// A keyed CipherState at a chosen nonce, for tests (e.g. the nonce limit).
+    public init(key: [UInt8], nonce: UInt64 = 0) throws {
+        guard key.count == ChaChaPoly.keyLength else { throw NoiseError.missingKey("cipher key must be 32 bytes") }
+        self.key = SecureBytes(key)
+        self.nonce = nonce
+    }
+
+    var hasKey: Bool { key != nil }
+
+    public mutating func encrypt(ad: [UInt8] = [], _ plaintext: [UInt8]) throws -> [UInt8] {
+        guard let key else {
+            guard plaintext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
+            return plaintext
+        }
+        guard plaintext.count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        let out = try ChaChaPoly.seal(plaintext, key: key, nonce: Self.nonceBytes(nonce), authenticating: ad)
+        nonce += 1
+        return out
+    }
+
+    public mutating func decrypt(ad: [UInt8] = [], _ ciphertext: [UInt8]) throws -> [UInt8] {
+        guard ciphertext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
+        guard let key else { return ciphertext }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        let plaintext: [UInt8]
+        do { plaintext = try ChaChaPoly.open(ciphertext, key: key, nonce: Self.nonceBytes(nonce), authenticating: ad) } catch {
+            throw NoiseError.decryptFailed
+        }
+        nonce += 1
+        return plaintext
+    }
+
+    /// REKEY (spec §4.2 and §11.3): k = first 32 bytes of ENCRYPT(k, 2^64-1, empty ad, 32 zeros).
+    /// The nonce is not reset.
+    public mutating func rekey() {
+        guard let key else { return }
+        var sealed = try! ChaChaPoly.seal([UInt8](repeating: 0, count: 32), key: key, nonce: Self.nonceBytes(UInt64.max))
+        self.key = SecureBytes(sealed.prefix(32))
+        SecureBytes.zero(&sealed)
+    }
+
+    /// 4 zero bytes, then the nonce little-endian (spec §12.3).
+    static func nonceBytes(_ n: UInt64) -> [UInt8] {
+        [0, 0, 0, 0] + (0..<8).map { UInt8(truncatingIfNeeded: n >> (8 * $0)) }
+    }
+}
