@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "PeerlogModel", targets: ["PeerlogModel"]),
         .library(name: "PeerlogEngine", targets: ["PeerlogEngine"]),
         .library(name: "PeerlogNode", targets: ["PeerlogNode"]),
+        .library(name: "PeerlogFuzzHarness", targets: ["PeerlogFuzzHarness"]),
         .executable(name: "peerlog", targets: ["PeerlogCLI"]),
         .executable(name: "peerlog-bench", targets: ["PeerlogBench"]),
     ],
@@ -48,6 +49,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Entry points of the fuzz targets (Fuzz/) and of the tests that replay their findings.
+        .target(name: "PeerlogFuzzHarness", dependencies: ["PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel"]),
         // App layer.
         .executableTarget(
             name: "PeerlogCLI",
@@ -57,6 +60,8 @@ let package = Package(
                 "PeerlogEngine",
                 "PeerlogNode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(name: "PeerlogBench", dependencies: ["PeerlogModel", "PeerlogEngine", "PeerlogNoise", "PeerlogChannel", "PeerlogSync"]),
@@ -69,7 +74,7 @@ let package = Package(
         .testTarget(name: "PeerlogEngineTests", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogNoiseTests", dependencies: ["PeerlogNoise", "PeerlogChannel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogSyncTests", dependencies: ["PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
         .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogCLI", "PeerlogTestSupport"]),
     ],

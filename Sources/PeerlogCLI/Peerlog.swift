@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct Peerlog: ParsableCommand {
+struct Peerlog: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peerlog",
         abstract: "Offline-first peer-to-peer replication of signed receipts.",
@@ -9,7 +9,7 @@ struct Peerlog: ParsableCommand {
         subcommands: [
             Init.self, Id.self, SafetyNumberCommand.self, Inspect.self, ReceiptCommand.self,
             GroupCommand.self, Put.self, Get.self, DeleteCommand.self, LogCommand.self, StateHash.self,
-            Export.self, Import.self, DeadLetters.self, Check.self, Debug.self,
+            Export.self, Import.self, DeadLetters.self, Check.self, Daemon.self, Status.self, Debug.self,
         ]
     )
 }

@@ -1,0 +1,96 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PeerlogModel
+import PeerlogNode
+import ServiceLifecycle
+
+/// `peerlog daemon`: the long-running node.
+struct Daemon: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the node: listen, dial peers, sync every shared group (stop with Ctrl-C or SIGTERM).",
+        discussion: """
+        Settings come from --config FILE (default: HOME/daemon.conf when it exists), then the options.
+        The file has one `key = value` per line: listen, peer (repeatable), allow (repeatable), network,
+        control, log-level. `peerlog status` asks the running daemon through HOME/peerlog.sock.
+        """
+    )
+
+    @OptionGroup var home: HomeOptions
+
+    @Option(help: ArgumentHelp("Address to accept peers on, or `none` (default 127.0.0.1:\(NodeConfiguration.defaultPort); port 0 picks a free one).", valueName: "host:port"))
+    var listen: String?
+
+    @Option(name: .customLong("peer"), help: ArgumentHelp("A peer to keep connected to (repeatable).", valueName: "host:port"))
+    var peers: [String] = []
+
+    @Option(name: .customLong("allow"), help: ArgumentHelp("An identity to let in for pairing besides our own and group members (repeatable).", valueName: "identity"))
+    var allow: [String] = []
+
+    @Option(help: ArgumentHelp("Network id: nodes with different ids cannot connect (default: none).", valueName: "id"))
+    var network: String?
+
+    @Option(help: ArgumentHelp("Configuration file.", valueName: "file"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
+    var logLevel: String?
+
+    func run() async throws {
+        var settings = NodeConfiguration()
+        let defaultConfig = home.path + "/daemon.conf"
+        if let config { try settings.load(file: config) } else if FileManager.default.fileExists(atPath: defaultConfig) { try settings.load(file: defaultConfig) }
+        if let listen { settings.listen = listen == "none" ? nil : try PeerAddress(parsing: listen, listening: true) }
+        settings.peers += try peers.map { try PeerAddress(parsing: $0) }
+        for text in allow { settings.allow.insert(try parseIdentity(text)) }
+        if let network { settings.channel.networkID = network }
+        if let logLevel {
+            guard let level = Logger.Level(rawValue: logLevel) else { throw CLIError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))") }
+            settings.logLevel = level
+        }
+        let level = settings.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "peerlog")
+        let node: PeerlogNode
+        do { node = try PeerlogNode(home: home.path, configuration: settings, logger: logger) } catch {
+            throw CLIError("cannot open the node in \(home.path): \(error) (run `peerlog init` first?)")
+        }
+        node.onListening = { address in
+            // One parseable line on stdout: scripts and tests wait for it.
+            FileHandle.standardOutput.write(Data("peerlog daemon: device \(node.device.device) listening on \(address?.description ?? "none")\n".utf8))
+        }
+        let services = ServiceGroup(configuration: .init(
+            services: [.init(service: node)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        ))
+        try await services.run()
+    }
+}
+
+/// `peerlog status`: asks the running daemon.
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the running daemon's peers, connections and per-group sync state.")
+
+    @OptionGroup var home: HomeOptions
+
+    @Flag(help: "Print the status document as JSON.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Control socket (default: HOME/peerlog.sock).", valueName: "path"))
+    var control: String?
+
+    func run() throws {
+        let path = control ?? home.path + "/peerlog.sock"
+        if json {
+            let reply = try ControlClient.request("status", socketPath: path)
+            print(String(decoding: reply, as: UTF8.self), terminator: "")
+            return
+        }
+        print(StatusText.render(try ControlClient.status(socketPath: path)), terminator: "")
+    }
+}

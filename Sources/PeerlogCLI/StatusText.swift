@@ -1,0 +1,41 @@
+import Foundation
+import PeerlogNode
+
+/// The human form of `peerlog status`.
+enum StatusText {
+    static func render(_ s: NodeStatus, now: UInt64 = UInt64(Date().timeIntervalSince1970 * 1000)) -> String {
+        var out = "device \(s.device) (\(s.name)), identity \(s.identity)\n"
+        out += "listening on \(s.listening ?? "nothing (dial only)")\n"
+        out += "peers: \(s.peers.isEmpty ? "none" : "")\n"
+        for p in s.peers {
+            var line = "  \(p.address)  \(p.state)  \(p.direction)"
+            if let device = p.device { line += "  \(device)" + (p.name.map { " (\($0))" } ?? "") }
+            if let since = p.connectedSince { line += "  for \(duration(now > since ? now - since : 0))" }
+            if let retry = p.retryInMs { line += "  retry in \(duration(retry))" }
+            if let error = p.lastError { line += "  last error: \(error)" }
+            out += line + "\n"
+        }
+        out += "groups: \(s.groups.isEmpty ? "none" : "")\n"
+        for g in s.groups {
+            out += "  \(g.name)  \(g.id)  committed \(g.committed)  tentative \(g.tentative)\n"
+            for p in g.peers {
+                let theirs = p.peerCommitted.map(String.init) ?? "?"
+                out += "    with \(p.device): peer committed \(theirs), behind \(p.behind), ahead \(p.ahead)\(p.caughtUp ? ", caught up" : "")\n"
+            }
+        }
+        if !s.recentlyClosed.isEmpty {
+            out += "recently closed:\n"
+            for c in s.recentlyClosed.suffix(5) {
+                out += "  \(c.device ?? c.address)  \(duration(now > c.at ? now - c.at : 0)) ago: \(c.reason)\n"
+            }
+        }
+        return out
+    }
+
+    static func duration(_ ms: UInt64) -> String {
+        if ms < 10_000 { return String(format: "%.1f s", Double(ms) / 1000) }
+        if ms < 120_000 { return "\(ms / 1000) s" }
+        if ms < 7_200_000 { return "\(ms / 60_000) min" }
+        return "\(ms / 3_600_000) h"
+    }
+}

@@ -1,0 +1,111 @@
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+
+/// A receipt ready to go on the wire: its container bytes plus where it sits.
+public struct SyncReceiptItem: Sendable {
+    public let author: DeviceID
+    public let counter: UInt64
+    /// The committed seq, nil while tentative.
+    public let seq: UInt64?
+    /// The receipt container (§3.2), byte-identical to `Receipt.encoded`.
+    public let encoded: [UInt8]
+}
+
+/// A committed envelope with its receipt, for committed catch-up.
+public struct SyncCommittedItem: Sendable {
+    public let seq: UInt64
+    /// The envelope container (§3.4).
+    public let envelope: [UInt8]
+    public let receipt: SyncReceiptItem
+}
+
+/// A committed envelope alone.
+public struct SyncEnvelopeItem: Sendable {
+    public let seq: UInt64
+    public let encoded: [UInt8]
+}
+
+/// Queries the sync protocol needs (docs/protocol-sync.md). Reads only; writes go through `ingest`.
+extension Replica {
+    /// Groups to offer `peer` in a hello: held, not deleted, and in the tentative view both the
+    /// peer's identity and ours are pending or active members.
+    public func syncOfferedGroups(to peer: IdentityID) throws -> [GroupID] {
+        try groupIDs().filter { try syncOffers($0, to: peer) }
+    }
+
+    /// Whether `group` would be offered to `peer` now.
+    public func syncOffers(_ group: GroupID, to peer: IdentityID) throws -> Bool {
+        try store.read { db in
+            guard try !db.isTombstoned(group: group) else { return false }
+            guard let state = try fold(group: group, view: .tentative, db: db, entities: .none).state, state.status == .active else { return false }
+            func present(_ id: IdentityID) -> Bool {
+                guard let m = state.members[id] else { return false }
+                return m.status == .pending || m.status == .active
+            }
+            return present(peer) && present(local.identity)
+        }
+    }
+
+    /// Whether this replica holds anything of `group` (a receipt or a tombstone).
+    public func syncHolds(_ group: GroupID) throws -> Bool { try store.read { try $0.holdsGroup(group) } }
+
+    /// Up to `limit` committed positions from `fromSeq`, in seq order, with their receipts.
+    public func syncCommitted(group: GroupID, fromSeq: UInt64, limit: Int) throws -> [SyncCommittedItem] {
+        try store.read { db in
+            try db.rawCommitted(group: group, fromSeq: fromSeq, limit: limit).map {
+                SyncCommittedItem(seq: $0.seq, envelope: Self.envelopeContainer(payload: $0.envelopePayload, signature: $0.envelopeSignature),
+                                  receipt: try Self.item($0.receipt))
+            }
+        }
+    }
+
+    /// Committed envelope containers for seqs `from...to`, at most `limit`.
+    public func syncEnvelopes(group: GroupID, from: UInt64, to: UInt64, limit: Int) throws -> [SyncEnvelopeItem] {
+        try store.read { db in
+            try db.rawEnvelopes(group: group, from: from, to: to, limit: limit).map { SyncEnvelopeItem(seq: $0.seq, encoded: Self.envelopeContainer(payload: $0.payload, signature: $0.signature)) }
+        }
+    }
+
+    /// One author's receipts with counters `from...to`, in counter order, at most `limit`.
+    public func syncReceipts(group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int) throws -> [SyncReceiptItem] {
+        try store.read { db in try db.rawReceipts(group: group, author: author, from: from, to: to, limit: limit).map(Self.item) }
+    }
+
+    /// Receipts of `group` by CID; CIDs not held (or of another group) are skipped.
+    public func syncReceipts(group: GroupID, cids: [CID]) throws -> [SyncReceiptItem] {
+        try store.read { db in try db.rawReceipts(group: group, cids: cids).map(Self.item) }
+    }
+
+    static func item(_ row: RawReceiptRow) throws -> SyncReceiptItem {
+        SyncReceiptItem(author: try DeviceID(bytes: row.author), counter: row.counter, seq: row.seq,
+                        encoded: receiptContainer(payload: row.payload, signature: row.signature, certificate: row.certificate))
+    }
+
+    /// `Receipt.encoded` spliced from stored parts without parsing the payload: the keys in
+    /// deterministic order are "sig", "receipt", "certificate" (shorter encodings first).
+    public static func receiptContainer(payload: [UInt8], signature: [UInt8], certificate: [UInt8]) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(payload.count + signature.count + certificate.count + 32)
+        out.append(0xa3)
+        CBOREncoder.append(.text("sig"), to: &out)
+        CBOREncoder.append(.bytes(signature), to: &out)
+        CBOREncoder.append(.text("receipt"), to: &out)
+        CBOREncoder.append(.bytes(payload), to: &out)
+        CBOREncoder.append(.text("certificate"), to: &out)
+        out.append(contentsOf: certificate)
+        return out
+    }
+
+    /// `Envelope.encoded` from stored parts: keys "sig", then "envelope".
+    public static func envelopeContainer(payload: [UInt8], signature: [UInt8]) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(payload.count + signature.count + 24)
+        out.append(0xa2)
+        CBOREncoder.append(.text("sig"), to: &out)
+        CBOREncoder.append(.bytes(signature), to: &out)
+        CBOREncoder.append(.text("envelope"), to: &out)
+        CBOREncoder.append(.bytes(payload), to: &out)
+        return out
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import Logging
+import PeerlogChannel
+import PeerlogModel
+
+/// Everything a running node needs besides its home directory's keys and store.
+public struct NodeConfiguration: Sendable {
+    public static let defaultPort = 7300
+
+    /// Where to accept connections; nil means do not listen (dial only).
+    public var listen: PeerAddress? = PeerAddress(host: "127.0.0.1", port: NodeConfiguration.defaultPort)
+    /// Peers to keep connected to, redialed with backoff.
+    public var peers: [PeerAddress] = []
+    /// Identities let in besides our own and the members of groups we hold (pairing).
+    public var allow: Set<IdentityID> = []
+    public var channel = ChannelConfiguration()
+    /// How often the node looks for writes made by other processes (the CLI) to push them.
+    public var pollInterval: Duration = .milliseconds(250)
+    /// The Unix socket `peerlog status` talks to; default `HOME/peerlog.sock`.
+    public var controlSocket: String?
+    public var logLevel: Logger.Level = .info
+
+    public init() {}
+
+    /// Reads a configuration file: one `key = value` per line, `#` starts a comment.
+    /// Keys: `listen` (HOST:PORT or `none`), `peer` (repeatable), `allow` (identity, repeatable),
+    /// `network` (network id), `control` (socket path), `log-level`.
+    public mutating func load(file path: String) throws {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw NodeError.invalidConfiguration(file: path, line: 0, "cannot read: \(error.localizedDescription)")
+        }
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            let fail = { (why: String) in NodeError.invalidConfiguration(file: path, line: index + 1, why) }
+            guard let eq = trimmed.firstIndex(of: "=") else { throw fail("expected key = value") }
+            let key = trimmed[..<eq].trimmingCharacters(in: .whitespaces)
+            let value = trimmed[trimmed.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            do {
+                switch key {
+                case "listen": listen = value == "none" ? nil : try PeerAddress(parsing: value, listening: true)
+                case "peer": peers.append(try PeerAddress(parsing: value))
+                case "allow": allow.insert(try IdentityID(string: value))
+                case "network": channel.networkID = value
+                case "control": controlSocket = value
+                case "log-level":
+                    guard let level = Logger.Level(rawValue: value) else { throw fail("log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))") }
+                    logLevel = level
+                default: throw fail("unknown key \"\(key)\"")
+                }
+            } catch let error as NodeError {
+                if case .invalidConfiguration = error { throw error }
+                throw fail("\(error)")
+            } catch {
+                throw fail("\(key): \(error)")
+            }
+        }
+    }
+
+    public func controlSocketPath(home: String) -> String { controlSocket ?? home + "/peerlog.sock" }
+}

@@ -1,0 +1,207 @@
+import Dispatch
+import Foundation
+import Logging
+import PeerlogChannel
+import PeerlogEngine
+import PeerlogModel
+import PeerlogSync
+
+/// Owns the replica and every connection's sync session. All of it runs on one serial queue:
+/// the replica does blocking SQLite work, which must stay off the event loops, and sessions
+/// are not thread-safe.
+final class NodeHub: @unchecked Sendable {
+    let replica: Replica
+    let device: LocalDevice
+    let logger: Logger
+    private let queue = DispatchQueue(label: "peerlog.node.hub")
+    private let extraAllowed: Set<IdentityID>
+    private let allowed: LockedValue<Set<IdentityID>>
+
+    /// Set by the node before it starts.
+    let listening = LockedValue<String?>(nil)
+    let dialerStatus = LockedValue<@Sendable () -> [PeerStatus]>({ [] })
+
+    // Queue-confined state.
+    private var connections: [UInt64: ConnectionRef] = [:]
+    private var sessions: [UInt64: SyncSession] = [:]
+    private var lastStamp: [Int64] = []
+    private var pollTimer: DispatchSourceTimer?
+    private var closedRecently: [ClosedConnection] = []
+
+    struct ClosedConnection: Sendable {
+        let peer: DeviceID?
+        let remote: String
+        let reason: String
+        let at: UInt64
+    }
+
+    init(replica: Replica, device: LocalDevice, allow: Set<IdentityID>, logger: Logger) {
+        self.replica = replica
+        self.device = device
+        self.logger = logger
+        self.extraAllowed = allow.union([device.identity])
+        self.allowed = LockedValue(extraAllowed)
+    }
+
+    // MARK: Authorization (called from event loops during handshakes)
+
+    func authorize(_ certificate: DeviceCertificate) -> AuthorizationDecision {
+        if allowed.value.contains(certificate.identity) { return .allow }
+        return .deny("identity \(certificate.identity) is not ours, not a member of a group we hold, and not allowed for pairing")
+    }
+
+    private func refreshAllowed() {
+        do {
+            let members = try replica.knownMemberIdentities()
+            allowed.value = extraAllowed.union(members)
+        } catch {
+            logger.error("cannot read group members: \(error)")
+        }
+    }
+
+    // MARK: Lifecycle
+
+    func start(pollInterval: Duration) {
+        queue.sync {
+            refreshAllowed()
+            lastStamp = (try? replica.changeStamp()) ?? []
+        }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let ms = Int(pollInterval.components.seconds * 1000 + pollInterval.components.attoseconds / 1_000_000_000_000_000)
+        timer.schedule(deadline: .now() + .milliseconds(ms), repeating: .milliseconds(max(ms, 10)))
+        timer.setEventHandler { [weak self] in self?.poll() }
+        timer.resume()
+        pollTimer = timer
+    }
+
+    func stop(reason: String) {
+        queue.sync {
+            pollTimer?.cancel()
+            pollTimer = nil
+            for c in connections.values { c.close(reason) }
+        }
+    }
+
+    // MARK: Connection events (from event loops)
+
+    /// A handshake finished: keep the connection unless one to the same device already runs
+    /// and the tie-break prefers that one.
+    func established(_ connection: ConnectionRef) {
+        queue.async { [self] in
+            if let existing = connections.values.first(where: { $0.peer.device == connection.peer.device }) {
+                if TieBreak.keepNew(local: device.device, peer: connection.peer.device, newIsOutbound: connection.outbound, existingIsOutbound: existing.outbound) {
+                    logger.info("replacing connection \(existing.id) to \(connection.peer.device.short) with \(connection.id) (tie-break)")
+                    drop(existing.id)
+                    existing.close("duplicate connection (tie-break)")
+                } else {
+                    logger.info("closing duplicate connection \(connection.id) to \(connection.peer.device.short) (tie-break)")
+                    connection.close("duplicate connection (tie-break)")
+                    return
+                }
+            }
+            connections[connection.id] = connection
+            let session = SyncSession(local: device, peer: connection.peer, store: replica)
+            sessions[connection.id] = session
+            logger.info("connected to device \(connection.peer.device) (\(connection.peer.name)) at \(connection.remote), \(connection.outbound ? "outbound" : "inbound")")
+            perform(session.start(), on: connection)
+        }
+    }
+
+    /// `processed` runs once the message was handled (the handler's read backpressure).
+    func received(_ message: [UInt8], on id: UInt64, processed: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            defer { processed() }
+            guard let session = sessions[id], let connection = connections[id] else { return }
+            perform(session.receive(message), on: connection)
+        }
+    }
+
+    func closed(_ id: UInt64, peer: DeviceID?, remote: String, reason: String) {
+        queue.async { [self] in
+            drop(id)
+            closedRecently.append(ClosedConnection(peer: peer, remote: remote, reason: reason, at: WallClock.nowMillis()))
+            if closedRecently.count > 32 { closedRecently.removeFirst(closedRecently.count - 32) }
+        }
+    }
+
+    func isConnected(device: DeviceID) -> Bool {
+        queue.sync { connections.values.contains { $0.peer.device == device } }
+    }
+
+    private func drop(_ id: UInt64) {
+        connections[id] = nil
+        sessions[id] = nil
+    }
+
+    // MARK: Sync
+
+    private func perform(_ actions: [SyncAction], on connection: ConnectionRef) {
+        for action in actions {
+            switch action {
+            case .send(let bytes):
+                connection.send(bytes)
+            case .close(let reason):
+                logger.warning("closing connection to \(connection.peer.device): \(reason)")
+                drop(connection.id)
+                connection.close(reason)
+                return
+            case .event(let event):
+                handle(event, from: connection)
+            }
+        }
+    }
+
+    private func handle(_ event: SyncEvent, from connection: ConnectionRef) {
+        switch event {
+        case .ingested(let group, _):
+            fanOut(group: group, except: connection.id)
+        case .caughtUp(let group):
+            logger.debug("caught up with \(connection.peer.device.short) on group \(group)")
+        case .protocolError(let why):
+            logger.warning("protocol error from \(connection.peer.device): \(why)")
+        case .ignoredUnknownMessage(let type):
+            logger.notice("ignored unknown message type \"\(type)\" from \(connection.peer.device.short)")
+        default:
+            break
+        }
+    }
+
+    /// Offers what just arrived to every other connected peer.
+    private func fanOut(group: GroupID, except: UInt64?) {
+        for (id, session) in sessions.sorted(by: { $0.key < $1.key }) where id != except {
+            guard let connection = connections[id] else { continue }
+            perform(session.localChanged(group: group), on: connection)
+        }
+    }
+
+    /// Notices writes by other processes (the CLI) and membership changes.
+    private func poll() {
+        guard let stamp = try? replica.changeStamp(), stamp != lastStamp else { return }
+        lastStamp = stamp
+        refreshAllowed()
+        guard !sessions.isEmpty, let groups = try? replica.groupIDs() else { return }
+        for group in groups { fanOut(group: group, except: nil) }
+    }
+
+    // MARK: Status helpers (queue-confined)
+
+    func queueAsync(_ body: @escaping @Sendable () -> Void) { queue.async(execute: body) }
+
+    func sessionsSnapshot() -> [(ConnectionRef, SyncSessionStatus)] {
+        sessions.sorted { $0.key < $1.key }.compactMap { id, session in connections[id].map { ($0, session.status()) } }
+    }
+
+    func recentCloses() -> [ClosedConnection] { closedRecently }
+}
+
+/// A value behind a lock, for the few things event loops read while the hub writes.
+final class LockedValue<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+    func mutate<R>(_ body: (inout T) -> R) -> R { lock.withLock { body(&stored) } }
+}

@@ -1,0 +1,162 @@
+import Logging
+import NIOCore
+import PeerlogChannel
+import PeerlogModel
+
+/// The thin NIO layer around one `SecureChannel`: bytes in, actions out. Runs on its
+/// channel's event loop; decrypted messages go to the hub, and everything decrypted in or
+/// out passes `tapped(_:_:)`, the one point capture tools hook into.
+final class PeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// Decrypted bytes handed to the hub and not yet processed; above this the socket is not
+    /// read, so a peer sending faster than the replica ingests fills its own TCP window, not
+    /// our memory.
+    static let maxPendingBytes = 8 << 20
+    private var pendingBytes = 0
+    private var readHeld = false
+
+    private var channel: SecureChannel
+    private let hub: NodeHub
+    private let id: UInt64
+    private let outbound: Bool
+    private let tap: Tap?
+    private let logger: Logger
+    private let onEstablished: @Sendable (DeviceCertificate) -> Void
+    private let onClosed: @Sendable (String) -> Void
+    private var context: ChannelHandlerContext?
+    private var remote = "?"
+    private var timeout: Scheduled<Void>?
+    private var finished = false
+    private let handshakeTimeout: Duration
+
+    init(id: UInt64, outbound: Bool, hub: NodeHub, configuration: ChannelConfiguration, tap: Tap?, logger: Logger, onEstablished: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, onClosed: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.id = id
+        self.outbound = outbound
+        self.hub = hub
+        self.tap = tap
+        self.logger = logger
+        self.onEstablished = onEstablished
+        self.onClosed = onClosed
+        handshakeTimeout = configuration.handshakeTimeout
+        let hub = hub
+        channel = SecureChannel(role: outbound ? .initiator : .responder, device: hub.device, configuration: configuration, authorize: { hub.authorize($0) })
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    func channelActive(context: ChannelHandlerContext) {
+        remote = context.channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        timeout = context.eventLoop.scheduleTask(in: TimeAmount(handshakeTimeout)) {
+            let handler = loopBound.value
+            handler.perform(handler.channel.handshakeTimedOut())
+        }
+        perform(channel.start())
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = unwrapInboundIn(data)
+        guard !finished, let bytes = buffer.readBytes(length: buffer.readableBytes) else { return }
+        perform(channel.receive(bytes))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !finished { perform(channel.inputClosed()) }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if !finished { perform(channel.close(reason: "socket error: \(error)")) }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if pendingBytes > Self.maxPendingBytes { readHeld = true } else { context.read() }
+    }
+
+    private func processed(_ size: Int) {
+        pendingBytes -= size
+        if readHeld, pendingBytes <= Self.maxPendingBytes, let context {
+            readHeld = false
+            context.read()
+        }
+    }
+
+    /// Called by the hub (through the event loop) with one sync message to send.
+    func send(_ message: [UInt8]) {
+        guard !finished else { return }
+        do {
+            let actions = try channel.send(message)
+            tapped(.outbound, message)
+            perform(actions)
+        } catch {
+            perform(channel.close(reason: "cannot send: \(error)"))
+        }
+    }
+
+    func close(reason: String) {
+        guard !finished else { return }
+        perform(channel.close(reason: reason))
+    }
+
+    private func tapped(_ direction: TapRecord.Direction, _ message: [UInt8]) {
+        guard let tap, let peer = channel.peerCertificate?.device else { return }
+        tap(TapRecord(time: WallClock.nowMillis(), direction: direction, connection: id, local: hub.device.device, peer: peer, message: message))
+    }
+
+    private func perform(_ actions: [ChannelAction]) {
+        guard let context else { return }
+        var wrote = false
+        for action in actions {
+            switch action {
+            case .write(let bytes):
+                context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+                wrote = true
+            case .established(let certificate):
+                timeout?.cancel()
+                onEstablished(certificate)
+                let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                let eventLoop = context.eventLoop
+                hub.established(ConnectionRef(
+                    id: id, outbound: outbound, remote: remote, peer: certificate, since: WallClock.nowMillis(),
+                    send: { bytes in eventLoop.execute { loopBound.value.send(bytes) } },
+                    close: { reason in eventLoop.execute { loopBound.value.close(reason: reason) } }
+                ))
+            case .deliver(let message):
+                tapped(.inbound, message)
+                pendingBytes += message.count
+                let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                let eventLoop = context.eventLoop
+                let size = message.count
+                hub.received(message, on: id) { eventLoop.execute { loopBound.value.processed(size) } }
+            case .closed(let reason):
+                finished = true
+                timeout?.cancel()
+                let who = channel.peerCertificate.map { "device \($0.device)" } ?? "peer at \(remote)"
+                switch reason {
+                case .local, .remote: logger.info("connection \(id) to \(who) closed: \(reason)")
+                default: logger.warning("connection \(id) to \(who) closed: \(reason)")
+                }
+                hub.closed(id, peer: channel.peerCertificate?.device, remote: remote, reason: "\(reason)")
+                onClosed("\(reason)")
+                let socket = context.channel
+                context.writeAndFlush(wrapOutboundOut(socket.allocator.buffer(capacity: 0))).whenComplete { _ in
+                    socket.close(promise: nil)
+                }
+                return
+            }
+        }
+        if wrote { context.flush() }
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let c = duration.components
+        self = .nanoseconds(c.seconds * 1_000_000_000 + c.attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PeerlogChannel
+import PeerlogEngine
+import PeerlogModel
+import ServiceLifecycle
+
+/// A running Peerlog node: listens, dials static peers, syncs every shared group, answers the
+/// control socket. Embed it in a `ServiceGroup` (graceful shutdown closes every connection
+/// with a close record) or use `peerlog daemon`.
+public final class PeerlogNode: Service, @unchecked Sendable {
+    public let home: String
+    public let configuration: NodeConfiguration
+    public let device: LocalDevice
+    public let replica: Replica
+    private let logger: Logger
+    private let hub: NodeHub
+    private let tap: Tap?
+    private let nextConnectionID = LockedValue<UInt64>(0)
+    private let boundAddress = LockedValue<PeerAddress?>(nil)
+    private let dialers: [Dialer]
+    /// Called once the listener is bound (with the actual port when 0 was asked for).
+    public var onListening: (@Sendable (PeerAddress?) -> Void)?
+
+    public init(home: String, configuration: NodeConfiguration, logger: Logger, tap: Tap? = nil) throws {
+        self.home = home
+        self.configuration = configuration
+        self.logger = logger
+        self.tap = tap
+        device = try LocalDevice.load(home: home)
+        replica = try Replica(path: home + "/replica.sqlite", device: device)
+        hub = NodeHub(replica: replica, device: device, allow: configuration.allow, logger: logger)
+        dialers = configuration.peers.map { Dialer(address: $0) }
+    }
+
+    /// The address the listener is bound to, once running.
+    public var listeningAddress: PeerAddress? { boundAddress.value }
+
+    public func run() async throws {
+        let controlPath = configuration.controlSocketPath(home: home)
+        if ControlClient.isAnswering(socketPath: controlPath) { throw NodeError.alreadyRunning(controlPath) }
+        unlink(controlPath)  // a stale socket of a daemon that was killed
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var servers: [Channel] = []
+        do {
+            if let listen = configuration.listen {
+                let server = try await ServerBootstrap(group: group)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .childChannelInitializer { [self] channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(makeHandler(outbound: false))
+                        }
+                    }
+                    .bind(host: listen.host, port: listen.port).get()
+                servers.append(server)
+                boundAddress.value = PeerAddress(host: listen.host, port: server.localAddress?.port ?? listen.port)
+            }
+            let control = try await ServerBootstrap(group: group)
+                .childChannelInitializer { [hub] channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ControlHandler(answer: { line, reply in hub.answer(line, reply: reply) }))
+                    }
+                }
+                .bind(unixDomainSocketPath: controlPath, cleanupExistingSocketFile: true).get()
+            chmod(controlPath, 0o600)
+            servers.append(control)
+        } catch {
+            for s in servers { try? await s.close() }
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        hub.listening.value = boundAddress.value?.description
+        hub.dialerStatus.value = { [dialers] in dialers.map(\.status) }
+        hub.start(pollInterval: configuration.pollInterval)
+        logger.info("device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.value?.description ?? "nothing (dial only)"), control socket \(controlPath)")
+        onListening?(boundAddress.value)
+
+        await withTaskGroup(of: Void.self) { tasks in
+            for dialer in dialers {
+                tasks.addTask { [self] in
+                    await dialer.run(group: group, hub: hub, connect: { address, established, closed in
+                        try await self.dial(address, group: group, established: established, closed: closed)
+                    }, logger: logger)
+                }
+            }
+            tasks.addTask { try? await gracefulShutdown() }
+            await tasks.next()  // graceful shutdown (or cancellation) ends the node
+            tasks.cancelAll()
+        }
+
+        logger.info("shutting down")
+        hub.stop(reason: "shutting down")
+        try? await Task.sleep(for: .milliseconds(100))  // let close records flush
+        for s in servers { try? await s.close() }
+        unlink(controlPath)
+        try? await group.shutdownGracefully()
+    }
+
+    private func makeHandler(outbound: Bool, established: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, closed: @escaping @Sendable (String) -> Void = { _ in }) -> PeerHandler {
+        let id = nextConnectionID.increment()
+        return PeerHandler(id: id, outbound: outbound, hub: hub, configuration: configuration.channel, tap: tap, logger: logger, onEstablished: established, onClosed: closed)
+    }
+
+    private func dial(_ address: PeerAddress, group: EventLoopGroup, established: @escaping @Sendable (DeviceCertificate) -> Void, closed: @escaping @Sendable (String) -> Void) async throws -> Channel {
+        try await ClientBootstrap(group: group)
+            .connectTimeout(.seconds(5))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(makeHandler(outbound: true, established: established, closed: closed))
+                }
+            }
+            .connect(host: address.host, port: address.port).get()
+    }
+}
+
+extension LockedValue where T == UInt64 {
+    func increment() -> UInt64 { mutate { $0 += 1; return $0 } }
+}

@@ -1,1 +1,0 @@
-// The sync protocol: message codec and session state machine.

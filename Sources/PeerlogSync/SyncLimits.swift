@@ -1,0 +1,30 @@
+/// Named limits of the sync protocol (docs/protocol-sync.md §15.3). Going over one is an
+/// "error" with code "limit" and a reason naming the limit and the value.
+public struct SyncLimits: Sendable {
+    /// One whole application message, as the transport delivers it.
+    public var maxMessageBytes = 4_194_304
+    /// Items in one "receipts" or "envelopes" message.
+    public var maxBatchItems = 512
+    /// Sum of the item byte strings in one batch message.
+    public var maxBatchBytes = 1_048_576
+    /// Batch messages granted right after hello.
+    public var initialCredit: UInt64 = 8
+    /// Unsent batches a sender may hold before it drops them and resyncs from the peer's vector.
+    public var maxQueuedBatches = 64
+    /// Groups in one hello.
+    public var maxGroupsPerHello = 4_096
+    /// Authors in one vector.
+    public var maxAuthorsPerVector = 65_536
+    /// CIDs in one request.
+    public var maxCIDsPerRequest = 512
+    /// Requests received and not yet answered, per session.
+    public var maxOutstandingRequests = 256
+    /// Credit a peer may grant beyond what was used (guards the counter).
+    public var maxCredit: UInt64 = 1 << 20
+    /// Versions, capabilities (each ≤ 64 bytes) in a hello.
+    public var maxHelloListItems = 64
+    /// Bytes of an error message text.
+    public var maxErrorMessageBytes = 1_024
+
+    public init() {}
+}

@@ -1,0 +1,102 @@
+import PeerlogEncoding
+import PeerlogModel
+
+/// What a "request" asks for; each answers one kind of replica backfill action.
+public enum SyncRequest: Hashable, Sendable {
+    /// Committed envelopes (with the receipts the requester lacks) from seq `after + 1` on.
+    case after(UInt64)
+    /// Committed envelopes `from...to` (a seq gap).
+    case seqRange(from: UInt64, to: UInt64)
+    /// An author's receipts with counters `from...to`.
+    case authorCounters(author: DeviceID, from: UInt64, to: UInt64)
+    /// Receipts by CID (an envelope or a parent names one the requester lacks).
+    case cids([CID])
+}
+
+/// One author's highest contiguous counter in a vector.
+public struct AuthorCounter: Hashable, Sendable {
+    public let author: DeviceID
+    public let counter: UInt64
+    public init(author: DeviceID, counter: UInt64) {
+        self.author = author
+        self.counter = counter
+    }
+}
+
+/// A sync protocol message (docs/protocol-sync.md §15.4): a deterministic CBOR map with text keys.
+public enum SyncMessage: Hashable, Sendable {
+    case hello(versions: [UInt64], capabilities: [String], groups: [GroupID])
+    case vector(group: GroupID, committed: UInt64, authors: [AuthorCounter])
+    /// Receipt containers (§3.2), per author in counter order.
+    case receipts(group: GroupID, items: [[UInt8]])
+    /// Envelope containers (§3.4), in seq order.
+    case envelopes(group: GroupID, items: [[UInt8]])
+    case request(group: GroupID, id: UInt64, what: SyncRequest)
+    case credit(UInt64)
+    case caughtUp(group: GroupID)
+    /// Every item answering request `id` has been sent.
+    case done(group: GroupID, id: UInt64)
+    case error(code: String, message: String)
+    /// A well-formed map with a type this version does not know: ignored.
+    case unknown(type: String)
+
+    public var type: String {
+        switch self {
+        case .hello: "hello"
+        case .vector: "vector"
+        case .receipts: "receipts"
+        case .envelopes: "envelopes"
+        case .request: "request"
+        case .credit: "credit"
+        case .caughtUp: "caught_up"
+        case .done: "done"
+        case .error: "error"
+        case .unknown(let t): t
+        }
+    }
+
+    public func encoded() -> [UInt8] { CBOREncoder.encode(cbor) }
+
+    var cbor: CBOR {
+        var m: [String: CBOR] = ["t": .text(type)]
+        switch self {
+        case .hello(let versions, let caps, let groups):
+            m["versions"] = .array(versions.map(CBOR.unsigned))
+            m["capabilities"] = .array(caps.map(CBOR.text))
+            m["groups"] = .array(groups.map { .bytes($0.bytes) })
+        case .vector(let g, let committed, let authors):
+            m["group"] = .bytes(g.bytes)
+            m["committed"] = .unsigned(committed)
+            m["authors"] = .array(authors.map { [.bytes($0.author.bytes), .unsigned($0.counter)] })
+        case .receipts(let g, let items), .envelopes(let g, let items):
+            m["group"] = .bytes(g.bytes)
+            m["items"] = .array(items.map(CBOR.bytes))
+        case .request(let g, let id, let what):
+            m["group"] = .bytes(g.bytes)
+            m["id"] = .unsigned(id)
+            switch what {
+            case .after(let s): m["after"] = .unsigned(s)
+            case .seqRange(let f, let t): m["from"] = .unsigned(f); m["to"] = .unsigned(t)
+            case .authorCounters(let a, let f, let t): m["author"] = .bytes(a.bytes); m["from"] = .unsigned(f); m["to"] = .unsigned(t)
+            case .cids(let cids): m["cids"] = .array(cids.map(\.cborLink))
+            }
+        case .credit(let n): m["n"] = .unsigned(n)
+        case .caughtUp(let g): m["group"] = .bytes(g.bytes)
+        case .done(let g, let id): m["group"] = .bytes(g.bytes); m["id"] = .unsigned(id)
+        case .error(let code, let message): m["code"] = .text(code); m["message"] = .text(message)
+        case .unknown: break
+        }
+        return .textMap(m)
+    }
+}
+
+/// Why a message was refused: `code` is "malformed" or "limit" (the "error" message's code).
+public struct SyncCodecError: Error, Hashable, CustomStringConvertible, Sendable {
+    public let code: String
+    public let message: String
+    public var description: String { "\(code): \(message)" }
+    static func malformed(_ m: String) -> SyncCodecError { SyncCodecError(code: "malformed", message: m) }
+    static func limit(_ name: String, _ value: Int, _ max: Int) -> SyncCodecError {
+        SyncCodecError(code: "limit", message: "\(name) is \(value), limit \(max)")
+    }
+}

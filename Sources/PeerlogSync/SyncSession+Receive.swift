@@ -1,0 +1,148 @@
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+
+extension SyncSession {
+    func handle(_ m: SyncMessage, size: Int, into out: inout [SyncAction]) throws {
+        if case .error(let code, let message) = m {
+            phase = .closed
+            out.append(.close(reason: "peer error \(code): \(message)"))
+            out.append(.event(.peerError(code: code, message: message)))
+            return
+        }
+        if case .unknown(let type) = m {
+            ignored += 1
+            out.append(.event(.ignoredUnknownMessage(type: type)))
+            return
+        }
+        if case .hello(let versions, _, let peerGroups) = m { return try hello(versions: versions, groups: peerGroups, into: &out) }
+        guard phase == .open else { throw SyncFailure("protocol", "\"\(m.type)\" before hello") }
+        switch m {
+        case .vector(let g, let committed, let authors): try vector(g, committed: committed, authors: authors, into: &out)
+        case .receipts(let g, let items): try batch(g, receipts: items, envelopes: [], size: size, into: &out)
+        case .envelopes(let g, let items): try batch(g, receipts: [], envelopes: items, size: size, into: &out)
+        case .request(let g, let id, let what):
+            guard groups[g] != nil else { throw SyncFailure("protocol", "request for group \(g), which is not synced") }
+            guard outstandingAnswers < limits.maxOutstandingRequests else {
+                throw SyncFailure("limit", "maxOutstandingRequests: \(outstandingAnswers + 1) requests unanswered, limit \(limits.maxOutstandingRequests)")
+            }
+            let cursor: UInt64 = switch what {
+            case .after(let s): s &+ 1
+            case .seqRange(let from, _), .authorCounters(_, let from, _): from
+            case .cids: 0
+            }
+            outstandingAnswers += 1
+            groups[g]!.answers.append(Answer(id: id, what: what, cursor: cursor))
+        case .credit(let n):
+            guard n <= limits.maxCredit, credit + n <= limits.maxCredit else { throw SyncFailure("limit", "maxCredit: credit would be \(credit + min(n, limits.maxCredit)), limit \(limits.maxCredit)") }
+            credit += n
+        case .caughtUp(let g):
+            guard groups[g] != nil else { throw SyncFailure("protocol", "caught_up for group \(g), which is not synced") }
+            groups[g]!.caughtUpReceived = true
+            out.append(.event(.caughtUp(group: g)))
+        case .done(_, let id):
+            if let key = inFlightByID.removeValue(forKey: id) { inFlight[key] = nil }
+        case .hello, .error, .unknown: break
+        }
+    }
+
+    func hello(versions: [UInt64], groups peerGroups: [GroupID], into out: inout [SyncAction]) throws {
+        guard phase == .started else { throw SyncFailure("protocol", "second hello") }
+        guard let common = versions.filter(Self.versions.contains).max() else {
+            throw SyncFailure("version", "no common version: peer speaks \(versions), we speak \(Self.versions)")
+        }
+        version = common
+        phase = .open
+        // Both offer it, or the peer offers one we do not hold at all (an invitation).
+        for g in Set(peerGroups).sorted() where try offered.contains(g) || !store.syncHolds(g) {
+            try accept(g, into: &out)
+        }
+        out.append(.event(.ready(groups: order)))
+    }
+
+    func vector(_ g: GroupID, committed: UInt64, authors: [AuthorCounter], into out: inout [SyncAction]) throws {
+        if groups[g] == nil {
+            // An offer by vector (the peer holds a group we lack, or it learnt we share one).
+            guard try store.syncOffers(g, to: peer.identity) || !store.syncHolds(g) else {
+                ignored += 1
+                out.append(.event(.ignoredVector(group: g)))
+                return
+            }
+            try accept(g, into: &out)
+            out.append(.event(.groupAdded(group: g)))
+        }
+        var s = groups[g]!
+        s.planned.merge(committed: committed, authors: authors)
+        s.sent.merge(committed: committed, authors: authors)
+        s.peerVectorKnown = true
+        s.dirty = true
+        s.owesCaughtUp = true
+        s.caughtUpSent = false
+        groups[g] = s
+    }
+
+    func batch(_ g: GroupID, receipts items: [[UInt8]], envelopes envelopeItems: [[UInt8]], size: Int, into out: inout [SyncAction]) throws {
+        let kind = items.isEmpty ? "envelopes" : "receipts"
+        guard granted > 0 else { throw SyncFailure("credit", "\"\(kind)\" sent without credit") }
+        granted -= 1
+        guard groups[g] != nil else { throw SyncFailure("protocol", "\"\(kind)\" for group \(g), which is not synced") }
+        var receipts = [Receipt](), envelopes = [Envelope]()
+        for item in items {
+            guard let r = try? Receipt(encoded: item) else { throw SyncFailure("malformed", "a receipt item does not parse") }
+            guard r.group == g else { throw SyncFailure("protocol", "receipt of group \(r.group) in a batch for \(g)") }
+            receipts.append(r)
+        }
+        for item in envelopeItems {
+            guard let e = try? Envelope(encoded: item) else { throw SyncFailure("malformed", "an envelope item does not parse") }
+            guard e.group == g else { throw SyncFailure("protocol", "envelope of group \(e.group) in a batch for \(g)") }
+            envelopes.append(e)
+        }
+        let report = try store.ingest(receipts: receipts, envelopes: envelopes)
+        // The peer holds what it sent: never echo it back.
+        var s = groups[g]!
+        for r in receipts.sorted(by: { $0.counter < $1.counter }) {
+            s.planned.hold(r.author, r.counter)
+            s.sent.hold(r.author, r.counter)
+        }
+        if let first = envelopes.first?.seq, let last = envelopes.last?.seq, first <= last {
+            s.planned.commit(from: 1, to: last)
+            s.sent.commit(from: 1, to: last)
+        }
+        s.receivedTraffic.items += items.count + envelopeItems.count
+        s.receivedTraffic.messages += 1
+        s.receivedTraffic.bytes += size
+        // Our sequencer may have committed what arrived, or the peer may lack what we just got.
+        s.dirty = true
+        groups[g] = s
+        out.append(.event(.ingested(group: g, report: report)))
+        if autoGrant {
+            granted += 1
+            send(.credit(1), into: &out)
+        }
+        request(report.actions, into: &out)
+    }
+
+    /// Sends one request per backfill action not already in flight.
+    func request(_ actions: [ReplicaAction], into out: inout [SyncAction]) {
+        for action in actions {
+            let asks: [(GroupID, SyncRequest)]
+            switch action {
+            case .requestSeqRange(let g, let from, let to): asks = [(g, .seqRange(from: from, to: to))]
+            case .requestAuthorCounters(let g, let a, let from, let to): asks = [(g, .authorCounters(author: a, from: from, to: to))]
+            case .requestReceipts(let g, let cids):
+                asks = stride(from: 0, to: cids.count, by: limits.maxCIDsPerRequest).map {
+                    (g, .cids(Array(cids[$0..<min($0 + limits.maxCIDsPerRequest, cids.count)])))
+                }
+            }
+            for (g, what) in asks where groups[g] != nil {
+                let key = RequestKey(group: g, what: what)
+                guard inFlight[key] == nil else { continue }
+                let id = nextRequestID
+                nextRequestID += 1
+                inFlight[key] = id
+                inFlightByID[id] = key
+                send(.request(group: g, id: id, what: what), into: &out)
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+
+/// The sync protocol with one peer (docs/protocol-sync.md) as a pure state machine: bytes in,
+/// actions out, no I/O but the store. Not thread-safe: the node drives it from one serial queue.
+public final class SyncSession {
+    /// Protocol versions this implementation speaks.
+    public static let versions: [UInt64] = [1]
+
+    enum Phase { case idle, started, open, closed }
+
+    let local: LocalDevice
+    let peer: DeviceCertificate
+    let store: any SyncStore
+    let limits: SyncLimits
+    var phase = Phase.idle
+    var version: UInt64?
+    var offered = Set<GroupID>()
+    var groups = [GroupID: GroupSync]()
+    /// Accepted groups in acceptance order, served round robin.
+    var order = [GroupID]()
+    var nextServed = 0
+    /// Batch messages we may still send.
+    var credit: UInt64 = 0
+    /// Batch messages the peer may still send us.
+    var granted: UInt64 = 0
+    var queue = [Outgoing]()
+    var inFlight = [RequestKey: UInt64]()
+    var inFlightByID = [UInt64: RequestKey]()
+    var nextRequestID: UInt64 = 1
+    var outstandingAnswers = 0
+    var ignored = 0
+    /// Grant one credit back after each ingested batch. A node applying backpressure turns this
+    /// off and calls `grant(_:)` itself; the peer then stalls once its credit is spent.
+    public var autoGrant = true
+
+    public init(local: LocalDevice, peer: DeviceCertificate, store: any SyncStore, limits: SyncLimits = .init()) {
+        self.local = local
+        self.peer = peer
+        self.store = store
+        self.limits = limits
+    }
+
+    /// Hello (offering the groups shared with the peer), then the initial credit.
+    public func start() -> [SyncAction] {
+        guard phase == .idle else { return [] }
+        phase = .started
+        var out = [SyncAction]()
+        run(&out) { out in
+            let groups = try store.syncOfferedGroups(to: peer.identity).sorted()
+            offered = Set(groups)
+            send(.hello(versions: Self.versions, capabilities: [], groups: Array(groups.prefix(limits.maxGroupsPerHello))), into: &out)
+            granted = limits.initialCredit
+            send(.credit(limits.initialCredit), into: &out)
+        }
+        return out
+    }
+
+    public func receive(_ message: [UInt8]) -> [SyncAction] {
+        guard phase != .closed else { return [] }
+        var out = phase == .idle ? start() : []
+        run(&out) { out in
+            let m: SyncMessage
+            do { m = try SyncMessage.decode(message, limits: limits) } catch let e as SyncCodecError { throw SyncFailure(e.code, e.message) }
+            try handle(m, size: message.count, into: &out)
+            try pump(into: &out)
+        }
+        return out
+    }
+
+    /// The local replica changed `group` (a write or an ingest from another peer): push what the
+    /// peer lacks, or offer the group if it has just become shared (e.g. the peer was invited).
+    public func localChanged(group: GroupID) -> [SyncAction] {
+        guard phase == .open else { return [] }
+        var out = [SyncAction]()
+        run(&out) { out in
+            if groups[group] != nil {
+                groups[group]!.dirty = true
+            } else if try store.syncOffers(group, to: peer.identity) {
+                offered.insert(group)
+                try accept(group, into: &out)
+            }
+            try pump(into: &out)
+        }
+        return out
+    }
+
+    /// Turns replica backfill actions (e.g. from `Replica.retryPending()`) into requests to this peer.
+    public func requestBackfill(_ actions: [ReplicaAction]) -> [SyncAction] {
+        guard phase == .open else { return [] }
+        var out = [SyncAction]()
+        request(actions, into: &out)
+        return out
+    }
+
+    /// Lets the peer send `n` more batches (for nodes that manage credit with `autoGrant` off).
+    public func grant(_ n: UInt64) -> [SyncAction] {
+        guard phase != .closed, n > 0 else { return [] }
+        granted += n
+        return [.send(SyncMessage.credit(n).encoded())]
+    }
+
+    public func status() -> SyncSessionStatus {
+        let list = order.map { g in
+            let s = groups[g]!
+            let localMark = (try? store.vector(of: g).committed) ?? s.localCommitted
+            return SyncGroupStatus(group: g, peerCommitted: s.peerVectorKnown ? s.sent.committed : nil, localCommitted: localMark,
+                                   sent: s.sentTraffic, received: s.receivedTraffic, caughtUpSent: s.caughtUpSent, caughtUpReceived: s.caughtUpReceived)
+        }
+        return SyncSessionStatus(version: version, groups: list, creditAvailable: credit, creditGranted: granted,
+                                 queuedBatches: queue.count { $0.isBatch }, requestsInFlight: inFlight.count, ignoredMessages: ignored, closed: phase == .closed)
+    }
+
+    // MARK: Plumbing
+
+    /// Runs `body`; a failure sends "error" and closes.
+    func run(_ out: inout [SyncAction], _ body: (inout [SyncAction]) throws -> Void) {
+        do { try body(&out) } catch let f as SyncFailure {
+            fail(f, into: &out)
+        } catch {
+            fail(SyncFailure("internal", "local store: \(error)"), into: &out)
+        }
+    }
+
+    func fail(_ f: SyncFailure, into out: inout [SyncAction]) {
+        guard phase != .closed else { return }
+        phase = .closed
+        queue.removeAll()
+        out.append(.send(SyncMessage.error(code: f.code, message: String(f.message.utf8.prefix(limits.maxErrorMessageBytes)) ?? f.code).encoded()))
+        out.append(.close(reason: "\(f.code): \(f.message)"))
+        out.append(.event(.protocolError("\(f.code): \(f.message)")))
+    }
+
+    func send(_ m: SyncMessage, into out: inout [SyncAction]) { out.append(.send(m.encoded())) }
+
+    /// Accepts a group: sends our vector, after which the peer may send items for it.
+    func accept(_ group: GroupID, into out: inout [SyncAction]) throws {
+        let v = try store.vector(of: group)
+        var s = GroupSync()
+        s.localCommitted = v.committed
+        groups[group] = s
+        order.append(group)
+        send(.vector(group: group, committed: v.committed, authors: v.authors.map { AuthorCounter(author: $0.0, counter: $0.1) }), into: &out)
+    }
+}

@@ -1,0 +1,101 @@
+import PeerlogEngine
+import PeerlogModel
+
+/// What the peer is believed to hold of a group: its vector, raised by everything that went
+/// either way. Only ever raised: the transport is reliable and ordered within a session.
+struct Knowledge {
+    var committed: UInt64 = 0
+    var authors: [DeviceID: UInt64] = [:]
+
+    subscript(author: DeviceID) -> UInt64 { authors[author] ?? 0 }
+
+    /// Counters are contiguous per author, so only the next counter raises the mark.
+    mutating func hold(_ author: DeviceID, _ counter: UInt64) {
+        if counter == self[author] + 1 { authors[author] = counter }
+    }
+
+    /// Seqs `from...to` reached the peer: contiguous with its mark, they raise it.
+    mutating func commit(from: UInt64, to: UInt64) {
+        if from <= committed + 1, to > committed { committed = to }
+    }
+
+    mutating func merge(committed c: UInt64, authors list: [AuthorCounter]) {
+        committed = max(committed, c)
+        for a in list where a.counter > self[a.author] { authors[a.author] = a.counter }
+    }
+}
+
+/// A queued outgoing message and what it tells the peer once it leaves.
+struct Outgoing {
+    let bytes: [UInt8]
+    let group: GroupID
+    /// "receipts"/"envelopes": needs one credit.
+    let isBatch: Bool
+    /// Part of a request's answer (kept when live batches are dropped).
+    let answer: Bool
+    var items = 0
+    var held: [AuthorCounter] = []
+    var committed: ClosedRange<UInt64>? = nil
+    /// A "caught_up": if dropped, it is owed again.
+    var caughtUp = false
+}
+
+/// An accepted request being answered batch by batch.
+struct Answer {
+    let id: UInt64
+    let what: SyncRequest
+    /// Next seq or counter, or index into the CID list.
+    var cursor: UInt64
+}
+
+/// Items of one batch message, within `maxBatchItems` and `maxBatchBytes` (at least one item).
+struct Batch {
+    let maxItems: Int
+    let maxBytes: Int
+    var items: [[UInt8]] = []
+    var bytes = 0
+
+    func fits(_ n: Int) -> Bool { items.isEmpty || (items.count < maxItems && bytes + n <= maxBytes) }
+    var isFull: Bool { items.count >= maxItems }
+    mutating func add(_ item: [UInt8]) {
+        items.append(item)
+        bytes += item.count
+    }
+}
+
+/// One accepted group: we sent our vector, so the peer may send items for it.
+struct GroupSync {
+    var peerVectorKnown = false
+    /// As of what we have generated (queued or sent).
+    var planned = Knowledge()
+    /// As of what has left the queue, or what the peer told or sent us.
+    var sent = Knowledge()
+    /// Something may be left to send (peer vector, local change, ingest).
+    var dirty = false
+    /// A "caught_up" is owed once nothing is left for the peer's latest vector.
+    var owesCaughtUp = false
+    var answers: [Answer] = []
+    var localCommitted: UInt64 = 0
+    var sentTraffic = SyncTraffic()
+    var receivedTraffic = SyncTraffic()
+    var caughtUpSent = false
+    var caughtUpReceived = false
+
+    var hasWork: Bool { !answers.isEmpty || (peerVectorKnown && (dirty || owesCaughtUp)) }
+}
+
+/// A request in flight to the peer: one per (group, range) at a time.
+struct RequestKey: Hashable {
+    let group: GroupID
+    let what: SyncRequest
+}
+
+/// A failure that ends the session with an "error" message.
+struct SyncFailure: Error {
+    let code: String
+    let message: String
+    init(_ code: String, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+}

@@ -1,0 +1,25 @@
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+
+/// What a sync session needs from the local replica. `Replica` conforms; tests may wrap it.
+/// Every method may be called from the session's serial queue; reads are cheap, bounded by
+/// `limit`, so a catch-up is produced batch by batch and never held in memory whole.
+public protocol SyncStore: AnyObject, Sendable {
+    /// Groups to offer `peer` (held, not deleted, both identities pending or active members).
+    func syncOfferedGroups(to peer: IdentityID) throws -> [GroupID]
+    /// Whether `group` would be offered to `peer` now.
+    func syncOffers(_ group: GroupID, to peer: IdentityID) throws -> Bool
+    /// Whether anything of `group` is held (a receipt or a tombstone).
+    func syncHolds(_ group: GroupID) throws -> Bool
+    /// Committed high-water mark and per-author contiguous counters.
+    func vector(of group: GroupID) throws -> SequenceVector
+    /// Committed positions from `fromSeq` on, in seq order, with their receipts.
+    func syncCommitted(group: GroupID, fromSeq: UInt64, limit: Int) throws -> [SyncCommittedItem]
+    /// One author's receipts with counters `from...to`, in counter order.
+    func syncReceipts(group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int) throws -> [SyncReceiptItem]
+    /// Receipts by CID (held ones only).
+    func syncReceipts(group: GroupID, cids: [CID]) throws -> [SyncReceiptItem]
+    /// Verifies, stores and applies what the peer sent.
+    func ingest(receipts: [Receipt], envelopes: [Envelope]) throws -> IngestReport
+}

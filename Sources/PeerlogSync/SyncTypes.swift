@@ -1,0 +1,71 @@
+import PeerlogEngine
+import PeerlogModel
+
+/// What the node must do after a session call, in order.
+public enum SyncAction: Sendable {
+    /// Send these bytes as one application message.
+    case send([UInt8])
+    /// Close the connection (after sending what came before).
+    case close(reason: String)
+    case event(SyncEvent)
+}
+
+public enum SyncEvent: Sendable {
+    /// Hello exchanged; these groups are synced (more may join: `groupAdded`).
+    case ready(groups: [GroupID])
+    /// A group became synced after hello (an offer by vector, e.g. a live invitation).
+    case groupAdded(group: GroupID)
+    /// The peer has sent everything we lacked as of the vector we sent.
+    case caughtUp(group: GroupID)
+    /// What the peer sent was ingested; the node fans the replica's changes out to other sessions.
+    case ingested(group: GroupID, report: IngestReport)
+    /// We are closing: the peer broke the protocol or went over a limit (we sent "error").
+    case protocolError(String)
+    /// The peer sent "error" and is closing.
+    case peerError(code: String, message: String)
+    /// A well-formed message of a type we do not know was ignored.
+    case ignoredUnknownMessage(type: String)
+    /// A vector for a group we neither offer nor lack was ignored.
+    case ignoredVector(group: GroupID)
+    /// Unsent batches went over `maxQueuedBatches`: dropped; resending from the peer's vector.
+    case resync
+}
+
+/// Counters of one direction.
+public struct SyncTraffic: Sendable, Equatable {
+    public var items = 0
+    public var messages = 0
+    public var bytes = 0
+    public init() {}
+}
+
+/// One synced group as the session sees it.
+public struct SyncGroupStatus: Sendable {
+    public let group: GroupID
+    /// The peer's committed mark as last known (its vector, raised by what was exchanged); nil before its vector.
+    public let peerCommitted: UInt64?
+    public let localCommitted: UInt64
+    /// How far the peer is ahead of us (0 if not).
+    public var behind: UInt64 { peerCommitted.map { $0 > localCommitted ? $0 - localCommitted : 0 } ?? 0 }
+    /// How far we are ahead of the peer (0 if not).
+    public var ahead: UInt64 { peerCommitted.map { localCommitted > $0 ? localCommitted - $0 : 0 } ?? 0 }
+    /// Receipts and envelopes (items), batch messages and their bytes.
+    public let sent: SyncTraffic
+    public let received: SyncTraffic
+    /// We sent "caught_up" for the peer's latest vector.
+    public let caughtUpSent: Bool
+    /// The peer sent "caught_up" for our vector.
+    public let caughtUpReceived: Bool
+}
+
+public struct SyncSessionStatus: Sendable {
+    public let version: UInt64?
+    public let groups: [SyncGroupStatus]
+    /// Batch messages we may still send / the peer may still send us.
+    public let creditAvailable: UInt64
+    public let creditGranted: UInt64
+    public let queuedBatches: Int
+    public let requestsInFlight: Int
+    public let ignoredMessages: Int
+    public let closed: Bool
+}

@@ -1,0 +1,54 @@
+import Foundation
+import PeerlogEncoding
+import PeerlogTestSupport
+import Testing
+
+/// The independent Python peer (noiseprotocol + cbor2 + PyNaCl) against a real daemon over TCP.
+@Suite(.serialized)
+struct DaemonInteropTests {
+    let dir: String
+    init() throws { dir = try TestSupport.temporaryDirectory() }
+
+    func ok(_ args: [String]) throws -> String {
+        let r = try TestSupport.peerlog(args)
+        guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args): \(r.stderr)") }
+        return r.stdout
+    }
+
+    @Test func pythonPeerHandshakesRequestsARangeAndVerifiesReceipts() throws {
+        let home = dir + "/alice"
+        _ = try ok(["init", "--home", home, "--name", "alice"])
+        let created = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))
+        guard case .string(let group)? = created["id"] else { Issue.record("no group id"); return }
+        let seed = "0c"
+        let python = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", seed]))
+        guard case .string(let identity)? = python["identity"] else { Issue.record("no python identity"); return }
+        // The Python identity is invited: a pending member may connect and is offered the group.
+        _ = try ok(["group", "add", "--home", home, group, identity])
+        for i in 1...30 { _ = try ok(["put", "--home", home, group, "k\(i)", "v\(i)"]) }
+
+        let daemon = try DaemonProcess(home: home)
+        defer { daemon.stop() }
+        let out = try TestSupport.python("sync_client.py", ["fetch", "127.0.0.1", String(daemon.port), "--seed", seed, "--group", group, "--from", "5", "--to", "9"])
+        let summary = try JSON.parse(out)
+        // group.created + member_added + 30 puts, all committed by Alice's device (the sequencer).
+        #expect(summary["receipts"] == .int(32), "\(out)")
+        #expect(summary["envelopes"] == .int(32), "\(out)")
+        #expect(summary["range_present"] == .bool(true), "\(out)")
+        #expect(summary["forks"] == .array([]))
+        let daemonLog = daemon.stderr
+        #expect(daemonLog.contains("connected to device"), "\(daemonLog)")
+    }
+
+    @Test func pythonPeerWithAnotherNetworkIDIsRefused() throws {
+        let home = dir + "/bob"
+        _ = try ok(["init", "--home", home, "--name", "bob"])
+        let daemon = try DaemonProcess(home: home, arguments: ["--network", "lab"])
+        defer { daemon.stop() }
+        let r = try TestSupport.run(TestSupport.python, [TestSupport.repoRoot + "/tools/interop/peerlog_channel.py", "--network", "elsewhere", "connect", "127.0.0.1", String(daemon.port)])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("decrypt") || r.stderr.contains("handshake"), "\(r.stderr)")
+        #expect(TestSupport.waitUntil(timeout: 5) { daemon.stderr.contains("closed") }, "\(daemon.stderr)")
+        #expect(daemon.isRunning)
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import PeerlogEncoding
+import PeerlogTestSupport
+import Testing
+
+/// Hostile peers against one real daemon: each is refused with a logged reason, the daemon
+/// keeps running and serving, and its memory stays bounded.
+@Suite(.serialized)
+struct DaemonRejectionTests {
+    let dir: String
+    init() throws { dir = try TestSupport.temporaryDirectory() }
+
+    func ok(_ args: [String]) throws -> String {
+        let r = try TestSupport.peerlog(args)
+        guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args): \(r.stderr)") }
+        return r.stdout
+    }
+
+    func hostile(_ mode: String, _ daemon: DaemonProcess) throws -> JSON {
+        let r = try TestSupport.run(TestSupport.python, [TestSupport.repoRoot + "/tools/interop/hostile_peer.py", mode, "127.0.0.1", String(daemon.port), "--seed", "0d"], timeout: 90)
+        guard r.status == 0 else { throw TestSupport.ProcessError(description: "hostile_peer \(mode): \(r.stderr)") }
+        return try JSON.parse(r.stdout)
+    }
+
+    static func residentKiB(_ pid: Int32) -> Int {
+        let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = text.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    @Test func hostilePeersAreRefusedAndTheDaemonSurvives() throws {
+        let home = dir + "/alice"
+        _ = try ok(["init", "--home", home, "--name", "alice"])
+        let group = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))
+        guard case .string(let gid)? = group["id"] else { Issue.record("no group"); return }
+        let python = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", "0d"]))
+        guard case .string(let member)? = python["identity"] else { Issue.record("no identity"); return }
+        _ = try ok(["group", "add", "--home", home, gid, member])  // the 0d peer is authorized
+
+        let daemon = try DaemonProcess(home: home)
+        defer { daemon.stop() }
+        let cases: [(mode: String, logged: String)] = [
+            ("unauthorized", "not authorized: device b"),
+            ("key-mismatch", "static key does not match its certificate"),
+            ("garbage", "closed"),
+            ("zero-length", "closed"),
+            ("oversized-handshake", "closed"),
+            ("truncated", "without a close record"),
+            ("bad-transport-frame", "decrypt"),
+        ]
+        for c in cases {
+            let before = daemon.stderr.count
+            let result = try hostile(c.mode, daemon)
+            #expect(result["outcome"] == .string("closed"), "\(c.mode): \(result)")
+            let logged = TestSupport.waitUntil(timeout: 5) { String(daemon.stderr.dropFirst(before)).contains(c.logged) }
+            #expect(logged, "\(c.mode): the daemon log does not say \"\(c.logged)\": \(String(daemon.stderr.dropFirst(before)))")
+            #expect(daemon.isRunning, "\(c.mode) crashed the daemon")
+        }
+        // The unauthorized device is named in the log.
+        #expect(daemon.stderr.contains("device b"), "\(daemon.stderr)")
+
+        // A flood of well-formed messages leaves memory bounded.
+        let rssBefore = Self.residentKiB(daemon.pid)
+        let flood = try hostile("flood", daemon)
+        #expect(flood["outcome"] == .string("sent"), "\(flood)")
+        let rssAfter = Self.residentKiB(daemon.pid)
+        #expect(rssAfter - rssBefore < 48 * 1024, "RSS grew from \(rssBefore) KiB to \(rssAfter) KiB during a 64 MiB flood")
+        #expect(daemon.isRunning)
+
+        // And it still serves: status answers, the authorized peer still syncs.
+        let status = try TestSupport.peerlog(["status", "--home", home, "--json"])
+        #expect(status.status == 0, "\(status.stderr)")
+        let fetch = try TestSupport.python("sync_client.py", ["fetch", "127.0.0.1", String(daemon.port), "--seed", "0d", "--group", gid, "--from", "1", "--to", "2"])
+        #expect(try JSON.parse(fetch)["receipts"] == .int(2), "\(fetch)")
+    }
+}

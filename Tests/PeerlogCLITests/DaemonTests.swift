@@ -1,0 +1,89 @@
+import Foundation
+import PeerlogEncoding
+import PeerlogTestSupport
+import Testing
+
+/// Real `peerlog daemon` processes on loopback: they sync shared groups after being apart.
+@Suite(.serialized)
+struct DaemonTests {
+    let dir: String
+    init() throws { dir = try TestSupport.temporaryDirectory() }
+
+    @discardableResult
+    func ok(_ args: String..., sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let r = try TestSupport.peerlog(args)
+        #expect(r.status == 0, "peerlog \(args.joined(separator: " ")): \(r.stderr)", sourceLocation: sourceLocation)
+        return r.stdout
+    }
+
+    func json(_ args: String...) throws -> JSON {
+        let r = try TestSupport.peerlog(args + ["--json"])
+        guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args): \(r.stderr)") }
+        return try JSON.parse(r.stdout)
+    }
+
+    func person(_ name: String) throws -> (home: String, identity: String) {
+        let home = dir + "/" + name
+        try ok("init", "--home", home, "--name", name)
+        guard case .string(let id)? = try json("id", "--home", home)["identity"] else { throw TestSupport.ProcessError(description: "no identity") }
+        return (home, id)
+    }
+
+    func hashes(_ home: String, _ group: String) throws -> String {
+        try ok("state-hash", "--home", home, group)
+    }
+
+    func status(_ home: String) throws -> JSON { try json("status", "--home", home) }
+
+    /// Waits until every home prints the same state hashes and none holds tentative receipts.
+    func converged(_ homes: [String], _ group: String, timeout: TimeInterval = 60) throws -> Bool {
+        try TestSupport.waitUntil(timeout: timeout) {
+            let all = try homes.map { try TestSupport.peerlog(["state-hash", "--home", $0, group]).stdout }
+            let logs = try homes.map { try TestSupport.peerlog(["log", "--home", $0, group, "--json"]).stdout }
+            return Set(all).count == 1 && !all[0].isEmpty && !logs.contains { $0.contains("\"tentative\"") }
+        }
+    }
+
+    /// A group owned by `owner` with the others invited; the invitees' daemons let the owner in
+    /// for pairing, receive the group by sync and accept.
+    func sharedGroup(owner: (home: String, identity: String), others: [(home: String, identity: String)]) throws -> String {
+        let r = try TestSupport.peerlog(["group", "create", "--home", owner.home, "team", "--json"])
+        guard case .string(let group)? = try JSON.parse(r.stdout)["id"] else { throw TestSupport.ProcessError(description: r.stderr) }
+        for o in others { try ok("group", "add", "--home", owner.home, group, o.identity) }
+        return group
+    }
+
+    @Test func twoDaemonsConvergeAfterWritingApart() throws {
+        let a = try person("alice"), b = try person("bob")
+        let group = try sharedGroup(owner: a, others: [b])
+        // Bob's daemon lets Alice in for pairing: he holds no group with her yet.
+        var da: DaemonProcess? = try DaemonProcess(home: a.home)
+        var db: DaemonProcess? = try DaemonProcess(home: b.home, arguments: ["--peer", da!.address, "--allow", a.identity])
+        #expect(TestSupport.waitUntil(timeout: 30) { (try? TestSupport.peerlog(["group", "show", "--home", b.home, group]).status) == 0 }, "bob never received the group: \(db!.stderr)")
+        try ok("group", "accept", "--home", b.home, group)
+        #expect(try converged([a.home, b.home], group), "no convergence after accept\n\(da!.stderr)\n\(db!.stderr)")
+
+        // Apart: both write.
+        da!.stop(); db!.stop()
+        da = nil; db = nil
+        for i in 0..<20 {
+            try ok("put", "--home", a.home, group, "a\(i)", "\(i)")
+            try ok("put", "--home", b.home, group, "b\(i)", "\(i)")
+        }
+        try ok("put", "--home", a.home, group, "shared", "\"from alice\"")
+        try ok("put", "--home", b.home, group, "shared", "\"from bob\"")
+        #expect(try hashes(a.home, group) != hashes(b.home, group))
+
+        // Together again (Bob dials; Alice's port is new).
+        da = try DaemonProcess(home: a.home)
+        db = try DaemonProcess(home: b.home, arguments: ["--peer", da!.address])
+        #expect(try converged([a.home, b.home], group), "no convergence after reconnect\n\(da!.stderr)\n\(db!.stderr)")
+        #expect(try ok("get", "--home", b.home, group, "a19", "--committed") == "19\n")
+        #expect(try ok("get", "--home", a.home, group, "b19", "--committed") == "19\n")
+
+        let st = try status(b.home)
+        guard case .array(let peers)? = st["peers"], let first = peers.first else { Issue.record("no peers in status: \(st)"); return }
+        #expect(first["state"] == .string("connected"))
+        #expect(da!.stop() == 0 && db!.stop() == 0, "daemons did not exit cleanly")
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import PeerlogModel
+import PeerlogTestSupport
+import Testing
+@testable import PeerlogNode
+
+struct PeerAddressTests {
+    @Test func parsesHostsAndBracketedIPv6() throws {
+        #expect(try PeerAddress(parsing: "127.0.0.1:7300") == PeerAddress(host: "127.0.0.1", port: 7300))
+        #expect(try PeerAddress(parsing: "laptop.local:1") == PeerAddress(host: "laptop.local", port: 1))
+        #expect(try PeerAddress(parsing: "[::1]:65535") == PeerAddress(host: "::1", port: 65535))
+        #expect(try PeerAddress(parsing: "[::1]:65535").description == "[::1]:65535")
+    }
+
+    @Test(arguments: ["127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", ":7300", "::1:7300", "[::1]7300", "host:port", "[::1:80"])
+    func refusesMalformed(_ text: String) {
+        #expect(throws: NodeError.self) { try PeerAddress(parsing: text) }
+    }
+}
+
+struct BackoffTests {
+    @Test func growsFromOneSecondToSixtyWithJitter() {
+        var rng = SeededRandom(seed: 7)
+        var backoff = Backoff()
+        var ceilings: [Int64] = []
+        for _ in 0..<12 {
+            let d = backoff.nextDelay(using: &rng)
+            let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
+            ceilings.append(ms)
+        }
+        let expected: [Int64] = [1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000, 60000, 60000, 60000, 60000]
+        for (ms, ceiling) in zip(ceilings, expected) {
+            #expect(ms <= ceiling && ms >= max(ceiling / 2, 1000), "\(ms) outside [\(ceiling / 2), \(ceiling)]")
+        }
+        backoff.reset()
+        let first = backoff.nextDelay(using: &rng)
+        #expect(first == .seconds(1), "after a reset the first delay is 1 s (its jitter floor), got \(first)")
+    }
+
+    @Test func jitterSpreadsPeers() {
+        var delays = Set<Duration>()
+        for seed in 0..<20 {
+            var rng = SeededRandom(seed: UInt64(seed))
+            var b = Backoff()
+            for _ in 0..<4 { _ = b.nextDelay(using: &rng) }
+            delays.insert(b.nextDelay(using: &rng))
+        }
+        #expect(delays.count > 10, "20 peers after 5 failures picked only \(delays.count) distinct delays")
+    }
+}
+
+struct TieBreakTests {
+    let low = try! LocalDevice.deterministic(seed: [UInt8](repeating: 3, count: 32), name: "a", createdAt: 1).device
+    let high = try! LocalDevice.deterministic(seed: [UInt8](repeating: 4, count: 32), name: "b", createdAt: 1).device
+
+    @Test func bothSidesKeepTheSameConnection() {
+        let (l, h) = low.bytes.lexicographicallyPrecedes(high.bytes) ? (low, high) : (high, low)
+        // The connection dialed by the lower id survives. On the lower side it is outbound:
+        #expect(TieBreak.keepNew(local: l, peer: h, newIsOutbound: true, existingIsOutbound: false))
+        #expect(!TieBreak.keepNew(local: l, peer: h, newIsOutbound: false, existingIsOutbound: true))
+        // On the higher side the same connection is inbound:
+        #expect(TieBreak.keepNew(local: h, peer: l, newIsOutbound: false, existingIsOutbound: true))
+        #expect(!TieBreak.keepNew(local: h, peer: l, newIsOutbound: true, existingIsOutbound: false))
+    }
+
+    @Test func sameDirectionReplacesTheOldConnection() {
+        #expect(TieBreak.keepNew(local: low, peer: high, newIsOutbound: true, existingIsOutbound: true))
+        #expect(TieBreak.keepNew(local: low, peer: high, newIsOutbound: false, existingIsOutbound: false))
+    }
+}
+
+struct ConfigurationFileTests {
+    func load(_ text: String) throws -> NodeConfiguration {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try text.write(toFile: dir + "/daemon.conf", atomically: true, encoding: .utf8)
+        var c = NodeConfiguration()
+        try c.load(file: dir + "/daemon.conf")
+        return c
+    }
+
+    @Test func readsEveryKey() throws {
+        let identity = try LocalDevice.deterministic(seed: [UInt8](repeating: 5, count: 32), name: "x", createdAt: 1).identity
+        let c = try load("""
+        # a comment
+        listen = 0.0.0.0:7400
+        peer = 10.0.0.2:7300   # trailing comment
+        peer = [::1]:7301
+        allow = \(identity)
+        network = lab
+        log-level = debug
+        """)
+        #expect(c.listen == PeerAddress(host: "0.0.0.0", port: 7400))
+        #expect(c.peers == [PeerAddress(host: "10.0.0.2", port: 7300), PeerAddress(host: "::1", port: 7301)])
+        #expect(c.allow == [identity])
+        #expect(c.channel.networkID == "lab")
+        #expect(c.logLevel == .debug)
+        #expect(try load("listen = none").listen == nil)
+    }
+
+    @Test func errorsNameTheLine() throws {
+        do { _ = try load("peer = 1.2.3.4:9\nbogus = 1"); Issue.record("accepted an unknown key") } catch let e as NodeError {
+            guard case .invalidConfiguration(_, let line, let why) = e else { Issue.record("\(e)"); return }
+            #expect(line == 2 && why.contains("bogus"))
+        }
+        do { _ = try load("\n\npeer = nowhere"); Issue.record("accepted a bad address") } catch let e as NodeError {
+            guard case .invalidConfiguration(_, let line, let why) = e else { Issue.record("\(e)"); return }
+            #expect(line == 3 && why.contains("nowhere"))
+        }
+        do { _ = try load("log-level = loud"); Issue.record("accepted a bad level") } catch let e as NodeError {
+            #expect("\(e)".contains("log-level must be one of"))
+        }
+    }
+}

@@ -1,0 +1,145 @@
+"""A Python peer of the Peerlog sync protocol (docs/PROTOCOL.md §14-§15), written from the docs
+with noiseprotocol (through peerlog_channel.py), cbor2 and PyNaCl, used by the test suite
+against a real `peerlog daemon`.
+
+  identity --seed HEX
+      print {"identity", "device"} of the deterministic device the fetch command uses
+  fetch HOST PORT --seed HEX --group GROUP_ID --from A --to B [--network ID]
+      handshake, hello, credit; accept the offered group with an empty vector (full catch-up)
+      and send a `request` for seqs A..B; collect batches until both `caught_up` and `done`;
+      verify every receipt (certificate, author binding, signature, CID of the envelope) and
+      envelope (signature); print a JSON summary. Exit 1 on any verification failure.
+"""
+import argparse, json, sys, time
+import cbor2
+from nacl.signing import VerifyKey
+from nacl.exceptions import BadSignatureError
+from multiformats import CID, multihash
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from peerlog_channel import Device, connect, dumps, key_id  # noqa: E402
+
+CTX_CERT = b"peerlog/certificate/v1\x00"
+CTX_RECEIPT = b"peerlog/receipt/v1\x00"
+CTX_ENVELOPE = b"peerlog/envelope/v1\x00"
+
+
+def cid_bytes(payload):
+    return bytes(CID("base32", 1, "dag-cbor", multihash.digest(payload, "sha2-256")))
+
+
+def verify_receipt(item):
+    c = cbor2.loads(item)
+    payload, cert = c["receipt"], c["certificate"]
+    fields, cert_fields = cbor2.loads(payload), cbor2.loads(cert["certificate"])
+    VerifyKey(cert_fields["identity"]).verify(CTX_CERT + cert["certificate"], cert["sig"])
+    if cert_fields["device"] != fields["author"] or cert_fields["identity"] != fields["identity"]:
+        raise ValueError("certificate does not bind the author")
+    VerifyKey(fields["author"]).verify(CTX_RECEIPT + payload, c["sig"])
+    if dumps(fields) != payload:
+        raise ValueError("receipt payload is not deterministic CBOR")
+    return cid_bytes(payload), fields
+
+
+def verify_envelope(item):
+    c = cbor2.loads(item)
+    fields = cbor2.loads(c["envelope"])
+    VerifyKey(fields["sequencer"]).verify(CTX_ENVELOPE + c["envelope"], c["sig"])
+    link = fields["cid"]
+    return fields["seq"], bytes(link.value)[1:], fields  # tag 42: 0x00 then the binary CID
+
+
+def group_bytes(text):
+    """A group id as `peerlog` prints it: "b" + RFC 4648 base32, lower case, no padding."""
+    import base64
+    body = text[1:].upper()
+    return base64.b32decode(body + "=" * (-len(body) % 8))
+
+
+def fetch(args):
+    device = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
+    group = group_bytes(args.group)
+    channel = connect(args.host, args.port, args.network, device)
+    send = lambda m: channel.send(dumps(m))
+    send({"t": "hello", "versions": [1], "capabilities": [], "groups": []})
+    send({"t": "credit", "n": 8})
+    receipts, envelopes, seen_types = {}, {}, []
+    caught_up = done = False
+    accepted = False
+    deadline = time.time() + args.timeout
+    while not (caught_up and done):
+        if time.time() > deadline:
+            raise SystemExit("timed out: caught_up=%s done=%s" % (caught_up, done))
+        m = cbor2.loads(channel.recv())
+        t = m["t"]
+        seen_types.append(t)
+        if t == "hello":
+            if group not in m["groups"]:
+                raise SystemExit("the daemon did not offer the group: %s" % [g.hex() for g in m["groups"]])
+            if 1 not in m["versions"]:
+                raise SystemExit("no common version")
+            # Accept the offered group (we hold nothing: empty vector), then ask for a range.
+            send({"t": "vector", "group": group, "committed": 0, "authors": []})
+            send({"t": "request", "group": group, "id": 1, "from": args.seq_from, "to": args.seq_to})
+            accepted = True
+        elif t in ("receipts", "envelopes"):
+            if not accepted or m["group"] != group:
+                raise SystemExit("batch before acceptance or for another group")
+            for item in m["items"]:
+                if t == "receipts":
+                    cid, fields = verify_receipt(item)
+                    receipts[cid] = fields
+                else:
+                    seq, cid, fields = verify_envelope(item)
+                    envelopes.setdefault(seq, set()).add(cid)
+            send({"t": "credit", "n": 1})
+        elif t == "caught_up":
+            caught_up = True
+        elif t == "done":
+            done = m["id"] == 1 or done
+        elif t == "error":
+            raise SystemExit("daemon sent error: %s %s" % (m["code"], m["message"]))
+    channel.close("done")
+    forks = [s for s, cids in envelopes.items() if len(cids) != 1]
+    missing = [s for s, cids in envelopes.items() if next(iter(cids)) not in receipts]
+    out = {
+        "peer_device": key_id(channel.peer["device"]),
+        "receipts": len(receipts),
+        "envelopes": len(envelopes),
+        "seqs": sorted(envelopes),
+        "range_present": all(s in envelopes for s in range(args.seq_from, args.seq_to + 1)),
+        "forks": forks,
+        "envelopes_without_receipt": missing,
+        "types": sorted({f["type"] for f in receipts.values()}),
+        "messages": {t: seen_types.count(t) for t in sorted(set(seen_types))},
+    }
+    print(json.dumps(out))
+    if forks or missing or not out["range_present"]:
+        sys.exit(1)
+
+
+def main(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("command", choices=["identity", "fetch"])
+    p.add_argument("host", nargs="?")
+    p.add_argument("port", nargs="?", type=int)
+    p.add_argument("--seed", required=True)
+    p.add_argument("--group")
+    p.add_argument("--from", dest="seq_from", type=int, default=1)
+    p.add_argument("--to", dest="seq_to", type=int, default=1)
+    p.add_argument("--network", default="")
+    p.add_argument("--timeout", type=float, default=30)
+    args = p.parse_args(argv)
+    if args.command == "identity":
+        d = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
+        print(json.dumps({"identity": d.identity_id, "device": d.device_id}))
+        return
+    try:
+        fetch(args)
+    except (BadSignatureError, ValueError) as e:
+        print(json.dumps({"error": "verification failed: %s" % e}))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
