@@ -11,14 +11,14 @@ public final class DaemonProcess: @unchecked Sendable {
     private let errPath: String
 
     /// Starts the daemon and waits (up to `timeout`) for its "listening on" line.
-    public init(home: String, arguments: [String] = [], timeout: TimeInterval = 30) throws {
+    public init(home: String, listenPort: Int = 0, arguments: [String] = [], timeout: TimeInterval = 30) throws {
         self.home = home
         outPath = home + "/daemon.stdout"
         errPath = home + "/daemon.stderr"
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
-        process.arguments = ["daemon", "--home", home, "--listen", "127.0.0.1:0"] + arguments
+        process.arguments = ["daemon", "--home", home, "--listen", "127.0.0.1:\(listenPort)"] + arguments
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         process.standardInput = FileHandle.nullDevice
@@ -71,6 +71,23 @@ public final class DaemonProcess: @unchecked Sendable {
 }
 
 extension TestSupport {
+    /// A loopback port nothing listens on right now (for daemons that must know each
+    /// other's ports before they start).
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = 0
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+        }
+        guard ok else { throw ProcessError(description: "no free port") }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
     /// Polls `condition` every 50 ms until it holds or `timeout` passes.
     public static func waitUntil(timeout: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
         let deadline = Date().addingTimeInterval(timeout)

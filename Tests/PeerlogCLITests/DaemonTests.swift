@@ -87,3 +87,45 @@ struct DaemonTests {
         #expect(da!.stop() == 0 && db!.stop() == 0, "daemons did not exit cleanly")
     }
 }
+
+extension DaemonTests {
+    /// Three daemons, two of which dial each other at once (one connection must survive),
+    /// converge; one is cut off, everyone writes, it comes back and all three converge.
+    @Test func threeDaemonsConvergeAndKeepOneConnectionPerPair() throws {
+        let a = try person("ann"), b = try person("ben"), c = try person("cat")
+        let group = try sharedGroup(owner: a, others: [b, c])
+        let (pa, pb, pc) = (try TestSupport.freePort(), try TestSupport.freePort(), try TestSupport.freePort())
+        let da = try DaemonProcess(home: a.home, listenPort: pa)
+        defer { da.stop() }
+        let db = try DaemonProcess(home: b.home, listenPort: pb, arguments: ["--peer", "127.0.0.1:\(pa)", "--peer", "127.0.0.1:\(pc)", "--allow", a.identity])
+        defer { db.stop() }
+        var dc: DaemonProcess? = try DaemonProcess(home: c.home, listenPort: pc, arguments: ["--peer", "127.0.0.1:\(pa)", "--peer", "127.0.0.1:\(pb)", "--allow", a.identity])
+        defer { dc?.stop() }
+        for p in [b, c] {
+            #expect(TestSupport.waitUntil(timeout: 30) { (try? TestSupport.peerlog(["group", "show", "--home", p.home, group]).status) == 0 }, "the group never reached \(p.home)")
+            try ok("group", "accept", "--home", p.home, group)
+        }
+        #expect(try converged([a.home, b.home, c.home], group), "no convergence\n\(da.stderr)\n\(db.stderr)\n\(dc!.stderr)")
+
+        // Cat is cut off; everyone writes.
+        dc!.stop()
+        dc = nil
+        for i in 0..<10 {
+            try ok("put", "--home", a.home, group, "ann\(i)", "\(i)")
+            try ok("put", "--home", b.home, group, "ben\(i)", "\(i)")
+            try ok("put", "--home", c.home, group, "cat\(i)", "\(i)")
+        }
+        dc = try DaemonProcess(home: c.home, listenPort: pc, arguments: ["--peer", "127.0.0.1:\(pa)", "--peer", "127.0.0.1:\(pb)"])
+        #expect(try converged([a.home, b.home, c.home], group), "no convergence after the cut\n\(da.stderr)\n\(db.stderr)\n\(dc!.stderr)")
+
+        // Ben and Cat dialed each other: exactly one live connection between them, on both sides.
+        let catDevice = try json("id", "--home", c.home)["device"]
+        let benDevice = try json("id", "--home", b.home)["device"]
+        func connections(_ home: String, to device: JSON?) throws -> Int {
+            guard case .array(let peers)? = try status(home)["peers"] else { return -1 }
+            return peers.filter { $0["device"] == device && $0["state"] == .string("connected") }.count
+        }
+        #expect(TestSupport.waitUntil(timeout: 10) { (try? connections(b.home, to: catDevice)) == 1 && (try? connections(c.home, to: benDevice)) == 1 },
+                "ben sees \((try? connections(b.home, to: catDevice)) ?? -1), cat sees \((try? connections(c.home, to: benDevice)) ?? -1) connections\n\(db.stderr)\n\(dc!.stderr)")
+    }
+}
