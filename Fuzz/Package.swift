@@ -1,20 +1,25 @@
 // swift-tools-version:6.1
 // libFuzzer targets, kept out of the main package because they need `-sanitize=fuzzer`.
 // Build and run with tools/fuzz.sh.
+//
+// SwiftPM links executables with `main` aliased to `<Target>_main`, which would hide
+// libFuzzer's own `main`; so each target defines `<Target>_main` and starts libFuzzer through
+// `LLVMFuzzerRunDriver`.
 import PackageDescription
 
 let package = Package(
     name: "PeerlogFuzz",
     dependencies: [.package(name: "Peerlog", path: "..")],
     targets: [
+        .target(name: "CFuzzDriver"),
         .executableTarget(
             name: "FuzzFrames",
-            dependencies: [.product(name: "PeerlogFuzzHarness", package: "Peerlog")],
+            dependencies: ["CFuzzDriver", .product(name: "PeerlogFuzzHarness", package: "Peerlog")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(
             name: "FuzzSyncMessages",
-            dependencies: [.product(name: "PeerlogFuzzHarness", package: "Peerlog")],
+            dependencies: ["CFuzzDriver", .product(name: "PeerlogFuzzHarness", package: "Peerlog")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
     ],

@@ -18,3 +18,7 @@ if ! grep -q "Test run with .* passed" "$log"; then
   exit 1
 fi
 echo "test: all tests passed"
+
+# The fuzz targets, bounded in time; a crash fails the run and its input stays in Fuzz/Regressions.
+bash tools/fuzz.sh "${PEERLOG_FUZZ_SECONDS:-30}"
+echo "test: fuzzing found nothing"

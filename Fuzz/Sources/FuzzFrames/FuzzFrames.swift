@@ -1,7 +1,19 @@
+import CFuzzDriver
 import PeerlogFuzzHarness
 
+@_cdecl("FuzzFrames_main")
+public func fuzzFramesMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc
+    var arguments = argv
+    return LLVMFuzzerRunDriver(&count, &arguments) { data, size in
+        FuzzHarness.frames(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+        return 0
+    }
+}
+
+/// libFuzzer's main (linked whole) references this; it is also the per-input entry point.
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzFrames(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
-    FuzzHarness.frames(Array(UnsafeRawBufferPointer(start: start, count: count)))
+public func framesTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    FuzzHarness.frames(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
     return 0
 }

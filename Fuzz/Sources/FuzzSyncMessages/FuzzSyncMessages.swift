@@ -1,7 +1,19 @@
+import CFuzzDriver
 import PeerlogFuzzHarness
 
+@_cdecl("FuzzSyncMessages_main")
+public func fuzzSyncMessagesMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc
+    var arguments = argv
+    return LLVMFuzzerRunDriver(&count, &arguments) { data, size in
+        FuzzHarness.syncMessage(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+        return 0
+    }
+}
+
+/// libFuzzer's main (linked whole) references this; it is also the per-input entry point.
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzSyncMessages(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
-    FuzzHarness.syncMessage(Array(UnsafeRawBufferPointer(start: start, count: count)))
+public func syncMessageTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    FuzzHarness.syncMessage(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
     return 0
 }

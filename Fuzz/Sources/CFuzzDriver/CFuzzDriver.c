@@ -1,0 +1,1 @@
+// Header-only target: the symbol comes from libFuzzer at link time.
