@@ -11,28 +11,8 @@ func syncCatchUpBench(count: Int) throws {
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
 
-    // The owner's group, with the receiving identity invited (so the source offers it),
-    // then `count` entity writes from 4 author devices of the owner, all committed.
-    let owner = try LocalDevice.generate(name: "sequencer", createdAt: 1)
-    let receiver = try LocalDevice.generate(name: "receiver", createdAt: 1)
-    let authors = try (0..<4).map { try owner.additionalDevice(name: "author-\($0)", createdAt: 1) }
-    let group = GroupID.random()
-    func sign(_ device: LocalDevice, _ counter: UInt64, _ op: GroupOperation, _ parent: CID?, _ hlc: UInt64) throws -> Receipt {
-        try device.sign(Receipt.Draft(group: group, type: op.receiptType, counter: counter, parents: parent.map { [$0] } ?? [],
-                                      hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
-    }
-    var receipts = [try sign(owner, 1, .created(name: "bench", maxMembers: 12), nil, 1)]
-    receipts.append(try sign(owner, 2, .memberAdded(identity: receiver.identity, role: .member), receipts[0].cid, 2))
-    var last = [CID](repeating: receipts[1].cid, count: authors.count)
-    for i in 0..<count {
-        let a = i % authors.count
-        let op = GroupOperation.entityPut(key: "k\(i % 1000)", value: .textMap(["n": .int(Int64(i)), "pad": .bytes([UInt8](repeating: 7, count: 48))]))
-        let r = try sign(authors[a], UInt64(i / authors.count + 1), op, last[a], 10 + UInt64(i))
-        last[a] = r.cid
-        receipts.append(r)
-    }
-    let envelopes = try signInParallel(receipts.enumerated().map { (UInt64($0.offset + 1), $0.element.cid) }, group: group, key: owner.signingKey)
-
+    let f = try CatchUpFixture(count: count)
+    let (owner, receiver, group, receipts, envelopes) = (f.owner, f.receiver, f.group, f.receipts, f.envelopes)
     let source = try Replica(path: dir + "/source.sqlite", device: owner)
     _ = try source.ingest(receipts: receipts, envelopes: envelopes)
     let sourceCommitted = try source.vector(of: group).committed

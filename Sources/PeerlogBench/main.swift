@@ -1,7 +1,7 @@
 import Foundation
 
 // Prints figures and ratios measured in one run (build with -c release):
-//   swift run -c release peerlog-bench [foundation|replica|all] [--seconds S] [--million-store PATH]
+//   swift run -c release peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
 
@@ -18,17 +18,29 @@ if which == "open-get", args.count == 2 {
     try openAndGet(path: args[1])
     exit(0)
 }
-guard ["foundation", "replica", "all"].contains(which) else {
-    FileHandle.standardError.write(Data("usage: peerlog-bench [foundation|replica|all] [--seconds S] [--million-store PATH]\n".utf8))
+if which == "noise-sink", args.count == 2, let total = Int(args[1]) {
+    try noiseSink(total: total)
+    exit(0)
+}
+guard ["foundation", "replica", "net", "all"].contains(which) else {
+    FileHandle.standardError.write(Data("usage: peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]\n".utf8))
     exit(64)
 }
 #if DEBUG
 print("warning: this is a debug build; figures are meaningless (use swift run -c release peerlog-bench)")
 #endif
 print("peerlog-bench: \(secondsPerFigure) s per figure, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-print("\n== foundation")
-let rawVerify = try foundationBench()
-if which != "foundation" {
-    print("\n== replica")
-    try replicaBench(rawVerify: rawVerify, millionStore: millionStore)
+if which != "net" {
+    print("\n== foundation")
+    let rawVerify = try foundationBench()
+    if which != "foundation" {
+        print("\n== replica")
+        try replicaBench(rawVerify: rawVerify, millionStore: millionStore)
+    }
+}
+if which == "net" || which == "all" {
+    print("\n== network")
+    try noiseBench(megabytes: 512)
+    try syncCatchUpBench(count: 100_000)
+    try daemonCatchUpBench(count: 100_000)
 }

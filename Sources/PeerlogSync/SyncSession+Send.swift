@@ -10,6 +10,8 @@ extension SyncSession {
             flush(into: &out)
             guard queue.isEmpty, credit > 0, let g = nextGroupWithWork() else { return }
             try generate(g)
+            // Checked after sending what credit allows: batches left over mean credit is spent.
+            flush(into: &out)
             if queue.count(where: \.isBatch) > limits.maxQueuedBatches { dropQueue(into: &out) }
         }
     }

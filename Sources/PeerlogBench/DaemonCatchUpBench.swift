@@ -1,0 +1,102 @@
+import Foundation
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+
+/// A committed group of `count` entity writes by 4 author devices of one owner, with a
+/// receiving identity invited (so the owner's node offers the group to it).
+struct CatchUpFixture {
+    let owner: LocalDevice
+    let receiver: LocalDevice
+    let group: GroupID
+    let receipts: [Receipt]
+    let envelopes: [Envelope]
+
+    init(count: Int) throws {
+        let owner = try LocalDevice.generate(name: "sequencer", createdAt: 1)
+        let receiver = try LocalDevice.generate(name: "receiver", createdAt: 1)
+        self.owner = owner
+        self.receiver = receiver
+        let authors = try (0..<4).map { try owner.additionalDevice(name: "author-\($0)", createdAt: 1) }
+        let group = GroupID.random()
+        self.group = group
+        func sign(_ device: LocalDevice, _ counter: UInt64, _ op: GroupOperation, _ parent: CID?, _ hlc: UInt64) throws -> Receipt {
+            try device.sign(Receipt.Draft(group: group, type: op.receiptType, counter: counter, parents: parent.map { [$0] } ?? [],
+                                          hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
+        }
+        var receipts = [try sign(owner, 1, .created(name: "bench", maxMembers: 12), nil, 1)]
+        receipts.append(try sign(owner, 2, .memberAdded(identity: receiver.identity, role: .member), receipts[0].cid, 2))
+        var last = [CID](repeating: receipts[1].cid, count: authors.count)
+        for i in 0..<count {
+            let a = i % authors.count
+            let op = GroupOperation.entityPut(key: "k\(i % 1000)", value: .textMap(["n": .int(Int64(i)), "pad": .bytes([UInt8](repeating: 7, count: 48))]))
+            let r = try sign(authors[a], UInt64(i / authors.count + 1), op, last[a], 10 + UInt64(i))
+            last[a] = r.cid
+            receipts.append(r)
+        }
+        self.receipts = receipts
+        envelopes = try signInParallel(receipts.enumerated().map { (UInt64($0.offset + 1), $0.element.cid) }, group: group, key: owner.signingKey)
+    }
+}
+
+/// Catch-up between two real `peerlog daemon` processes on loopback: the owner's daemon holds
+/// `count` committed receipts, a fresh receiver's daemon dials it; timed from the receiver's
+/// start until its store holds everything, compared with a local ingest of the same data.
+func daemonCatchUpBench(count: Int) throws {
+    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerlog").path
+    guard FileManager.default.isExecutableFile(atPath: binary) else { throw BenchError("\(binary) is missing: build it in the same configuration (swift build -c release)") }
+    let dir = NSTemporaryDirectory() + "peerlog-catchup-\(getpid())"
+    try FileManager.default.createDirectory(atPath: dir + "/source", withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(atPath: dir + "/target", withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+
+    let f = try CatchUpFixture(count: count)
+    try f.owner.save(home: dir + "/source")
+    try f.receiver.save(home: dir + "/target")
+    let source = try Replica(path: dir + "/source/replica.sqlite", device: f.owner)
+    let ingestSeconds = try timed { _ = try source.ingest(receipts: f.receipts, envelopes: f.envelopes) }
+    let expected = UInt64(f.receipts.count)
+
+    func start(_ home: String, _ extra: [String]) throws -> (Process, String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = ["daemon", "--home", home, "--listen", "127.0.0.1:0", "--log-level", "warning"] + extra
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        guard let address = line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines), address.contains(":") else {
+            throw BenchError("daemon said: \(line)")
+        }
+        return (p, address)
+    }
+    let (sourceDaemon, sourceAddress) = try start(dir + "/source", [])
+    defer { sourceDaemon.terminate(); sourceDaemon.waitUntilExit() }
+
+    let clock = ContinuousClock()
+    let began = clock.now
+    let (targetDaemon, _) = try start(dir + "/target", ["--peer", sourceAddress, "--allow", f.owner.identity.string])
+    defer { targetDaemon.terminate(); targetDaemon.waitUntilExit() }
+    let target = try Replica(path: dir + "/target/replica.sqlite", device: f.receiver)
+    var held: UInt64 = 0
+    var lastReport = clock.now
+    while held < expected {
+        Thread.sleep(forTimeInterval: 0.05)
+        held = (try? target.vector(of: f.group).committed) ?? 0
+        if clock.now - lastReport > .seconds(5) {
+            print("  … \(held) of \(expected) committed on the receiver")
+            lastReport = clock.now
+        }
+        guard clock.now - began < .seconds(600) else { throw BenchError("catch-up stalled at \(held) of \(expected)") }
+    }
+    let catchUpSeconds = seconds(clock.now - began)
+    let same = try target.stateHash(of: f.group, view: .committed) == source.stateHash(of: f.group, view: .committed)
+    guard same else { throw BenchError("receiver's state hash differs after catch-up") }
+
+    let localRate = Double(f.receipts.count) / ingestSeconds
+    let catchUpRate = Double(f.receipts.count) / catchUpSeconds
+    figure("local ingest \(format(Double(f.receipts.count))) receipts + envelopes", format(localRate) + " /s")
+    figure("daemon → fresh daemon catch-up", format(catchUpRate) + " /s")
+    figure("  wall time (incl. start and handshake)", String(format: "%.2f s", catchUpSeconds))
+    ratio("daemon catch-up / local ingest", catchUpRate / localRate, target: 0.5)
+}

@@ -1,0 +1,101 @@
+import Foundation
+import PeerlogChannel
+import PeerlogCrypto
+import PeerlogModel
+
+// Noise bulk throughput between two processes on loopback (this one sends, a child
+// `peerlog-bench noise-sink` receives and decrypts), as a ratio to raw ChaCha20-Poly1305
+// sealing of the same message size measured in this run.
+
+let noiseBenchMessage = ChannelWire.maxRecordData  // one application message = one full frame
+
+func benchDevices() throws -> (LocalDevice, LocalDevice) {
+    (try LocalDevice.deterministic(seed: [1], name: "sender", createdAt: 1), try LocalDevice.deterministic(seed: [2], name: "sink", createdAt: 1))
+}
+
+/// Pumps channel actions to the socket; returns delivered messages.
+@discardableResult
+func pump(_ actions: [ChannelAction], _ socket: BlockingSocket) throws -> [[UInt8]] {
+    var delivered: [[UInt8]] = []
+    var out: [UInt8] = []
+    for a in actions {
+        switch a {
+        case .write(let b): out += b
+        case .deliver(let m): delivered.append(m)
+        case .closed(let why):
+            if !out.isEmpty { try socket.write(out) }
+            if case .remote = why { return delivered }
+            if case .local = why { return delivered }
+            throw BenchError("channel closed: \(why)")
+        case .established: break
+        }
+    }
+    if !out.isEmpty { try socket.write(out) }
+    return delivered
+}
+
+/// The child: accepts one connection, receives `total` bytes of messages, answers one byte.
+func noiseSink(total: Int) throws {
+    let (listener, port) = try BlockingSocket.listen()
+    FileHandle.standardOutput.write(Data("port \(port)\n".utf8))
+    let socket = try listener.accept()
+    let (_, sink) = try benchDevices()
+    var channel = SecureChannel(role: .responder, device: sink, authorize: { _ in .allow })
+    var received = 0
+    while received < total {
+        let bytes = try socket.read()
+        guard !bytes.isEmpty else { throw BenchError("sender went away after \(received) bytes") }
+        for m in try pump(channel.receive(bytes), socket) { received += m.count }
+    }
+    try pump(try channel.send([1]), socket)
+    _ = try socket.read()  // until the sender closes
+    socket.close()
+}
+
+func noiseBench(megabytes: Int) throws {
+    let total = megabytes << 20
+    let messages = (total + noiseBenchMessage - 1) / noiseBenchMessage
+    let payload = [UInt8](repeating: 0x5a, count: noiseBenchMessage)
+
+    // Raw AEAD over the same sizes, same process, same run.
+    let key = SecureBytes(SecureRandom.bytes(32))
+    var nonce = [UInt8](repeating: 0, count: 12)
+    let rawSeconds = try timed {
+        for i in 0..<messages {
+            nonce[4] = UInt8(truncatingIfNeeded: i)
+            _ = try ChaChaPoly.seal(payload, key: key, nonce: nonce)
+        }
+    }
+    let rawRate = Double(messages * noiseBenchMessage) / rawSeconds
+
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    child.arguments = ["noise-sink", String(messages * noiseBenchMessage)]
+    let pipe = Pipe()
+    child.standardOutput = pipe
+    try child.run()
+    let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+    guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else { throw BenchError("sink said \(line)") }
+    let socket = try BlockingSocket.connect(port: port)
+    let (sender, _) = try benchDevices()
+    var channel = SecureChannel(role: .initiator, device: sender, authorize: { _ in .allow })
+    try pump(channel.start(), socket)
+    while !channel.isEstablished { try pump(channel.receive(try socket.read()), socket) }
+    let noiseSeconds = try timed {
+        for _ in 0..<messages { try pump(try channel.send(payload), socket) }
+        var acked = false
+        while !acked {
+            let bytes = try socket.read()
+            guard !bytes.isEmpty else { throw BenchError("sink closed early") }
+            acked = try !pump(channel.receive(bytes), socket).isEmpty
+        }
+    }
+    try pump(channel.close(reason: "done"), socket)
+    socket.close()
+    child.waitUntilExit()
+    let noiseRate = Double(messages * noiseBenchMessage) / noiseSeconds
+    figure("ChaCha20-Poly1305 seal, \(noiseBenchMessage) B", String(format: "%.2f GB/s", rawRate / 1e9))
+    figure("Noise channel, 2 processes, \(megabytes) MiB", String(format: "%.2f GB/s", noiseRate / 1e9))
+    figure("  rekeys each way", String(channel.statistics.rekeysOut))
+    ratio("Noise bulk / raw ChaCha20-Poly1305", noiseRate / rawRate, target: 0.7)
+}

@@ -1,0 +1,123 @@
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+import PeerlogStore
+import PeerlogSync
+import Synchronization
+
+final class TestClock: Sendable {
+    private let value = Mutex<UInt64>(1_700_000_000_000)
+    func now() -> UInt64 { value.withLock { $0 } }
+    func advance(_ ms: UInt64) { value.withLock { $0 += ms } }
+}
+
+/// A device with its own in-memory replica; keys derive from the name.
+struct Peer {
+    let device: LocalDevice
+    let replica: Replica
+    let clock = TestClock()
+
+    init(_ name: String) throws {
+        device = try LocalDevice.deterministic(seed: Array("sync/\(name)".utf8), name: name, createdAt: 1)
+        let clock = self.clock
+        replica = Replica(store: try Store(), device: device, clock: { clock.now() })
+    }
+
+    var identity: IdentityID { device.identity }
+
+    func hashes(_ g: GroupID) throws -> [[UInt8]] {
+        [try replica.stateHash(of: g, view: .committed), try replica.stateHash(of: g, view: .tentative)]
+    }
+
+    func put(_ g: GroupID, _ key: String, _ value: Int64) throws {
+        try replica.append(.entityPut(key: key, value: .int(value)), to: g)
+    }
+}
+
+/// Sessions between peers over in-memory queues, pumped until quiet. Like a node, it fans
+/// an ingest on one session out to the owner's other sessions as `localChanged`.
+final class Mesh {
+    struct End {
+        let owner: Int
+        let session: SyncSession
+        var inbox: [[UInt8]] = []
+        var events: [SyncEvent] = []
+        var closed: String?
+    }
+
+    let peers: [Peer]
+    var ends: [End] = []
+    var partner: [Int] = []
+    /// Return false to drop a message on its way from end `from` (counts as sent).
+    var deliver: (_ from: Int, _ message: SyncMessage) -> Bool = { _, _ in true }
+
+    init(_ peers: [Peer]) { self.peers = peers }
+
+    /// Opens a pair of sessions between peers `i` and `j`; returns their end indices.
+    @discardableResult
+    func connect(_ i: Int, _ j: Int, limits: SyncLimits = .init(), peerLimits: SyncLimits? = nil) -> (Int, Int) {
+        let a = ends.count, b = a + 1
+        ends.append(End(owner: i, session: SyncSession(local: peers[i].device, peer: peers[j].device.certificate, store: peers[i].replica, limits: limits)))
+        ends.append(End(owner: j, session: SyncSession(local: peers[j].device, peer: peers[i].device.certificate, store: peers[j].replica, limits: peerLimits ?? limits)))
+        partner += [b, a]
+        route(ends[a].session.start(), from: a)
+        route(ends[b].session.start(), from: b)
+        return (a, b)
+    }
+
+    func route(_ actions: [SyncAction], from e: Int) {
+        for action in actions {
+            switch action {
+            case .send(let bytes):
+                let m = try! SyncMessage.decode(bytes, limits: .init())
+                if deliver(e, m) { ends[partner[e]].inbox.append(bytes) }
+            case .close(let reason): ends[e].closed = reason
+            case .event(let ev):
+                ends[e].events.append(ev)
+                if case .ingested(let g, _) = ev { changed(ends[e].owner, g, except: e) }
+            }
+        }
+    }
+
+    /// A local write on peer `i`: every one of its sessions hears about it.
+    func changed(_ i: Int, _ g: GroupID, except: Int = -1) {
+        for e in ends.indices where ends[e].owner == i && e != except && ends[e].closed == nil {
+            route(ends[e].session.localChanged(group: g), from: e)
+        }
+    }
+
+    /// Delivers messages one at a time, round robin over ends, until every inbox is empty.
+    func pump(limit: Int = 1_000_000) {
+        var steps = 0
+        while steps < limit {
+            var progressed = false
+            for e in ends.indices where !ends[e].inbox.isEmpty {
+                let m = ends[e].inbox.removeFirst()
+                progressed = true
+                steps += 1
+                if ends[e].closed != nil || ends[partner[e]].closed != nil { continue }
+                route(ends[e].session.receive(m), from: e)
+            }
+            if !progressed { return }
+        }
+    }
+
+    func status(_ e: Int, _ g: GroupID) -> SyncGroupStatus? { ends[e].session.status().groups.first { $0.group == g } }
+    func sentItems(_ e: Int) -> Int { ends[e].session.status().groups.reduce(0) { $0 + $1.sent.items } }
+}
+
+/// A group owned by peers[0] with the others invited and accepted, spread by syncing.
+func sharedGroup(_ peers: [Peer], name: String = "g") throws -> GroupID {
+    let owner = peers[0]
+    let g = try owner.replica.createGroup(name: name)
+    for p in peers.dropFirst() { try owner.replica.append(.memberAdded(identity: p.identity, role: .member), to: g) }
+    let mesh = Mesh(peers)
+    for i in peers.indices.dropFirst() { mesh.connect(0, i) }
+    mesh.pump()
+    for i in peers.indices.dropFirst() {
+        try peers[i].replica.append(.inviteAccepted, to: g)
+        mesh.changed(i, g)
+    }
+    mesh.pump()
+    return g
+}
