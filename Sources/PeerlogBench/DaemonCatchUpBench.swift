@@ -82,7 +82,7 @@ func daemonCatchUpBench(count: Int) throws {
     var lastReport = clock.now
     while held < expected {
         Thread.sleep(forTimeInterval: 0.05)
-        held = (try? target.vector(of: f.group).committed) ?? 0
+        do { held = try target.vector(of: f.group).committed } catch { print("  (receiver store not readable yet: \(error))") }
         if clock.now - lastReport > .seconds(5) {
             print("  … \(held) of \(expected) committed on the receiver")
             lastReport = clock.now

@@ -18,6 +18,10 @@ if which == "open-get", args.count == 2 {
     try openAndGet(path: args[1])
     exit(0)
 }
+if which == "catchup", args.count == 2, let count = Int(args[1]) {
+    try daemonCatchUpBench(count: count)
+    exit(0)
+}
 if which == "noise-sink", args.count == 2, let total = Int(args[1]) {
     try noiseSink(total: total)
     exit(0)

@@ -27,6 +27,7 @@ final class NodeHub: @unchecked Sendable {
     private var lastStamp: [Int64] = []
     private var pollTimer: DispatchSourceTimer?
     private var closedRecently: [ClosedConnection] = []
+    private var lastRetry: UInt64 = 0
 
     struct ClosedConnection: Sendable {
         let peer: DeviceID?
@@ -174,13 +175,29 @@ final class NodeHub: @unchecked Sendable {
         }
     }
 
-    /// Notices writes by other processes (the CLI) and membership changes.
+    /// How often queued receipts and envelopes are retried (and aged into dead letters).
+    static let retryInterval: UInt64 = 5_000
+
+    /// Notices writes by other processes (the CLI) and membership changes; retries the queue.
     private func poll() {
+        let now = WallClock.nowMillis()
+        if now - lastRetry >= Self.retryInterval {
+            lastRetry = now
+            retryQueued()
+        }
         guard let stamp = try? replica.changeStamp(), stamp != lastStamp else { return }
         lastStamp = stamp
         refreshAllowed()
         guard !sessions.isEmpty, let groups = try? replica.groupIDs() else { return }
         for group in groups { fanOut(group: group, except: nil) }
+    }
+
+    /// Retries what waits in the pending queue; backfill it still needs is asked of one
+    /// connected peer that syncs the group (the session skips groups it does not sync).
+    private func retryQueued() {
+        // What it applies changes the stamp, so the poll below pushes it.
+        guard let report = try? replica.retryPending(), !report.actions.isEmpty, let (id, session) = sessions.min(by: { $0.key < $1.key }), let connection = connections[id] else { return }
+        perform(session.requestBackfill(report.actions), on: connection)
     }
 
     // MARK: Status helpers (queue-confined)

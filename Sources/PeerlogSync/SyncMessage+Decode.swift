@@ -57,6 +57,20 @@ extension SyncMessage {
             guard total <= limits.maxBatchBytes else { throw .limit("maxBatchBytes: batch bytes", total, limits.maxBatchBytes) }
             let g = try f.group()
             return type == "receipts" ? .receipts(group: g, items: items) : .envelopes(group: g, items: items)
+        case "commits":
+            var total = 0
+            func items(_ key: String, maxItem: Int) throws(SyncCodecError) -> [[UInt8]] {
+                try f.array(key, limit: limits.maxBatchItems, name: "maxBatchItems: \(key)").map { v throws(SyncCodecError) in
+                    guard let b = v.bytesValue else { throw .malformed("\"\(key)\" must hold byte strings") }
+                    guard b.count <= maxItem else { throw .limit("item size", b.count, maxItem) }
+                    total += b.count
+                    return b
+                }
+            }
+            let receipts = try items("receipts", maxItem: Receipt.maxEncodedBytes)
+            let envelopes = try items("envelopes", maxItem: Envelope.maxEncodedBytes)
+            guard total <= limits.maxBatchBytes else { throw .limit("maxBatchBytes: batch bytes", total, limits.maxBatchBytes) }
+            return .commits(group: try f.group(), receipts: receipts, envelopes: envelopes)
         case "request":
             let g = try f.group(), id = try f.uint("id")
             let present = ["after", "from", "cids"].filter { fields[$0] != nil }

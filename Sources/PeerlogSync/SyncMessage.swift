@@ -31,6 +31,9 @@ public enum SyncMessage: Hashable, Sendable {
     case receipts(group: GroupID, items: [[UInt8]])
     /// Envelope containers (§3.4), in seq order.
     case envelopes(group: GroupID, items: [[UInt8]])
+    /// A committed chunk in one batch: the receipts the peer lacks, then the chunk's envelopes
+    /// (only to peers whose hello lists the `commits` capability).
+    case commits(group: GroupID, receipts: [[UInt8]], envelopes: [[UInt8]])
     case request(group: GroupID, id: UInt64, what: SyncRequest)
     case credit(UInt64)
     case caughtUp(group: GroupID)
@@ -46,6 +49,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .vector: "vector"
         case .receipts: "receipts"
         case .envelopes: "envelopes"
+        case .commits: "commits"
         case .request: "request"
         case .credit: "credit"
         case .caughtUp: "caught_up"
@@ -71,6 +75,10 @@ public enum SyncMessage: Hashable, Sendable {
         case .receipts(let g, let items), .envelopes(let g, let items):
             m["group"] = .bytes(g.bytes)
             m["items"] = .array(items.map(CBOR.bytes))
+        case .commits(let g, let receipts, let envelopes):
+            m["group"] = .bytes(g.bytes)
+            m["receipts"] = .array(receipts.map(CBOR.bytes))
+            m["envelopes"] = .array(envelopes.map(CBOR.bytes))
         case .request(let g, let id, let what):
             m["group"] = .bytes(g.bytes)
             m["id"] = .unsigned(id)

@@ -15,12 +15,13 @@ extension SyncSession {
             out.append(.event(.ignoredUnknownMessage(type: type)))
             return
         }
-        if case .hello(let versions, _, let peerGroups) = m { return try hello(versions: versions, groups: peerGroups, into: &out) }
+        if case .hello(let versions, let capabilities, let peerGroups) = m { return try hello(versions: versions, capabilities: capabilities, groups: peerGroups, into: &out) }
         guard phase == .open else { throw SyncFailure("protocol", "\"\(m.type)\" before hello") }
         switch m {
         case .vector(let g, let committed, let authors): try vector(g, committed: committed, authors: authors, into: &out)
         case .receipts(let g, let items): try batch(g, receipts: items, envelopes: [], size: size, into: &out)
         case .envelopes(let g, let items): try batch(g, receipts: [], envelopes: items, size: size, into: &out)
+        case .commits(let g, let receipts, let envelopes): try batch(g, receipts: receipts, envelopes: envelopes, size: size, into: &out)
         case .request(let g, let id, let what):
             guard groups[g] != nil else { throw SyncFailure("protocol", "request for group \(g), which is not synced") }
             guard outstandingAnswers < limits.maxOutstandingRequests else {
@@ -46,8 +47,9 @@ extension SyncSession {
         }
     }
 
-    func hello(versions: [UInt64], groups peerGroups: [GroupID], into out: inout [SyncAction]) throws {
+    func hello(versions: [UInt64], capabilities: [String], groups peerGroups: [GroupID], into out: inout [SyncAction]) throws {
         guard phase == .started else { throw SyncFailure("protocol", "second hello") }
+        sendsCommits = capabilities.contains(Self.commitsCapability)
         guard let common = versions.filter(Self.versions.contains).max() else {
             throw SyncFailure("version", "no common version: peer speaks \(versions), we speak \(Self.versions)")
         }
@@ -82,7 +84,7 @@ extension SyncSession {
     }
 
     func batch(_ g: GroupID, receipts items: [[UInt8]], envelopes envelopeItems: [[UInt8]], size: Int, into out: inout [SyncAction]) throws {
-        let kind = items.isEmpty ? "envelopes" : "receipts"
+        let kind = envelopeItems.isEmpty ? "receipts" : items.isEmpty ? "envelopes" : "commits"
         guard granted > 0 else { throw SyncFailure("credit", "\"\(kind)\" sent without credit") }
         granted -= 1
         guard groups[g] != nil else { throw SyncFailure("protocol", "\"\(kind)\" for group \(g), which is not synced") }

@@ -67,7 +67,7 @@ extension SyncSession {
     func enqueue(_ m: SyncMessage, group: GroupID, answer: Bool = false, items: Int = 0, held: [AuthorCounter] = [],
                  committed: ClosedRange<UInt64>? = nil, caughtUp: Bool = false) {
         let isBatch: Bool = switch m {
-        case .receipts, .envelopes: true
+        case .receipts, .envelopes, .commits: true
         default: false
         }
         queue.append(Outgoing(bytes: m.encoded(), group: group, isBatch: isBatch, answer: answer, items: items, held: held, committed: committed, caughtUp: caughtUp))
@@ -107,20 +107,30 @@ extension SyncSession {
         for row in rows where row.seq <= through {
             guard row.seq == (last ?? from - 1) + 1 else { break }
             let r = row.receipt
-            if r.counter > k[r.author] {
-                guard receipts.fits(r.encoded.count) else { break }
-                receipts.add(r.encoded)
+            let lacks = r.counter > k[r.author]
+            // In a `commits` batch the envelopes count against the byte limit too.
+            let size = (lacks ? r.encoded.count : 0) + (sendsCommits ? row.envelope.count : 0)
+            guard receipts.fits(size) else { break }
+            if lacks {
+                receipts.add(r.encoded, bytes: size)
                 k.hold(r.author, r.counter)
                 held.append(AuthorCounter(author: r.author, counter: r.counter))
+            } else if size > 0 {
+                receipts.reserve(size)
             }
             envelopes.append(row.envelope)
             last = row.seq
         }
         guard let last else { return nil }
+        k.commit(from: from, to: last)
+        if sendsCommits {
+            enqueue(.commits(group: g, receipts: receipts.items, envelopes: envelopes), group: g, answer: answer,
+                    items: receipts.items.count + envelopes.count, held: held, committed: from...last)
+            return last
+        }
         if !receipts.items.isEmpty {
             enqueue(.receipts(group: g, items: receipts.items), group: g, answer: answer, items: receipts.items.count, held: held)
         }
-        k.commit(from: from, to: last)
         enqueue(.envelopes(group: g, items: envelopes), group: g, answer: answer, items: envelopes.count, committed: from...last)
         return last
     }

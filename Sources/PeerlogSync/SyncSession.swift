@@ -7,6 +7,9 @@ import PeerlogModel
 public final class SyncSession {
     /// Protocol versions this implementation speaks.
     public static let versions: [UInt64] = [1]
+    /// Hello capability: "send me committed chunks as `commits` batches" (receipts and their
+    /// envelopes ingested in one step, which is much cheaper than tentative-then-commit).
+    public static let commitsCapability = "commits"
 
     enum Phase { case idle, started, open, closed }
 
@@ -31,6 +34,11 @@ public final class SyncSession {
     var nextRequestID: UInt64 = 1
     var outstandingAnswers = 0
     var ignored = 0
+    /// The peer listed `commits` in its hello.
+    var sendsCommits = false
+    /// Whether our hello lists `commits` (set before `start()`; off only to exercise the
+    /// `receipts` + `envelopes` pairs an older peer would get).
+    public var offersCommits = true
     /// Grant one credit back after each ingested batch. A node applying backpressure turns this
     /// off and calls `grant(_:)` itself; the peer then stalls once its credit is spent.
     public var autoGrant = true
@@ -50,7 +58,7 @@ public final class SyncSession {
         run(&out) { out in
             let groups = try store.syncOfferedGroups(to: peer.identity).sorted()
             offered = Set(groups)
-            send(.hello(versions: Self.versions, capabilities: [], groups: Array(groups.prefix(limits.maxGroupsPerHello))), into: &out)
+            send(.hello(versions: Self.versions, capabilities: offersCommits ? [Self.commitsCapability] : [], groups: Array(groups.prefix(limits.maxGroupsPerHello))), into: &out)
             granted = limits.initialCredit
             send(.credit(limits.initialCredit), into: &out)
         }

@@ -55,12 +55,15 @@ struct Batch {
     var items: [[UInt8]] = []
     var bytes = 0
 
-    func fits(_ n: Int) -> Bool { items.isEmpty || (items.count < maxItems && bytes + n <= maxBytes) }
+    /// A first item always fits (every item is below the batch limit on its own).
+    func fits(_ n: Int) -> Bool { (items.isEmpty && bytes == 0) || (items.count < maxItems && bytes + n <= maxBytes) }
     var isFull: Bool { items.count >= maxItems }
-    mutating func add(_ item: [UInt8]) {
+    mutating func add(_ item: [UInt8], bytes n: Int? = nil) {
         items.append(item)
-        bytes += item.count
+        bytes += n ?? item.count
     }
+    /// Counts bytes that travel in the same message without being items (a `commits` batch's envelopes).
+    mutating func reserve(_ n: Int) { bytes += n }
 }
 
 /// One accepted group: we sent our vector, so the peer may send items for it.

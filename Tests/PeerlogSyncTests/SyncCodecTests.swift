@@ -15,6 +15,7 @@ struct SyncCodecTests {
         .vector(group: g, committed: 12, authors: [AuthorCounter(author: d, counter: 3), AuthorCounter(author: d2, counter: 1)]),
         .receipts(group: g, items: [[0xa0], [1, 2]]),
         .envelopes(group: g, items: [[0xa0]]),
+        .commits(group: g, receipts: [[0xa0]], envelopes: [[1], [2]]),
         .request(group: g, id: 1, what: .after(5)),
         .request(group: g, id: 2, what: .seqRange(from: 3, to: 9)),
         .request(group: g, id: 3, what: .authorCounters(author: d, from: 1, to: 4)),
@@ -80,6 +81,8 @@ struct SyncCodecTests {
         let gb = CBOR.bytes(Self.g.bytes)
         Self.reject(SyncMessage.receipts(group: Self.g, items: [[1], [2], [3]]).encoded(), "limit", limits: small, "items")
         Self.reject(SyncMessage.receipts(group: Self.g, items: [[UInt8](repeating: 1, count: 11)]).encoded(), "limit", limits: small, "batch bytes")
+        // A commits batch counts its envelopes against the same byte limit.
+        Self.reject(SyncMessage.commits(group: Self.g, receipts: [[UInt8](repeating: 1, count: 6)], envelopes: [[UInt8](repeating: 2, count: 5)]).encoded(), "limit", limits: small, "batch bytes")
         Self.reject(SyncMessage.hello(versions: [1], capabilities: [], groups: [Self.g, .random()]).encoded(), "limit", limits: small, "groups")
         Self.reject(.textMap(["t": "vector", "group": gb, "committed": 1, "authors": [[.bytes(Self.d.bytes), 1], [.bytes(Self.d2.bytes), 1]]]), "limit", limits: small, "authors")
         Self.reject(SyncMessage.request(group: Self.g, id: 1, what: .cids([Self.cid, CID(hashing: [9])])).encoded(), "limit", limits: small, "cids")

@@ -106,7 +106,7 @@ struct SyncSessionTests {
             dropped += 1
             return dropped != 2
         }
-        let (a, b) = mesh.connect(0, 1, limits: limits)
+        let (a, b) = mesh.connect(0, 1, limits: limits, commits: false)
         mesh.pump()
         #expect(dropped > 2)
         try converged(peers, g)
@@ -125,6 +125,7 @@ struct SyncSessionTests {
         mesh.deliver = { from, m in
             if from == 0, case .receipts = m { batches += 1 }
             if from == 0, case .envelopes = m { batches += 1 }
+            if from == 0, case .commits = m { batches += 1 }
             return true
         }
         let (a, b) = mesh.connect(0, 1, limits: limits)
@@ -143,7 +144,8 @@ struct SyncSessionTests {
         #expect(mesh.ends[b].session.status().closed)
     }
 
-    @Test func catchUpOfThousandsRespectsBatchLimits() throws {
+    @Test(arguments: [true, false])
+    func catchUpOfThousandsRespectsBatchLimits(commits: Bool) throws {
         let peers = [try Peer("alice"), try Peer("bob")]
         let g = try sharedGroup(peers)
         for i in 0..<5_000 { try peers[0].put(g, "k\(i % 300)", Int64(i)) }
@@ -151,17 +153,26 @@ struct SyncSessionTests {
         limits.maxBatchBytes = 200_000
         let mesh = Mesh(peers)
         var largest = 0, mostItems = 0
+        var kinds = Set<String>()
         mesh.deliver = { from, m in
-            if from == 0, case .receipts(_, let items) = m {
+            guard from == 0 else { return true }
+            switch m {
+            case .receipts(_, let items), .envelopes(_, let items):
                 largest = max(largest, items.reduce(0) { $0 + $1.count })
                 mostItems = max(mostItems, items.count)
+            case .commits(_, let receipts, let envelopes):
+                largest = max(largest, (receipts + envelopes).reduce(0) { $0 + $1.count })
+                mostItems = max(mostItems, receipts.count, envelopes.count)
+            default: return true
             }
+            kinds.insert(m.type)
             return true
         }
-        let (a, _) = mesh.connect(0, 1, limits: limits)
+        let (a, _) = mesh.connect(0, 1, limits: limits, commits: commits)
         mesh.pump()
         try converged(peers, g)
-        #expect(largest <= limits.maxBatchBytes && mostItems <= limits.maxBatchItems)
+        #expect(kinds == (commits ? ["commits"] : ["receipts", "envelopes"]))
+        #expect(mostItems > 0 && largest <= limits.maxBatchBytes && mostItems <= limits.maxBatchItems)
         #expect(mostItems < limits.maxBatchItems, "the byte limit cut batches first")
         #expect(mesh.status(a, g)?.sent.items == 10_000)
     }
@@ -175,7 +186,7 @@ struct SyncSessionTests {
         limits.initialCredit = 1
         for i in 0..<12 { try peers[0].put(g, "k\(i)", Int64(i)) }
         let mesh = Mesh(peers)
-        let (a, _) = mesh.connect(0, 1, limits: limits)
+        let (a, _) = mesh.connect(0, 1, limits: limits, commits: false)
         mesh.pump()
         try converged(peers, g)
         #expect(mesh.ends[a].events.contains { if case .resync = $0 { true } else { false } })
