@@ -81,8 +81,8 @@ func daemonCatchUpBench(count: Int) throws {
     var held: UInt64 = 0
     var lastReport = clock.now
     while held < expected {
-        Thread.sleep(forTimeInterval: 0.05)
-        do { held = try target.vector(of: f.group).committed } catch { print("  (receiver store not readable yet: \(error))") }
+        Thread.sleep(forTimeInterval: 0.1)
+        do { held = try target.committedSeq(of: f.group) } catch { print("  (receiver store not readable yet: \(error))") }
         if clock.now - lastReport > .seconds(5) {
             print("  … \(held) of \(expected) committed on the receiver")
             lastReport = clock.now

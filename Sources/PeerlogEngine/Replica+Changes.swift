@@ -5,6 +5,9 @@ extension Replica {
     /// Changes whenever receipts or envelopes were stored (by this or another process).
     public func changeStamp() throws -> [Int64] { try store.read { try $0.changeStamp() } }
 
+    /// The group's committed high-water mark alone (cheaper than `vector(of:)`).
+    public func committedSeq(of group: GroupID) throws -> UInt64 { try store.read { try $0.committedSeq(group: group) } }
+
     /// Identities a node lets connect: members of any group we hold (except removed or
     /// departed ones), in the tentative view so a just-invited device is let in.
     public func knownMemberIdentities() throws -> Set<IdentityID> {
