@@ -17,6 +17,10 @@ func benchDevices() throws -> (LocalDevice, LocalDevice) {
 @discardableResult
 func pump(_ actions: [ChannelAction], _ socket: BlockingSocket) throws -> [[UInt8]] {
     var delivered: [[UInt8]] = []
+    if actions.count == 1, case .write(let only) = actions[0] {  // the bulk path: no concatenation
+        try socket.write(only)
+        return delivered
+    }
     var out: [UInt8] = []
     for a in actions {
         switch a {
@@ -52,6 +56,60 @@ func noiseSink(total: Int) throws {
     socket.close()
 }
 
+/// The child for the plain-TCP reference: reads `total` bytes, answers one byte.
+func tcpSink(total: Int) throws {
+    let (listener, port) = try BlockingSocket.listen()
+    FileHandle.standardOutput.write(Data("port \(port)\n".utf8))
+    let socket = try listener.accept()
+    var received = 0
+    while received < total {
+        let bytes = try socket.read()
+        guard !bytes.isEmpty else { throw BenchError("sender went away after \(received) bytes") }
+        received += bytes.count
+    }
+    try socket.write([1])
+    _ = try socket.read()
+    socket.close()
+}
+
+/// Starts `peerlog-bench MODE total` and returns the port its listener announced.
+func startSink(_ mode: String, total: Int) throws -> (Process, Int) {
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    child.arguments = [mode, String(total)]
+    let pipe = Pipe()
+    child.standardOutput = pipe
+    try child.run()
+    let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+    guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else { throw BenchError("sink said \(line)") }
+    return (child, port)
+}
+
+/// Where the time goes without sockets: sealing frames, then opening them, on one core.
+func channelInMemory(megabytes: Int) throws -> (send: Double, receive: Double) {
+    let (a, b) = try benchDevices()
+    var initiator = SecureChannel(role: .initiator, device: a, authorize: { _ in .allow })
+    var responder = SecureChannel(role: .responder, device: b, authorize: { _ in .allow })
+    func writes(_ actions: [ChannelAction]) -> [UInt8] {
+        var out: [UInt8] = []
+        for case .write(let w) in actions { out += w }
+        return out
+    }
+    var toResponder = writes(initiator.start())
+    while !toResponder.isEmpty { toResponder = writes(initiator.receive(writes(responder.receive(toResponder)))) }
+    let payload = [UInt8](repeating: 0x5a, count: noiseBenchMessage)
+    let messages = (megabytes << 20) / noiseBenchMessage
+    var wire: [[UInt8]] = []
+    wire.reserveCapacity(messages)
+    let sendSeconds = try timed { for _ in 0..<messages { wire.append(writes(try initiator.send(payload))) } }
+    var delivered = 0
+    let receiveSeconds = timed {
+        for w in wire { for case .deliver(let m) in responder.receive(w) { delivered += m.count } }
+    }
+    precondition(delivered == messages * noiseBenchMessage)
+    return (Double(delivered) / sendSeconds, Double(delivered) / receiveSeconds)
+}
+
 func noiseBench(megabytes: Int) throws {
     let total = megabytes << 20
     let messages = (total + noiseBenchMessage - 1) / noiseBenchMessage
@@ -68,14 +126,19 @@ func noiseBench(megabytes: Int) throws {
     }
     let rawRate = Double(messages * noiseBenchMessage) / rawSeconds
 
-    let child = Process()
-    child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    child.arguments = ["noise-sink", String(messages * noiseBenchMessage)]
-    let pipe = Pipe()
-    child.standardOutput = pipe
-    try child.run()
-    let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
-    guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else { throw BenchError("sink said \(line)") }
+    // Plain TCP between the same two processes: the ceiling the channel runs under.
+    let (tcpChild, tcpPort) = try startSink("tcp-sink", total: messages * (noiseBenchMessage + 19))
+    let plain = try BlockingSocket.connect(port: tcpPort)
+    let frame = [UInt8](repeating: 0x5a, count: noiseBenchMessage + 19)
+    let tcpSeconds = try timed {
+        for _ in 0..<messages { try plain.write(frame) }
+        _ = try plain.read()
+    }
+    plain.close()
+    tcpChild.waitUntilExit()
+    let tcpRate = Double(messages * noiseBenchMessage) / tcpSeconds
+
+    let (child, port) = try startSink("noise-sink", total: messages * noiseBenchMessage)
     let socket = try BlockingSocket.connect(port: port)
     let (sender, _) = try benchDevices()
     var channel = SecureChannel(role: .initiator, device: sender, authorize: { _ in .allow })
@@ -95,7 +158,12 @@ func noiseBench(megabytes: Int) throws {
     child.waitUntilExit()
     let noiseRate = Double(messages * noiseBenchMessage) / noiseSeconds
     figure("ChaCha20-Poly1305 seal, \(noiseBenchMessage) B", String(format: "%.2f GB/s", rawRate / 1e9))
+    let memory = try channelInMemory(megabytes: 32)
+    figure("channel send in memory (seal + frame)", String(format: "%.2f GB/s", memory.send / 1e9))
+    figure("channel receive in memory (parse + open)", String(format: "%.2f GB/s", memory.receive / 1e9))
+    figure("plain TCP, 2 processes, \(megabytes) MiB", String(format: "%.2f GB/s", tcpRate / 1e9))
     figure("Noise channel, 2 processes, \(megabytes) MiB", String(format: "%.2f GB/s", noiseRate / 1e9))
     figure("  rekeys each way", String(channel.statistics.rekeysOut))
     ratio("Noise bulk / raw ChaCha20-Poly1305", noiseRate / rawRate, target: 0.7)
+    ratio("Noise bulk / plain TCP", noiseRate / tcpRate)
 }

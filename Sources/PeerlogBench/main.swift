@@ -22,6 +22,14 @@ if which == "catchup", args.count == 2, let count = Int(args[1]) {
     try daemonCatchUpBench(count: count)
     exit(0)
 }
+if which == "tcp-sink", args.count == 2, let total = Int(args[1]) {
+    try tcpSink(total: total)
+    exit(0)
+}
+if which == "noise", args.count == 1 {
+    try noiseBench(megabytes: 512)
+    exit(0)
+}
 if which == "noise-sink", args.count == 2, let total = Int(args[1]) {
     try noiseSink(total: total)
     exit(0)

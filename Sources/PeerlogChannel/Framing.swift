@@ -43,6 +43,17 @@ struct FrameReader: Sendable {
     /// Moves bytes from `input` into the buffer, but only as many as the current frame needs;
     /// `input` keeps the rest.
     mutating func next(from input: inout ArraySlice<UInt8>, limit: Int) -> Step {
+        // Fast path: a whole frame in the input and nothing buffered: one copy, not two.
+        if buffer.isEmpty, input.count >= ChannelWire.headerLength {
+            let i = input.startIndex
+            let length = Int(input[i]) << 8 | Int(input[i + 1])
+            guard length >= 1, length <= limit else { return .invalidLength(length) }
+            if input.count >= ChannelWire.headerLength + length {
+                let body = Array(input[(i + 2)..<(i + 2 + length)])
+                input = input.dropFirst(ChannelWire.headerLength + length)
+                return .frame(body)
+            }
+        }
         if buffer.count < ChannelWire.headerLength {
             take(ChannelWire.headerLength - buffer.count, from: &input)
             guard buffer.count == ChannelWire.headerLength else { return .needMore }

@@ -9,15 +9,16 @@ extension SecureChannel {
         guard message.count <= configuration.maxMessageBytes else {
             throw ChannelError.messageTooLarge(size: message.count, limit: configuration.maxMessageBytes)
         }
-        var records: [[UInt8]] = []
+        var out: [UInt8] = []
         do {
             if message.count <= ChannelWire.maxRecordData {
-                records.append(try sealRecord(.message, message[...]))
+                out = try sealFrame(.message, message[...])
             } else {
+                out.reserveCapacity(message.count + (message.count / ChannelWire.maxRecordData + 1) * (ChannelWire.headerLength + 1 + ChannelWire.tagLength))
                 var start = 0
                 while start < message.count {
                     let end = min(start + ChannelWire.maxRecordData, message.count)
-                    records.append(try sealRecord(end == message.count ? .lastFragment : .fragment, message[start..<end]))
+                    out += try sealFrame(end == message.count ? .lastFragment : .fragment, message[start..<end])
                     start = end
                 }
             }
@@ -25,31 +26,43 @@ extension SecureChannel {
             return fail(.protocolError("encrypt failed: \(error)"), sendRecord: false)
         }
         statistics.messagesOut += 1
-        return [.write(frames(records))]
+        return [.write(out)]
     }
 
-    /// Encrypts type ‖ data with the send cipher, rekeying after every `rekeyInterval` frames.
-    mutating func sealRecord(_ type: ChannelWire.RecordType, _ data: some Collection<UInt8>) throws -> [UInt8] {
+    /// One whole frame, length ‖ encrypted(type ‖ data) ‖ tag, built and encrypted in one
+    /// buffer (no intermediate copies on the bulk path).
+    mutating func sealFrame(_ type: ChannelWire.RecordType, _ data: ArraySlice<UInt8>) throws -> [UInt8] {
         guard var cipher = sendCipher else { throw ChannelError.notEstablished }
-        let sealed = try cipher.encrypt([type.rawValue] + data)
+        let bodyLength = 1 + data.count + ChannelWire.tagLength
+        var frame = [UInt8]()
+        frame.reserveCapacity(ChannelWire.headerLength + bodyLength)
+        frame.append(UInt8(bodyLength >> 8))
+        frame.append(UInt8(bodyLength & 0xff))
+        frame.append(type.rawValue)
+        frame += data
+        frame.append(contentsOf: repeatElement(0, count: ChannelWire.tagLength))
+        try cipher.encrypt(inPlace: &frame, range: ChannelWire.headerLength..<(ChannelWire.headerLength + 1 + data.count))
         transportFramesOut += 1
         if configuration.rekeyInterval > 0, transportFramesOut % configuration.rekeyInterval == 0 {
             cipher.rekey()
             statistics.rekeysOut += 1
         }
         sendCipher = cipher
-        return sealed
+        statistics.framesOut += 1
+        statistics.bytesOut += UInt64(frame.count)
+        return frame
     }
 
-    mutating func receiveTransport(_ body: [UInt8]) -> [ChannelAction] {
-        guard body.count > ChannelWire.tagLength else {
-            return fail(.protocolError("transport frame of \(body.count) bytes is shorter than 17"))
+    mutating func receiveTransport(_ frameBody: [UInt8]) -> [ChannelAction] {
+        guard frameBody.count > ChannelWire.tagLength else {
+            return fail(.protocolError("transport frame of \(frameBody.count) bytes is shorter than 17"))
         }
         guard var cipher = receiveCipher else { return fail(.protocolError("no transport keys")) }
-        let plaintext: [UInt8]
-        do { plaintext = try cipher.decrypt(body) } catch {
+        var body = frameBody
+        do { try cipher.decrypt(inPlace: &body, range: 0..<body.count) } catch {
             return fail(.protocolError("decrypt failed"))
         }
+        let plaintext = body[..<(body.count - ChannelWire.tagLength)]
         transportFramesIn += 1
         if configuration.rekeyInterval > 0, transportFramesIn % configuration.rekeyInterval == 0 {
             cipher.rekey()
@@ -57,7 +70,7 @@ extension SecureChannel {
         }
         receiveCipher = cipher
         let data = plaintext[1...]
-        switch ChannelWire.RecordType(rawValue: plaintext[0]) {
+        switch ChannelWire.RecordType(rawValue: plaintext[plaintext.startIndex]) {
         case .message:
             guard reassembly.isEmpty else { return fail(.protocolError("whole message inside a fragmented message")) }
             guard !data.isEmpty else { return fail(.protocolError("empty application message")) }
@@ -65,7 +78,7 @@ extension SecureChannel {
             return [.deliver(Array(data))]
         case .fragment, .lastFragment:
             guard !data.isEmpty else { return fail(.protocolError("empty fragment")) }
-            let last = plaintext[0] == ChannelWire.RecordType.lastFragment.rawValue
+            let last = plaintext[plaintext.startIndex] == ChannelWire.RecordType.lastFragment.rawValue
             guard !(last && reassembly.isEmpty) else { return fail(.protocolError("last fragment without a first fragment")) }
             guard reassembly.count + data.count <= configuration.maxMessageBytes else {
                 return fail(.protocolError("message exceeds \(configuration.maxMessageBytes) bytes"))
@@ -82,7 +95,7 @@ extension SecureChannel {
             reassembly = []
             return [.closed(.remote(String(decoding: data, as: UTF8.self)))]
         case nil:
-            return fail(.protocolError("unknown record type 0x" + String(plaintext[0], radix: 16)))
+            return fail(.protocolError("unknown record type 0x" + String(plaintext[plaintext.startIndex], radix: 16)))
         }
     }
 }

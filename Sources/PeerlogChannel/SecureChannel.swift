@@ -99,8 +99,8 @@ public struct SecureChannel: Sendable {
     /// Ends the channel: a close record first when transport keys exist and `sendRecord`.
     mutating func fail(_ reason: ChannelCloseReason, sendRecord: Bool = true) -> [ChannelAction] {
         var actions: [ChannelAction] = []
-        if sendRecord, sendCipher != nil, let record = try? sealRecord(.close, Self.closeData(reason)) {
-            actions.append(.write(frames([record])))
+        if sendRecord, sendCipher != nil, let frame = try? sealFrame(.close, Self.closeData(reason)[...]) {
+            actions.append(.write(frame))
         }
         state = .closed
         reader = FrameReader()

@@ -30,6 +30,38 @@ public enum ChaChaPoly {
         return out
     }
 
+    /// Encrypts `buffer[range]` in place and writes the tag into the 16 bytes after it (the
+    /// buffer must extend that far): bulk transport without extra copies.
+    public static func sealInPlace(_ buffer: inout [UInt8], range: Range<Int>, key: SecureBytes, nonce: [UInt8]) throws {
+        try check(key: key, nonce: nonce, length: nonceLength)
+        guard range.lowerBound >= 0, range.upperBound + tagLength <= buffer.count else { throw CryptoError(.invalidParameter, "no room for the tag") }
+        var outLen: UInt64 = 0
+        buffer.withUnsafeMutableBufferPointer { b in
+            let p = b.baseAddress! + range.lowerBound
+            key.withUnsafeBytes { k in
+                _ = crypto_aead_chacha20poly1305_ietf_encrypt(p, &outLen, p, UInt64(range.count), nil, 0, nil, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
+            }
+        }
+    }
+
+    /// Verifies and decrypts `buffer[range]` (ciphertext ‖ tag) in place; the plaintext is the
+    /// first `range.count - 16` bytes of the range. On failure libsodium zeroes the plaintext
+    /// part, so keep a copy if the ciphertext may be needed again.
+    public static func openInPlace(_ buffer: inout [UInt8], range: Range<Int>, key: SecureBytes, nonce: [UInt8]) throws {
+        try check(key: key, nonce: nonce, length: nonceLength)
+        guard range.lowerBound >= 0, range.upperBound <= buffer.count, range.count >= tagLength else {
+            throw CryptoError(.authenticationFailure, "ciphertext shorter than the tag")
+        }
+        var outLen: UInt64 = 0
+        let rc = buffer.withUnsafeMutableBufferPointer { b in
+            let p = b.baseAddress! + range.lowerBound
+            return key.withUnsafeBytes { k in
+                crypto_aead_chacha20poly1305_ietf_decrypt(p, &outLen, nil, p, UInt64(range.count), nil, 0, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
+            }
+        }
+        guard rc == 0 else { throw CryptoError(.authenticationFailure) }
+    }
+
     static func check(key: SecureBytes, nonce: [UInt8], length: Int) throws {
         Sodium.ensureInitialized()
         guard key.count == keyLength else { throw CryptoError(.invalidKeyLength, "AEAD key must be 32 bytes") }

@@ -51,6 +51,29 @@ public struct NoiseCipherState: Sendable {
         return plaintext
     }
 
+    /// ENCRYPT with empty associated data, in place: `buffer[range]` becomes ciphertext and the
+    /// tag goes into the 16 bytes after it. Same nonce rules as `encrypt`.
+    public mutating func encrypt(inPlace buffer: inout [UInt8], range: Range<Int>) throws {
+        guard let key else { throw NoiseError.missingKey("in-place encryption needs a key") }
+        guard range.count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        try ChaChaPoly.sealInPlace(&buffer, range: range, key: key, nonce: Self.nonceBytes(nonce))
+        nonce += 1
+    }
+
+    /// DECRYPT with empty associated data, in place: on success the plaintext is the first
+    /// `range.count - 16` bytes of the range. A failure leaves the nonce unchanged (the buffer
+    /// is zeroed, so callers that might retry keep their own copy).
+    public mutating func decrypt(inPlace buffer: inout [UInt8], range: Range<Int>) throws {
+        guard let key else { throw NoiseError.missingKey("in-place decryption needs a key") }
+        guard range.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        do { try ChaChaPoly.openInPlace(&buffer, range: range, key: key, nonce: Self.nonceBytes(nonce)) } catch {
+            throw NoiseError.decryptFailed
+        }
+        nonce += 1
+    }
+
     /// REKEY (spec §4.2 and §11.3): k = first 32 bytes of ENCRYPT(k, 2^64-1, empty ad, 32 zeros).
     /// The nonce is not reset.
     public mutating func rekey() {
