@@ -70,13 +70,25 @@ func daemonCatchUpBench(count: Int) throws {
         }
         return (p, address)
     }
+    /// SIGTERM by pid (Foundation's `terminate()` was seen to leave the daemon running), then
+    /// wait up to 10 s, then SIGKILL.
+    func stop(_ p: Process) {
+        let pid = p.processIdentifier
+        kill(pid, SIGTERM)
+        for _ in 0..<200 where kill(pid, 0) == 0 {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(50_000)
+        }
+        kill(pid, SIGKILL)
+    }
     let (sourceDaemon, sourceAddress) = try start(dir + "/source", [])
-    defer { sourceDaemon.terminate(); sourceDaemon.waitUntilExit() }
+    defer { stop(sourceDaemon) }
 
     let clock = ContinuousClock()
     let began = clock.now
     let (targetDaemon, _) = try start(dir + "/target", ["--peer", sourceAddress, "--allow", f.owner.identity.string])
-    defer { targetDaemon.terminate(); targetDaemon.waitUntilExit() }
+    defer { stop(targetDaemon) }
     let target = try Replica(path: dir + "/target/replica.sqlite", device: f.receiver)
     var held: UInt64 = 0
     var lastReport = clock.now

@@ -4,7 +4,7 @@ import PeerlogNoise
 import PeerlogTestSupport
 import Testing
 
-/// One vector of /work/shared/vectors/noise (format in its README.md).
+/// One vector of Tests/Vectors/noise (a verbatim copy of the shared vectors; format in its README.md).
 struct NoiseVector: Decodable {
     struct Message: Decodable {
         let payload: String
@@ -26,7 +26,7 @@ struct NoiseVector: Decodable {
 
     static func load(_ file: String) throws -> [NoiseVector] {
         struct File: Decodable { let vectors: [NoiseVector] }
-        let data = try Data(contentsOf: URL(fileURLWithPath: TestSupport.repoRoot + "/../shared/vectors/noise/" + file))
+        let data = try Data(contentsOf: URL(fileURLWithPath: TestSupport.vectorPath("noise/" + file)))
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         return try decoder.decode(File.self, from: data).vectors
