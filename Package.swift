@@ -28,6 +28,9 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
+        // avahi's Bonjour compatibility library on Linux (Debian: libavahi-compat-libdnssd-dev), the
+        // system's dns_sd on macOS. No pkgConfig: avahi's adds -D_REENTRANT, which SwiftPM refuses.
+        .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
         // Base layer.
         .target(name: "PeerlogCrypto", dependencies: ["CSodium"]),
         .target(name: "PeerlogEncoding", dependencies: ["PeerlogCrypto"], linkerSettings: [.linkedLibrary("m")]),
@@ -39,10 +42,11 @@ let package = Package(
         .target(name: "PeerlogNoise", dependencies: ["PeerlogCrypto"]),
         .target(name: "PeerlogChannel", dependencies: ["PeerlogNoise", "PeerlogModel"]),
         .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel"]),
+        .target(name: "PeerlogDiscovery", dependencies: ["CDNSSD"]),
         .target(
             name: "PeerlogNode",
             dependencies: [
-                "PeerlogChannel", "PeerlogSync", "PeerlogEngine",
+                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -74,6 +78,7 @@ let package = Package(
         .testTarget(name: "PeerlogEngineTests", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogNoiseTests", dependencies: ["PeerlogNoise", "PeerlogChannel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogSyncTests", dependencies: ["PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogDiscoveryTests", dependencies: ["PeerlogDiscovery", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
         .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogCLI", "PeerlogTestSupport"]),

@@ -60,7 +60,7 @@ func daemonCatchUpBench(count: Int) throws {
     func start(_ home: String, _ extra: [String]) throws -> (Process, String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = ["daemon", "--home", home, "--listen", "127.0.0.1:0", "--log-level", "warning"] + extra
+        p.arguments = ["daemon", "--home", home, "--listen", "127.0.0.1:0", "--no-discovery", "--log-level", "warning"] + extra
         let out = Pipe()
         p.standardOutput = out
         try p.run()

@@ -12,7 +12,9 @@ struct Daemon: AsyncParsableCommand {
         discussion: """
         Settings come from --config FILE (default: HOME/daemon.conf when it exists), then the options.
         The file has one `key = value` per line: listen, peer (repeatable), allow (repeatable), network,
-        control, log-level. `peerlog status` asks the running daemon through HOME/peerlog.sock.
+        control, log-level, discovery (on/off). `peerlog status` asks the running daemon through
+        HOME/peerlog.sock. By default the daemon advertises `_peerlog._tcp` and connects to LAN peers
+        that share a group with it (avahi-daemon must run; without it, static peers still work).
         """
     )
 
@@ -33,6 +35,9 @@ struct Daemon: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Configuration file.", valueName: "file"))
     var config: String?
 
+    @Flag(help: "Neither advertise nor browse on the LAN (DNS-SD/mDNS); only static peers and inbound connections.")
+    var noDiscovery = false
+
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: String?
 
@@ -44,6 +49,7 @@ struct Daemon: AsyncParsableCommand {
         settings.peers += try peers.map { try PeerAddress(parsing: $0) }
         for text in allow { settings.allow.insert(try parseIdentity(text)) }
         if let network { settings.channel.networkID = network }
+        if noDiscovery { settings.discovery = false }
         if let logLevel {
             guard let level = Logger.Level(rawValue: logLevel) else { throw CLIError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))") }
             settings.logLevel = level
@@ -84,8 +90,21 @@ struct Status: ParsableCommand {
     @Option(help: ArgumentHelp("Control socket (default: HOME/peerlog.sock).", valueName: "path"))
     var control: String?
 
+    @Flag(help: "Keep showing the status, with progress of catch-ups (Ctrl-C to stop).")
+    var watch = false
+
+    @Option(help: ArgumentHelp("Seconds between updates with --watch.", valueName: "s"))
+    var interval: Double = 1
+
+    @Option(help: ArgumentHelp("Stop --watch after this many updates.", valueName: "n"))
+    var count: Int?
+
     func run() throws {
         let path = control ?? home.path + "/peerlog.sock"
+        if watch {
+            try StatusWatch(socketPath: path, interval: interval, count: count).run()
+            return
+        }
         if json {
             let reply = try ControlClient.request("status", socketPath: path)
             print(String(decoding: reply, as: UTF8.self), terminator: "")

@@ -7,13 +7,17 @@ import PeerlogModel
 /// Keeps one static peer connected: dial, wait for the connection to end, back off, redial.
 final class Dialer: Sendable {
     let address: PeerAddress
-    private let state = LockedValue(PeerStatus(address: "", state: "connecting", direction: "outbound"))
+    private let state = LockedValue(PeerStatus(address: "", state: "connecting", direction: "outbound", source: "static"))
     private let device = LockedValue<DeviceID?>(nil)
     private let retryAt = LockedValue<UInt64?>(nil)
 
-    init(address: PeerAddress) {
+    /// `expectedDevice`: known in advance for discovered peers, so the dialer waits while that
+    /// device is connected some other way (its own dial, a static peer).
+    init(address: PeerAddress, source: String = "static", expectedDevice: DeviceID? = nil) {
         self.address = address
         state.value.address = address.description
+        state.value.source = source
+        device.value = expectedDevice
     }
 
     var status: PeerStatus {

@@ -19,12 +19,16 @@ public struct NodeConfiguration: Sendable {
     /// The Unix socket `peerlog status` talks to; default `HOME/peerlog.sock`.
     public var controlSocket: String?
     public var logLevel: Logger.Level = .info
+    /// Advertise and browse `_peerlog._tcp` over DNS-SD (mDNS on the LAN).
+    public var discovery = true
+    /// The advertised service instance name; default "DEVICE-NAME (short device id)".
+    public var serviceName: String?
 
     public init() {}
 
     /// Reads a configuration file: one `key = value` per line, `#` starts a comment.
     /// Keys: `listen` (HOST:PORT or `none`), `peer` (repeatable), `allow` (identity, repeatable),
-    /// `network` (network id), `control` (socket path), `log-level`.
+    /// `network` (network id), `control` (socket path), `log-level`, `discovery` (on/off).
     public mutating func load(file path: String) throws {
         let text: String
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
@@ -45,6 +49,9 @@ public struct NodeConfiguration: Sendable {
                 case "allow": allow.insert(try IdentityID(string: value))
                 case "network": channel.networkID = value
                 case "control": controlSocket = value
+                case "discovery":
+                    guard let on = ["on": true, "off": false][value] else { throw fail("discovery must be on or off") }
+                    discovery = on
                 case "log-level":
                     guard let level = Logger.Level(rawValue: value) else { throw fail("log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))") }
                     logLevel = level

@@ -30,6 +30,7 @@ extension NodeHub {
         for (connection, _) in sessionStatus where !dialedDevices.contains(connection.peer.device.string) {
             peers.append(PeerStatus(
                 address: connection.remote, state: "connected", direction: connection.outbound ? "outbound" : "inbound",
+                source: connection.outbound ? "static" : "inbound",
                 device: connection.peer.device.string, name: connection.peer.name, connectedSince: connection.since
             ))
         }
@@ -45,7 +46,7 @@ extension NodeHub {
                     device: connection.peer.device.string, peerCommitted: g.peerCommitted,
                     behind: g.peerCommitted.map { $0 > committed ? $0 - committed : 0 } ?? 0,
                     ahead: g.peerCommitted.map { committed > $0 ? committed - $0 : 0 } ?? 0,
-                    caughtUp: g.caughtUpReceived
+                    caughtUp: g.caughtUpReceived, itemsReceived: g.received.items, itemsSent: g.sent.items
                 ))
             }
             groups.append(GroupStatus(id: group.string, name: name, committed: committed, tentative: tentative, peers: lags))
@@ -53,7 +54,8 @@ extension NodeHub {
         return NodeStatus(
             device: device.device.string, identity: device.identity.string, name: device.certificate.name,
             listening: listening.value, peers: peers, groups: groups,
-            recentlyClosed: recentCloses().map { ClosedStatus(device: $0.peer?.string, address: $0.remote, reason: $0.reason, at: $0.at) }
+            recentlyClosed: recentCloses().map { ClosedStatus(device: $0.peer?.string, address: $0.remote, reason: $0.reason, at: $0.at) },
+            discoveryUnavailable: discoveryState.value.unavailable, discovery: discoveryState.value.enabled
         )
     }
 }

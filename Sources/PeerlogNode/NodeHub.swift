@@ -20,6 +20,9 @@ final class NodeHub: @unchecked Sendable {
     /// Set by the node before it starts.
     let listening = LockedValue<String?>(nil)
     let dialerStatus = LockedValue<@Sendable () -> [PeerStatus]>({ [] })
+    let discoveryState = LockedValue<(enabled: Bool, unavailable: String?)>((false, nil))
+    /// Called (on the hub queue) when the set of identities we let in changed.
+    let onMembershipChange = LockedValue<@Sendable () -> Void>({})
 
     // Queue-confined state.
     private var connections: [UInt64: ConnectionRef] = [:]
@@ -46,6 +49,9 @@ final class NodeHub: @unchecked Sendable {
 
     // MARK: Authorization (called from event loops during handshakes)
 
+    /// Whether a device of this identity would be let in (for dialing discovered peers).
+    func mayConnect(identity: IdentityID) -> Bool { allowed.value.contains(identity) }
+
     func authorize(_ certificate: DeviceCertificate) -> AuthorizationDecision {
         if allowed.value.contains(certificate.identity) { return .allow }
         return .deny("identity \(certificate.identity) is not ours, not a member of a group we hold, and not allowed for pairing")
@@ -54,7 +60,11 @@ final class NodeHub: @unchecked Sendable {
     private func refreshAllowed() {
         do {
             let members = try replica.knownMemberIdentities()
-            allowed.value = extraAllowed.union(members)
+            let now = extraAllowed.union(members)
+            if now != allowed.value {
+                allowed.value = now
+                onMembershipChange.value()
+            }
         } catch {
             logger.error("cannot read group members: \(error)")
         }

@@ -8,14 +8,19 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var groups: [GroupStatus]
     /// The last connections that ended, newest last, with why.
     public var recentlyClosed: [ClosedStatus]
+    /// Why LAN discovery is not running (nil when it runs or is turned off).
+    public var discoveryUnavailable: String?
+    public var discovery: Bool
 }
 
 public struct PeerStatus: Codable, Sendable, Equatable {
     /// The dialed address (static peers) or the remote address (inbound).
     public var address: String
-    /// `connected`, `connecting`, `backoff`.
+    /// `connected`, `connecting`, `backoff`, `discovered` (found but not dialed, see lastError).
     public var state: String
     public var direction: String
+    /// How we know the peer: `static` (--peer or config), `mdns` (LAN discovery), `inbound`.
+    public var source: String
     public var device: String?
     public var name: String?
     public var connectedSince: UInt64?
@@ -41,6 +46,9 @@ public struct GroupPeerStatus: Codable, Sendable, Equatable {
     /// How many it lacks compared to us.
     public var ahead: UInt64
     public var caughtUp: Bool
+    /// Items (receipts and envelopes) received from / sent to this peer in this connection.
+    public var itemsReceived: Int
+    public var itemsSent: Int
 }
 
 public struct ClosedStatus: Codable, Sendable, Equatable {

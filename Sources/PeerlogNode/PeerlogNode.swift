@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PeerlogChannel
+import PeerlogDiscovery
 import PeerlogEngine
 import PeerlogModel
 import ServiceLifecycle
@@ -74,18 +75,19 @@ public final class PeerlogNode: Service, @unchecked Sendable {
             throw error
         }
         hub.listening.value = boundAddress.value?.description
-        hub.dialerStatus.value = { [dialers] in dialers.map(\.status) }
+        let lan = LanPeers(local: device, network: configuration.channel.networkID, hub: hub, logger: logger) { [self] dialer in
+            Task { await runDialer(dialer, group: group) }
+        }
+        hub.dialerStatus.value = { [dialers] in dialers.map(\.status) + lan.status }
+        hub.onMembershipChange.value = { lan.recheck() }
         hub.start(pollInterval: configuration.pollInterval)
+        let discovery = configuration.discovery ? startDiscovery(lan) : nil
         logger.info("device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.value?.description ?? "nothing (dial only)"), control socket \(controlPath)")
         onListening?(boundAddress.value)
 
         await withTaskGroup(of: Void.self) { tasks in
             for dialer in dialers {
-                tasks.addTask { [self] in
-                    await dialer.run(group: group, hub: hub, connect: { address, established, closed in
-                        try await self.dial(address, group: group, established: established, closed: closed)
-                    }, logger: logger)
-                }
+                tasks.addTask { [self] in await runDialer(dialer, group: group) }
             }
             tasks.addTask { try? await gracefulShutdown() }
             await tasks.next()  // graceful shutdown (or cancellation) ends the node
@@ -93,11 +95,42 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         }
 
         logger.info("shutting down")
+        discovery?.stop()
+        lan.stopAll()
         hub.stop(reason: "shutting down")
         try? await Task.sleep(for: .milliseconds(100))  // let close records flush
         for s in servers { try? await s.close() }
         unlink(controlPath)
         try? await group.shutdownGracefully()
+    }
+
+    private func runDialer(_ dialer: Dialer, group: EventLoopGroup) async {
+        await dialer.run(group: group, hub: hub, connect: { [self] address, established, closed in
+            try await dial(address, group: group, established: established, closed: closed)
+        }, logger: logger)
+    }
+
+    /// Advertises our listener (when there is one) and browses for peers.
+    private func startDiscovery(_ lan: LanPeers) -> Discovery {
+        hub.discoveryState.value = (true, nil)
+        let advertisement = boundAddress.value.map { address in
+            ServiceAdvertisement(
+                name: configuration.serviceName ?? "\(device.certificate.name.prefix(40)) (\(device.device.short))",
+                port: address.port,
+                txt: PeerlogService.txt(device: device.device.string, identity: device.identity.string, network: configuration.channel.networkID)
+            )
+        }
+        let hub = hub
+        let discovery = Discovery(advertise: advertisement, browse: true) { event in
+            switch event {
+            case .unavailable(let why): hub.discoveryState.value = (true, why)
+            case .registered: hub.discoveryState.value = (true, nil)
+            default: break
+            }
+            lan.handle(event)
+        }
+        discovery.start()
+        return discovery
     }
 
     private func makeHandler(outbound: Bool, established: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, closed: @escaping @Sendable (String) -> Void = { _ in }) -> PeerHandler {

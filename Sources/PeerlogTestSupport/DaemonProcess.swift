@@ -4,21 +4,32 @@ import Foundation
 /// with SIGTERM (SIGKILL after a time limit) and never left running.
 public final class DaemonProcess: @unchecked Sendable {
     public let home: String
+    public let host: String
     public private(set) var port = 0
     public private(set) var device = ""
     private let process = Process()
     private let outPath: String
     private let errPath: String
 
-    /// Starts the daemon and waits (up to `timeout`) for its "listening on" line.
-    public init(home: String, listenPort: Int = 0, arguments: [String] = [], timeout: TimeInterval = 30) throws {
+    /// Starts the daemon and waits (up to `timeout`) for its "listening on" line. `launcher`
+    /// runs it through another program (e.g. `tools/lan.sh exec K --` for a namespace host).
+    /// `discovery` stays off unless asked for: mDNS may only run inside namespaces the tests
+    /// create (tools/lan.sh), never on the machine's real interfaces.
+    public init(home: String, listenPort: Int = 0, listenHost: String = "127.0.0.1", arguments: [String] = [], launcher: [String] = [], discovery: Bool = false, timeout: TimeInterval = 30) throws {
         self.home = home
+        self.host = listenHost
         outPath = home + "/daemon.stdout"
         errPath = home + "/daemon.stderr"
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
-        process.arguments = ["daemon", "--home", home, "--listen", "127.0.0.1:\(listenPort)"] + arguments
+        let command = ["daemon", "--home", home, "--listen", "\(listenHost):\(listenPort)"] + (discovery ? [] : ["--no-discovery"]) + arguments
+        if let first = launcher.first {
+            process.executableURL = URL(fileURLWithPath: first)
+            process.arguments = Array(launcher.dropFirst()) + [TestSupport.peerlogBinary] + command
+        } else {
+            process.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
+            process.arguments = command
+        }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         process.standardInput = FileHandle.nullDevice
@@ -26,7 +37,7 @@ public final class DaemonProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let out = stdout
-            if let range = out.range(of: "listening on 127.0.0.1:") {
+            if let range = out.range(of: "listening on \(listenHost):") {
                 let rest = out[range.upperBound...].prefix { $0.isNumber }
                 port = Int(rest) ?? 0
                 if let d = out.range(of: "device ") { device = String(out[d.upperBound...].prefix { !$0.isWhitespace }) }
@@ -43,7 +54,7 @@ public final class DaemonProcess: @unchecked Sendable {
         }
     }
 
-    public var address: String { "127.0.0.1:\(port)" }
+    public var address: String { "\(host):\(port)" }
     public var stdout: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
     public var stderr: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
     public var isRunning: Bool { process.isRunning }
@@ -96,5 +107,40 @@ extension TestSupport {
             usleep(50_000)
         }
         return try condition()
+    }
+}
+
+extension TestSupport {
+    /// Runs a command with posix_spawn and waitpid. For scripts that leave daemons behind
+    /// (tools/lan.sh): Foundation's `Process` was seen never to notice such a script's exit
+    /// (it kept waiting while the script sat as a zombie), so this one reaps the pid itself.
+    public static func spawnAndWait(_ arguments: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, dir + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, dir + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var pid: pid_t = 0
+        let rc = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
+        guard rc == 0 else { throw ProcessError(description: "cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                throw ProcessError(description: "\(arguments) timed out after \(timeout) s")
+            }
+            usleep(10_000)
+        }
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return ProcessResult(status: code,
+                             stdout: (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? "",
+                             stderr: (try? String(contentsOfFile: dir + "/err", encoding: .utf8)) ?? "")
     }
 }

@@ -1,0 +1,135 @@
+import Logging
+import PeerlogDiscovery
+import PeerlogModel
+
+/// Peers found by DNS-SD: one entry per device (several services or addresses of the same
+/// device merge), a dialer for each that may be let in on both sides, stopped when the
+/// device's last service goes away.
+final class LanPeers: @unchecked Sendable {
+    struct Entry {
+        var device: DeviceID
+        var identity: IdentityID?
+        var services: [String: DiscoveredService] = [:]
+        var dialer: Dialer?
+        var task: Task<Void, Never>?
+        var note: String?
+    }
+
+    private let local: LocalDevice
+    private let network: String
+    private let hub: NodeHub
+    private let logger: Logger
+    private let startDialer: @Sendable (Dialer) -> Task<Void, Never>
+    private let lock = LockedValue<[DeviceID: Entry]>([:])
+    private let unavailableReported = LockedValue(false)
+    let availability = LockedValue<String?>(nil)
+
+    init(local: LocalDevice, network: String, hub: NodeHub, logger: Logger, startDialer: @escaping @Sendable (Dialer) -> Task<Void, Never>) {
+        self.local = local
+        self.network = network
+        self.hub = hub
+        self.logger = logger
+        self.startDialer = startDialer
+    }
+
+    func handle(_ event: DiscoveryEvent) {
+        switch event {
+        case .registered(let name):
+            availability.value = nil
+            unavailableReported.value = false
+            logger.info("advertising on the LAN as \"\(name)\" (\(PeerlogService.type))")
+        case .unavailable(let why):
+            availability.value = why
+            // Said once per outage: static peers keep working without it.
+            if !unavailableReported.value {
+                unavailableReported.value = true
+                logger.warning("LAN discovery is unavailable: \(why); static peers still work")
+            }
+        case .found(let service):
+            found(service)
+        case .lost(let name):
+            lost(name)
+        }
+    }
+
+    private func found(_ service: DiscoveredService) {
+        guard let devText = service.txt["dev"], let device = try? DeviceID(string: devText) else {
+            logger.debug("ignoring service \"\(service.name)\": no valid dev key in its TXT record")
+            return
+        }
+        guard device != local.device else { return }  // ourselves
+        guard (service.txt["net"] ?? "") == network else {
+            logger.debug("ignoring \(device.short): network id \"\(service.txt["net"] ?? "")\" is not ours")
+            return
+        }
+        let identity = service.txt["id"].flatMap { try? IdentityID(string: $0) }
+        guard let address = service.addresses.first, (1...65535).contains(service.port) else { return }
+        let target = PeerAddress(host: address, port: service.port)
+        var toStart: Dialer?
+        var toCancel: Task<Void, Never>?
+        lock.mutate { entries in
+            var e = entries[device] ?? Entry(device: device, identity: identity)
+            e.services[service.name] = service
+            e.identity = identity ?? e.identity
+            let mayConnect = identity.map { hub.mayConnect(identity: $0) } ?? false
+            e.note = mayConnect ? nil : "not connecting: identity \(identity?.description ?? "unknown") shares no group with us"
+            if mayConnect, e.dialer?.address != target {
+                toCancel = e.task
+                let dialer = Dialer(address: target, source: "mdns", expectedDevice: device)
+                e.dialer = dialer
+                toStart = dialer
+            }
+            entries[device] = e
+        }
+        toCancel?.cancel()
+        if let dialer = toStart {
+            logger.info("found \(device.short) on the LAN at \(target)")
+            let task = startDialer(dialer)
+            lock.mutate { $0[device]?.task = task }
+        }
+    }
+
+    private func lost(_ name: String) {
+        var cancel: [Task<Void, Never>] = []
+        lock.mutate { entries in
+            for (device, var e) in entries where e.services[name] != nil {
+                e.services[name] = nil
+                if e.services.isEmpty {
+                    if let t = e.task { cancel.append(t) }
+                    entries[device] = nil
+                } else {
+                    entries[device] = e
+                }
+            }
+        }
+        for t in cancel { t.cancel() }
+    }
+
+    /// Membership changed: devices we skipped may be let in now.
+    func recheck() {
+        let services = lock.value.values.flatMap(\.services.values)
+        for s in services { found(s) }
+    }
+
+    func stopAll() {
+        let tasks = lock.mutate { entries -> [Task<Void, Never>] in
+            let t = entries.values.compactMap(\.task)
+            entries = [:]
+            return t
+        }
+        for t in tasks { t.cancel() }
+    }
+
+    /// One row per discovered device, for `status` and `peers`.
+    var status: [PeerStatus] {
+        lock.value.values.sorted { $0.device.string < $1.device.string }.map { e in
+            if let d = e.dialer {
+                var s = d.status
+                s.device = e.device.string
+                return s
+            }
+            let address = e.services.values.first.map { "\($0.addresses.first ?? $0.host):\($0.port)" } ?? "?"
+            return PeerStatus(address: address, state: "discovered", direction: "outbound", source: "mdns", device: e.device.string, lastError: e.note)
+        }
+    }
+}
