@@ -1,71 +1,121 @@
 #!/usr/bin/env bash
-# The main job, for now: a scripted walk-through of the peerlog CLI with two people, Alice and Bob.
+# The main job: three nodes sync a group, one is cut off while everyone writes, they find each
+# other again and converge. As root: three network namespaces with mDNS discovery (tools/lan.sh;
+# multicast never leaves them). Otherwise: three processes on loopback with static peers.
+# Finishes by itself in well under a minute and leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh >/dev/null
 peerlog=$(swift build --show-bin-path)/peerlog
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+declare -A pid=()
+# PEERLOG_DEMO_MODE=loopback forces the loopback variant.
+mode=loopback
+[ "${PEERLOG_DEMO_MODE:-auto}" = auto ] && bash tools/lan.sh check >/dev/null 2>&1 && mode=namespaces
+
+cleanup() {
+  for k in "${!pid[@]}"; do kill -TERM "${pid[$k]}" 2>/dev/null || true; done
+  for k in "${!pid[@]}"; do wait "${pid[$k]}" 2>/dev/null || true; done
+  [ "$mode" = namespaces ] && bash tools/lan.sh down --dir "$work/lan" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-run() { printf '$ %s\n' "$*" | sed "s|$peerlog|peerlog|; s|$work|\$WORK|g"; "$@"; }
+names=(_ ann ben cat)
+home() { echo "$work/${names[$1]}"; }
+addr() { if [ "$mode" = namespaces ]; then echo "10.77.0.$1:7300"; else echo "127.0.0.1:$((7400 + $1))"; fi; }
+pl() { "$peerlog" "$@"; }
 
-step "Alice and Bob each create an identity and a device (keys stay in their home directories)"
-run "$peerlog" init --home "$work/alice" --name alice-laptop
-run "$peerlog" init --home "$work/bob" --name bob-desktop
-alice=$("$peerlog" id --home "$work/alice" --json | sed -n 's/.*"identity": "\(b[a-z2-7]*\)".*/\1/p')
-bob=$("$peerlog" id --home "$work/bob" --json | sed -n 's/.*"identity": "\(b[a-z2-7]*\)".*/\1/p')
+# start K [extra daemon options]: host K's daemon, logging to $work/K.log.
+start() {
+  local k=$1; shift
+  if [ "$mode" = namespaces ]; then
+    bash tools/lan.sh exec "$k" -- "$peerlog" daemon --home "$(home "$k")" --listen "$(addr "$k")" "$@" >"$work/$k.out" 2>>"$work/$k.log" &
+  else
+    local peers=()
+    for j in 1 2 3; do [ "$j" -lt "$k" ] && peers+=(--peer "$(addr "$j")"); done
+    "$peerlog" daemon --home "$(home "$k")" --listen "$(addr "$k")" --no-discovery "${peers[@]}" "$@" >"$work/$k.out" 2>>"$work/$k.log" &
+  fi
+  pid[$k]=$!
+  for _ in $(seq 100); do grep -q "listening on" "$work/$k.out" 2>/dev/null && return; sleep 0.1; done
+  echo "demo: ${names[$k]}'s daemon did not start:" >&2; cat "$work/$k.log" >&2; exit 1
+}
+stop() { kill -TERM "${pid[$1]}"; wait "${pid[$1]}" 2>/dev/null || true; unset "pid[$1]"; }
 
-step "Alice's id and device certificate"
-run "$peerlog" id --home "$work/alice"
-run ls -l "$work/alice"
+# wait_for SECONDS DESCRIPTION COMMAND...: polls every 0.25 s.
+wait_for() {
+  local limit=$1 what=$2; shift 2
+  local start=$SECONDS
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS - start > limit)); then
+      echo "demo: gave up waiting for $what after ${limit}s; the daemons' last log lines:" >&2
+      for k in 1 2 3; do tail -3 "$work/$k.log" 2>/dev/null | sed "s/^/  ${names[$k]}: /" >&2; done
+      exit 1
+    fi
+    sleep 0.25
+  done
+  echo "   ($what: $((SECONDS - start)) s)"
+}
+hashes() { pl state-hash --home "$(home "$1")" "$group" | tr '\n' ' '; }
+converged() {
+  local h1 h2 h3; h1=$(hashes 1); h2=$(hashes 2); h3=$(hashes 3)
+  [ "$h1" = "$h2" ] && [ "$h2" = "$h3" ] && ! pl log --home "$(home 1)" "$group" --json | grep -q '"tentative"'
+}
+invited() { pl invites --home "$(home "$1")" | grep -q "$group"; }
 
-step "They compare safety numbers in person: both sides print the same digits"
-run "$peerlog" safety-number --home "$work/alice" "$bob"
-run "$peerlog" safety-number --home "$work/bob" "$alice"
+if [ "$mode" = namespaces ]; then
+  step "Mode: three network namespaces on one bridge, each with its own avahi; daemons get no addresses"
+  bash tools/lan.sh up 3 --dir "$work/lan"
+else
+  step "Mode: three processes on loopback with static peers (run as root for namespaces with mDNS discovery)"
+fi
 
-step "Alice signs a receipt; its id is the CID of the exact signed bytes"
-run "$peerlog" receipt create --home "$work/alice" --type app.note --body '{"text": "hello from Alice", "tags": ["demo"]}' --out "$work/note.receipt"
-run "$peerlog" inspect "$work/note.receipt" --diag
+step "Ann, Ben and Cat create identities; Ann creates a group and invites the others"
+for k in 1 2 3; do pl init --home "$(home "$k")" --name "${names[$k]}-laptop" >/dev/null; done
+ident() { pl id --home "$(home "$1")" --json | sed -n 's/.*"identity" : "\(b[a-z2-7]*\)".*/\1/p;s/.*"identity": "\(b[a-z2-7]*\)".*/\1/p' | head -1; }
+ann=$(ident 1)
+group=$(pl group create --home "$(home 1)" demo --json | sed -n 's/.*"id" *: *"\(b[a-z2-7]*\)".*/\1/p' | head -1)
+for k in 2 3; do pl group add --home "$(home 1)" "$group" "$(ident "$k")"; done
 
-step "Flip one bit of the signature: inspect says INVALID and exits with status 2"
-cp "$work/note.receipt" "$work/tampered.receipt"
-# The container starts a3 63 "sig" 58 40: the receipt signature begins at byte 7.
-offset=17
-byte=$(od -An -tu1 -j $offset -N1 "$work/tampered.receipt" | tr -d ' ')
-printf "$(printf '\\%03o' $((byte ^ 1)))" | dd of="$work/tampered.receipt" bs=1 seek=$offset conv=notrunc status=none
-set +e; run "$peerlog" inspect "$work/tampered.receipt"; status=$?; set -e
-echo "exit status: $status"
+step "Daemons start; Ben and Cat pair with Ann (--allow) since they hold no group with her yet"
+start 1
+start 2 --allow "$ann"
+start 3 --allow "$ann"
+for k in 2 3; do wait_for 30 "${names[$k]} sees the invitation" invited "$k"; pl group accept --home "$(home "$k")" "$group"; done
+wait_for 30 "all three converge" converged
 
-step "Garbage gets one clear line, never a crash"
-printf '\xa1\x61' > "$work/garbage"
-set +e; run "$peerlog" inspect "$work/garbage"; set -e
+step "Cat is cut off; everyone writes (Cat's writes stay tentative: Ann's device orders the group)"
+stop 3
+[ "$mode" = namespaces ] && bash tools/lan.sh remove 3 >/dev/null
+for i in 1 2 3; do
+  pl put --home "$(home 1)" "$group" "ann-$i" "written by Ann while Cat was away" >/dev/null
+  pl put --home "$(home 2)" "$group" "ben-$i" "written by Ben while Cat was away" >/dev/null
+  pl put --home "$(home 3)" "$group" "cat-$i" "written by Cat offline" >/dev/null
+done
+pl put --home "$(home 2)" "$group" topic "Ben's topic" >/dev/null
+pl put --home "$(home 3)" "$group" topic "Cat's topic" >/dev/null
+pl log --home "$(home 3)" "$group" | tail -4
 
-step "Alice creates a group; her device is its sequencer, so her writes commit at once, offline"
-run "$peerlog" group create trip --home "$work/alice"
-run "$peerlog" put trip destination Lisbon --home "$work/alice"
-run "$peerlog" group add trip "$bob" --home "$work/alice"
+step "Cat comes back; the daemons find each other again and converge"
+[ "$mode" = namespaces ] && bash tools/lan.sh add 3 >/dev/null
+start 3
+wait_for 45 "convergence after the cut" converged
 
-step "No network yet: the group travels as a file. Bob imports it and sees his invitation"
-run "$peerlog" export trip "$work/trip-1.export" --home "$work/alice"
-run "$peerlog" import "$work/trip-1.export" --home "$work/bob"
-run "$peerlog" group show trip --home "$work/bob"
+step "State hashes, side by side (committed and tentative views)"
+printf '%-5s %-66s %s\n' node committed tentative
+for k in 1 2 3; do
+  read -r _ c _ t <<< "$(hashes "$k")"
+  printf '%-5s %-66s %s\n' "${names[$k]}" "$c" "$t"
+done
+echo
+echo "topic = $(pl get --home "$(home 3)" "$group" topic)   (last writer in the committed order wins everywhere)"
+pl status --home "$(home 2)" | sed -n '/^groups/,$p'
 
-step "Bob accepts and writes: tentative on his device until Alice's sequencer orders them"
-run "$peerlog" group accept trip --home "$work/bob"
-run "$peerlog" put trip hotel "Casa Azul" --home "$work/bob"
-run "$peerlog" log trip --home "$work/bob"
-
-step "Bob's receipts reach Alice, who commits them; her envelopes go back to Bob"
-run "$peerlog" export trip "$work/trip-2.export" --home "$work/bob"
-run "$peerlog" import "$work/trip-2.export" --home "$work/alice"
-run "$peerlog" export trip "$work/trip-3.export" --home "$work/alice"
-run "$peerlog" import "$work/trip-3.export" --home "$work/bob"
-run "$peerlog" log trip --committed --home "$work/bob"
-
-step "Both devices now hold the same state: equal hashes, committed and tentative"
-echo "alice:"; "$peerlog" state-hash trip --home "$work/alice"
-echo "bob:";   "$peerlog" state-hash trip --home "$work/bob"
-run "$peerlog" check --home "$work/bob"
-
-printf '\nDone. Next: docs/PROTOCOL.md (formats and rules, byte by byte), docs/ARCHITECTURE.md, peerlog --help.\n'
+step "Where to look next"
+cat <<TEXT
+  peerlog status / peers / log / state-hash   (README.md: The CLI)
+  docs/PROTOCOL.md §14-§15                     the secure channel and the sync protocol
+  bash tools/walkthrough.sh                    identities, signed receipts, groups carried as files
+  bash tools/test.sh                           everything, including the namespace LAN test
+TEXT

@@ -91,13 +91,15 @@ public final class PeerlogNode: Service, @unchecked Sendable {
             }
             tasks.addTask { try? await gracefulShutdown() }
             await tasks.next()  // graceful shutdown (or cancellation) ends the node
+            // Close connections before waiting for the dialers: a dialer waits for its
+            // connection to end, and that wait is not cancellable.
+            logger.info("shutting down")
+            discovery?.stop()
+            lan.stopAll()
+            hub.stop(reason: "shutting down")
             tasks.cancelAll()
         }
 
-        logger.info("shutting down")
-        discovery?.stop()
-        lan.stopAll()
-        hub.stop(reason: "shutting down")
         try? await Task.sleep(for: .milliseconds(100))  // let close records flush
         for s in servers { try? await s.close() }
         unlink(controlPath)

@@ -84,7 +84,9 @@ struct DaemonTests {
         let st = try status(b.home)
         guard case .array(let peers)? = st["peers"], let first = peers.first else { Issue.record("no peers in status: \(st)"); return }
         #expect(first["state"] == .string("connected"))
-        #expect(da!.stop() == 0 && db!.stop() == 0, "daemons did not exit cleanly")
+        // Bob has a connected static peer: SIGTERM must still end him promptly and cleanly.
+        #expect(db!.stop(grace: 5) == 0, "the dialing daemon did not exit cleanly on SIGTERM: \(db!.stderr)")
+        #expect(da!.stop(grace: 5) == 0, "daemons did not exit cleanly")
     }
 }
 
