@@ -144,3 +144,13 @@ extension TestSupport {
                              stderr: (try? String(contentsOfFile: dir + "/err", encoding: .utf8)) ?? "")
     }
 }
+
+extension TestSupport {
+    /// Runs the built `peerlog`; throws with its stderr unless it exits 0. Returns stdout.
+    @discardableResult
+    public static func peerlogOK(_ arguments: [String]) throws -> String {
+        let r = try peerlog(arguments)
+        guard r.status == 0 else { throw ProcessError(description: "peerlog \(arguments.joined(separator: " ")): \(r.stderr)") }
+        return r.stdout
+    }
+}

@@ -9,11 +9,8 @@ struct DaemonInteropTests {
     let dir: String
     init() throws { dir = try TestSupport.temporaryDirectory() }
 
-    func ok(_ args: [String]) throws -> String {
-        let r = try TestSupport.peerlog(args)
-        guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args): \(r.stderr)") }
-        return r.stdout
-    }
+    @discardableResult
+    func ok(_ args: [String]) throws -> String { try TestSupport.peerlogOK(args) }
 
     @Test func pythonPeerHandshakesRequestsARangeAndVerifiesReceipts() throws {
         let home = dir + "/alice"

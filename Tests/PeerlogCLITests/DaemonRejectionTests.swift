@@ -10,11 +10,8 @@ struct DaemonRejectionTests {
     let dir: String
     init() throws { dir = try TestSupport.temporaryDirectory() }
 
-    func ok(_ args: [String]) throws -> String {
-        let r = try TestSupport.peerlog(args)
-        guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args): \(r.stderr)") }
-        return r.stdout
-    }
+    @discardableResult
+    func ok(_ args: [String]) throws -> String { try TestSupport.peerlogOK(args) }
 
     func hostile(_ mode: String, _ daemon: DaemonProcess) throws -> JSON {
         let r = try TestSupport.run(TestSupport.python, [TestSupport.repoRoot + "/tools/interop/hostile_peer.py", mode, "127.0.0.1", String(daemon.port), "--seed", "0d"], timeout: 90)

@@ -81,6 +81,11 @@ struct DaemonTests {
         #expect(try ok("get", "--home", b.home, group, "a19", "--committed") == "19\n")
         #expect(try ok("get", "--home", a.home, group, "b19", "--committed") == "19\n")
 
+        // --watch without a terminal: one plain line per group and update, bounded by --count.
+        let watch = try ok("status", "--home", b.home, "--watch", "--count", "2", "--interval", "0.2")
+        let lines = watch.split(separator: "\n").filter { $0.contains(group) }
+        #expect(lines.count == 2 && lines.allSatisfy { $0.contains("in sync") }, "\(watch)")
+
         let st = try status(b.home)
         guard case .array(let peers)? = st["peers"], let first = peers.first else { Issue.record("no peers in status: \(st)"); return }
         #expect(first["state"] == .string("connected"))

@@ -35,11 +35,7 @@ final class LanTests {
     }
 
     @discardableResult
-    func ok(_ args: String...) throws -> String {
-        let r = try TestSupport.peerlog(args)
-        guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args): \(r.stderr)") }
-        return r.stdout
-    }
+    func ok(_ args: String...) throws -> String { try TestSupport.peerlogOK(args) }
 
     func person(_ name: String) throws -> (home: String, identity: String) {
         let home = dir + "/" + name
