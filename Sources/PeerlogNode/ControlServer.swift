@@ -17,7 +17,7 @@ final class ControlHandler: ChannelInboundHandler {
         var buffer = unwrapInboundIn(data)
         request += buffer.readBytes(length: buffer.readableBytes) ?? []
         if request.count > Self.maxRequestBytes {
-            reply(context, ControlReply.error("request longer than \(Self.maxRequestBytes) bytes"))
+            Self.write(context, ControlReply.error("request longer than \(Self.maxRequestBytes) bytes"))
             return
         }
         guard let newline = request.firstIndex(of: UInt8(ascii: "\n")) else { return }
@@ -29,8 +29,6 @@ final class ControlHandler: ChannelInboundHandler {
             eventLoop.execute { ControlHandler.write(loopBound.value, bytes) }
         }
     }
-
-    private func reply(_ context: ChannelHandlerContext, _ bytes: [UInt8]) { Self.write(context, bytes) }
 
     private static func write(_ context: ChannelHandlerContext, _ bytes: [UInt8]) {
         let socket = context.channel

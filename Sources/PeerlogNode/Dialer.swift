@@ -30,7 +30,7 @@ final class Dialer: Sendable {
     }
 
     /// Runs until cancelled.
-    func run(group: EventLoopGroup, hub: NodeHub, connect: @escaping @Sendable (PeerAddress, @escaping @Sendable (DeviceCertificate) -> Void, @escaping @Sendable (String) -> Void) async throws -> Channel, logger: Logger) async {
+    func run(hub: NodeHub, connect: @escaping @Sendable (PeerAddress, @escaping @Sendable (DeviceCertificate) -> Void, @escaping @Sendable (String) -> Void) async throws -> Channel, logger: Logger) async {
         var backoff = Backoff()
         while !Task.isCancelled {
             if let known = device.value, hub.isConnected(device: known) {

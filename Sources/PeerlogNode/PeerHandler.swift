@@ -6,7 +6,7 @@ import PeerlogModel
 /// The thin NIO layer around one `SecureChannel`: bytes in, actions out. Runs on its
 /// channel's event loop; decrypted messages go to the hub, and everything decrypted in or
 /// out passes `tapped(_:_:)`, the one point capture tools hook into.
-final class PeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class PeerHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer

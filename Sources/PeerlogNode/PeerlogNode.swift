@@ -107,7 +107,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
     }
 
     private func runDialer(_ dialer: Dialer, group: EventLoopGroup) async {
-        await dialer.run(group: group, hub: hub, connect: { [self] address, established, closed in
+        await dialer.run(hub: hub, connect: { [self] address, established, closed in
             try await dial(address, group: group, established: established, closed: closed)
         }, logger: logger)
     }

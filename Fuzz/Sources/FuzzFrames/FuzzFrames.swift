@@ -5,10 +5,7 @@ import PeerlogFuzzHarness
 public func fuzzFramesMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     var count = argc
     var arguments = argv
-    return LLVMFuzzerRunDriver(&count, &arguments) { data, size in
-        FuzzHarness.frames(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
-        return 0
-    }
+    return LLVMFuzzerRunDriver(&count, &arguments, framesTestOneInput)
 }
 
 /// libFuzzer's main (linked whole) references this; it is also the per-input entry point.
