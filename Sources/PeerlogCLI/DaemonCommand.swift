@@ -41,6 +41,15 @@ struct Daemon: AsyncParsableCommand {
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: String?
 
+    @Option(help: ArgumentHelp("Record every decrypted message in and out to this pcapng file (docs/TOOLS.md).", valueName: "file"))
+    var capture: String?
+
+    @Option(help: ArgumentHelp("With --capture: start FILE.1, FILE.2, … when a file reaches this size.", valueName: "bytes"))
+    var captureMaxBytes: Int?
+
+    @Flag(help: "With --capture: leave receipt bodies out of the capture.")
+    var captureOmitBodies = false
+
     func run() async throws {
         var settings = NodeConfiguration()
         let defaultConfig = home.path + "/daemon.conf"
@@ -64,6 +73,12 @@ struct Daemon: AsyncParsableCommand {
         let node: PeerlogNode
         do { node = try PeerlogNode(home: home.path, configuration: settings, logger: logger) } catch {
             throw CLIError("cannot open the node in \(home.path): \(error) (run `peerlog init` first?)")
+        }
+        if let capture {
+            printError(captureWarning)
+            do { try node.startCapture(path: absolutePath(capture), options: .init(maxBytes: captureMaxBytes, omitBodies: captureOmitBodies)) } catch {
+                throw CLIError("cannot capture to \(capture): \(error)")
+            }
         }
         node.onListening = { address in
             // One parseable line on stdout: scripts and tests wait for it.

@@ -51,12 +51,16 @@ public enum ControlClient {
     }
 
     public static func status(socketPath: String) throws -> NodeStatus {
-        let reply = try request("status", socketPath: socketPath)
+        try decode(NodeStatus.self, request("status", socketPath: socketPath))
+    }
+
+    /// A reply document as `T`, or the daemon's `{"error": …}` as a thrown error.
+    public static func decode<T: Decodable>(_ type: T.Type, _ reply: [UInt8]) throws -> T {
         if let error = try? JSONDecoder().decode([String: String].self, from: Data(reply)), let message = error["error"] {
             throw NodeError.controlSocket(message)
         }
-        do { return try JSONDecoder().decode(NodeStatus.self, from: Data(reply)) } catch {
-            throw NodeError.controlSocket("unreadable status reply: \(error)")
+        do { return try JSONDecoder().decode(T.self, from: Data(reply)) } catch {
+            throw NodeError.controlSocket("unreadable reply: \(error)")
         }
     }
 }

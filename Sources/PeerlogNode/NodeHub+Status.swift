@@ -14,8 +14,10 @@ extension NodeHub {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
                 reply((try? encoder.encode(buildStatus())).map { Array($0) } ?? ControlReply.error("cannot encode status"))
+            case _ where line.hasPrefix("capture "):
+                reply(answerCapture(String(line.dropFirst("capture ".count))))
             default:
-                reply(ControlReply.error("unknown request \"\(line.prefix(64))\" (known: status, ping)"))
+                reply(ControlReply.error("unknown request \"\(line.prefix(64))\" (known: status, ping, capture start, capture stop)"))
             }
         }
     }
@@ -55,7 +57,32 @@ extension NodeHub {
             device: device.device.string, identity: device.identity.string, name: device.certificate.name,
             listening: listening.value, peers: peers, groups: groups,
             recentlyClosed: recentCloses().map { ClosedStatus(device: $0.peer?.string, address: $0.remote, reason: $0.reason, at: $0.at) },
-            discoveryUnavailable: discoveryState.value.unavailable, discovery: discoveryState.value.enabled
+            discoveryUnavailable: discoveryState.value.unavailable, discovery: discoveryState.value.enabled,
+            capture: capture.status
         )
+    }
+
+    /// `start omit-bodies=0|1 max-bytes=N PATH` (N = 0: no rotation; PATH absolute, rest of
+    /// the line) or `stop`. Replies with the capture's status or an error.
+    private func answerCapture(_ request: String) -> [UInt8] {
+        let words = request.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: true).map(String.init)
+        do {
+            switch words.first {
+            case "stop":
+                guard let stopped = capture.stop() else { return ControlReply.error("no capture is running") }
+                return try Array(JSONEncoder().encode(stopped))
+            case "start":
+                guard words.count == 4, words[1].hasPrefix("omit-bodies="), words[2].hasPrefix("max-bytes="),
+                      let max = Int(words[2].dropFirst("max-bytes=".count)), words[3].hasPrefix("/") else {
+                    return ControlReply.error("usage: capture start omit-bodies=0|1 max-bytes=N /absolute/path")
+                }
+                try capture.start(path: words[3], options: .init(maxBytes: max == 0 ? nil : max, omitBodies: words[1] == "omit-bodies=1"))
+                return try Array(JSONEncoder().encode(capture.status))
+            default:
+                return ControlReply.error("unknown capture request (known: capture start, capture stop)")
+            }
+        } catch {
+            return ControlReply.error("\(error)")
+        }
     }
 }

@@ -17,6 +17,8 @@ final class NodeHub: @unchecked Sendable {
     private let extraAllowed: Set<IdentityID>
     private let allowed: LockedValue<Set<IdentityID>>
 
+    /// Where tap records go when a capture runs.
+    let capture: CaptureControl
     /// Set by the node before it starts.
     let listening = LockedValue<String?>(nil)
     let dialerStatus = LockedValue<@Sendable () -> [PeerStatus]>({ [] })
@@ -43,6 +45,7 @@ final class NodeHub: @unchecked Sendable {
         self.replica = replica
         self.device = device
         self.logger = logger
+        self.capture = CaptureControl(logger: logger)
         self.extraAllowed = allow.union([device.identity])
         self.allowed = LockedValue(extraAllowed)
     }

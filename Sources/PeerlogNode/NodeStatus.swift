@@ -11,6 +11,8 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     /// Why LAN discovery is not running (nil when it runs or is turned off).
     public var discoveryUnavailable: String?
     public var discovery: Bool
+    /// The capture in progress, if any.
+    public var capture: CaptureStatus?
 }
 
 public struct PeerStatus: Codable, Sendable, Equatable {

@@ -103,9 +103,11 @@ final class PeerHandler: ChannelDuplexHandler {
         perform(channel.close(reason: reason))
     }
 
-    private func tapped(_ direction: TapRecord.Direction, _ message: [UInt8]) {
-        guard let tap, let peer = channel.peerCertificate?.device else { return }
-        tap(TapRecord(time: WallClock.nowMillis(), direction: direction, connection: id, local: hub.device.device, peer: peer, message: message))
+    private func tapped(_ direction: TapRecord.Direction, _ message: [UInt8], kind: TapRecord.Kind = .message) {
+        guard let peer = channel.peerCertificate?.device else { return }
+        let record = TapRecord(time: WallClock.nowMillis(), kind: kind, direction: direction, connection: id, local: hub.device.device, peer: peer, message: message)
+        tap?(record)
+        hub.capture.tapped(record)
     }
 
     private func perform(_ actions: [ChannelAction]) {
@@ -118,6 +120,7 @@ final class PeerHandler: ChannelDuplexHandler {
                 wrote = true
             case .established(let certificate):
                 timeout?.cancel()
+                tapped(outbound ? .outbound : .inbound, certificate.encoded, kind: .opened)
                 onEstablished(certificate)
                 let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
                 let eventLoop = context.eventLoop
@@ -141,6 +144,7 @@ final class PeerHandler: ChannelDuplexHandler {
                 case .local, .remote: logger.info("connection \(id) to \(who) closed: \(reason)")
                 default: logger.warning("connection \(id) to \(who) closed: \(reason)")
                 }
+                tapped(.inbound, Array("\(reason)".utf8), kind: .closed)
                 hub.closed(id, peer: channel.peerCertificate?.device, remote: remote, reason: "\(reason)")
                 onClosed("\(reason)")
                 let socket = context.channel

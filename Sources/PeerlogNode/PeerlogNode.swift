@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import PeerlogCapture
 import PeerlogChannel
 import PeerlogDiscovery
 import PeerlogEngine
@@ -35,6 +36,16 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         hub = NodeHub(replica: replica, device: device, allow: configuration.allow, logger: logger)
         dialers = configuration.peers.map { Dialer(address: $0) }
     }
+
+    /// Starts recording every decrypted message in and out to a pcapng file (docs/TOOLS.md),
+    /// replacing a capture in progress. The file holds decrypted traffic.
+    public func startCapture(path: String, options: CaptureWriter.Options) throws {
+        try hub.capture.start(path: path, options: options)
+    }
+
+    /// Stops the capture in progress; returns what it wrote, or nil if none ran.
+    @discardableResult
+    public func stopCapture() -> CaptureStatus? { hub.capture.stop() }
 
     /// The address the listener is bound to, once running.
     public var listeningAddress: PeerAddress? { boundAddress.value }
@@ -102,6 +113,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
 
         try? await Task.sleep(for: .milliseconds(100))  // let close records flush
         for s in servers { try? await s.close() }
+        hub.capture.stop()
         unlink(controlPath)
         try? await group.shutdownGracefully()
     }

@@ -1,0 +1,98 @@
+import PeerlogModel
+
+/// One record of a Peerlog capture: a decrypted protocol message, or a connection opening or
+/// closing. Stored as the packet data of a pcapng enhanced packet block whose interface has
+/// link type `CaptureRecord.linkType` (docs/PROTOCOL.md §17).
+public struct CaptureRecord: Hashable, Sendable {
+    /// LINKTYPE_USER0: pcapng's first link type reserved for private use.
+    public static let linkType: UInt16 = 147
+    public static let version: UInt8 = 1
+    /// version, kind, direction, flags, connection (8), local (32), peer (32).
+    public static let headerBytes = 76
+
+    public enum Kind: UInt8, Sendable, CaseIterable {
+        /// `data` is one application message (a sync message).
+        case message = 0
+        /// The connection was established; `data` is the peer's certificate container.
+        case opened = 1
+        /// The connection closed; `data` is the UTF-8 reason.
+        case closed = 2
+    }
+
+    public enum Direction: UInt8, Sendable {
+        /// Received from the peer (for `opened`: the peer dialed us).
+        case inbound = 0
+        /// Sent to the peer (for `opened`: we dialed).
+        case outbound = 1
+    }
+
+    /// Microseconds since the Unix epoch.
+    public var time: UInt64
+    public var kind: Kind
+    public var direction: Direction
+    /// Receipt bodies were left out of this record's message (`--capture-omit-bodies`).
+    public var bodiesOmitted: Bool
+    public var connection: UInt64
+    public var local: DeviceID
+    public var peer: DeviceID
+    public var data: [UInt8]
+
+    public init(time: UInt64, kind: Kind, direction: Direction, bodiesOmitted: Bool = false, connection: UInt64, local: DeviceID, peer: DeviceID, data: [UInt8]) {
+        self.time = time
+        self.kind = kind
+        self.direction = direction
+        self.bodiesOmitted = bodiesOmitted
+        self.connection = connection
+        self.local = local
+        self.peer = peer
+        self.data = data
+    }
+
+    /// The packet data: the 76-byte header, then `data`.
+    public var packet: [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(Self.headerBytes + data.count)
+        out += [Self.version, kind.rawValue, direction.rawValue, bodiesOmitted ? 1 : 0]
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: connection >> UInt64(shift))) }
+        out += local.bytes
+        out += peer.bytes
+        out += data
+        return out
+    }
+
+    /// Parses packet data; `offset` (of the packet in its file) only names where a problem is.
+    public init(packet: [UInt8], time: UInt64, offset: Int) throws {
+        guard packet.count >= Self.headerBytes else {
+            throw CaptureError(offset: offset, "peerlog record is \(packet.count) bytes, shorter than its \(Self.headerBytes)-byte header")
+        }
+        guard packet[0] == Self.version else { throw CaptureError(offset: offset, "peerlog record version \(packet[0]) is not supported (this reader knows \(Self.version))") }
+        guard let kind = Kind(rawValue: packet[1]) else { throw CaptureError(offset: offset + 1, "unknown peerlog record kind \(packet[1])") }
+        guard let direction = Direction(rawValue: packet[2]) else { throw CaptureError(offset: offset + 2, "unknown direction \(packet[2])") }
+        guard packet[3] & ~1 == 0 else { throw CaptureError(offset: offset + 3, "unknown flags 0x\(String(packet[3], radix: 16))") }
+        var connection: UInt64 = 0
+        for i in 4..<12 { connection = connection << 8 | UInt64(packet[i]) }
+        do {
+            local = try DeviceID(bytes: Array(packet[12..<44]))
+            peer = try DeviceID(bytes: Array(packet[44..<76]))
+        } catch {
+            throw CaptureError(offset: offset + 12, "bad device key: \(error)")
+        }
+        self.time = time
+        self.kind = kind
+        self.direction = direction
+        self.bodiesOmitted = packet[3] & 1 == 1
+        self.connection = connection
+        self.data = Array(packet[Self.headerBytes...])
+    }
+}
+
+/// A capture file problem, with the byte offset where it was found.
+public struct CaptureError: Error, CustomStringConvertible, Sendable {
+    public let offset: Int?
+    public let message: String
+    public init(offset: Int?, _ message: String) {
+        self.offset = offset
+        self.message = message
+    }
+    public var description: String { offset.map { "offset \($0): \(message)" } ?? message }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import PeerlogEngine
+import PeerlogModel
+import PeerlogSync
+
+/// `peerlog replay FILE --into HOME`: feeds one connection's recorded inbound messages into a
+/// fresh sync session and replica, in file order, with the replica's clock set to each
+/// record's time, so the same capture always yields the same state.
+public struct OfflineReplay {
+    public struct GroupResult: Sendable {
+        public let group: GroupID
+        public let committed: UInt64
+        public let tentative: UInt64
+        public let committedHash: [UInt8]
+        public let tentativeHash: [UInt8]
+    }
+
+    public struct Result: Sendable {
+        public let connection: UInt64
+        public let peer: DeviceID
+        public let messagesFed: Int
+        public let itemsFed: Int
+        /// Protocol errors the session reported (the original receiver may have seen the same).
+        public let sessionErrors: [String]
+        public let groups: [GroupResult]
+    }
+
+    /// Picks the connection: the one asked for, else the first with inbound batches.
+    public static func connection(in capture: CaptureFile, requested: UInt64?) throws -> UInt64 {
+        if let requested {
+            guard capture.connections.contains(requested) else {
+                throw CaptureError(offset: nil, "no connection \(requested) in the capture (it has \(capture.connections.map(String.init).joined(separator: ", ")))")
+            }
+            return requested
+        }
+        let batches: Set<String> = ["receipts", "envelopes", "commits"]
+        for c in capture.connections {
+            let inbound = capture.records.enumerated().filter { $0.element.connection == c && $0.element.kind == .message && $0.element.direction == .inbound }
+            if inbound.contains(where: { batches.contains(RecordView(index: $0.offset, record: $0.element).type) }) { return c }
+        }
+        throw CaptureError(offset: nil, "no connection in the capture received any receipts or envelopes")
+    }
+
+    /// The peer's certificate: from the `opened` record, else from a receipt it authored.
+    static func peerCertificate(_ capture: CaptureFile, connection: UInt64) throws -> DeviceCertificate {
+        let records = capture.records.filter { $0.connection == connection }
+        if let opened = records.first(where: { $0.kind == .opened }) { return try DeviceCertificate(encoded: opened.data) }
+        guard let peer = records.first?.peer else { throw CaptureError(offset: nil, "connection \(connection) has no records") }
+        for r in records where r.kind == .message {
+            if let m = try? SyncMessage.decode(r.data, limits: SyncLimits()) {
+                for bytes in Self.receiptItems(m) {
+                    if let receipt = try? Receipt(encoded: bytes), receipt.author == peer { return receipt.certificate }
+                }
+            }
+        }
+        throw CaptureError(offset: nil, "the capture started after connection \(connection) opened and holds no receipt by its peer \(peer): the peer's certificate is unknown, so its session cannot be replayed")
+    }
+
+    static func receiptItems(_ m: SyncMessage) -> [[UInt8]] {
+        switch m {
+        case .receipts(_, let items): items
+        case .commits(_, let receipts, _): receipts
+        default: []
+        }
+    }
+
+    public static func run(capture: CaptureFile, connection requested: UInt64?, into replica: Replica, device: LocalDevice, clock: ReplayClock) throws -> Result {
+        if capture.records.contains(where: \.bodiesOmitted) {
+            throw CaptureError(offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed")
+        }
+        let connection = try connection(in: capture, requested: requested)
+        let peer = try peerCertificate(capture, connection: connection)
+        let session = SyncSession(local: device, peer: peer, store: replica)
+        var errors = [String]()
+        var fed = 0
+        var items = 0
+        func handle(_ actions: [SyncAction]) {
+            for case .event(let e) in actions {
+                switch e {
+                case .protocolError(let why): errors.append(why)
+                case .peerError(let code, let message): errors.append("peer error \(code): \(message)")
+                case .ingested(_, let report): items += report.stored + report.duplicates + report.queued
+                default: break
+                }
+            }
+        }
+        if let first = capture.records.first(where: { $0.connection == connection }) { clock.set(first.time / 1000) }
+        handle(session.start())
+        for r in capture.records where r.connection == connection && r.kind == .message && r.direction == .inbound {
+            clock.set(r.time / 1000)
+            handle(session.receive(r.data))
+            fed += 1
+        }
+        var groups = [GroupResult]()
+        for g in try replica.groupIDs() {
+            let committed = try replica.vector(of: g).committed
+            let tentative = UInt64(try replica.log(of: g, view: .tentative).count) - committed
+            groups.append(GroupResult(group: g, committed: committed, tentative: tentative,
+                                      committedHash: try replica.stateHash(of: g, view: .committed),
+                                      tentativeHash: try replica.stateHash(of: g, view: .tentative)))
+        }
+        return Result(connection: connection, peer: peer.device, messagesFed: fed, itemsFed: items, sessionErrors: errors, groups: groups)
+    }
+}
+
+/// The replica's clock during a replay: the time of the record being fed.
+public final class ReplayClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var millis: UInt64 = 0
+    public init() {}
+    public func set(_ value: UInt64) { lock.lock(); millis = value; lock.unlock() }
+    public func now() -> UInt64 { lock.lock(); defer { lock.unlock() }; return millis }
+}

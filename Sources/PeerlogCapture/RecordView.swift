@@ -1,0 +1,151 @@
+import PeerlogEncoding
+import PeerlogModel
+
+/// One receipt or envelope inside a batch message, as `capture show` names it.
+public struct ItemView: Sendable {
+    public enum Kind: String, Sendable { case receipt, envelope }
+    public let kind: Kind
+    public let cid: CID?
+    /// receipt: type, author, counter (and `omitted` body size); envelope: seq, sequencer, term.
+    public let fields: [(String, String)]
+    public let problem: String?
+
+    public var summary: String {
+        if let problem { return "\(kind.rawValue) (\(problem))" }
+        let named = fields.map { "\($0.0)=\($0.1)" }.joined(separator: " ")
+        return "\(kind.rawValue) \(cid?.string ?? "?") \(named)"
+    }
+}
+
+/// A capture record decoded for people and scripts: message type, group, items.
+public struct RecordView: Sendable {
+    public let index: Int
+    public let record: CaptureRecord
+    /// The sync message type (`hello`, `receipts`, …), or `opened` / `closed`.
+    public let type: String
+    public let group: GroupID?
+    /// Short description of the other fields.
+    public let detail: String
+    public let items: [ItemView]
+    /// The message with its items and their payloads decoded (for `--verbose` and `--json`).
+    public let expanded: CBOR?
+    /// Why the message could not be decoded, if it could not.
+    public let problem: String?
+
+    public init(index: Int, record: CaptureRecord) {
+        self.index = index
+        self.record = record
+        switch record.kind {
+        case .opened:
+            type = "opened"
+            group = nil
+            items = []
+            expanded = Self.expand(container: record.data, payloadKey: "certificate")
+            problem = nil
+            let cert = try? DeviceCertificate(encoded: record.data)
+            detail = cert.map { "\(record.direction == .outbound ? "dialed" : "accepted") device \($0.device) \"\($0.name)\" identity \($0.identity)" } ?? "certificate does not parse"
+        case .closed:
+            type = "closed"
+            group = nil
+            items = []
+            expanded = .text(String(decoding: record.data, as: UTF8.self))
+            problem = nil
+            detail = String(decoding: record.data, as: UTF8.self)
+        case .message:
+            let decoded: CBOR
+            do { decoded = try CBORDecoder(mode: .lenient).decode(record.data) } catch {
+                type = "undecodable"; group = nil; items = []; expanded = nil
+                problem = "\(error)"; detail = "\(record.data.count) bytes: \(error)"
+                return
+            }
+            problem = nil
+            type = decoded["t"]?.textValue ?? "?"
+            group = decoded["group"]?.bytesValue.flatMap { try? GroupID(bytes: $0) }
+            var items = [ItemView]()
+            for key in ["items", "receipts", "envelopes"] {
+                let isEnvelope = key == "envelopes" || (key == "items" && type == "envelopes")
+                for item in decoded[key]?.arrayValue ?? [] {
+                    items.append(Self.item(item.bytesValue ?? [], envelope: isEnvelope, omitted: record.bodiesOmitted))
+                }
+            }
+            self.items = items
+            expanded = Self.expandMessage(decoded)
+            detail = Self.detail(decoded, type: type, items: items)
+        }
+    }
+
+    static func item(_ bytes: [UInt8], envelope: Bool, omitted: Bool) -> ItemView {
+        if envelope {
+            do {
+                let e = try Envelope(encoded: bytes)
+                return ItemView(kind: .envelope, cid: e.receipt, fields: [("seq", "\(e.seq)"), ("sequencer", e.sequencer.short), ("term", "\(e.term)")], problem: nil)
+            } catch { return ItemView(kind: .envelope, cid: nil, fields: [], problem: "\(error)") }
+        }
+        if omitted, let m = try? CBORDecoder.decodeStrict(bytes), let link = m["cid"], let cid = try? CID(cborLink: link) {
+            let author = m["author"]?.bytesValue.flatMap { try? DeviceID(bytes: $0) }
+            return ItemView(kind: .receipt, cid: cid, fields: [
+                ("type", m["type"]?.textValue ?? "?"), ("author", author?.short ?? "?"),
+                ("counter", "\(m["counter"]?.unsignedValue ?? 0)"), ("body", "omitted (\(m["omitted"]?.unsignedValue ?? 0) bytes)"),
+            ], problem: nil)
+        }
+        do {
+            let r = try Receipt(encoded: bytes)
+            return ItemView(kind: .receipt, cid: r.cid, fields: [("type", r.type), ("author", r.author.short), ("counter", "\(r.counter)")], problem: nil)
+        } catch { return ItemView(kind: .receipt, cid: nil, fields: [], problem: "\(error)") }
+    }
+
+    static func detail(_ m: CBOR, type: String, items: [ItemView]) -> String {
+        func u(_ k: String) -> String { m[k]?.unsignedValue.map(String.init) ?? "?" }
+        switch type {
+        case "hello":
+            let versions = (m["versions"]?.arrayValue ?? []).compactMap(\.unsignedValue).map(String.init).joined(separator: ",")
+            let caps = (m["capabilities"]?.arrayValue ?? []).compactMap(\.textValue).joined(separator: ",")
+            let groups = (m["groups"]?.arrayValue ?? []).compactMap { $0.bytesValue.flatMap { try? GroupID(bytes: $0) }?.string }
+            return "versions=[\(versions)] capabilities=[\(caps)] groups=[\(groups.joined(separator: ","))]"
+        case "vector":
+            return "committed=\(u("committed")) authors=\(m["authors"]?.arrayValue?.count ?? 0)"
+        case "receipts", "envelopes", "commits":
+            return "\(items.count) items"
+        case "request":
+            let author = m["author"]?.bytesValue.flatMap { try? DeviceID(bytes: $0) }
+            if let author { return "id=\(u("id")) author=\(author.short) from=\(u("from")) to=\(u("to"))" }
+            if m["after"] != nil { return "id=\(u("id")) after=\(u("after"))" }
+            if let cids = m["cids"]?.arrayValue { return "id=\(u("id")) cids=\(cids.count)" }
+            return "id=\(u("id")) from=\(u("from")) to=\(u("to"))"
+        case "credit": return "n=\(u("n"))"
+        case "done": return "id=\(u("id"))"
+        case "error": return "code=\(m["code"]?.textValue ?? "?") message=\(m["message"]?.textValue ?? "?")"
+        default: return ""
+        }
+    }
+
+    /// Decodes item containers in batch arrays, and the payloads inside them, for display.
+    static func expandMessage(_ m: CBOR) -> CBOR {
+        guard case .map(var map) = m else { return m }
+        for key in ["items", "receipts", "envelopes"] {
+            guard let items = map[.text(key)]?.arrayValue else { continue }
+            map[.text(key)] = .array(items.map { item in
+                guard let bytes = item.bytesValue else { return item }
+                for payloadKey in ["receipt", "envelope"] {
+                    if let c = expand(container: bytes, payloadKey: payloadKey) { return c }
+                }
+                return (try? CBORDecoder(mode: .lenient).decode(bytes)) ?? item
+            })
+        }
+        return .map(map)
+    }
+
+    /// A signed container with its payload (and a nested certificate's) decoded, or nil.
+    static func expand(container bytes: [UInt8], payloadKey: String) -> CBOR? {
+        guard case .map(var map)? = try? CBORDecoder(mode: .lenient).decode(bytes),
+              let payload = map[.text(payloadKey)]?.bytesValue,
+              let decoded = try? CBORDecoder(mode: .lenient).decode(payload) else { return nil }
+        map[.text(payloadKey)] = decoded
+        if let cert = map[.text("certificate")]?.mapValue, let p = cert[.text("certificate")]?.bytesValue, let d = try? CBORDecoder(mode: .lenient).decode(p) {
+            var c = cert
+            c[.text("certificate")] = d
+            map[.text("certificate")] = .map(c)
+        }
+        return .map(map)
+    }
+}
