@@ -68,6 +68,11 @@ extension SecureChannel {
         sendCipher = send
         receiveCipher = receive
         handshakeHash = handshake.handshakeHash
+        if let e = handshake.initiatorEphemeralKey, let s = send.exportKeyForKeyLog(), let r = receive.exportKeyForKeyLog() {
+            transportKeys = TransportKeys(initiatorEphemeral: e.rawRepresentation,
+                                          initiatorToResponder: role == .initiator ? s : r,
+                                          responderToInitiator: role == .initiator ? r : s)
+        }
     }
 
     private mutating func finish(_ certificate: DeviceCertificate) -> [ChannelAction] {

@@ -25,6 +25,8 @@ public struct SecureChannel: Sendable {
     /// The Noise handshake hash, once established (for tests and key logs).
     public internal(set) var handshakeHash: [UInt8]?
     public internal(set) var statistics = ChannelStatistics()
+    /// The transport keys at nonce 0, once established: only for opt-in key logs.
+    public internal(set) var transportKeys: TransportKeys?
 
     public init(role: ChannelRole, device: LocalDevice, configuration: ChannelConfiguration = .init(),
                 authorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision, ephemeral: X25519.PrivateKey? = nil) {

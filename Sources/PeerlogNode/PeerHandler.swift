@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import PeerlogCapture
 import PeerlogChannel
 import PeerlogModel
 
@@ -121,6 +122,11 @@ final class PeerHandler: ChannelDuplexHandler {
             case .established(let certificate):
                 timeout?.cancel()
                 tapped(outbound ? .outbound : .inbound, certificate.encoded, kind: .opened)
+                if KeyLogFile.path != nil, let keys = channel.transportKeys {
+                    let me = hub.device.device
+                    let entry = KeyLogEntry(keys: keys, initiator: outbound ? me : certificate.device, responder: outbound ? certificate.device : me)
+                    if let problem = KeyLogFile.append(entry) { logger.warning("\(problem)") }
+                }
                 onEstablished(certificate)
                 let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
                 let eventLoop = context.eventLoop

@@ -55,6 +55,9 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         if ControlClient.isAnswering(socketPath: controlPath) { throw NodeError.alreadyRunning(controlPath) }
         unlink(controlPath)  // a stale socket of a daemon that was killed
 
+        if let keyLog = KeyLogFile.path {
+            logger.warning("\(KeyLogEntry.environmentVariable) is set: writing every connection's transport keys to \(keyLog); anyone with that file can decrypt captured traffic")
+        }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var servers: [Channel] = []
         do {

@@ -27,6 +27,10 @@ public struct NoiseCipherState: Sendable {
 
     var hasKey: Bool { key != nil }
 
+    /// A copy of the key, for opt-in key logs only (`PEERLOG_KEYLOGFILE`): anyone holding it
+    /// can read the traffic.
+    public func exportKeyForKeyLog() -> [UInt8]? { key?.copyBytes() }
+
     public mutating func encrypt(ad: [UInt8] = [], _ plaintext: [UInt8]) throws -> [UInt8] {
         guard let key else {
             guard plaintext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }

@@ -45,6 +45,9 @@ public struct NoiseHandshake: Sendable {
     /// h: after the last handshake message, the channel binding value of spec §11.2.
     public var handshakeHash: [UInt8] { symmetric.h }
     public var remoteStaticKey: X25519.PublicKey? { rs }
+    /// The initiator's ephemeral public key once sent or received: it is in clear text on the
+    /// wire, so a key log can use it to name the connection.
+    public var initiatorEphemeralKey: X25519.PublicKey? { initiator ? e?.publicKey : re }
     /// True when the next handshake message is ours to write.
     public var isMyTurn: Bool { !isComplete && (index % 2 == 0) == initiator }
 
