@@ -28,7 +28,10 @@ struct CaptureDecrypt: ParsableCommand {
             let entries = try KeyLogEntry.parse(String(decoding: keyText, as: UTF8.self))
             guard !entries.isEmpty else { throw CLIError("\(keylog) has no \(KeyLogEntry.label) lines") }
             decrypted = try RawDecrypt(file: PacketFile(bytes: Array(rawBytes)), keyLog: entries, side: side, rekeyInterval: rekeyInterval)
-        } catch let e as CaptureError { throw CLIError("\(raw): \(e)") }
+        } catch var e as CaptureError {
+            e.file = e.file ?? raw
+            throw CLIError("\(e)")
+        }
         guard !decrypted.connections.isEmpty else { throw CLIError("no Peerlog connections found in \(raw) (is it a capture of the peers' TCP port?)") }
         let writer = try CaptureWriter(path: output)
         for r in decrypted.records {

@@ -23,8 +23,9 @@ public struct CaptureFile {
 
     public init(path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else { throw CaptureError(offset: nil, "cannot read \(path)") }
-        do { try self.init(bytes: Array(data)) } catch let e as CaptureError {
-            throw CaptureError(offset: e.offset, "\(path): \(e.message)")
+        do { try self.init(bytes: Array(data)) } catch var e as CaptureError {
+            e.file = path
+            throw e
         }
     }
 

@@ -90,9 +90,14 @@ public struct CaptureRecord: Hashable, Sendable {
 public struct CaptureError: Error, CustomStringConvertible, Sendable {
     public let offset: Int?
     public let message: String
-    public init(offset: Int?, _ message: String) {
+    /// The file, when known.
+    public var file: String?
+    public init(offset: Int?, _ message: String, file: String? = nil) {
         self.offset = offset
         self.message = message
+        self.file = file
     }
-    public var description: String { offset.map { "offset \($0): \(message)" } ?? message }
+    public var description: String {
+        (file.map { "\($0): " } ?? "") + (offset.map { "offset \($0): " } ?? "") + message
+    }
 }

@@ -15,7 +15,7 @@ public final class DaemonProcess: @unchecked Sendable {
     /// runs it through another program (e.g. `tools/lan.sh exec K --` for a namespace host).
     /// `discovery` stays off unless asked for: mDNS may only run inside namespaces the tests
     /// create (tools/lan.sh), never on the machine's real interfaces.
-    public init(home: String, listenPort: Int = 0, listenHost: String = "127.0.0.1", arguments: [String] = [], launcher: [String] = [], discovery: Bool = false, timeout: TimeInterval = 30) throws {
+    public init(home: String, listenPort: Int = 0, listenHost: String = "127.0.0.1", arguments: [String] = [], launcher: [String] = [], discovery: Bool = false, environment: [String: String] = [:], timeout: TimeInterval = 30) throws {
         self.home = home
         self.host = listenHost
         outPath = home + "/daemon.stdout"
@@ -33,6 +33,7 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         process.standardInput = FileHandle.nullDevice
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         try process.run()
         let deadline = Date().addingTimeInterval(timeout)
         while true {

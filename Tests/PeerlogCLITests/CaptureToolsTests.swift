@@ -1,0 +1,224 @@
+import Foundation
+import PeerlogEncoding
+import PeerlogTestSupport
+import Testing
+
+/// The capture tools on a real two-daemon sync: capture, tshark with our dissector, capture
+/// show, offline replay (same state hashes as the live receiver, every time), live replay to a
+/// third daemon, and the raw path (tshark on loopback + key log → the same messages).
+@Suite(.serialized)
+struct CaptureToolsTests {
+    let dir: String
+    init() throws { dir = try TestSupport.temporaryDirectory() }
+
+    @discardableResult
+    func ok(_ args: [String], environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let r = try TestSupport.peerlog(args, environment: environment)
+        #expect(r.status == 0, "peerlog \(args.joined(separator: " ")): \(r.stderr)", sourceLocation: sourceLocation)
+        return r.stdout
+    }
+
+    func person(_ name: String) throws -> (home: String, identity: String) {
+        let home = dir + "/" + name
+        try ok(["init", "--home", home, "--name", name])
+        guard case .string(let id)? = try JSON.parse(try ok(["id", "--home", home, "--json"]))["identity"] else { throw TestSupport.ProcessError(description: "no identity") }
+        return (home, id)
+    }
+
+    func committed(_ home: String, _ group: String) -> String? {
+        guard let out = try? TestSupport.peerlog(["state-hash", "--home", home, group, "--json"]), out.status == 0,
+              case .string(let h)? = try? JSON.parse(out.stdout)["committed"] else { return nil }
+        return h
+    }
+
+    /// Alice owns a group with 40 entities and has invited Bob; Bob's daemon dials hers and
+    /// receives it all as a pending invitee, recording what it hears.
+    func recordedSync(captureArgs: [String], environment: [String: String] = [:], aliceListen: Int = 0) throws -> (alice: (home: String, identity: String), bob: (home: String, identity: String), group: String, capture: String) {
+        let a = try person("alice"), b = try person("bob")
+        guard case .string(let group)? = try JSON.parse(try ok(["group", "create", "--home", a.home, "team", "--json"]))["id"] else { throw TestSupport.ProcessError(description: "no group") }
+        try ok(["group", "add", "--home", a.home, group, b.identity])
+        for i in 0..<40 { try ok(["put", "--home", a.home, group, "k\(i)", "\(i)"]) }
+        let capture = dir + "/bob.pcapng"
+        let da = try DaemonProcess(home: a.home, listenPort: aliceListen, environment: environment)
+        let db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity, "--capture", capture] + captureArgs, environment: environment)
+        let target = committed(a.home, group)
+        #expect(TestSupport.waitUntil(timeout: 30) { committed(b.home, group) == target }, "bob never caught up: \(db.stderr)")
+        #expect(db.stderr.contains("decrypted traffic"), "the capture warning is printed: \(db.stderr)")
+        // A live write while connected: pushed as receipts and envelopes, not a catch-up.
+        try ok(["put", "--home", a.home, group, "late", "\"pushed\""])
+        let target2 = committed(a.home, group)
+        #expect(TestSupport.waitUntil(timeout: 30) { committed(b.home, group) == target2 })
+        #expect(db.stop() == 0)
+        da.stop()
+        return (a, b, group, capture)
+    }
+
+    func showJSON(_ file: String, _ extra: [String] = []) throws -> [JSON] {
+        try ok(["capture", "show", file, "--json"] + extra).split(separator: "\n").map { try JSON.parse(String($0)) }
+    }
+
+    @Test func captureShowDissectReplay() throws {
+        let (a, b, group, capture) = try recordedSync(captureArgs: [])
+        let records = try showJSON(capture)
+        let types = records.compactMap { if case .string(let t)? = $0["type"] { t } else { nil } }
+        for expected in ["opened", "hello", "credit", "vector", "commits", "caught_up", "closed"] {
+            #expect(types.contains(expected), "\(expected) in \(types)")
+        }
+        let receiptCIDs = records.flatMap { r -> [String] in
+            guard case .array(let items)? = r["items"] else { return [] }
+            return items.compactMap { i in
+                guard case .string("receipt")? = i["kind"], case .string(let c)? = i["cid"] else { return nil }
+                return c
+            }
+        }
+        #expect(receiptCIDs.count >= 43, "group.created, member_added, 40 puts and the late put")
+
+        // Filters.
+        let onlyCommits = try showJSON(capture, ["--type", "commits"])
+        #expect(!onlyCommits.isEmpty && onlyCommits.allSatisfy { $0["type"] == .string("commits") })
+        #expect(try showJSON(capture, ["--group", String(group.prefix(10))]).allSatisfy { $0["group"] == .string(group) })
+        let text = try ok(["capture", "show", capture])
+        #expect(text.split(separator: "\n").count == records.count, "one line per record")
+        #expect(text.contains("commits") && text.contains("entity.put×"))
+        let verbose = try ok(["capture", "show", capture, "--type", "commits", "--verbose"])
+        #expect(verbose.contains("\"entity.put\"") && verbose.contains("\"max_members\""), "payloads in diagnostic notation")
+
+        // tshark with our dissector names the same messages and computes the same receipt CIDs.
+        let tshark = try TestSupport.run("/usr/bin/tshark", [
+            "-X", "lua_script:" + TestSupport.repoRoot + "/tools/wireshark/peerlog.lua", "-r", capture,
+            "-T", "fields", "-e", "peerlog.type", "-e", "peerlog.receipt.cid", "-e", "peerlog.receipt.type", "-e", "peerlog.envelope.seq",
+            "-E", "occurrence=a", "-E", "aggregator=,",
+        ])
+        #expect(tshark.status == 0, "tshark: \(tshark.stderr)")
+        let rows = tshark.stdout.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.isEmpty }.map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        #expect(rows.map { $0[0] } == types, "tshark types: \(rows.map { $0[0] })")
+        let dissectedCIDs = rows.flatMap { $0.count > 1 ? $0[1].split(separator: ",").map(String.init) : [] }
+        #expect(dissectedCIDs == receiptCIDs)
+        #expect(rows.contains { $0.count > 2 && $0[2].contains("group.created") })
+        #expect(rows.contains { $0.count > 3 && $0[3].split(separator: ",").contains("1") }, "envelope seq 1 dissected")
+
+        // Offline replay: same hashes as Bob, and the same twice.
+        let live = try JSON.parse(try ok(["state-hash", "--home", b.home, group, "--json"]))
+        var replays = [JSON]()
+        for n in 0..<2 {
+            let out = try JSON.parse(try ok(["replay", capture, "--into", dir + "/replay\(n)", "--json"]))
+            guard case .array(let groups)? = out["groups"], let g = groups.first else { Issue.record("no groups: \(out)"); return }
+            #expect(g["group"] == .string(group))
+            #expect(g["committed"] == live["committed"])
+            #expect(g["tentative"] == live["tentative"])
+            #expect(out["session_errors"] == .array([]))
+            replays.append(g)
+        }
+        #expect(replays[0] == replays[1])
+        let again = try TestSupport.peerlog(["replay", capture, "--into", dir + "/replay0"])
+        #expect(again.status != 0 && again.stderr.contains("fresh home"))
+
+        // Live replay to Carol, who has never seen the group: she converges to Bob's state.
+        let c = try person("carol")
+        let dc = try DaemonProcess(home: c.home, arguments: ["--allow", b.identity])
+        let sent = try ok(["replay", capture, "--home", b.home, "--to", dc.address, "--speed", "0"])
+        #expect(sent.contains("all acknowledged"), "\(sent)")
+        #expect(TestSupport.waitUntil(timeout: 20) { committed(c.home, group) == (live["committed"].flatMap { if case .string(let s) = $0 { s } else { nil } }) }, "carol: \(dc.stderr)")
+        dc.stop()
+        _ = a
+    }
+
+    @Test func captureStartStopOnARunningDaemonAndOmittedBodies() throws {
+        let a = try person("alice")
+        let secret = "secret-value-\(UUID().uuidString)"
+        guard case .string(let group)? = try JSON.parse(try ok(["group", "create", "--home", a.home, "team", "--json"]))["id"] else { return }
+        let b = try person("bob")
+        try ok(["group", "add", "--home", a.home, group, b.identity])
+        try ok(["put", "--home", a.home, group, "k", "\"\(secret)\""])
+        let da = try DaemonProcess(home: a.home)
+        let file = dir + "/running.pcapng"
+        let start = try TestSupport.peerlog(["capture", "start", "--home", a.home, "--omit-bodies", file])
+        #expect(start.status == 0 && start.stderr.contains("decrypted traffic"), "\(start.stderr)")
+        let status = try JSON.parse(try ok(["status", "--home", a.home, "--json"]))
+        #expect(status["capture"]?["path"] == .string(file))
+        let db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity])
+        #expect(TestSupport.waitUntil(timeout: 30) { committed(b.home, group) != nil && committed(b.home, group) == committed(a.home, group) })
+        let stopped = try ok(["capture", "stop", "--home", a.home])
+        #expect(stopped.contains("records in \(file)"), "\(stopped)")
+        let again = try TestSupport.peerlog(["capture", "stop", "--home", a.home])
+        #expect(again.status != 0 && again.stderr.contains("no capture is running"))
+        db.stop(); da.stop()
+        let bytes = try #require(FileManager.default.contents(atPath: file))
+        #expect(!String(decoding: bytes, as: UTF8.self).contains(secret), "bodies omitted")
+        #expect(try showJSON(file).contains { $0["bodies_omitted"] == .bool(true) && $0["type"] == .string("commits") })
+        let replay = try TestSupport.peerlog(["replay", file, "--into", dir + "/r"])
+        #expect(replay.status != 0 && replay.stderr.contains("bodies omitted"), "\(replay.stderr)")
+    }
+
+    @Test func malformedCapturesGetOneErrorWithTheOffset() throws {
+        let bad = dir + "/bad.pcapng"
+        try Data("not a capture at all".utf8).write(to: URL(fileURLWithPath: bad))
+        for command in [["capture", "show", bad], ["replay", bad, "--into", dir + "/x"]] {
+            let r = try TestSupport.peerlog(command)
+            #expect(r.status != 0)
+            #expect(r.stderr.contains("bad.pcapng: offset 0: not a pcapng or pcap file"), "\(r.stderr)")
+            #expect(!r.stderr.contains("Fatal error"))
+        }
+        // A real capture cut in the middle of a block.
+        let (_, _, _, capture) = try recordedSync(captureArgs: [])
+        let bytes = try #require(FileManager.default.contents(atPath: capture))
+        let cut = dir + "/cut.pcapng"
+        try bytes.prefix(bytes.count - 37).write(to: URL(fileURLWithPath: cut))
+        let r = try TestSupport.peerlog(["capture", "show", cut])
+        #expect(r.status != 0 && r.stderr.contains("offset ") && r.stderr.contains("truncated"), "\(r.stderr)")
+    }
+
+    /// Processes whose parent is `pid` (from /proc).
+    static func children(of pid: Int32) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { Int32($0) }.filter { child in
+            guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 2 && Int32(fields[1]) == pid
+        }
+    }
+
+    /// tshark records the loopback TCP of a real session; the daemons log keys; decrypting gives
+    /// exactly the messages Bob's tap recorded. Capturing needs root (dumpcap on `lo`).
+    @Test(.enabled(if: getuid() == 0, "capturing on lo needs root")) func rawCaptureDecryptsToWhatTheTapRecorded() throws {
+        let keyLog = dir + "/keys.log"
+        let raw = dir + "/raw.pcapng"
+        let port = try TestSupport.freePort()
+        let tshark = Process()
+        // Through perl to clear the signal mask the test process hands its children (blocked
+        // SIGTERM would leave tshark's dumpcap running after the test).
+        tshark.executableURL = URL(fileURLWithPath: "/usr/bin/perl")
+        tshark.arguments = ["-e", "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die", "/usr/bin/tshark", "-i", "lo", "-f", "tcp port \(port)", "-w", raw, "-q"]
+        tshark.standardError = FileHandle.nullDevice
+        tshark.standardOutput = FileHandle.nullDevice
+        try tshark.run()
+        #expect(TestSupport.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: raw) }, "tshark started")
+        usleep(500_000)
+        let (_, _, _, capture) = try recordedSync(captureArgs: [], environment: ["PEERLOG_KEYLOGFILE": keyLog], aliceListen: port)
+        usleep(500_000)
+        // SIGTERM ends tshark and its dumpcap child cleanly (they flush the file); never wait
+        // on them unbounded.
+        let children = Self.children(of: tshark.processIdentifier)
+        kill(tshark.processIdentifier, SIGTERM)
+        if !TestSupport.waitUntil(timeout: 10, { children.allSatisfy { kill($0, 0) != 0 } }) {
+            for pid in children { kill(pid, SIGKILL) }
+            Issue.record("dumpcap did not stop on SIGTERM")
+        }
+        if !TestSupport.waitUntil(timeout: 10, { !tshark.isRunning }) { kill(tshark.processIdentifier, SIGKILL) }
+        usleep(200_000)
+        let keys = try String(contentsOfFile: keyLog, encoding: .utf8)
+        #expect(keys.split(separator: "\n").count == 2, "both ends log the connection")
+        let mode = try FileManager.default.attributesOfItem(atPath: keyLog)[.posixPermissions] as! Int
+        #expect(mode == 0o600)
+        let decrypted = dir + "/decrypted.pcapng"
+        let out = try ok(["capture", "decrypt", raw, "--keylog", keyLog, "--output", decrypted])
+        #expect(out.contains("connection 1:"), "\(out)")
+        func messages(_ file: String) throws -> [String] {
+            try showJSON(file).filter { $0["kind"] == .string("message") }.map { "\($0["direction"]!) \($0["message"]!)" }
+        }
+        let tapped = try messages(capture)
+        #expect(tapped.count > 8)
+        #expect(try messages(decrypted) == tapped)
+    }
+}
