@@ -82,7 +82,7 @@ let package = Package(
         .testTarget(name: "PeerlogNoiseTests", dependencies: ["PeerlogNoise", "PeerlogChannel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogSyncTests", dependencies: ["PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogDiscoveryTests", dependencies: ["PeerlogDiscovery", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogCaptureTests", dependencies: ["PeerlogCapture", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogCaptureTests", dependencies: ["PeerlogCapture", "PeerlogEngine", "PeerlogSync", "PeerlogChannel", "PeerlogModel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
         .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogCLI", "PeerlogTestSupport"]),

@@ -17,7 +17,7 @@ struct CaptureShow: ParsableCommand {
     @Flag(help: "One JSON object per line, for scripts.") var json = false
     @Option(help: ArgumentHelp("Only this peer (device id or a prefix of it).", valueName: "device")) var peer: String?
     @Option(help: ArgumentHelp("Only messages about this group (id or a prefix).", valueName: "group")) var group: String?
-    @Option(help: ArgumentHelp("Only these message types (repeatable): hello, vector, receipts, envelopes, commits, request, credit, caught_up, done, error, opened, closed.", valueName: "type")) var type: [String] = []
+    @Option(help: ArgumentHelp("Only these message types (repeatable or comma-separated): hello, vector, receipts, envelopes, commits, request, credit, caught_up, done, error, opened, closed.", valueName: "type")) var type: [String] = []
     @Option(help: ArgumentHelp("Only this connection.", valueName: "id")) var connection: UInt64?
 
     func run() throws {
@@ -41,7 +41,7 @@ struct CaptureShow: ParsableCommand {
 
     func matches(_ v: RecordView) -> Bool {
         if let connection, v.record.connection != connection { return false }
-        if !type.isEmpty, !type.contains(v.type) { return false }
+        if !type.isEmpty, !type.flatMap({ $0.split(separator: ",").map(String.init) }).contains(v.type) { return false }
         if let peer, !matchesID(v.record.peer.string, peer) { return false }
         if let group { guard let g = v.group, matchesID(g.string, group) else { return false } }
         return true

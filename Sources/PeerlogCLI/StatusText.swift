@@ -6,6 +6,9 @@ enum StatusText {
     static func render(_ s: NodeStatus, now: UInt64 = UInt64(Date().timeIntervalSince1970 * 1000)) -> String {
         var out = "device \(s.device) (\(s.name)), identity \(s.identity)\n"
         out += "listening on \(s.listening ?? "nothing (dial only)")\n"
+        if let c = s.capture {
+            out += "capturing to \(c.path): \(c.records) records\(c.omitBodies ? ", bodies omitted" : "") (decrypted traffic: keep it private)\n"
+        }
         out += "peers: \(s.peers.isEmpty ? "none" : "")\n"
         for p in s.peers {
             var line = "  \(p.address)  \(p.state)  \(p.direction)"

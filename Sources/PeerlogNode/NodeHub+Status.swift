@@ -12,7 +12,7 @@ extension NodeHub {
                 reply(Array(#"{"ok":true}"#.utf8))
             case "status":
                 let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                 reply((try? encoder.encode(buildStatus())).map { Array($0) } ?? ControlReply.error("cannot encode status"))
             case _ where line.hasPrefix("capture "):
                 reply(answerCapture(String(line.dropFirst("capture ".count))))
