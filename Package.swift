@@ -56,7 +56,7 @@ let package = Package(
             ]
         ),
         // Entry points of the fuzz targets (Fuzz/) and of the tests that replay their findings.
-        .target(name: "PeerlogFuzzHarness", dependencies: ["PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel"]),
+        .target(name: "PeerlogFuzzHarness", dependencies: ["PeerlogCapture", "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel"]),
         // App layer.
         .executableTarget(
             name: "PeerlogCLI",

@@ -8,7 +8,7 @@ seconds=${1:-30}
 scratch=$(pwd)/.build-fuzz
 swift build --package-path Fuzz --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer 2>&1 | grep -E 'error|Compiling Fuzz|Build complete' || true
 status=0
-for target in frames:FuzzFrames sync:FuzzSyncMessages; do
+for target in frames:FuzzFrames sync:FuzzSyncMessages capture:FuzzCaptureFiles; do
   name=${target%%:*}; exe=${target#*:}
   corpus="$scratch/corpus/$name"
   mkdir -p "$corpus" "Fuzz/Regressions/$name"

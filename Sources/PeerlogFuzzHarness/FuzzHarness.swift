@@ -1,3 +1,4 @@
+import PeerlogCapture
 import PeerlogChannel
 import PeerlogEngine
 import PeerlogModel
@@ -64,5 +65,16 @@ public enum FuzzHarness {
         let session = SyncSession(local: bob, peer: alice.certificate, store: replica)
         _ = session.start()
         _ = session.receive(input)
+    }
+
+    /// Capture files: the pcapng/pcap reader, Peerlog records and their transcript views, and
+    /// TCP reassembly for `capture decrypt`. Errors are fine; crashes and hangs are not.
+    public static func captureFile(_ input: [UInt8]) {
+        if let capture = try? CaptureFile(bytes: input) {
+            for (i, r) in capture.records.enumerated() { _ = RecordView(index: i, record: r).expanded?.diagnostic() }
+        }
+        if let file = try? PacketFile(bytes: input), let tcp = try? TCPStreams(file: file) {
+            for stream in tcp.streams.values { _ = stream.time(ofByte: stream.bytes.count / 2) }
+        }
     }
 }

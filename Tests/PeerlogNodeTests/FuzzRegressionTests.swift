@@ -26,6 +26,12 @@ struct FuzzRegressionTests {
         for file in files { FuzzHarness.syncMessage(Array(try Data(contentsOf: URL(fileURLWithPath: file)))) }
     }
 
+    @Test func captureInputsReturn() throws {
+        let files = Self.inputs("capture")
+        #expect(files.count >= 2, "seeds in Fuzz/Seeds/capture")
+        for file in files { FuzzHarness.captureFile(Array(try Data(contentsOf: URL(fileURLWithPath: file)))) }
+    }
+
     /// The harness itself reaches deep states: an established channel and a decodable message.
     @Test func harnessReachesEstablishedChannelAndSession() {
         #expect(FuzzHarness.establishedForTesting)

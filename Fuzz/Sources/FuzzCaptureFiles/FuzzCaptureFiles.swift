@@ -1,0 +1,16 @@
+import CFuzzDriver
+import PeerlogFuzzHarness
+
+@_cdecl("FuzzCaptureFiles_main")
+public func fuzzCaptureFilesMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc
+    var arguments = argv
+    return LLVMFuzzerRunDriver(&count, &arguments, captureFileTestOneInput)
+}
+
+/// libFuzzer's main (linked whole) references this; it is also the per-input entry point.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func captureFileTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    FuzzHarness.captureFile(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+    return 0
+}
