@@ -43,6 +43,8 @@ let package = Package(
         .target(name: "PeerlogChannel", dependencies: ["PeerlogNoise", "PeerlogModel"]),
         .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel"]),
         .target(name: "PeerlogDiscovery", dependencies: ["CDNSSD"]),
+        // Raft leader election restricted to sequence assignment (pure: ticks in, effects out).
+        .target(name: "PeerlogSequencer"),
         // Capture files (pcapng with Peerlog records), transcripts, offline replay, raw-capture decryption.
         .target(name: "PeerlogCapture", dependencies: ["PeerlogChannel", "PeerlogNoise", "PeerlogSync", "PeerlogEngine", "PeerlogModel"]),
         .target(
@@ -82,6 +84,7 @@ let package = Package(
         .testTarget(name: "PeerlogNoiseTests", dependencies: ["PeerlogNoise", "PeerlogChannel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogSyncTests", dependencies: ["PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogDiscoveryTests", dependencies: ["PeerlogDiscovery", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogSequencerTests", dependencies: ["PeerlogSequencer"]),
         .testTarget(name: "PeerlogCaptureTests", dependencies: ["PeerlogCapture", "PeerlogEngine", "PeerlogSync", "PeerlogChannel", "PeerlogModel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.

@@ -1,0 +1,47 @@
+/// A message between voters. The sender is not inside: the driver passes the
+/// authenticated peer identity to ``ElectedSequencer/receive(_:from:)``.
+public enum SequencerMessage<Item: Hashable & Sendable>: Sendable, Hashable {
+    /// Raft RequestVote: a candidate of `term` whose log ends at (`lastSeq`, `lastTerm`).
+    case requestVote(term: UInt64, lastSeq: UInt64, lastTerm: UInt64)
+    /// Raft RequestVote reply.
+    case vote(term: UInt64, granted: Bool)
+    /// Raft AppendEntries (also the heartbeat): `entries` follow (`prevSeq`, `prevTerm`);
+    /// `prevSeq == base` always matches with `prevTerm == 0`.
+    case append(term: UInt64, prevSeq: UInt64, prevTerm: UInt64, entries: [SequencerEntry<Item>], commitSeq: UInt64)
+    /// Raft AppendEntries reply. On success `matchSeq` is the last seq known to equal the
+    /// leader's log; on failure it is a hint: the follower may match up to `matchSeq`.
+    case appendReply(term: UInt64, success: Bool, matchSeq: UInt64)
+
+    /// The sender's current term.
+    public var term: UInt64 {
+        switch self {
+        case .requestVote(let term, _, _), .vote(let term, _), .append(let term, _, _, _, _),
+            .appendReply(let term, _, _):
+            term
+        }
+    }
+}
+
+extension SequencerMessage: Codable where Item: Codable {}
+
+extension SequencerMessage {
+    /// Largest term or seq accepted from a peer. Far beyond any real log, it keeps `+ 1`
+    /// arithmetic on peer-supplied values from overflowing.
+    public static var maxValue: UInt64 { UInt64(Int64.max) }
+
+    /// Whether every term and seq in the message is at most ``maxValue``.
+    public var isWithinLimits: Bool {
+        let limit = Self.maxValue
+        switch self {
+        case .requestVote(let term, let lastSeq, let lastTerm):
+            return term <= limit && lastSeq <= limit && lastTerm <= limit
+        case .vote(let term, _):
+            return term <= limit
+        case .append(let term, let prevSeq, let prevTerm, let entries, let commitSeq):
+            return term <= limit && prevSeq <= limit && prevTerm <= limit && commitSeq <= limit
+                && entries.allSatisfy { $0.seq <= limit && $0.term <= limit }
+        case .appendReply(let term, _, let matchSeq):
+            return term <= limit && matchSeq <= limit
+        }
+    }
+}

@@ -1,0 +1,9 @@
+/// A voter's Raft role.
+public enum SequencerRole: String, Sendable, Hashable, Codable {
+    /// Accepts entries from a leader and votes.
+    case follower
+    /// Asking for votes for a new term.
+    case candidate
+    /// Assigns seqs; the only role whose commits the driver signs.
+    case leader
+}
