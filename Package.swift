@@ -45,12 +45,14 @@ let package = Package(
         .target(name: "PeerlogDiscovery", dependencies: ["CDNSSD"]),
         // Raft leader election restricted to sequence assignment (pure: ticks in, effects out).
         .target(name: "PeerlogSequencer"),
+        // Drives elected sequencers from the replica (persistence, proposals, envelopes).
+        .target(name: "PeerlogElection", dependencies: ["PeerlogSequencer", "PeerlogSync", "PeerlogEngine", "PeerlogModel"]),
         // Capture files (pcapng with Peerlog records), transcripts, offline replay, raw-capture decryption.
         .target(name: "PeerlogCapture", dependencies: ["PeerlogChannel", "PeerlogNoise", "PeerlogSync", "PeerlogEngine", "PeerlogModel"]),
         .target(
             name: "PeerlogNode",
             dependencies: [
-                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogDiscovery", "PeerlogCapture",
+                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogDiscovery", "PeerlogCapture", "PeerlogElection",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

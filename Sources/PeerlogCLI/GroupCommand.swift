@@ -8,7 +8,7 @@ struct GroupCommand: ParsableCommand {
         commandName: "group",
         abstract: "Create groups, manage their members, and show them.",
         discussion: "GROUP is a group id (b…) or the name of a group this replica knows, if no other group has it.",
-        subcommands: [Create.self, Add.self, Accept.self, Remove.self, Leave.self, Rename.self, Delete.self, RoleCommand.self, List.self, Show.self]
+        subcommands: [Create.self, Add.self, Accept.self, Remove.self, Leave.self, Rename.self, Delete.self, RoleCommand.self, Sequencer.self, List.self, Show.self]
     )
 
     struct Create: ParsableCommand {
@@ -115,6 +115,12 @@ struct GroupCommand: ParsableCommand {
             let who = try parseIdentity(identity), role = try parseRole(role)
             try groupWrite(home, group, .roleChanged(identity: who, role: role), json: json) { "\(who) is now \(role.rawValue) of \"\($0)\"" }
         }
+    }
+}
+
+extension GroupCommand {
+    static func write(_ home: HomeOptions, _ groupText: String, _ op: GroupOperation, json: Bool, summary: (String) -> String) throws {
+        try groupWrite(home, groupText, op, json: json, summary: summary)
     }
 }
 

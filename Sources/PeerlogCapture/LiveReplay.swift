@@ -76,7 +76,7 @@ public final class LiveReplayDriver {
             return [SyncMessage.credit(1).encoded()]  // not expected (we never sent a vector); keep the peer's credit whole
         case .error(let code, let message):
             throw Failure.peer("peer closed with error \(code): \(message)")
-        case .caughtUp, .done, .unknown:
+        case .caughtUp, .done, .unknown, .election:
             break
         }
         return []

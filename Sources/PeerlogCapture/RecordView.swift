@@ -115,6 +115,12 @@ public struct RecordView: Sendable {
         case "credit": return "n=\(u("n"))"
         case "done": return "id=\(u("id"))"
         case "error": return "code=\(m["code"]?.textValue ?? "?") message=\(m["message"]?.textValue ?? "?")"
+        case "election":
+            var text = "\(m["kind"]?.textValue ?? "?") term=\(u("term"))"
+            if let entries = m["entries"]?.arrayValue { text += " prev=\(u("prev_seq")) entries=\(entries.count) commit=\(u("commit"))" }
+            if let granted = m["granted"]?.boolValue { text += " granted=\(granted)" }
+            if let success = m["success"]?.boolValue { text += " success=\(success) match=\(u("match"))" }
+            return text
         default: return ""
         }
     }

@@ -137,7 +137,9 @@ extension Pipeline {
         case .solo(let device):
             return e.sequencer == device ? nil : "envelope signed by \(e.sequencer), but the group's sequencer is the device \(device)"
         case .elected(let voters):
-            return voters.contains(e.sequencer) ? nil : "envelope signed by \(e.sequencer), who is not a voter of the group"
+            guard voters.contains(e.sequencer) else { return "envelope signed by \(e.sequencer), who is not a voter of the group" }
+            let floor = ElectedTerms.floor(base: try db.authorityChange(group: e.group)?.seq ?? 0)
+            return e.term >= floor ? nil : "envelope term \(e.term) is below \(floor), the first term of the group's current elected authority"
         case .relay(let key, _):
             return e.sequencer == key ? nil : "envelope signed by \(e.sequencer), but the group's sequencer is the relay \(key)"
         }

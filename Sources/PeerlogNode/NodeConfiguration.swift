@@ -16,6 +16,9 @@ public struct NodeConfiguration: Sendable {
     public var channel = ChannelConfiguration()
     /// How often the node looks for writes made by other processes (the CLI) to push them.
     public var pollInterval: Duration = .milliseconds(250)
+    /// One tick of elected sequencers (§18): elections time out after 6–12 ticks, leaders
+    /// send heartbeats every 2.
+    public var electionTick: Duration = .milliseconds(100)
     /// The Unix socket `peerlog status` talks to; default `HOME/peerlog.sock`.
     public var controlSocket: String?
     public var logLevel: Logger.Level = .info

@@ -51,7 +51,9 @@ extension NodeHub {
                     caughtUp: g.caughtUpReceived, itemsReceived: g.received.items, itemsSent: g.sent.items
                 ))
             }
-            groups.append(GroupStatus(id: group.string, name: name, committed: committed, tentative: tentative, peers: lags))
+            var entry = GroupStatus(id: group.string, name: name, committed: committed, tentative: tentative, peers: lags)
+            entry.sequencer = sequencerStatus(group, tentative: tentative)
+            groups.append(entry)
         }
         return NodeStatus(
             device: device.device.string, identity: device.identity.string, name: device.certificate.name,
@@ -60,6 +62,24 @@ extension NodeHub {
             discoveryUnavailable: discoveryState.value.unavailable, discovery: discoveryState.value.enabled,
             capture: capture.status
         )
+    }
+
+    /// Who orders the group, and (for a voter) the election as this device sees it.
+    private func sequencerStatus(_ group: GroupID, tentative: Int) -> SequencerStatus? {
+        guard let authority = (try? replica.state(of: group, view: .committed))??.authority else { return nil }
+        var s: SequencerStatus
+        switch authority {
+        case .solo(let d): s = SequencerStatus(authority: "solo", devices: [d.string], commitLag: tentative)
+        case .elected(let voters): s = SequencerStatus(authority: "elected", devices: voters.map(\.string), commitLag: tentative)
+        case .relay(let key, let address): s = SequencerStatus(authority: "relay", devices: [key.string], address: address, commitLag: tentative)
+        }
+        if let v = election.view(of: group) {
+            s.role = v.role
+            s.term = v.term
+            s.leader = v.leader?.string
+            s.base = v.base
+        }
+        return s
     }
 
     /// `start omit-bodies=0|1 max-bytes=N PATH` (N = 0: no rotation; PATH absolute, rest of

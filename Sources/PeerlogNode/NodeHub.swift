@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import PeerlogChannel
+import PeerlogElection
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
@@ -27,6 +28,9 @@ final class NodeHub: @unchecked Sendable {
     let onMembershipChange = LockedValue<@Sendable () -> Void>({})
 
     // Queue-confined state.
+    /// This device's part in the elected sequencers of its groups.
+    let election: ElectionCoordinator
+    private var electionTimer: DispatchSourceTimer?
     private var connections: [UInt64: ConnectionRef] = [:]
     private var sessions: [UInt64: SyncSession] = [:]
     private var lastStamp: [Int64] = []
@@ -46,6 +50,7 @@ final class NodeHub: @unchecked Sendable {
         self.device = device
         self.logger = logger
         self.capture = CaptureControl(logger: logger)
+        self.election = ElectionCoordinator(replica: replica)
         self.extraAllowed = allow.union([device.identity])
         self.allowed = LockedValue(extraAllowed)
     }
@@ -75,23 +80,39 @@ final class NodeHub: @unchecked Sendable {
 
     // MARK: Lifecycle
 
-    func start(pollInterval: Duration) {
+    func start(pollInterval: Duration, electionTick: Duration) {
         queue.sync {
             refreshAllowed()
             lastStamp = (try? replica.changeStamp()) ?? []
+            election.refresh()
         }
+        let ticker = DispatchSource.makeTimerSource(queue: queue)
+        let tickMs = Self.milliseconds(electionTick)
+        ticker.schedule(deadline: .now() + .milliseconds(tickMs), repeating: .milliseconds(max(tickMs, 10)))
+        ticker.setEventHandler { [weak self] in
+            guard let self else { return }
+            self.route(self.election.tick())
+        }
+        ticker.resume()
+        electionTimer = ticker
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        let ms = Int(pollInterval.components.seconds * 1000 + pollInterval.components.attoseconds / 1_000_000_000_000_000)
+        let ms = Self.milliseconds(pollInterval)
         timer.schedule(deadline: .now() + .milliseconds(ms), repeating: .milliseconds(max(ms, 10)))
         timer.setEventHandler { [weak self] in self?.poll() }
         timer.resume()
         pollTimer = timer
     }
 
+    static func milliseconds(_ d: Duration) -> Int {
+        Int(d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)
+    }
+
     func stop(reason: String) {
         queue.sync {
             pollTimer?.cancel()
             pollTimer = nil
+            electionTimer?.cancel()
+            electionTimer = nil
             for c in connections.values { c.close(reason) }
         }
     }
@@ -175,6 +196,8 @@ final class NodeHub: @unchecked Sendable {
             logger.warning("protocol error from \(connection.peer.device): \(why)")
         case .ignoredUnknownMessage(let type):
             logger.notice("ignored unknown message type \"\(type)\" from \(connection.peer.device.short)")
+        case .election(let group, let from, let message):
+            route(election.receive(group: group, from: from, message))
         default:
             break
         }
@@ -201,6 +224,7 @@ final class NodeHub: @unchecked Sendable {
         guard let stamp = try? replica.changeStamp(), stamp != lastStamp else { return }
         lastStamp = stamp
         refreshAllowed()
+        election.refresh()
         guard !sessions.isEmpty, let groups = try? replica.groupIDs() else { return }
         for group in groups { fanOut(group: group, except: nil) }
     }
@@ -211,6 +235,20 @@ final class NodeHub: @unchecked Sendable {
         // What it applies changes the stamp, so the poll below pushes it.
         guard let report = try? replica.retryPending(), !report.actions.isEmpty, let (id, session) = sessions.min(by: { $0.key < $1.key }), let connection = connections[id] else { return }
         perform(session.requestBackfill(report.actions), on: connection)
+    }
+
+    // MARK: Elections (queue-confined)
+
+    /// Sends election messages to the voters that are connected (Raft tolerates the loss of
+    /// the others), pushes envelopes just signed, and logs what went wrong.
+    private func route(_ sends: [ElectionCoordinator.Send]) {
+        for send in sends {
+            for (id, session) in sessions where connections[id]?.peer.device == send.to {
+                perform(session.sendElection(group: send.group, send.message), on: connections[id]!)
+            }
+        }
+        for group in election.takeSigned() { fanOut(group: group, except: nil) }
+        for problem in election.takeProblems() { logger.warning("\(problem)") }
     }
 
     // MARK: Status helpers (queue-confined)

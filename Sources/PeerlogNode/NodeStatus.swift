@@ -37,6 +37,41 @@ public struct GroupStatus: Codable, Sendable, Equatable {
     public var committed: UInt64
     public var tentative: Int
     public var peers: [GroupPeerStatus]
+    /// Who assigns the group's seqs (nil before the group is committed here).
+    public var sequencer: SequencerStatus?
+
+    public init(id: String, name: String, committed: UInt64, tentative: Int, peers: [GroupPeerStatus], sequencer: SequencerStatus? = nil) {
+        self.id = id
+        self.name = name
+        self.committed = committed
+        self.tentative = tentative
+        self.peers = peers
+        self.sequencer = sequencer
+    }
+}
+
+/// The group's sequencer authority and, on a voter of an elected one, the election's state.
+public struct SequencerStatus: Codable, Sendable, Equatable {
+    /// `solo`, `elected` or `relay`.
+    public var authority: String
+    /// The solo device, the voters, or the relay's key.
+    public var devices: [String]
+    public var address: String?
+    /// Receipts held here that wait for a seq (the commit lag).
+    public var commitLag: Int
+    /// On a voter: `leader`, `follower` or `candidate`, the term, the leader it knows, and
+    /// the seq after which this authority assigns.
+    public var role: String?
+    public var term: UInt64?
+    public var leader: String?
+    public var base: UInt64?
+
+    public init(authority: String, devices: [String], address: String? = nil, commitLag: Int) {
+        self.authority = authority
+        self.devices = devices
+        self.address = address
+        self.commitLag = commitLag
+    }
 }
 
 public struct GroupPeerStatus: Codable, Sendable, Equatable {

@@ -94,7 +94,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         }
         hub.dialerStatus.value = { [dialers] in dialers.map(\.status) + lan.status }
         hub.onMembershipChange.value = { lan.recheck() }
-        hub.start(pollInterval: configuration.pollInterval)
+        hub.start(pollInterval: configuration.pollInterval, electionTick: configuration.electionTick)
         let discovery = configuration.discovery ? startDiscovery(lan) : nil
         logger.info("device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.value?.description ?? "nothing (dial only)"), control socket \(controlPath)")
         onListening?(boundAddress.value)

@@ -5,6 +5,7 @@ enum Migrations {
     static var migrator: DatabaseMigrator {
         var m = DatabaseMigrator()
         m.registerMigration("0001_initial", migrate: Migration0001.migrate)
+        m.registerMigration("0002_elected_sequencer", migrate: Migration0002.migrate)
         return m
     }
 }

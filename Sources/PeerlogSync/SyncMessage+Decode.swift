@@ -101,6 +101,8 @@ extension SyncMessage {
             let code = try f.text("code"), message = try f.text("message")
             guard message.utf8.count <= limits.maxErrorMessageBytes else { throw .limit("maxErrorMessageBytes", message.utf8.count, limits.maxErrorMessageBytes) }
             return .error(code: code, message: message)
+        case "election":
+            return .election(group: try f.group(), try ElectionMessage.decode(fields))
         default:
             return .unknown(type: type)
         }

@@ -40,6 +40,8 @@ public enum SyncMessage: Hashable, Sendable {
     /// Every item answering request `id` has been sent.
     case done(group: GroupID, id: UInt64)
     case error(code: String, message: String)
+    /// Between voters of an elected authority of the group (§18.3).
+    case election(group: GroupID, ElectionMessage)
     /// A well-formed map with a type this version does not know: ignored.
     case unknown(type: String)
 
@@ -55,6 +57,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .caughtUp: "caught_up"
         case .done: "done"
         case .error: "error"
+        case .election: "election"
         case .unknown(let t): t
         }
     }
@@ -92,6 +95,9 @@ public enum SyncMessage: Hashable, Sendable {
         case .caughtUp(let g): m["group"] = .bytes(g.bytes)
         case .done(let g, let id): m["group"] = .bytes(g.bytes); m["id"] = .unsigned(id)
         case .error(let code, let message): m["code"] = .text(code); m["message"] = .text(message)
+        case .election(let g, let e):
+            m["group"] = .bytes(g.bytes)
+            for (k, v) in e.fields { m[k] = v }
         case .unknown: break
         }
         return .textMap(m)

@@ -18,6 +18,9 @@ extension SyncSession {
         if case .hello(let versions, let capabilities, let peerGroups) = m { return try hello(versions: versions, capabilities: capabilities, groups: peerGroups, into: &out) }
         guard phase == .open else { throw SyncFailure("protocol", "\"\(m.type)\" before hello") }
         switch m {
+        case .election(let g, let e):
+            // Only for groups shared with this peer; the node checks the sender is a voter.
+            if groups[g] != nil || offered.contains(g) { out.append(.event(.election(group: g, from: peer.device, e))) } else { ignored += 1 }
         case .vector(let g, let committed, let authors): try vector(g, committed: committed, authors: authors, into: &out)
         case .receipts(let g, let items): try batch(g, receipts: items, envelopes: [], size: size, into: &out)
         case .envelopes(let g, let items): try batch(g, receipts: [], envelopes: items, size: size, into: &out)

@@ -102,6 +102,12 @@ public final class SyncSession {
         return out
     }
 
+    /// Sends an election message for a group shared with this peer (no credit needed).
+    public func sendElection(group: GroupID, _ message: ElectionMessage) -> [SyncAction] {
+        guard phase == .open, groups[group] != nil || offered.contains(group) else { return [] }
+        return [.send(SyncMessage.election(group: group, message).encoded())]
+    }
+
     /// Lets the peer send `n` more batches (for nodes that manage credit with `autoGrant` off).
     public func grant(_ n: UInt64) -> [SyncAction] {
         guard phase != .closed, n > 0 else { return [] }

@@ -29,6 +29,8 @@ public enum SyncEvent: Sendable {
     case ignoredVector(group: GroupID)
     /// Unsent batches went over `maxQueuedBatches`: dropped; resending from the peer's vector.
     case resync
+    /// A message for the group's elected sequencer from this peer's device (§18.3).
+    case election(group: GroupID, from: DeviceID, ElectionMessage)
 }
 
 /// Counters of one direction.

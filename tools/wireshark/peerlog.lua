@@ -371,6 +371,18 @@ local function dissect_message(tree, tvb, data, omitted)
     info = info .. " n=" .. num_of(get(m, "n"))
   elseif t == "done" then
     tree:add(f.request_id, tvb, num_of(get(m, "id")))
+  elseif t == "election" then
+    local kind = text_of(get(m, "kind")) or "?"
+    tree:add(f.field, tvb, "kind: " .. kind)
+    tree:add(f.field, tvb, "term: " .. num_of(get(m, "term")))
+    for _, key in ipairs({ "last_seq", "last_term", "prev_seq", "prev_term", "commit", "match" }) do
+      if get(m, key) then tree:add(f.field, tvb, key .. ": " .. num_of(get(m, key))) end
+    end
+    for _, key in ipairs({ "granted", "success" }) do
+      if get(m, key) then tree:add(f.field, tvb, key .. ": " .. diag(get(m, key))) end
+    end
+    if get(m, "entries") then tree:add(f.field, tvb, "entries: " .. diag(get(m, "entries"))) end
+    info = info .. " " .. kind .. " term=" .. num_of(get(m, "term"))
   elseif t == "error" then
     tree:add(f.error_code, tvb, text_of(get(m, "code")) or "?")
     tree:add(f.error_message, tvb, text_of(get(m, "message")) or "?")

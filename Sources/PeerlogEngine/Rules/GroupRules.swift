@@ -110,6 +110,11 @@ public enum GroupRules {
             guard try activeRole(of: sender, in: state) == .owner else {
                 throw RuleViolation("only an owner may change the sequencer")
             }
+            // Voter sets change one voter at a time (docs/PROTOCOL.md §18.4).
+            if case .elected(let old) = state.authority, case .elected(let new) = authority,
+               Set(old).symmetricDifference(Set(new)).count > 1 {
+                throw RuleViolation("an elected voter set changes one voter at a time (\(Set(old).symmetricDifference(Set(new)).count) differ)")
+            }
             state.authority = authority
 
         case .deleted:

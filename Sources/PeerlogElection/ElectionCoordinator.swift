@@ -1,0 +1,216 @@
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+import PeerlogSequencer
+import PeerlogSync
+
+/// Runs this device's part in every elected authority it votes in (docs/PROTOCOL.md §18):
+/// one `ElectedSequencer` per group, persisted in the replica, ticked by the node, fed the
+/// voters' election messages. As leader it assigns seqs to tentative receipts and, once a
+/// majority has persisted them, signs their envelopes. Not thread-safe: the node calls it from
+/// its one serial queue. No I/O but the replica: what to send comes back as `Send`s.
+public final class ElectionCoordinator {
+    public typealias Machine = ElectedSequencer<DeviceID, CID>
+
+    public struct Send: Sendable {
+        public let to: DeviceID
+        public let group: GroupID
+        public let message: ElectionMessage
+    }
+
+    /// What `status` shows for a group this device votes in.
+    public struct GroupView: Sendable, Equatable {
+        public let role: String
+        public let term: UInt64
+        public let leader: DeviceID?
+        public let voters: [DeviceID]
+        public let base: UInt64
+        public let commitSeq: UInt64
+    }
+
+    struct Instance {
+        let authority: ElectedAuthority
+        var machine: Machine
+    }
+
+    let replica: Replica
+    let me: DeviceID
+    let timing: (election: ClosedRange<Int>, heartbeat: Int)
+    var instances = [GroupID: Instance]()
+    var rng = SystemRandomNumberGenerator()
+    /// Groups whose envelopes this device just signed (the node pushes them at once).
+    public private(set) var signed = Set<GroupID>()
+    /// Problems worth a log line (persist failures, peer violations), drained by the node.
+    public private(set) var problems = [String]()
+
+    public init(replica: Replica, electionTimeoutTicks: ClosedRange<Int> = 6...12, heartbeatTicks: Int = 2) {
+        self.replica = replica
+        me = replica.local.device
+        timing = (electionTimeoutTicks, heartbeatTicks)
+    }
+
+    public func takeSigned() -> Set<GroupID> {
+        defer { signed = [] }
+        return signed
+    }
+
+    public func takeProblems() -> [String] {
+        defer { problems = [] }
+        return problems
+    }
+
+    /// Starts, restarts or stops instances to match the committed authorities. Call when the
+    /// replica changed (an authority changes only by a committed receipt).
+    public func refresh() {
+        let groups = (try? replica.groupIDs()) ?? []
+        for group in groups {
+            let authority = try? replica.electedAuthority(of: group)
+            guard let authority, authority.voters.contains(me) else {
+                instances[group] = nil
+                continue
+            }
+            if let current = instances[group], current.authority == authority { continue }
+            do {
+                instances[group] = try start(authority)
+            } catch {
+                problems.append("cannot start the elected sequencer of group \(group): \(error)")
+                instances[group] = nil
+            }
+        }
+        for group in instances.keys where !groups.contains(group) { instances[group] = nil }
+    }
+
+    func start(_ authority: ElectedAuthority) throws -> Instance {
+        var stored = try replica.sequencerState(of: authority.group)
+        if stored?.base != authority.base {
+            // A new authority: its log starts empty after base, its terms at its floor.
+            try replica.resetSequencer(group: authority.group, base: authority.base, term: max(stored?.term ?? 0, authority.termFloor))
+            stored = try replica.sequencerState(of: authority.group)
+        }
+        guard let stored else { throw ElectionError("no sequencer state after reset") }
+        let persisted = SequencerPersistentState<DeviceID, CID>(
+            currentTerm: max(stored.term, authority.termFloor), votedFor: stored.votedFor,
+            entries: stored.entries.map { SequencerEntry(seq: $0.seq, item: $0.cid, term: $0.term) })
+        let config = try SequencerConfig(voters: authority.voters, base: authority.base,
+                                         electionTimeoutTicks: timing.election, heartbeatTicks: timing.heartbeat,
+                                         maxEntriesPerAppend: ElectionMessage.maxEntries)
+        let machine = try Machine(me: me, config: config, persisted: persisted, seed: UInt64.random(in: 0...UInt64.max, using: &rng))
+        return Instance(authority: authority, machine: machine)
+    }
+
+    /// One timer tick for every instance; leaders also assign seqs to what waits.
+    public func tick() -> [Send] {
+        var out = [Send]()
+        for group in instances.keys.sorted() {
+            guard var instance = instances[group] else { continue }
+            let effects = instance.machine.tick()
+            instances[group] = instance
+            out += perform(effects, group: group)
+            out += proposeIfLeader(group)
+        }
+        return out
+    }
+
+    /// A message from a connected peer's device (the transport authenticated it).
+    public func receive(group: GroupID, from device: DeviceID, _ message: ElectionMessage) -> [Send] {
+        guard var instance = instances[group] else { return [] }
+        let effects = instance.machine.receive(Self.machineMessage(message), from: device)
+        instances[group] = instance
+        return perform(effects, group: group) + proposeIfLeader(group)
+    }
+
+    public func view(of group: GroupID) -> GroupView? {
+        guard let i = instances[group] else { return nil }
+        return GroupView(role: "\(i.machine.role)", term: i.machine.term, leader: i.machine.leader,
+                         voters: i.authority.voters, base: i.authority.base, commitSeq: i.machine.commitSeq)
+    }
+
+    /// Assigns the next tentative receipts whose parents are committed or already assigned.
+    func proposeIfLeader(_ group: GroupID) -> [Send] {
+        guard let instance = instances[group], instance.machine.isLeader else { return [] }
+        let candidates: [Receipt]
+        do { candidates = try replica.assignableReceipts(of: group) } catch {
+            problems.append("cannot read tentative receipts of \(group): \(error)")
+            return []
+        }
+        var items = [CID]()
+        var placed = Set<CID>()
+        for r in candidates where !instance.machine.contains(r.cid) {
+            guard items.count < ElectionMessage.maxEntries else { break }
+            let ready = r.parents.allSatisfy { p in
+                placed.contains(p) || instance.machine.contains(p) || ((try? replica.isCommitted(p)) ?? false)
+            }
+            guard ready else { continue }
+            items.append(r.cid)
+            placed.insert(r.cid)
+        }
+        guard !items.isEmpty else { return [] }
+        var machine = instance.machine
+        let effects = machine.propose(items)
+        instances[group]?.machine = machine
+        return perform(effects, group: group)
+    }
+
+    /// Effects in order: persist first (nothing after it happens if it fails), then sends,
+    /// commits (signed and applied as leader) and role changes.
+    func perform(_ effects: [Machine.Effect], group: GroupID) -> [Send] {
+        var out = [Send]()
+        for effect in effects {
+            switch effect {
+            case .persist(let change):
+                do {
+                    try replica.saveSequencer(group: group, term: change.currentTerm, votedFor: change.votedFor, truncatedAfter: change.truncatedAfter,
+                                              appended: change.appended.map { (seq: $0.seq, cid: $0.item, term: $0.term) })
+                } catch {
+                    problems.append("cannot persist the sequencer state of \(group): \(error); dropping this step")
+                    // Not durable, so not said: restart from what the store holds.
+                    if let authority = instances[group]?.authority { instances[group] = try? start(authority) }
+                    return out
+                }
+            case .send(let to, let message):
+                out.append(Send(to: to, group: group, message: Self.wireMessage(message)))
+            case .committed(let entries, let asLeader):
+                guard asLeader, let term = instances[group]?.machine.term else { continue }
+                let committed = (try? replica.committedSeq(of: group)) ?? 0
+                let fresh = entries.filter { $0.seq > committed }.map { (seq: $0.seq, cid: $0.item) }
+                guard !fresh.isEmpty else { continue }
+                do {
+                    try replica.commitElected(group: group, assignments: fresh, term: term)
+                    signed.insert(group)
+                } catch {
+                    problems.append("cannot sign envelopes for \(group): \(error)")
+                }
+            case .roleChanged:
+                break
+            case .violation(let error):
+                problems.append("election in group \(group): \(error)")
+            }
+        }
+        return out
+    }
+
+    static func machineMessage(_ m: ElectionMessage) -> Machine.Message {
+        switch m {
+        case .requestVote(let term, let lastSeq, let lastTerm): .requestVote(term: term, lastSeq: lastSeq, lastTerm: lastTerm)
+        case .vote(let term, let granted): .vote(term: term, granted: granted)
+        case .append(let term, let prevSeq, let prevTerm, let entries, let commitSeq):
+            .append(term: term, prevSeq: prevSeq, prevTerm: prevTerm, entries: entries.map { SequencerEntry(seq: $0.seq, item: $0.cid, term: $0.term) }, commitSeq: commitSeq)
+        case .appendReply(let term, let success, let matchSeq): .appendReply(term: term, success: success, matchSeq: matchSeq)
+        }
+    }
+
+    static func wireMessage(_ m: Machine.Message) -> ElectionMessage {
+        switch m {
+        case .requestVote(let term, let lastSeq, let lastTerm): .requestVote(term: term, lastSeq: lastSeq, lastTerm: lastTerm)
+        case .vote(let term, let granted): .vote(term: term, granted: granted)
+        case .append(let term, let prevSeq, let prevTerm, let entries, let commitSeq):
+            .append(term: term, prevSeq: prevSeq, prevTerm: prevTerm, entries: entries.map { ElectionEntry(seq: $0.seq, cid: $0.item, term: $0.term) }, commitSeq: commitSeq)
+        case .appendReply(let term, let success, let matchSeq): .appendReply(term: term, success: success, matchSeq: matchSeq)
+        }
+    }
+}
+
+struct ElectionError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}

@@ -1,0 +1,56 @@
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+
+/// What an elected sequencer's driver needs from the replica (docs/PROTOCOL.md §18).
+extension Replica {
+    /// The group's elected authority in the committed state, or nil (solo, relay, unknown).
+    public func electedAuthority(of group: GroupID) throws -> ElectedAuthority? {
+        try store.read { db in
+            guard case .elected(let voters)? = try committedFold(group: group, db: db, entities: .none).state?.authority else { return nil }
+            return ElectedAuthority(group: group, voters: voters, base: try db.authorityChange(group: group)?.seq ?? 0)
+        }
+    }
+
+    public func sequencerState(of group: GroupID) throws -> StoredSequencerState? {
+        try store.read { try $0.sequencerState(group: group) }
+    }
+
+    /// Starts the voter's state over for an authority beginning after `base`.
+    public func resetSequencer(group: GroupID, base: UInt64, term: UInt64) throws {
+        let now = WallClock.nowMillis()
+        try store.write { try $0.resetSequencer(group: group, base: base, term: term, at: now) }
+    }
+
+    /// Persists one change (durable when this returns: SQLite commits with fsync in WAL mode).
+    public func saveSequencer(group: GroupID, term: UInt64, votedFor: DeviceID?, truncatedAfter: UInt64?, appended: [(seq: UInt64, cid: CID, term: UInt64)]) throws {
+        let now = WallClock.nowMillis()
+        try store.write { try $0.saveSequencer(group: group, term: term, votedFor: votedFor, truncatedAfter: truncatedAfter, appended: appended, at: now) }
+    }
+
+    /// As the elected leader of `term`: signs an envelope for each committed assignment and
+    /// applies them like any envelope (peers then receive them by sync).
+    @discardableResult
+    public func commitElected(group: GroupID, assignments: [(seq: UInt64, cid: CID)], term: UInt64) throws -> IngestReport {
+        let now = WallClock.nowMillis()
+        let envelopes = try assignments.map { try Envelope.sign(group: group, seq: $0.seq, receipt: $0.cid, term: term, receivedAt: now, key: local.signingKey) }
+        return try ingest(receipts: [], envelopes: envelopes)
+    }
+
+    /// Tentative receipts a leader may assign next, in tentative order (§11): not refused, not
+    /// from an author flagged for equivocation at or below their counter.
+    public func assignableReceipts(of group: GroupID) throws -> [Receipt] {
+        try store.read { db in
+            let refused = try db.refusals(group: group)
+            let flagged = try db.flaggedAuthors(group: group)
+            let candidates = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in
+                refused[r.cid] == nil && (flagged[r.author].map { r.counter < $0 } ?? true)
+            }
+            return TentativeOrder.order(candidates)
+        }
+    }
+
+    /// Whether a receipt is committed (at any seq).
+    public func isCommitted(_ cid: CID) throws -> Bool { try store.read { try $0.committedSeq(of: cid) != nil } }
+}
