@@ -43,8 +43,7 @@ struct CatchUpFixture {
 /// `count` committed receipts, a fresh receiver's daemon dials it; timed from the receiver's
 /// start until its store holds everything, compared with a local ingest of the same data.
 func daemonCatchUpBench(count: Int) throws {
-    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerlog").path
-    guard FileManager.default.isExecutableFile(atPath: binary) else { throw BenchError("\(binary) is missing: build it in the same configuration (swift build -c release)") }
+    _ = try BenchDaemon.binary
     let dir = NSTemporaryDirectory() + "peerlog-catchup-\(getpid())"
     try FileManager.default.createDirectory(atPath: dir + "/source", withIntermediateDirectories: true)
     try FileManager.default.createDirectory(atPath: dir + "/target", withIntermediateDirectories: true)
@@ -57,38 +56,13 @@ func daemonCatchUpBench(count: Int) throws {
     let ingestSeconds = try timed { _ = try source.ingest(receipts: f.receipts, envelopes: f.envelopes) }
     let expected = UInt64(f.receipts.count)
 
-    func start(_ home: String, _ extra: [String]) throws -> (Process, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = ["daemon", "--home", home, "--listen", "127.0.0.1:0", "--no-discovery", "--log-level", "warning"] + extra
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-        guard let address = line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines), address.contains(":") else {
-            throw BenchError("daemon said: \(line)")
-        }
-        return (p, address)
-    }
-    /// SIGTERM by pid (Foundation's `terminate()` was seen to leave the daemon running), then
-    /// wait up to 10 s, then SIGKILL.
-    func stop(_ p: Process) {
-        let pid = p.processIdentifier
-        kill(pid, SIGTERM)
-        for _ in 0..<200 where kill(pid, 0) == 0 {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid { return }
-            usleep(50_000)
-        }
-        kill(pid, SIGKILL)
-    }
-    let (sourceDaemon, sourceAddress) = try start(dir + "/source", [])
-    defer { stop(sourceDaemon) }
+    let sourceDaemon = try BenchDaemon(home: dir + "/source", [])
+    defer { sourceDaemon.stop() }
 
     let clock = ContinuousClock()
     let began = clock.now
-    let (targetDaemon, _) = try start(dir + "/target", ["--peer", sourceAddress, "--allow", f.owner.identity.string])
-    defer { stop(targetDaemon) }
+    let targetDaemon = try BenchDaemon(home: dir + "/target", ["--peer", sourceDaemon.address, "--allow", f.owner.identity.string])
+    defer { targetDaemon.stop() }
     let target = try Replica(path: dir + "/target/replica.sqlite", device: f.receiver)
     var held: UInt64 = 0
     var lastReport = clock.now

@@ -22,6 +22,10 @@ if which == "catchup", args.count == 2, let count = Int(args[1]) {
     try daemonCatchUpBench(count: count)
     exit(0)
 }
+if which == "elected" {
+    try electedBench(count: args.count > 1 ? Int(args[1]) ?? 2000 : 2000, failovers: args.count > 2 ? Int(args[2]) ?? 5 : 5)
+    exit(0)
+}
 if which == "tcp-sink", args.count == 2, let total = Int(args[1]) {
     try tcpSink(total: total)
     exit(0)

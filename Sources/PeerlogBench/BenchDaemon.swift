@@ -1,0 +1,55 @@
+import Foundation
+
+/// A `peerlog daemon` process for the multi-process benchmarks (loopback, no discovery).
+struct BenchDaemon {
+    let process: Process
+    let address: String
+
+    static var binary: String {
+        get throws {
+            let path = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerlog").path
+            guard FileManager.default.isExecutableFile(atPath: path) else { throw BenchError("\(path) is missing: build it in the same configuration (swift build -c release)") }
+            return path
+        }
+    }
+
+    /// Starts a daemon and waits for its "listening on" line.
+    init(home: String, listen: String = "127.0.0.1:0", _ extra: [String]) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try Self.binary)
+        p.arguments = ["daemon", "--home", home, "--listen", listen, "--no-discovery", "--log-level", "warning"] + extra
+        let out = Pipe()
+        p.standardOutput = out
+        // Warnings (a killed peer's connections, …) go to HOME/daemon.stderr, not the figures.
+        FileManager.default.createFile(atPath: home + "/daemon.stderr", contents: nil)
+        p.standardError = FileHandle(forWritingAtPath: home + "/daemon.stderr")
+        try p.run()
+        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        guard let address = line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines), address.contains(":") else {
+            throw BenchError("daemon said: \(line)")
+        }
+        process = p
+        self.address = address
+    }
+
+    /// SIGTERM by pid (Foundation's `terminate()` was seen to leave the daemon running), then
+    /// wait up to 10 s, then SIGKILL.
+    func stop() {
+        let pid = process.processIdentifier
+        kill(pid, SIGTERM)
+        for _ in 0..<200 where kill(pid, 0) == 0 {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(50_000)
+        }
+        kill(pid, SIGKILL)
+    }
+
+    /// A crash: SIGKILL, reaped.
+    func kill9() {
+        let pid = process.processIdentifier
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+}
