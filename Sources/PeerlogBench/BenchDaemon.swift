@@ -21,7 +21,7 @@ struct BenchDaemon {
         let out = Pipe()
         p.standardOutput = out
         // Warnings (a killed peer's connections, …) go to HOME/daemon.stderr, not the figures.
-        FileManager.default.createFile(atPath: home + "/daemon.stderr", contents: nil)
+        _ = FileManager.default.createFile(atPath: home + "/daemon.stderr", contents: nil)
         p.standardError = FileHandle(forWritingAtPath: home + "/daemon.stderr")
         try p.run()
         let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
