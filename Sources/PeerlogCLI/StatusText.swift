@@ -21,6 +21,7 @@ enum StatusText {
         out += "groups: \(s.groups.isEmpty ? "none" : "")\n"
         for g in s.groups {
             out += "  \(g.name)  \(g.id)  committed \(g.committed)  tentative \(g.tentative)\n"
+            if let q = g.sequencer { out += "    sequencer: " + sequencerLine(q) + "\n" }
             for p in g.peers {
                 let theirs = p.peerCommitted.map(String.init) ?? "?"
                 out += "    with \(p.device): peer committed \(theirs), behind \(p.behind), ahead \(p.ahead)\(p.caughtUp ? ", caught up" : "")\n"
@@ -40,5 +41,18 @@ enum StatusText {
         if ms < 120_000 { return "\(ms / 1000) s" }
         if ms < 7_200_000 { return "\(ms / 60_000) min" }
         return "\(ms / 3_600_000) h"
+    }
+
+    static func sequencerLine(_ q: SequencerStatus) -> String {
+        var line: String
+        switch q.authority {
+        case "elected": line = "elected among \(q.devices.count) voters"
+        case "relay": line = "relay \(q.devices.first ?? "?") at \(q.address ?? "?")"
+        default: line = "solo \(q.devices.first ?? "?")"
+        }
+        if let role = q.role, let term = q.term {
+            line += "; here \(role) in term \(term), leader \(q.leader ?? "unknown")"
+        }
+        return line + "; \(q.commitLag) waiting for a seq"
     }
 }

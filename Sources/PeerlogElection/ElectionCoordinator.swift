@@ -116,7 +116,9 @@ public final class ElectionCoordinator {
         guard var instance = instances[group] else { return [] }
         let effects = instance.machine.receive(Self.machineMessage(message), from: device)
         instances[group] = instance
-        return perform(effects, group: group) + proposeIfLeader(group)
+        // Proposals wait for the next tick: replies arrive in bursts, the tentative set rarely
+        // changes between them, and reading it is the expensive part.
+        return perform(effects, group: group)
     }
 
     public func view(of group: GroupID) -> GroupView? {
@@ -133,13 +135,15 @@ public final class ElectionCoordinator {
             problems.append("cannot read tentative receipts of \(group): \(error)")
             return []
         }
+        let fresh = candidates.filter { !instance.machine.contains($0.cid) }
+        guard !fresh.isEmpty else { return [] }
+        let outside = Set(fresh.flatMap(\.parents)).subtracting(fresh.map(\.cid)).filter { !instance.machine.contains($0) }
+        let committedParents = (try? replica.committedAmong(outside)) ?? []
         var items = [CID]()
         var placed = Set<CID>()
-        for r in candidates where !instance.machine.contains(r.cid) {
+        for r in fresh {
             guard items.count < ElectionMessage.maxEntries else { break }
-            let ready = r.parents.allSatisfy { p in
-                placed.contains(p) || instance.machine.contains(p) || ((try? replica.isCommitted(p)) ?? false)
-            }
+            let ready = r.parents.allSatisfy { p in placed.contains(p) || instance.machine.contains(p) || committedParents.contains(p) }
             guard ready else { continue }
             items.append(r.cid)
             placed.insert(r.cid)

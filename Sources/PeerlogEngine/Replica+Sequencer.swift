@@ -51,6 +51,11 @@ extension Replica {
         }
     }
 
+    /// Which of these receipts are committed (one read transaction).
+    public func committedAmong(_ cids: Set<CID>) throws -> Set<CID> {
+        try store.read { db in try Set(cids.filter { try db.committedSeq(of: $0) != nil }) }
+    }
+
     /// Whether a receipt is committed (at any seq).
     public func isCommitted(_ cid: CID) throws -> Bool { try store.read { try $0.committedSeq(of: cid) != nil } }
 }
