@@ -39,12 +39,13 @@ extension Replica {
     }
 
     /// Tentative receipts a leader may assign next, in tentative order (§11): not refused, not
-    /// from an author flagged for equivocation at or below their counter.
-    public func assignableReceipts(of group: GroupID) throws -> [Receipt] {
+    /// from an author flagged for equivocation at or below their counter. Only the `limit`
+    /// earliest by HLC are read, so a large backlog costs the same per step as a small one.
+    public func assignableReceipts(of group: GroupID, limit: Int = 1024) throws -> [Receipt] {
         try store.read { db in
             let refused = try db.refusals(group: group)
             let flagged = try db.flaggedAuthors(group: group)
-            let candidates = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in
+            let candidates = try db.earliestTentativeReceipts(group: group, limit: limit).map(\.receipt).filter { r in
                 refused[r.cid] == nil && (flagged[r.author].map { r.counter < $0 } ?? true)
             }
             return TentativeOrder.order(candidates)

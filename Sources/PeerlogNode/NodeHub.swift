@@ -34,6 +34,7 @@ final class NodeHub: @unchecked Sendable {
     private var connections: [UInt64: ConnectionRef] = [:]
     private var sessions: [UInt64: SyncSession] = [:]
     private var lastStamp: [Int64] = []
+    private var lastGroupOperations: [Int64] = []
     private var pollTimer: DispatchSourceTimer?
     private var closedRecently: [ClosedConnection] = []
     private var lastRetry: UInt64 = 0
@@ -223,8 +224,13 @@ final class NodeHub: @unchecked Sendable {
         }
         guard let stamp = try? replica.changeStamp(), stamp != lastStamp else { return }
         lastStamp = stamp
-        refreshAllowed()
-        election.refresh()
+        // Membership and authorities change only with group operations: skip the folds
+        // (over every tentative receipt) when none changed, e.g. during a catch-up.
+        if let ops = try? replica.groupOperationStamp(), ops != lastGroupOperations {
+            lastGroupOperations = ops
+            refreshAllowed()
+            election.refresh()
+        }
         guard !sessions.isEmpty, let groups = try? replica.groupIDs() else { return }
         for group in groups { fanOut(group: group, except: nil) }
     }

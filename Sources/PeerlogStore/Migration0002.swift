@@ -1,7 +1,8 @@
 import GRDB
 
 /// Elected sequencing (docs/PROTOCOL.md §18): the assignment log of a voter, and the base
-/// (the seq of the change that started the current elected authority) its state belongs to.
+/// (the seq of the change that started the current elected authority) its state belongs to;
+/// an index that makes "did a group operation change?" cheap for the node's poll.
 enum Migration0002 {
     static func migrate(_ db: Database) throws {
         try db.execute(sql: """
@@ -13,6 +14,7 @@ enum Migration0002 {
                 term INTEGER NOT NULL,
                 PRIMARY KEY (group_id, seq)
             ) WITHOUT ROWID;
+            CREATE INDEX receipts_group_operations ON receipts(id, seq) WHERE type LIKE 'group.%';
             """)
     }
 }

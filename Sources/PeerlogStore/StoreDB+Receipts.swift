@@ -100,6 +100,11 @@ extension StoreDB {
         try rows(Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid", [group.bytes.blob]).map(Self.storedReceipt)
     }
 
+    /// The `limit` earliest tentative receipts by (HLC, CID) (an HLC is after its parents').
+    public func earliestTentativeReceipts(group: GroupID, limit: Int) throws -> [StoredReceipt] {
+        try rows(Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid LIMIT ?", [group.bytes.blob, limit]).map(Self.storedReceipt)
+    }
+
     public func tentativeCount(group: GroupID) throws -> Int {
         Int(try int("SELECT COUNT(*) FROM receipts WHERE group_id = ? AND seq IS NULL", [group.bytes.blob]) ?? 0)
     }
