@@ -2,6 +2,7 @@ import ArgumentParser
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
+import PeerlogNode
 
 struct GroupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -177,11 +178,16 @@ extension GroupCommand {
             let state = try node.state(of: id, view: view.view)
             let members = try node.replica.members(of: id, view: view.view)
             let seq = try node.replica.vector(of: id).committed, tentative = try node.replica.tentativeCount(of: id)
+            // The election's view (leader, term) lives in the running daemon, if one runs.
+            let live = (try? ControlClient.status(socketPath: home.path + "/peerlog.sock"))?.groups.first { $0.id == id.string }?.sequencer
             if json {
                 print(JSON.object([
                     ("id", .string(id.string)), ("name", .string(state.name)), ("status", .string(state.status.rawValue)),
                     ("view", .string(view.view.rawValue)), ("max_members", .int(state.maxMembers)), ("created_by", .string(state.createdBy.string)),
                     ("sequencer", state.authority.json), ("committed_seq", .int(seq)), ("tentative", .int(tentative)),
+                    ("election", live?.term.map { term in .object([
+                        ("role", .string(live?.role ?? "")), ("term", .int(term)), ("leader", live?.leader.map { .string($0) } ?? .null),
+                    ]) } ?? .null),
                     ("members", .array(members.map(Self.memberJSON))),
                 ]).serialized(pretty: true))
                 return
@@ -190,7 +196,7 @@ extension GroupCommand {
                 ("group", id.string), ("name", state.name), ("status", state.status.rawValue), ("view", view.view.rawValue),
                 ("max members", String(state.maxMembers)), ("created by", state.createdBy.string), ("sequencer", state.authority.text),
                 ("committed seq", String(seq)), ("tentative", String(tentative)), ("members", String(members.count)),
-            ])
+            ] + (live?.term.map { term in [("election", "term \(term), leader \(live?.leader ?? "unknown"), this device \(live?.role ?? "?")")] } ?? []))
             printTable(members.map { m in
                 [m.member.identity.string, m.member.role.rawValue, m.member.status.rawValue, Self.standing(m.status)]
                     + (m.member.identity == node.device.identity ? ["(you)"] : [])
