@@ -85,8 +85,10 @@ func electedBench(count: Int, failovers: Int) throws {
     _ = try writer.ingest(receipts: backlog)
     began = clock.now
     for i in 0..<3 { daemons[i] = try start(i) }
+    let started = seconds(clock.now - began)
     try wait("\(count) backlog commits", timeout: 600) { try replicas.allSatisfy { try $0.committedSeq(of: group) >= base + UInt64(count) } }
     total = seconds(clock.now - began)
+    figure("  daemons started after", String(format: "%.2f s", started))
     figure("elected, 3 voters: backlog of \(count) → committed", format(Double(count) / total) + " commits/s")
     figure("  wall time (incl. start and election)", String(format: "%.2f s", total))
 
