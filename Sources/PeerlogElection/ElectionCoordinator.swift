@@ -31,7 +31,14 @@ public final class ElectionCoordinator {
     struct Instance {
         let authority: ElectedAuthority
         var machine: Machine
+        /// The term in which this leader wrote its term marker (at most one per term).
+        var markedTerm: UInt64 = 0
     }
+
+    /// The receipt a new leader writes when it inherited uncommitted assignments and has
+    /// nothing of its own to assign: Raft commits earlier-term entries only together with one
+    /// of the current term, and every seq must name a receipt (PROTOCOL.md §18.4).
+    public static let termMarkerType = "sequencer.term"
 
     let replica: Replica
     let me: DeviceID
@@ -136,7 +143,7 @@ public final class ElectionCoordinator {
             return []
         }
         let fresh = candidates.filter { !instance.machine.contains($0.cid) }
-        guard !fresh.isEmpty else { return [] }
+        guard !fresh.isEmpty else { return markTermIfNeeded(group) }
         let outside = Set(fresh.flatMap(\.parents)).subtracting(fresh.map(\.cid)).filter { !instance.machine.contains($0) }
         let committedParents = (try? replica.committedAmong(outside)) ?? []
         var items = [CID]()
@@ -148,11 +155,25 @@ public final class ElectionCoordinator {
             items.append(r.cid)
             placed.insert(r.cid)
         }
-        guard !items.isEmpty else { return [] }
+        guard !items.isEmpty else { return markTermIfNeeded(group) }
         var machine = instance.machine
         let effects = machine.propose(items)
         instances[group]?.machine = machine
         return perform(effects, group: group)
+    }
+
+    /// A leader whose log holds uncommitted entries of earlier terms and nothing new to assign
+    /// writes one term marker; it is assigned on the next tick and commits them with it.
+    func markTermIfNeeded(_ group: GroupID) -> [Send] {
+        guard let instance = instances[group], instance.machine.isLeader, instance.markedTerm < instance.machine.term,
+              instance.machine.uncommittedEntries.contains(where: { $0.term < instance.machine.term }) else { return [] }
+        instances[group]?.markedTerm = instance.machine.term
+        do {
+            try replica.append(.application(type: Self.termMarkerType, body: .textMap(["term": .unsigned(instance.machine.term)])), to: group)
+        } catch {
+            problems.append("cannot write the term marker of \(group): \(error)")
+        }
+        return []
     }
 
     /// Effects in order: persist first (nothing after it happens if it fails), then sends,
