@@ -19,6 +19,10 @@ if ! grep -q "Test run with .* passed" "$log"; then
 fi
 echo "test: all tests passed"
 
+# The spin model of election and assignment (docs/MODEL.md): exhaustive within its bounds.
+bash tools/model-check.sh
+echo "test: the sequencer model holds"
+
 # The fuzz targets, bounded in time; a crash fails the run and its input stays in Fuzz/Regressions.
 bash tools/fuzz.sh "${PEERLOG_FUZZ_SECONDS:-30}"
 echo "test: fuzzing found nothing"
