@@ -3,12 +3,16 @@ import Logging
 import PeerlogCapture
 import PeerlogChannel
 import PeerlogModel
+import Synchronization
 
 /// The daemon's capture switch: every tap record goes to the current `CaptureWriter`, if any.
 /// Started by `--capture` or by `capture start` on the control socket, stopped by `capture stop`.
 final class CaptureControl: @unchecked Sendable {
     private let lock = NSLock()
     private var writer: CaptureWriter?
+    /// Read on every message without taking the lock (a capture that is just starting may
+    /// miss a message or two).
+    private let running = Atomic<Bool>(false)
     private let logger: Logger
 
     init(logger: Logger) { self.logger = logger }
@@ -19,6 +23,7 @@ final class CaptureControl: @unchecked Sendable {
         let old = writer
         writer = new
         lock.unlock()
+        running.store(true, ordering: .relaxed)
         old?.close()
         logger.warning("capturing decrypted traffic to \(path)\(options.omitBodies ? " (receipt bodies omitted)" : ", receipt bodies included"): keep the file private")
     }
@@ -29,6 +34,7 @@ final class CaptureControl: @unchecked Sendable {
         let old = writer
         writer = nil
         lock.unlock()
+        running.store(false, ordering: .relaxed)
         old?.close()
         return old.map(Self.status)
     }
@@ -38,6 +44,8 @@ final class CaptureControl: @unchecked Sendable {
         defer { lock.unlock() }
         return writer.map(Self.status)
     }
+
+    var isRunning: Bool { running.load(ordering: .relaxed) }
 
     func tapped(_ tap: TapRecord) {
         lock.lock()

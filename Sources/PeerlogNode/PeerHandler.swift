@@ -105,7 +105,8 @@ final class PeerHandler: ChannelDuplexHandler {
     }
 
     private func tapped(_ direction: TapRecord.Direction, _ message: [UInt8], kind: TapRecord.Kind = .message) {
-        guard let peer = channel.peerCertificate?.device else { return }
+        // The common case, no tap and no capture, costs two reads.
+        guard tap != nil || hub.capture.isRunning, let peer = channel.peerCertificate?.device else { return }
         let record = TapRecord(time: WallClock.nowMillis(), kind: kind, direction: direction, connection: id, local: hub.device.device, peer: peer, message: message)
         tap?(record)
         hub.capture.tapped(record)
