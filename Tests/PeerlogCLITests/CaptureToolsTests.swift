@@ -18,12 +18,7 @@ struct CaptureToolsTests {
         return r.stdout
     }
 
-    func person(_ name: String) throws -> (home: String, identity: String) {
-        let home = dir + "/" + name
-        try ok(["init", "--home", home, "--name", name])
-        guard case .string(let id)? = try JSON.parse(try ok(["id", "--home", home, "--json"]))["identity"] else { throw TestSupport.ProcessError(description: "no identity") }
-        return (home, id)
-    }
+    func person(_ name: String) throws -> (home: String, identity: String) { try makePerson(name, in: dir) }
 
     func committed(_ home: String, _ group: String) -> String? {
         guard let out = try? TestSupport.peerlog(["state-hash", "--home", home, group, "--json"]), out.status == 0,

@@ -22,12 +22,7 @@ struct DaemonTests {
         return try JSON.parse(r.stdout)
     }
 
-    func person(_ name: String) throws -> (home: String, identity: String) {
-        let home = dir + "/" + name
-        try ok("init", "--home", home, "--name", name)
-        guard case .string(let id)? = try json("id", "--home", home)["identity"] else { throw TestSupport.ProcessError(description: "no identity") }
-        return (home, id)
-    }
+    func person(_ name: String) throws -> (home: String, identity: String) { try makePerson(name, in: dir) }
 
     func hashes(_ home: String, _ group: String) throws -> String {
         try ok("state-hash", "--home", home, group)

@@ -37,12 +37,7 @@ final class LanTests {
     @discardableResult
     func ok(_ args: String...) throws -> String { try TestSupport.peerlogOK(args) }
 
-    func person(_ name: String) throws -> (home: String, identity: String) {
-        let home = dir + "/" + name
-        try ok("init", "--home", home, "--name", name)
-        guard case .string(let id)? = try JSON.parse(try ok("id", "--home", home, "--json"))["identity"] else { throw TestSupport.ProcessError(description: "no identity") }
-        return (home, id)
-    }
+    func person(_ name: String) throws -> (home: String, identity: String) { try makePerson(name, in: dir) }
 
     /// Starts host K's daemon on 10.77.0.K:7300 with no peer addresses.
     func start(_ k: Int, _ home: String, _ extra: [String] = []) throws {

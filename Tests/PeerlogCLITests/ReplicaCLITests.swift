@@ -36,12 +36,7 @@ struct ReplicaCLITests {
     }
 
     /// A new home with `peerlog init`; returns (home, identity text).
-    func person(_ name: String) throws -> (home: String, identity: String) {
-        let home = dir + "/" + name
-        try ok("init", "--home", home, "--name", name)
-        guard case .string(let id)? = try json("id", "--home", home)["identity"] else { throw TestSupport.ProcessError(description: "no identity") }
-        return (home, id)
-    }
+    func person(_ name: String) throws -> (home: String, identity: String) { try makePerson(name, in: dir) }
 
     /// `group create`; returns the new group's id.
     func createGroup(_ home: String, _ name: String, _ extra: String...) throws -> String {
