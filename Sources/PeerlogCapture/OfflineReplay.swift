@@ -35,8 +35,10 @@ public struct OfflineReplay {
         }
         let batches: Set<String> = ["receipts", "envelopes", "commits"]
         for c in capture.connections {
-            let inbound = capture.records.enumerated().filter { $0.element.connection == c && $0.element.kind == .message && $0.element.direction == .inbound }
-            if inbound.contains(where: { batches.contains(RecordView(index: $0.offset, record: $0.element).type) }) { return c }
+            let received = capture.records.contains { r in
+                r.connection == c && r.kind == .message && r.direction == .inbound && RecordView.messageType(r.data).map(batches.contains) == true
+            }
+            if received { return c }
         }
         throw CaptureError(offset: nil, "no connection in the capture received any receipts or envelopes")
     }

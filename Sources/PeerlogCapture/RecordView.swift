@@ -74,6 +74,11 @@ public struct RecordView: Sendable {
         }
     }
 
+    /// A message's `"t"` without decoding the rest into views (nil when it is not a CBOR map).
+    public static func messageType(_ data: [UInt8]) -> String? {
+        (try? CBORDecoder(mode: .lenient).decode(data))?["t"]?.textValue
+    }
+
     static func item(_ bytes: [UInt8], envelope: Bool, omitted: Bool) -> ItemView {
         if envelope {
             do {

@@ -11,16 +11,10 @@ struct DaemonTests {
 
     @discardableResult
     func ok(_ args: String..., sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
-        let r = try TestSupport.peerlog(args)
-        #expect(r.status == 0, "peerlog \(args.joined(separator: " ")): \(r.stderr)", sourceLocation: sourceLocation)
-        return r.stdout
+        try expectPeerlog(args, sourceLocation: sourceLocation)
     }
 
-    func json(_ args: String...) throws -> JSON {
-        let r = try TestSupport.peerlog(args + ["--json"])
-        guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args): \(r.stderr)") }
-        return try JSON.parse(r.stdout)
-    }
+    func json(_ args: String...) throws -> JSON { try peerlogJSON(args) }
 
     func person(_ name: String) throws -> (home: String, identity: String) { try makePerson(name, in: dir) }
 

@@ -13,16 +13,10 @@ struct ElectedSequencerTests {
 
     @discardableResult
     func ok(_ args: String..., sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
-        let r = try TestSupport.peerlog(args)
-        #expect(r.status == 0, "peerlog \(args.joined(separator: " ")): \(r.stderr)", sourceLocation: sourceLocation)
-        return r.stdout
+        try expectPeerlog(args, sourceLocation: sourceLocation)
     }
 
-    func json(_ args: String...) throws -> JSON {
-        let r = try TestSupport.peerlog(args + ["--json"])
-        guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args): \(r.stderr)") }
-        return try JSON.parse(r.stdout)
-    }
+    func json(_ args: String...) throws -> JSON { try peerlogJSON(args) }
 
     func string(_ j: JSON?) -> String? { if case .string(let s)? = j { s } else { nil } }
 

@@ -1,5 +1,6 @@
 import PeerlogEncoding
 import PeerlogTestSupport
+import Testing
 
 /// A new identity with one device in `dir/name` (`peerlog init`), as most CLI tests start.
 func makePerson(_ name: String, in dir: String) throws -> (home: String, identity: String) {
@@ -9,4 +10,19 @@ func makePerson(_ name: String, in dir: String) throws -> (home: String, identit
         throw TestSupport.ProcessError(description: "peerlog id printed no identity")
     }
     return (home, id)
+}
+
+/// Runs `peerlog`, records a test issue (at the caller) unless it exits 0, returns stdout.
+@discardableResult
+func expectPeerlog(_ args: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+    let r = try TestSupport.peerlog(args)
+    #expect(r.status == 0, "peerlog \(args.joined(separator: " ")): \(r.stderr)", sourceLocation: sourceLocation)
+    return r.stdout
+}
+
+/// `peerlog ARGS --json`, parsed; throws unless it exits 0.
+func peerlogJSON(_ args: [String]) throws -> JSON {
+    let r = try TestSupport.peerlog(args + ["--json"])
+    guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args): \(r.stderr)") }
+    return try JSON.parse(r.stdout)
 }
