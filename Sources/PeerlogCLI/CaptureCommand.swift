@@ -43,9 +43,9 @@ struct CaptureStart: ParsableCommand {
     @Argument(help: "The pcapng file to write (replaced if it exists).") var path: String
 
     func run() throws {
-        printError(captureWarning)
         let line = "capture start omit-bodies=\(file.omitBodies ? 1 : 0) max-bytes=\(file.maxBytes ?? 0) \(absolutePath(path))"
         let status = try ControlClient.decode(CaptureStatus.self, ControlClient.request(line, socketPath: home.path + "/peerlog.sock"))
+        printError(captureWarning)  // once the capture runs: a refused start is one error line
         print("capturing to \(status.path)")
     }
 }
