@@ -14,12 +14,18 @@ let package = Package(
         .executable(name: "peerlog", targets: ["PeerlogCLI"]),
         .executable(name: "peerlog-bench", targets: ["PeerlogBench"]),
     ],
+    // PostgreSQL: the relay's shared store for several relay processes (postgres-nio). Off by
+    // default so the common build stays fast: `swift build --traits PostgreSQL`.
+    traits: [
+        .trait(name: "PostgreSQL", description: "peerlog relay run --postgres URL (postgres-nio)"),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // C layer: libsodium from the system (Debian: libsodium-dev).
@@ -59,6 +65,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The relay's PostgreSQL store of record (compiled only with the PostgreSQL trait).
+        .target(
+            name: "PeerlogRelayPostgres",
+            dependencies: [
+                "PeerlogEngine", "PeerlogStore", "PeerlogModel",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Entry points of the fuzz targets (Fuzz/) and of the tests that replay their findings.
         .target(name: "PeerlogFuzzHarness", dependencies: ["PeerlogCapture", "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel"]),
         // App layer.
@@ -70,6 +85,7 @@ let package = Package(
                 "PeerlogEngine",
                 "PeerlogNode",
                 "PeerlogCapture",
+                "PeerlogRelayPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -88,6 +104,8 @@ let package = Package(
         .testTarget(name: "PeerlogDiscoveryTests", dependencies: ["PeerlogDiscovery", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogSequencerTests", dependencies: ["PeerlogSequencer"]),
         .testTarget(name: "PeerlogCaptureTests", dependencies: ["PeerlogCapture", "PeerlogEngine", "PeerlogSync", "PeerlogChannel", "PeerlogModel", "PeerlogTestSupport"]),
+        // Compiled only with the PostgreSQL trait; needs the server tools/postgres.sh starts.
+        .testTarget(name: "PeerlogRelayPostgresTests", dependencies: ["PeerlogRelayPostgres", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
         .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogCLI", "PeerlogTestSupport"]),

@@ -4,14 +4,14 @@ import PeerlogModel
 import PeerlogStore
 
 extension Pipeline {
-    /// When this device is the group's solo sequencer (or created the group and nothing is
-    /// committed yet), assigns the next seqs to tentative receipts in tentative order and
+    /// When this device is the group's solo sequencer or its relay (or created the group and
+    /// nothing is committed yet), assigns the next seqs to tentative receipts in tentative order and
     /// commits them. Receipts that the committed state does not authorize are refused, not
     /// sequenced; receipts whose parents are not held yet wait.
     mutating func sequenceIfAuthority(_ group: GroupID) throws {
         guard try !isTombstoned(group) else { return }
         if let state = try committedState(group) {
-            guard case .solo(let device) = state.authority, device == local.device else { return }
+            guard sequencesHere(state) else { return }
         } else if try !db.hasTentativeCreation(group: group, by: local.device) {
             return  // not created yet, and not by us: someone else sequences seq 1
         }
@@ -26,7 +26,7 @@ extension Pipeline {
         for r in TentativeOrder.order(candidates) {
             let state = try committedState(group)
             if let state {
-                guard case .solo(let device) = state.authority, device == local.device, state.status == .active else { return }
+                guard sequencesHere(state), state.status == .active else { return }
             } else if !(r.type == "group.created" && r.author == local.device) {
                 continue  // only the creating device may commit seq 1
             }
@@ -47,11 +47,24 @@ extension Pipeline {
             }
             let seq = try db.committedSeq(group: group) + 1
             let envelope = try Envelope.sign(group: group, seq: seq, receipt: r.cid, term: 0, receivedAt: now, key: local.signingKey)
+            if let gate, try gate.reserve(envelope, receipt: r) == .taken {
+                report.contended.insert(group)
+                break  // another relay process took this seq or this receipt: catch up first
+            }
             try commit(envelope, receipt: r)
             try db.insertOutbox(kind: "envelope", group: group, cid: r.cid, seq: seq, at: now)
             placed.insert(r.cid)
         }
         if !missingParents.isEmpty { try request(.requestReceipts(group: group, cids: Array(Set(missingParents)).sorted())) }
+    }
+
+    /// Whether this device sequences the group: its solo device or its relay.
+    func sequencesHere(_ state: GroupState) -> Bool {
+        switch state.authority {
+        case .solo(let device): device == local.device
+        case .relay(let key, _): key == local.device
+        case .elected: false
+        }
     }
 
     /// Why the committed state would reject `r` at the next seq, or nil.

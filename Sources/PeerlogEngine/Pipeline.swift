@@ -11,6 +11,8 @@ struct Pipeline {
     let local: LocalDevice
     let limits: ReplicaLimits
     let now: UInt64
+    /// A shared relay store that must admit each assignment first (nil: this store decides).
+    let gate: (any SequenceGate)?
     var report = IngestReport()
 
     /// Groups whose envelopes or sequencing must be revisited at the end of the batch.
@@ -45,11 +47,12 @@ struct Pipeline {
     /// Receipt row ids at or above this were stored by this transaction.
     let firstNewReceiptID: Int64
 
-    init(db: StoreDB, local: LocalDevice, limits: ReplicaLimits, now: UInt64) throws {
+    init(db: StoreDB, local: LocalDevice, limits: ReplicaLimits, now: UInt64, gate: (any SequenceGate)? = nil) throws {
         self.db = db
         self.local = local
         self.limits = limits
         self.now = now
+        self.gate = gate
         firstNewReceiptID = Int64(try db.count(rawSQL: "SELECT COALESCE(MAX(id), 0) FROM receipts")) + 1
     }
 

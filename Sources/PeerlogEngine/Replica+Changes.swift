@@ -24,3 +24,28 @@ extension Replica {
         return result
     }
 }
+
+/// A relay that sequences one of our groups: where to reach it and the key it must present.
+public struct RelayEndpoint: Sendable, Hashable {
+    public let key: DeviceID
+    public let address: String
+    public init(key: DeviceID, address: String) {
+        self.key = key
+        self.address = address
+    }
+}
+
+extension Replica {
+    /// The relays named (in the tentative view) by groups where this identity is a pending or
+    /// active member, other than this device itself: a node keeps them connected and lets them in.
+    public func relayEndpoints() throws -> Set<RelayEndpoint> {
+        var result = Set<RelayEndpoint>()
+        for group in try groupIDs() {
+            guard let state = try state(of: group, view: .tentative), state.status == .active,
+                  case .relay(let key, let address) = state.authority, key != local.device,
+                  let me = state.members[local.identity], me.status == .active || me.status == .pending else { continue }
+            result.insert(RelayEndpoint(key: key, address: address))
+        }
+        return result
+    }
+}

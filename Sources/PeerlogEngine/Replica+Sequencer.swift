@@ -60,3 +60,12 @@ extension Replica {
     /// Whether a receipt is committed (at any seq).
     public func isCommitted(_ cid: CID) throws -> Bool { try store.read { try $0.committedSeq(of: cid) != nil } }
 }
+
+extension Replica {
+    /// Runs the local sequencer over `groups` again (e.g. after a relay caught up from the
+    /// shared store following a contended assignment). Does nothing where we do not sequence.
+    @discardableResult
+    public func resequence(_ groups: [GroupID]) throws -> IngestReport {
+        try write { p in for g in groups { p.touch(g) } }
+    }
+}

@@ -28,14 +28,15 @@ public struct SyncEnvelopeItem: Sendable {
 
 /// Queries the sync protocol needs (docs/protocol-sync.md). Reads only; writes go through `ingest`.
 extension Replica {
-    /// Groups to offer `peer` in a hello: held, not deleted, and in the tentative view both the
-    /// peer's identity and ours are pending or active members.
-    public func syncOfferedGroups(to peer: IdentityID) throws -> [GroupID] {
+    /// Groups to offer `peer` in a hello: held, not deleted, and in the tentative view the
+    /// peer's identity is a pending or active member and so is ours, or one of the two is the
+    /// group's relay (§19.1).
+    public func syncOfferedGroups(to peer: DeviceCertificate) throws -> [GroupID] {
         try groupIDs().filter { try syncOffers($0, to: peer) }
     }
 
     /// Whether `group` would be offered to `peer` now.
-    public func syncOffers(_ group: GroupID, to peer: IdentityID) throws -> Bool {
+    public func syncOffers(_ group: GroupID, to peer: DeviceCertificate) throws -> Bool {
         try store.read { db in
             guard try !db.isTombstoned(group: group) else { return false }
             guard let state = try fold(group: group, view: .tentative, db: db, entities: .none).state, state.status == .active else { return false }
@@ -43,7 +44,11 @@ extension Replica {
                 guard let m = state.members[id] else { return false }
                 return m.status == .pending || m.status == .active
             }
-            return present(peer) && present(local.identity)
+            if case .relay(let key, _) = state.authority {
+                if key == local.device { return present(peer.identity) }  // we are its relay
+                if key == peer.device { return present(local.identity) }  // the peer is its relay
+            }
+            return present(peer.identity) && present(local.identity)
         }
     }
 

@@ -13,20 +13,25 @@ public final class Replica: Sendable {
     public let local: LocalDevice
     public let limits: ReplicaLimits
     private let clock: @Sendable () -> UInt64
+    /// Set on a relay that shares its store of record with other relay processes.
+    public let sequenceGate: (any SequenceGate)?
     private let hlc = Mutex(HybridLogicalClock())
     private let subscribers = Mutex<[Int: @Sendable (ReplicaEvent) -> Void]>([:])
     private let nextSubscriber = Atomic<Int>(0)
 
     /// Opens (or creates) the replica database at `path`. Cheap: nothing is scanned at open.
-    public convenience init(path: String, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis) throws {
-        try self.init(store: Store(path: path), device: device, limits: limits, clock: clock)
+    public convenience init(path: String, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
+                            sequenceGate: (any SequenceGate)? = nil) throws {
+        try self.init(store: Store(path: path), device: device, limits: limits, clock: clock, sequenceGate: sequenceGate)
     }
 
-    public init(store: Store, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis) {
+    public init(store: Store, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
+                sequenceGate: (any SequenceGate)? = nil) {
         self.store = store
         local = device
         self.limits = limits
         self.clock = clock
+        self.sequenceGate = sequenceGate
     }
 
     // MARK: Subscriptions
@@ -184,10 +189,10 @@ public final class Replica: Sendable {
     }
 
     /// Runs a pipeline transaction, settles touched groups, and delivers events after commit.
-    private func write(_ body: (inout Pipeline) throws -> Void) throws -> IngestReport {
+    func write(_ body: (inout Pipeline) throws -> Void) throws -> IngestReport {
         let now = clock()
         let report = try store.write { db in
-            var p = try Pipeline(db: db, local: local, limits: limits, now: now)
+            var p = try Pipeline(db: db, local: local, limits: limits, now: now, gate: sequenceGate)
             try body(&p)
             try p.settle()
             return p.report

@@ -48,6 +48,9 @@ public struct IngestReport: Sendable, Equatable {
     public var rejected: [(cid: CID, reason: String)] = []
     public var actions: [ReplicaAction] = []
     public var events: [ReplicaEvent] = []
+    /// Groups where a shared relay store refused an assignment (another relay process took
+    /// the seq): catch up from that store, then sequencing resumes.
+    public var contended: Set<GroupID> = []
 
     public init() {}
 
@@ -65,6 +68,7 @@ public struct IngestReport: Sendable, Equatable {
         rejected += other.rejected
         actions += other.actions
         events += other.events
+        contended.formUnion(other.contended)
     }
 }
 

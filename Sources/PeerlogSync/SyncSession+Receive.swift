@@ -68,7 +68,7 @@ extension SyncSession {
     func vector(_ g: GroupID, committed: UInt64, authors: [AuthorCounter], into out: inout [SyncAction]) throws {
         if groups[g] == nil {
             // An offer by vector (the peer holds a group we lack, or it learnt we share one).
-            guard try store.syncOffers(g, to: peer.identity) || !store.syncHolds(g) else {
+            guard try store.syncOffers(g, to: peer) || !store.syncHolds(g) else {
                 ignored += 1
                 out.append(.event(.ignoredVector(group: g)))
                 return

@@ -56,7 +56,7 @@ public final class SyncSession {
         phase = .started
         var out = [SyncAction]()
         run(&out) { out in
-            let groups = try store.syncOfferedGroups(to: peer.identity).sorted()
+            let groups = try store.syncOfferedGroups(to: peer).sorted()
             offered = Set(groups)
             send(.hello(versions: Self.versions, capabilities: offersCommits ? [Self.commitsCapability] : [], groups: Array(groups.prefix(limits.maxGroupsPerHello))), into: &out)
             granted = limits.initialCredit
@@ -85,7 +85,7 @@ public final class SyncSession {
         run(&out) { out in
             if groups[group] != nil {
                 groups[group]!.dirty = true
-            } else if try store.syncOffers(group, to: peer.identity) {
+            } else if try store.syncOffers(group, to: peer) {
                 offered.insert(group)
                 try accept(group, into: &out)
             }

@@ -6,10 +6,11 @@ import PeerlogModel
 /// Every method may be called from the session's serial queue; reads are cheap, bounded by
 /// `limit`, so a catch-up is produced batch by batch and never held in memory whole.
 public protocol SyncStore: AnyObject, Sendable {
-    /// Groups to offer `peer` (held, not deleted, both identities pending or active members).
-    func syncOfferedGroups(to peer: IdentityID) throws -> [GroupID]
+    /// Groups to offer `peer` (held, not deleted, both identities pending or active members,
+    /// or one side a member and the other the group's relay).
+    func syncOfferedGroups(to peer: DeviceCertificate) throws -> [GroupID]
     /// Whether `group` would be offered to `peer` now.
-    func syncOffers(_ group: GroupID, to peer: IdentityID) throws -> Bool
+    func syncOffers(_ group: GroupID, to peer: DeviceCertificate) throws -> Bool
     /// Whether anything of `group` is held (a receipt or a tombstone).
     func syncHolds(_ group: GroupID) throws -> Bool
     /// Committed high-water mark and per-author contiguous counters.

@@ -1,0 +1,1 @@
+// The suites here compile only with `--traits PostgreSQL` (see tools/test.sh).
