@@ -9,7 +9,7 @@ struct Peerlog: AsyncParsableCommand {
         subcommands: [
             Init.self, Id.self, SafetyNumberCommand.self, Inspect.self, ReceiptCommand.self,
             GroupCommand.self, Put.self, Get.self, DeleteCommand.self, LogCommand.self, StateHash.self,
-            Export.self, Import.self, DeadLetters.self, Check.self, Daemon.self, Status.self, Peers.self, Invites.self, CaptureCommand.self, Replay.self, Debug.self,
+            Export.self, Import.self, DeadLetters.self, Check.self, Daemon.self, Status.self, Peers.self, Invites.self, CaptureCommand.self, Replay.self, RelayCommand.self, Debug.self,
         ]
     )
 }

@@ -23,6 +23,8 @@ public final class LiveReplayDriver {
     public let batches: [Batch]
     public let groups: [GroupID]
     public private(set) var sent = 0
+    /// Receipts the peer's sequencer refused (a replay into a relay, say), with its reasons.
+    public private(set) var refusals: [RefusedReceipt] = []
     public private(set) var itemsSent = 0
     private var credit: UInt64 = 0
     private var peerInitialCredit: UInt64?
@@ -76,6 +78,8 @@ public final class LiveReplayDriver {
             return [SyncMessage.credit(1).encoded()]  // not expected (we never sent a vector); keep the peer's credit whole
         case .error(let code, let message):
             throw Failure.peer("peer closed with error \(code): \(message)")
+        case .refused(_, let items):
+            refusals += items
         case .caughtUp, .done, .unknown, .election:
             break
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PeerlogChannel
+import PeerlogEngine
 import PeerlogModel
 
 /// Everything a running node needs besides its home directory's keys and store.
@@ -13,6 +14,10 @@ public struct NodeConfiguration: Sendable {
     public var peers: [PeerAddress] = []
     /// Identities let in besides our own and the members of groups we hold (pairing).
     public var allow: Set<IdentityID> = []
+    /// Let in any device with a valid certificate (a relay that takes new groups from anyone).
+    public var openAdmission = false
+    /// A relay's shared store of record (PostgreSQL), consulted before each assignment.
+    public var sequenceGate: (any SequenceGate)?
     public var channel = ChannelConfiguration()
     /// How often the node looks for writes made by other processes (the CLI) to push them.
     public var pollInterval: Duration = .milliseconds(250)

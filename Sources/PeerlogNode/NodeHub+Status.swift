@@ -60,7 +60,8 @@ extension NodeHub {
             listening: listening.value, peers: peers, groups: groups,
             recentlyClosed: recentCloses().map { ClosedStatus(device: $0.peer?.string, address: $0.remote, reason: $0.reason, at: $0.at) },
             discoveryUnavailable: discoveryState.value.unavailable, discovery: discoveryState.value.enabled,
-            capture: capture.status
+            capture: capture.status,
+            refusals: recentRefusals()
         )
     }
 

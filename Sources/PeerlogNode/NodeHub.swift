@@ -17,6 +17,10 @@ final class NodeHub: @unchecked Sendable {
     private let queue = DispatchQueue(label: "peerlog.node.hub")
     private let extraAllowed: Set<IdentityID>
     private let allowed: LockedValue<Set<IdentityID>>
+    /// Let in any device whose certificate checks out (a relay open to new groups).
+    private let openAdmission: Bool
+    /// Relays our groups name: their keys are let in, and the node keeps them connected.
+    private let relays = LockedValue<Set<RelayEndpoint>>([])
 
     /// Where tap records go when a capture runs.
     let capture: CaptureControl
@@ -26,6 +30,8 @@ final class NodeHub: @unchecked Sendable {
     let discoveryState = LockedValue<(enabled: Bool, unavailable: String?)>((false, nil))
     /// Called (on the hub queue) when the set of identities we let in changed.
     let onMembershipChange = LockedValue<@Sendable () -> Void>({})
+    /// Called (on the hub queue) when the relays our groups name changed.
+    let onRelaysChange = LockedValue<@Sendable (Set<RelayEndpoint>) -> Void>({ _ in })
 
     // Queue-confined state.
     /// This device's part in the elected sequencers of its groups.
@@ -38,6 +44,7 @@ final class NodeHub: @unchecked Sendable {
     private var pollTimer: DispatchSourceTimer?
     private var closedRecently: [ClosedConnection] = []
     private var lastRetry: UInt64 = 0
+    private var refusals: [RefusalStatus] = []
 
     struct ClosedConnection: Sendable {
         let peer: DeviceID?
@@ -46,7 +53,7 @@ final class NodeHub: @unchecked Sendable {
         let at: UInt64
     }
 
-    init(replica: Replica, device: LocalDevice, allow: Set<IdentityID>, logger: Logger) {
+    init(replica: Replica, device: LocalDevice, allow: Set<IdentityID>, openAdmission: Bool = false, logger: Logger) {
         self.replica = replica
         self.device = device
         self.logger = logger
@@ -54,6 +61,7 @@ final class NodeHub: @unchecked Sendable {
         self.election = ElectionCoordinator(replica: replica)
         self.extraAllowed = allow.union([device.identity])
         self.allowed = LockedValue(extraAllowed)
+        self.openAdmission = openAdmission
     }
 
     // MARK: Authorization (called from event loops during handshakes)
@@ -62,8 +70,9 @@ final class NodeHub: @unchecked Sendable {
     func mayConnect(identity: IdentityID) -> Bool { allowed.value.contains(identity) }
 
     func authorize(_ certificate: DeviceCertificate) -> AuthorizationDecision {
-        if allowed.value.contains(certificate.identity) { return .allow }
-        return .deny("identity \(certificate.identity) is not ours, not a member of a group we hold, and not allowed for pairing")
+        if openAdmission || allowed.value.contains(certificate.identity) { return .allow }
+        if relays.value.contains(where: { $0.key == certificate.device }) { return .allow }
+        return .deny("identity \(certificate.identity) is not ours, not a member of a group we hold, not a relay of one, and not allowed for pairing")
     }
 
     private func refreshAllowed() {
@@ -73,6 +82,11 @@ final class NodeHub: @unchecked Sendable {
             if now != allowed.value {
                 allowed.value = now
                 onMembershipChange.value()
+            }
+            let named = try replica.relayEndpoints()
+            if named != relays.value {
+                relays.value = named
+                onRelaysChange.value(named)
             }
         } catch {
             logger.error("cannot read group members: \(error)")
@@ -199,6 +213,12 @@ final class NodeHub: @unchecked Sendable {
             logger.notice("ignored unknown message type \"\(type)\" from \(connection.peer.device.short)")
         case .election(let group, let from, let message):
             route(election.receive(group: group, from: from, message))
+        case .refusedByPeer(let group, let items):
+            for item in items {
+                logger.warning("\(connection.peer.device.short) refused receipt \(item.cid) of group \(group): \(item.reason)")
+                refusals.append(RefusalStatus(group: group.string, cid: item.cid.string, by: connection.peer.device.string, reason: item.reason, at: WallClock.nowMillis()))
+            }
+            if refusals.count > 32 { refusals.removeFirst(refusals.count - 32) }
         default:
             break
         }
@@ -266,6 +286,8 @@ final class NodeHub: @unchecked Sendable {
     }
 
     func recentCloses() -> [ClosedConnection] { closedRecently }
+
+    func recentRefusals() -> [RefusalStatus] { refusals }
 }
 
 /// A value behind a lock, for the few things event loops read while the hub writes.

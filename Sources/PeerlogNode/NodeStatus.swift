@@ -13,6 +13,17 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var discovery: Bool
     /// The capture in progress, if any.
     public var capture: CaptureStatus?
+    /// Receipts we sent that a peer's sequencer (a relay, say) refused, newest last (at most 32).
+    public var refusals: [RefusalStatus]?
+}
+
+public struct RefusalStatus: Codable, Sendable, Equatable {
+    public var group: String
+    public var cid: String
+    /// The refusing peer's device.
+    public var by: String
+    public var reason: String
+    public var at: UInt64
 }
 
 public struct PeerStatus: Codable, Sendable, Equatable {

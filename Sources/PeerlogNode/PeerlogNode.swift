@@ -32,8 +32,8 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         self.logger = logger
         self.tap = tap
         device = try LocalDevice.load(home: home)
-        replica = try Replica(path: home + "/replica.sqlite", device: device)
-        hub = NodeHub(replica: replica, device: device, allow: configuration.allow, logger: logger)
+        replica = try Replica(path: home + "/replica.sqlite", device: device, sequenceGate: configuration.sequenceGate)
+        hub = NodeHub(replica: replica, device: device, allow: configuration.allow, openAdmission: configuration.openAdmission, logger: logger)
         dialers = configuration.peers.map { Dialer(address: $0) }
     }
 
@@ -92,8 +92,12 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         let lan = LanPeers(local: device, network: configuration.channel.networkID, hub: hub, logger: logger) { [self] dialer in
             Task { await runDialer(dialer, group: group) }
         }
-        hub.dialerStatus.value = { [dialers] in dialers.map(\.status) + lan.status }
+        let relays = RelayLinks(logger: logger) { [self] dialer in
+            Task { await runDialer(dialer, group: group) }
+        }
+        hub.dialerStatus.value = { [dialers] in dialers.map(\.status) + relays.status + lan.status }
         hub.onMembershipChange.value = { lan.recheck() }
+        hub.onRelaysChange.value = { relays.reconcile($0) }
         hub.start(pollInterval: configuration.pollInterval, electionTick: configuration.electionTick)
         let discovery = configuration.discovery ? startDiscovery(lan) : nil
         logger.info("device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.value?.description ?? "nothing (dial only)"), control socket \(controlPath)")
@@ -110,6 +114,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
             logger.info("shutting down")
             discovery?.stop()
             lan.stopAll()
+            relays.stopAll()
             hub.stop(reason: "shutting down")
             tasks.cancelAll()
         }

@@ -103,6 +103,16 @@ extension SyncMessage {
             return .error(code: code, message: message)
         case "election":
             return .election(group: try f.group(), try ElectionMessage.decode(fields))
+        case "refused":
+            let items = try f.array("items", limit: limits.maxBatchItems, name: "maxBatchItems: refused").map { v throws(SyncCodecError) in
+                guard let pair = v.arrayValue, pair.count == 2, let cid = try? CID(cborLink: pair[0]), let reason = pair[1].textValue else {
+                    throw .malformed("\"items\" must hold [CID link, text] pairs")
+                }
+                guard reason.utf8.count <= limits.maxErrorMessageBytes else { throw .limit("maxErrorMessageBytes: refusal reason", reason.utf8.count, limits.maxErrorMessageBytes) }
+                return RefusedReceipt(cid: cid, reason: reason)
+            }
+            guard !items.isEmpty else { throw .malformed("\"items\" is empty") }
+            return .refused(group: try f.group(), items: items)
         default:
             return .unknown(type: type)
         }

@@ -13,6 +13,16 @@ public enum SyncRequest: Hashable, Sendable {
     case cids([CID])
 }
 
+/// A receipt a sequencer refused, with the rule it breaks (e.g. "sender is not an active member").
+public struct RefusedReceipt: Hashable, Sendable {
+    public let cid: CID
+    public let reason: String
+    public init(cid: CID, reason: String) {
+        self.cid = cid
+        self.reason = reason
+    }
+}
+
 /// One author's highest contiguous counter in a vector.
 public struct AuthorCounter: Hashable, Sendable {
     public let author: DeviceID
@@ -42,6 +52,8 @@ public enum SyncMessage: Hashable, Sendable {
     case error(code: String, message: String)
     /// Between voters of an elected authority of the group (§18.3).
     case election(group: GroupID, ElectionMessage)
+    /// The sender's sequencer refused receipts this peer sent it (§19.2); no credit needed.
+    case refused(group: GroupID, items: [RefusedReceipt])
     /// A well-formed map with a type this version does not know: ignored.
     case unknown(type: String)
 
@@ -58,6 +70,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .done: "done"
         case .error: "error"
         case .election: "election"
+        case .refused: "refused"
         case .unknown(let t): t
         }
     }
@@ -98,6 +111,9 @@ public enum SyncMessage: Hashable, Sendable {
         case .election(let g, let e):
             m["group"] = .bytes(g.bytes)
             for (k, v) in e.fields { m[k] = v }
+        case .refused(let g, let items):
+            m["group"] = .bytes(g.bytes)
+            m["items"] = .array(items.map { .array([$0.cid.cborLink, .text($0.reason)]) })
         case .unknown: break
         }
         return .textMap(m)

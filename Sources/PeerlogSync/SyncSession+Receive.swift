@@ -21,6 +21,7 @@ extension SyncSession {
         case .election(let g, let e):
             // Only for groups shared with this peer; the node checks the sender is a voter.
             if groups[g] != nil || offered.contains(g) { out.append(.event(.election(group: g, from: peer.device, e))) } else { ignored += 1 }
+        case .refused(let g, let items): out.append(.event(.refusedByPeer(group: g, items: items)))
         case .vector(let g, let committed, let authors): try vector(g, committed: committed, authors: authors, into: &out)
         case .receipts(let g, let items): try batch(g, receipts: items, envelopes: [], size: size, into: &out)
         case .envelopes(let g, let items): try batch(g, receipts: [], envelopes: items, size: size, into: &out)
@@ -120,6 +121,13 @@ extension SyncSession {
         s.dirty = true
         groups[g] = s
         out.append(.event(.ingested(group: g, report: report)))
+        // Our sequencer refused some of what the peer sent: tell it why (it keeps them tentative).
+        let sent = Set(receipts.map(\.cid))
+        let refused = report.events.compactMap { e -> RefusedReceipt? in
+            guard case .refused(let group, let cid, let reason) = e, group == g, sent.contains(cid) else { return nil }
+            return RefusedReceipt(cid: cid, reason: String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "refused")
+        }
+        if !refused.isEmpty { send(.refused(group: g, items: refused), into: &out) }
         if autoGrant {
             granted += 1
             send(.credit(1), into: &out)

@@ -31,6 +31,8 @@ public enum SyncEvent: Sendable {
     case resync
     /// A message for the group's elected sequencer from this peer's device (§18.3).
     case election(group: GroupID, from: DeviceID, ElectionMessage)
+    /// The peer's sequencer refused receipts we sent it (§19.2).
+    case refusedByPeer(group: GroupID, items: [RefusedReceipt])
 }
 
 /// Counters of one direction.

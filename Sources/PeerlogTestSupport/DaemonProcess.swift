@@ -15,14 +15,17 @@ public final class DaemonProcess: @unchecked Sendable {
     /// runs it through another program (e.g. `tools/lan.sh exec K --` for a namespace host).
     /// `discovery` stays off unless asked for: mDNS may only run inside namespaces the tests
     /// create (tools/lan.sh), never on the machine's real interfaces.
-    public init(home: String, listenPort: Int = 0, listenHost: String = "127.0.0.1", arguments: [String] = [], launcher: [String] = [], discovery: Bool = false, environment: [String: String] = [:], timeout: TimeInterval = 30) throws {
+    /// `command` is `["daemon"]` or, for a relay, `["relay", "run"]` (which never uses discovery).
+    public init(home: String, listenPort: Int = 0, listenHost: String = "127.0.0.1", arguments: [String] = [], launcher: [String] = [], discovery: Bool = false, environment: [String: String] = [:], timeout: TimeInterval = 30,
+                command: [String] = ["daemon"]) throws {
         self.home = home
         self.host = listenHost
         outPath = home + "/daemon.stdout"
         errPath = home + "/daemon.stderr"
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let command = ["daemon", "--home", home, "--listen", "\(listenHost):\(listenPort)"] + (discovery ? [] : ["--no-discovery"]) + arguments
+        let isDaemon = command == ["daemon"]
+        let command = command + ["--home", home, "--listen", "\(listenHost):\(listenPort)"] + (discovery || !isDaemon ? [] : ["--no-discovery"]) + arguments
         if let first = launcher.first {
             process.executableURL = URL(fileURLWithPath: first)
             process.arguments = Array(launcher.dropFirst()) + [TestSupport.peerlogBinary] + command
@@ -41,7 +44,7 @@ public final class DaemonProcess: @unchecked Sendable {
             if let range = out.range(of: "listening on \(listenHost):") {
                 let rest = out[range.upperBound...].prefix { $0.isNumber }
                 port = Int(rest) ?? 0
-                if let d = out.range(of: "device ") { device = String(out[d.upperBound...].prefix { !$0.isWhitespace }) }
+                if let d = out.range(of: "device ") ?? out.range(of: "key ") { device = String(out[d.upperBound...].prefix { !$0.isWhitespace }) }
                 break
             }
             guard process.isRunning else {

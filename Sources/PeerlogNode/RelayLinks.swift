@@ -1,0 +1,59 @@
+import Logging
+import PeerlogEngine
+import PeerlogModel
+
+/// Keeps the relays our groups name connected (docs/PROTOCOL.md §19.1): one dialer per relay
+/// address and key, started when a group names it and stopped when none does any more.
+final class RelayLinks: Sendable {
+    private struct Link {
+        let dialer: Dialer
+        let task: Task<Void, Never>
+    }
+
+    private let logger: Logger
+    private let startDialer: @Sendable (Dialer) -> Task<Void, Never>
+    private let links = LockedValue<[RelayEndpoint: Link]>([:])
+    /// Addresses that do not parse, said once each.
+    private let reported = LockedValue<Set<String>>([])
+
+    init(logger: Logger, startDialer: @escaping @Sendable (Dialer) -> Task<Void, Never>) {
+        self.logger = logger
+        self.startDialer = startDialer
+    }
+
+    func reconcile(_ endpoints: Set<RelayEndpoint>) {
+        let current = links.value
+        for (endpoint, link) in current where !endpoints.contains(endpoint) {
+            logger.info("no group names the relay \(endpoint.key.short) at \(endpoint.address) any more")
+            link.task.cancel()
+            links.mutate { $0[endpoint] = nil }
+        }
+        for endpoint in endpoints.sorted(by: { $0.address < $1.address }) where current[endpoint] == nil {
+            guard let address = try? PeerAddress(parsing: endpoint.address) else {
+                if reported.mutate({ $0.insert(endpoint.address).inserted }) {
+                    logger.warning("a group names the relay \(endpoint.key.short) at \"\(endpoint.address)\", which is not HOST:PORT; not dialing it")
+                }
+                continue
+            }
+            logger.info("keeping the relay \(endpoint.key.short) at \(address) connected")
+            let dialer = Dialer(address: address, source: "relay", expectedDevice: endpoint.key)
+            links.mutate { $0[endpoint] = Link(dialer: dialer, task: startDialer(dialer)) }
+        }
+    }
+
+    func stopAll() {
+        let all = links.mutate { l -> [Link] in
+            defer { l = [:] }
+            return Array(l.values)
+        }
+        for link in all { link.task.cancel() }
+    }
+
+    var status: [PeerStatus] {
+        links.value.sorted { $0.key.address < $1.key.address }.map { endpoint, link in
+            var s = link.dialer.status
+            s.device = s.device ?? endpoint.key.string
+            return s
+        }
+    }
+}
