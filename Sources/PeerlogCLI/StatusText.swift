@@ -33,6 +33,12 @@ enum StatusText {
                 out += "  \(c.device ?? c.address)  \(duration(now > c.at ? now - c.at : 0)) ago: \(c.reason)\n"
             }
         }
+        if let refusals = s.refusals, !refusals.isEmpty {
+            out += "refused by a sequencer:\n"
+            for r in refusals.suffix(5) {
+                out += "  \(r.cid) of group \(r.group) by \(r.by)  \(duration(now > r.at ? now - r.at : 0)) ago: \(r.reason)\n"
+            }
+        }
         return out
     }
 

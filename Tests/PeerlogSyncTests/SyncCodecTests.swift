@@ -24,6 +24,7 @@ struct SyncCodecTests {
         .caughtUp(group: g),
         .done(group: g, id: 4),
         .error(code: "limit", message: "too big"),
+        .refused(group: g, items: [RefusedReceipt(cid: cid, reason: "sender is not an active member")]),
     ]
 
     @Test func everyMessageRoundTrips() throws {
@@ -68,6 +69,19 @@ struct SyncCodecTests {
         Self.reject(SyncMessage.credit(1).encoded() + [0], "malformed", "trailing bytes")
         Self.reject([0xa2, 0x61, 0x74, 0x66] + Array("credit".utf8) + [0x61, 0x6e, 0x01], "malformed", "unsorted keys")
         Self.reject([0xbf, 0xff], "malformed", "indefinite map")
+        Self.reject(.textMap(["t": "refused", "group": gb, "items": []]), "malformed", "no refused items")
+        Self.reject(.textMap(["t": "refused", "group": gb, "items": [[Self.cid.cborLink]]]), "malformed", "refusal without reason")
+        Self.reject(.textMap(["t": "refused", "group": gb, "items": [[.bytes([1]), "why"]]]), "malformed", "refusal cid not a link")
+    }
+
+    @Test func refusalReasonsAreBounded() throws {
+        let gb = CBOR.bytes(Self.g.bytes)
+        let at = String(repeating: "x", count: 1_024), over = String(repeating: "x", count: 1_025)
+        #expect(throws: Never.self) { try SyncMessage.decode(CBOREncoder.encode(.textMap(["t": "refused", "group": gb, "items": [[Self.cid.cborLink, .text(at)]]])), limits: .init()) }
+        Self.reject(.textMap(["t": "refused", "group": gb, "items": [[Self.cid.cborLink, .text(over)]]]), "limit", "reason over maxErrorMessageBytes")
+        var small = SyncLimits()
+        small.maxBatchItems = 1
+        Self.reject(SyncMessage.refused(group: Self.g, items: [RefusedReceipt(cid: Self.cid, reason: "a"), RefusedReceipt(cid: CID(hashing: [4]), reason: "b")]).encoded(), "limit", limits: small, "refused items")
     }
 
     @Test func limitsAreEnforcedAndNamed() {

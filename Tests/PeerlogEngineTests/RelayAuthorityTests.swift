@@ -1,0 +1,111 @@
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+import PeerlogStore
+import Synchronization
+import Testing
+
+/// Groups sequenced by a relay (docs/PROTOCOL.md §19): the relay's replica assigns seqs like a
+/// solo device, members accept only its envelopes, the two sides offer the group to each
+/// other, and a shared store (the gate) can stop an assignment another relay process made.
+@Suite struct RelayAuthorityTests {
+    /// Alice's group, named to `relay`, with Bob invited and Alice's history in the relay.
+    static func relayedGroup(alice: Node, bob: Node, relay: Node) throws -> GroupID {
+        let group = try alice.replica.createGroup(name: "trip")
+        try alice.replica.append(.memberAdded(identity: bob.identity, role: .member), to: group)
+        #expect(try alice.replica.append(.sequencerChanged(.relay(key: relay.device.device, address: "127.0.0.1:7350")), to: group).seq != nil)
+        let (receipts, envelopes) = try alice.holdings(group)
+        _ = try relay.replica.ingest(receipts: receipts, envelopes: envelopes)
+        #expect(try relay.replica.committedSeq(of: group) == alice.replica.committedSeq(of: group))
+        return group
+    }
+
+    @Test func theRelaySequencesAndMembersAcceptOnlyItsEnvelopes() throws {
+        let alice = try Node("alice"), bob = try Node("bob"), relay = try Node("relay"), eve = try Node("eve")
+        let group = try Self.relayedGroup(alice: alice, bob: bob, relay: relay)
+        let base = try alice.replica.committedSeq(of: group)
+
+        // Alice's own write stays tentative: she no longer sequences.
+        let w = try alice.replica.append(.entityPut(key: "k", value: "1"), to: group)
+        #expect(w.seq == nil)
+        // The relay commits it on arrival and signs with its key.
+        let report = try relay.replica.ingest(receipts: [w.receipt])
+        #expect(report.events.contains { if case .committed(_, let seq, let cid, _, nil) = $0 { seq == base + 1 && cid == w.receipt.cid } else { false } })
+        let envelope = try #require(relay.holdings(group).envelopes.last)
+        #expect(envelope.sequencer == relay.device.device && envelope.seq == base + 1)
+
+        // An envelope signed by anyone else (Alice, the old solo sequencer) is refused.
+        let forged = try Envelope.sign(group: group, seq: base + 1, receipt: w.receipt.cid, term: 0, receivedAt: 1, key: eve.device.signingKey)
+        #expect(try alice.replica.ingest(receipts: [], envelopes: [forged]).rejected.first?.reason.contains("the group's sequencer is the relay") == true)
+        let byAlice = try Envelope.sign(group: group, seq: base + 1, receipt: w.receipt.cid, term: 0, receivedAt: 1, key: alice.device.signingKey)
+        #expect(try alice.replica.ingest(receipts: [], envelopes: [byAlice]).rejected.count == 1)
+        #expect(try alice.replica.ingest(receipts: [], envelopes: [envelope]).committed == 1)
+        #expect(try alice.replica.committedSeq(of: group) == base + 1)
+    }
+
+    @Test func theRelayRefusesAReceiptOfARemovedMember() throws {
+        let alice = try Node("alice"), bob = try Node("bob"), relay = try Node("relay")
+        let group = try Self.relayedGroup(alice: alice, bob: bob, relay: relay)
+        // Bob joins through the relay.
+        let (r0, e0) = try relay.holdings(group)
+        _ = try bob.replica.ingest(receipts: r0, envelopes: e0)
+        let accepted = try bob.replica.append(.inviteAccepted, to: group)
+        _ = try relay.replica.ingest(receipts: [accepted.receipt])
+        // Alice removes Bob; Bob, not knowing, writes.
+        let removal = try alice.replica.append(.memberRemoved(identity: bob.identity), to: group)
+        let write = try bob.replica.append(.entityPut(key: "k", value: "late"), to: group)
+        let (r1, _) = try alice.holdings(group)
+        _ = try relay.replica.ingest(receipts: r1.filter { $0.cid == removal.receipt.cid })
+        let report = try relay.replica.ingest(receipts: [write.receipt])
+        #expect(report.events.contains(.refused(group: group, cid: write.receipt.cid, reason: "sender is not an active member")), "\(report.events)")
+        #expect(try relay.replica.log(of: group, view: .tentative).first { $0.receipt.cid == write.receipt.cid }?.rejected == "sender is not an active member")
+    }
+
+    @Test func relayAndMembersOfferTheGroupToEachOther() throws {
+        let alice = try Node("alice"), bob = try Node("bob"), relay = try Node("relay"), eve = try Node("eve")
+        let group = try Self.relayedGroup(alice: alice, bob: bob, relay: relay)
+        #expect(try alice.replica.syncOffers(group, to: relay.device.certificate))
+        #expect(try relay.replica.syncOffers(group, to: alice.device.certificate))
+        #expect(try relay.replica.syncOffers(group, to: bob.device.certificate))  // invited (pending)
+        #expect(try !relay.replica.syncOffers(group, to: eve.device.certificate))
+        #expect(try !alice.replica.syncOffers(group, to: eve.device.certificate))
+        #expect(try alice.replica.relayEndpoints() == [RelayEndpoint(key: relay.device.device, address: "127.0.0.1:7350")])
+        #expect(try relay.replica.relayEndpoints().isEmpty)  // never dials itself
+    }
+
+    /// A gate that admits seqs up to `limit` and reports everything asked of it.
+    final class CountingGate: SequenceGate {
+        let limit: UInt64
+        let asked = Mutex<[UInt64]>([])
+        init(limit: UInt64) { self.limit = limit }
+        func reserve(_ envelope: Envelope, receipt: Receipt) throws -> SequenceReservation {
+            asked.withLock { $0.append(envelope.seq) }
+            return envelope.seq <= limit ? .reserved : .taken
+        }
+    }
+
+    @Test func aTakenSeqStopsTheRelayUntilItCatchesUp() throws {
+        let alice = try Node("alice"), bob = try Node("bob")
+        // The group names this relay process's key; a second replica with the same key and a gate plays another process.
+        let probe = try Node("relay")
+        let group = try Self.relayedGroup(alice: alice, bob: bob, relay: probe)
+        let base = try probe.replica.committedSeq(of: group)
+        let relayDevice = probe.device
+        let gate = CountingGate(limit: base + 1)
+        let relay = Replica(store: try Store(), device: relayDevice, sequenceGate: gate)
+        let (receipts, envelopes) = try alice.holdings(group)
+        _ = try relay.ingest(receipts: receipts, envelopes: envelopes)
+        let writes = try (1...3).map { try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt }
+        let report = try relay.ingest(receipts: writes)
+        // seq base+1 is admitted and committed; base+2 is taken elsewhere: the relay stops there.
+        #expect(try relay.committedSeq(of: group) == base + 1)
+        #expect(report.contended == [group])
+        #expect(gate.asked.withLock { $0 } == [base + 1, base + 2])
+        // Once another process's base+2 arrives, resequencing continues from base+3.
+        let other = try Envelope.sign(group: group, seq: base + 2, receipt: writes[2].cid, term: 0, receivedAt: 1, key: relayDevice.signingKey)
+        _ = try relay.ingest(receipts: [], envelopes: [other])
+        #expect(try relay.committedSeq(of: group) == base + 2)
+        #expect(try relay.log(of: group, view: .committed).last?.receipt.cid == writes[2].cid)
+    }
+}
