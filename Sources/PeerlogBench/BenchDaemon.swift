@@ -13,11 +13,12 @@ struct BenchDaemon {
         }
     }
 
-    /// Starts a daemon and waits for its "listening on" line.
-    init(home: String, listen: String = "127.0.0.1:0", _ extra: [String]) throws {
+    /// Starts a daemon (or, with `command: ["relay", "run"]`, a relay) and waits for its
+    /// "listening on" line.
+    init(home: String, listen: String = "127.0.0.1:0", command: [String] = ["daemon"], _ extra: [String]) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try Self.binary)
-        p.arguments = ["daemon", "--home", home, "--listen", listen, "--no-discovery", "--log-level", "warning"] + extra
+        p.arguments = command + ["--home", home, "--listen", listen, "--log-level", "warning"] + (command == ["daemon"] ? ["--no-discovery"] : []) + extra
         let out = Pipe()
         p.standardOutput = out
         // Warnings (a killed peer's connections, …) go to HOME/daemon.stderr, not the figures.

@@ -2,6 +2,7 @@ import Foundation
 
 // Prints figures and ratios measured in one run (build with -c release):
 //   swift run -c release peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
+//   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
 
@@ -13,6 +14,7 @@ var args = Array(CommandLine.arguments.dropFirst())
 }
 secondsPerFigure = option("--seconds").flatMap(Double.init) ?? 1.0
 let millionStore = option("--million-store")
+let postgresURL = option("--postgres")
 let which = args.first ?? "all"
 if which == "open-get", args.count == 2 {
     try openAndGet(path: args[1])
@@ -24,6 +26,11 @@ if which == "catchup", args.count == 2, let count = Int(args[1]) {
 }
 if which == "elected" {
     try electedBench(count: args.count > 1 ? Int(args[1]) ?? 2000 : 2000, failovers: args.count > 2 ? Int(args[2]) ?? 5 : 5)
+    exit(0)
+}
+if which == "relay" {
+    // `relay N [--postgres URL]`: SQLite relay (one process) or PostgreSQL relay (two processes).
+    try relayBench(count: args.count > 1 ? Int(args[1]) ?? 2000 : 2000, postgres: postgresURL)
     exit(0)
 }
 if which == "tcp-sink", args.count == 2, let total = Int(args[1]) {

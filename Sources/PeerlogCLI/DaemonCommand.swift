@@ -29,6 +29,9 @@ struct Daemon: AsyncParsableCommand {
     @Option(name: .customLong("allow"), help: ArgumentHelp("An identity to let in for pairing besides our own and group members (repeatable).", valueName: "identity"))
     var allow: [String] = []
 
+    @Option(name: .customLong("relay-via"), help: ArgumentHelp("Reach the relay with this key at this address instead of the one its groups name (repeatable).", valueName: "key=host:port"))
+    var relayVia: [String] = []
+
     @Option(help: ArgumentHelp("Network id: nodes with different ids cannot connect (default: none).", valueName: "id"))
     var network: String?
 
@@ -57,6 +60,11 @@ struct Daemon: AsyncParsableCommand {
         if let listen { settings.listen = listen == "none" ? nil : try PeerAddress(parsing: listen, listening: true) }
         settings.peers += try peers.map { try PeerAddress(parsing: $0) }
         for text in allow { settings.allow.insert(try parseIdentity(text)) }
+        for text in relayVia {
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let key = try? DeviceID(string: parts[0]) else { throw CLIError("--relay-via must be KEY=HOST:PORT with the relay's key, not \"\(text)\"") }
+            settings.relayAddresses[key] = try PeerAddress(parsing: parts[1])
+        }
         if let network { settings.channel.networkID = network }
         if noDiscovery { settings.discovery = false }
         if let logLevel {

@@ -97,11 +97,12 @@ struct RelayRun: AsyncParsableCommand {
         do { node = try PeerlogNode(home: home.path, configuration: settings, logger: logger) } catch {
             throw CLIError("cannot open the relay in \(home.path): \(error) (run `peerlog relay init` first?)")
         }
+        if shared != nil { logger.info("store of record: PostgreSQL (shared with the relay's other processes)") }
         if !open && allow.isEmpty {
             logger.notice("no --allow or --open: only members of groups this relay already holds can connect")
         }
         node.onListening = { address in
-            FileHandle.standardOutput.write(Data("peerlog relay: key \(node.device.device) listening on \(address?.description ?? "none")\(shared == nil ? "" : " (shared PostgreSQL store)")\n".utf8))
+            FileHandle.standardOutput.write(Data("peerlog relay: key \(node.device.device) listening on \(address?.description ?? "none")\n".utf8))
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: node)]
         if let shared { services.append(.init(service: shared.follower(replica: node.replica))) }

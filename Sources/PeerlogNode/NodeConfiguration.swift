@@ -16,6 +16,9 @@ public struct NodeConfiguration: Sendable {
     public var allow: Set<IdentityID> = []
     /// Let in any device with a valid certificate (a relay that takes new groups from anyone).
     public var openAdmission = false
+    /// Where to reach a relay instead of the address its groups name (e.g. one process of a
+    /// relay served by several, or an address inside the relay's own network).
+    public var relayAddresses: [DeviceID: PeerAddress] = [:]
     /// A relay's shared store of record (PostgreSQL), consulted before each assignment.
     public var sequenceGate: (any SequenceGate)?
     public var channel = ChannelConfiguration()

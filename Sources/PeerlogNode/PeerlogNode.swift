@@ -92,7 +92,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         let lan = LanPeers(local: device, network: configuration.channel.networkID, hub: hub, logger: logger) { [self] dialer in
             Task { await runDialer(dialer, group: group) }
         }
-        let relays = RelayLinks(logger: logger) { [self] dialer in
+        let relays = RelayLinks(logger: logger, overrides: configuration.relayAddresses) { [self] dialer in
             Task { await runDialer(dialer, group: group) }
         }
         hub.dialerStatus.value = { [dialers] in dialers.map(\.status) + relays.status + lan.status }

@@ -12,12 +12,14 @@ final class RelayLinks: Sendable {
 
     private let logger: Logger
     private let startDialer: @Sendable (Dialer) -> Task<Void, Never>
+    private let overrides: [DeviceID: PeerAddress]
     private let links = LockedValue<[RelayEndpoint: Link]>([:])
     /// Addresses that do not parse, said once each.
     private let reported = LockedValue<Set<String>>([])
 
-    init(logger: Logger, startDialer: @escaping @Sendable (Dialer) -> Task<Void, Never>) {
+    init(logger: Logger, overrides: [DeviceID: PeerAddress] = [:], startDialer: @escaping @Sendable (Dialer) -> Task<Void, Never>) {
         self.logger = logger
+        self.overrides = overrides
         self.startDialer = startDialer
     }
 
@@ -29,7 +31,7 @@ final class RelayLinks: Sendable {
             links.mutate { $0[endpoint] = nil }
         }
         for endpoint in endpoints.sorted(by: { $0.address < $1.address }) where current[endpoint] == nil {
-            guard let address = try? PeerAddress(parsing: endpoint.address) else {
+            guard let address = overrides[endpoint.key] ?? (try? PeerAddress(parsing: endpoint.address)) else {
                 if reported.mutate({ $0.insert(endpoint.address).inserted }) {
                     logger.warning("a group names the relay \(endpoint.key.short) at \"\(endpoint.address)\", which is not HOST:PORT; not dialing it")
                 }
