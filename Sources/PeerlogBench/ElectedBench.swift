@@ -66,23 +66,7 @@ func electedBench(count: Int, failovers: Int) throws {
     // assignment, majority, envelopes back).
     for i in 0..<3 { daemons[i]?.stop(); daemons[i] = nil }
     base = try writer.committedSeq(of: group)
-    // Signed as one chain and ingested at once (`append` checks rules against the tentative
-    // view, which a backlog makes slow to build receipt by receipt).
-    let log = try writer.log(of: group, view: .tentative).map(\.receipt)
-    var counter = log.filter { $0.author == devices[1].device }.map(\.counter).max() ?? 0
-    var parent = log.last!.cid
-    var physical = log.map(\.hlc.physical).max()! + 1
-    var backlog = [Receipt]()
-    for i in 0..<count {
-        counter += 1
-        physical += 1
-        let r = try devices[1].sign(Receipt.Draft(group: group, type: "entity.put", counter: counter, parents: [parent],
-                                                  hlc: HLCTimestamp(physical: physical, logical: 0),
-                                                  body: GroupOperation.entityPut(key: "b\(i % 1000)", value: .int(Int64(i))).body))
-        backlog.append(r)
-        parent = r.cid
-    }
-    _ = try writer.ingest(receipts: backlog)
+    _ = try writer.ingest(receipts: try signedChain(count, by: devices[1], in: group, after: writer, keyPrefix: "b"))
     began = clock.now
     for i in 0..<3 { daemons[i] = try start(i) }
     let started = seconds(clock.now - began)
@@ -122,6 +106,27 @@ func electedBench(count: Int, failovers: Int) throws {
     }
     let hashes = try Set(replicas.map { try $0.stateHash(of: group, view: .committed) })
     guard hashes.count == 1 else { throw BenchError("replicas differ at the end") }
+}
+
+/// `count` entity.put receipts by `device`, each the child of the one before, following what
+/// `replica` holds of the group. Signed as one chain and ingested at once: `append` checks
+/// rules against the tentative view, which a backlog makes slow to build receipt by receipt.
+func signedChain(_ count: Int, by device: LocalDevice, in group: GroupID, after replica: Replica, keyPrefix: String) throws -> [Receipt] {
+    let log = try replica.log(of: group, view: .tentative).map(\.receipt)
+    var counter = log.filter { $0.author == device.device }.map(\.counter).max() ?? 0
+    var parent = log.last!.cid
+    var physical = max(log.map(\.hlc.physical).max()!, WallClock.nowMillis()) + 1
+    var chain = [Receipt]()
+    for i in 0..<count {
+        counter += 1
+        physical += 1
+        let r = try device.sign(Receipt.Draft(group: group, type: "entity.put", counter: counter, parents: [parent],
+                                              hlc: HLCTimestamp(physical: physical, logical: 0),
+                                              body: GroupOperation.entityPut(key: "\(keyPrefix)\(i % 1000)", value: .int(Int64(i))).body))
+        chain.append(r)
+        parent = r.cid
+    }
+    return chain
 }
 
 /// A port nothing listens on right now (bound once, then released).

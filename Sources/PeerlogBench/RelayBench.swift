@@ -50,8 +50,10 @@ func relayBench(count: Int, postgres: String?) throws {
     let began = clock.now
     let per = count / 2
     let failures = LockedBox<[String]>([])
+    let finished = LockedBox<[Double]>([])
     let writers = (0..<2).map { w in
         Thread {
+            defer { finished.mutate { $0.append(seconds(clock.now - began)) } }
             do {
                 for i in 0..<per { try replicas[w].append(.entityPut(key: "w\(w)-\(i % 1000)", value: .int(Int64(i))), to: group) }
             } catch {
@@ -59,8 +61,7 @@ func relayBench(count: Int, postgres: String?) throws {
             }
         }
     }
-    let done = DispatchGroup()
-    for t in writers { done.enter(); t.start() }
+    for t in writers { t.start() }
     // Threads finish on their own; poll until both members hold every write committed.
     try wait("\(2 * per) commits on both members", timeout: 900) {
         if let f = failures.value.first { throw BenchError("writer failed: \(f)") }
@@ -70,10 +71,27 @@ func relayBench(count: Int, postgres: String?) throws {
     let label = postgres == nil ? "relay (SQLite), 1 process" : "relay (PostgreSQL), 2 processes"
     figure("\(label): \(2 * per) writes from 2 members", format(Double(2 * per) / total) + " commits/s")
     figure("  wall time", String(format: "%.2f s", total))
+    let writing = finished.value.max() ?? total
+    figure("  writers done after", String(format: "%.2f s (%@ appends/s; commits trail the last write by %.2f s)", writing, format(Double(2 * per) / writing), total - writing))
+
+    // Backlog: the members go offline, each writes `per` receipts, both come back at once;
+    // timed until both hold all of them committed (sync to the relay, assignment, envelopes back).
+    for i in relayHomes.count..<processes.count { processes[i].stop() }
+    processes.removeSubrange(relayHomes.count...)
+    let before = try replicas[0].committedSeq(of: group)
+    for w in 0..<2 { _ = try replicas[w].ingest(receipts: try signedChain(per, by: devices[w], in: group, after: replicas[w], keyPrefix: "b\(w)-")) }
+    let restart = clock.now
+    processes.append(try BenchDaemon(home: homes[0], []))
+    processes.append(try BenchDaemon(home: homes[1], ["--relay-via", "\(key)=\(ports.last!)"]))
+    try wait("\(2 * per) backlog commits on both members", timeout: 900) { try replicas.allSatisfy { try $0.committedSeq(of: group) >= before + UInt64(2 * per) } }
+    let backlog = seconds(clock.now - restart)
+    figure("\(label): backlog of \(2 * per) from 2 members", format(Double(2 * per) / backlog) + " commits/s")
+    figure("  wall time (incl. daemon start)", String(format: "%.2f s", backlog))
+
     let hashes = try Set(replicas.map { try $0.stateHash(of: group, view: .committed) })
     guard hashes.count == 1 else { throw BenchError("members differ at the end") }
     let log = try replicas[0].log(of: group, view: .committed)
-    guard log.count == Int(base) + 2 * per, Set(log.map(\.receipt.cid)).count == log.count else { throw BenchError("committed log has \(log.count) entries, expected \(Int(base) + 2 * per), without repeats") }
+    guard log.count == Int(base) + 4 * per, Set(log.map(\.receipt.cid)).count == log.count else { throw BenchError("committed log has \(log.count) entries, expected \(Int(base) + 4 * per), without repeats") }
 }
 
 /// A value behind a lock, for writer threads.

@@ -383,6 +383,10 @@ local function dissect_message(tree, tvb, data, omitted)
     end
     if get(m, "entries") then tree:add(f.field, tvb, "entries: " .. diag(get(m, "entries"))) end
     info = info .. " " .. kind .. " term=" .. num_of(get(m, "term"))
+  elseif t == "refused" then
+    local items = (get(m, "items") or { v = {} }).v
+    for _, pair in ipairs(items) do tree:add(f.field, tvb, "refused: " .. diag(pair)) end
+    info = info .. " " .. #items .. " receipts"
   elseif t == "error" then
     tree:add(f.error_code, tvb, text_of(get(m, "code")) or "?")
     tree:add(f.error_message, tvb, text_of(get(m, "message")) or "?")
