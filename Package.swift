@@ -69,8 +69,9 @@ let package = Package(
         .target(
             name: "PeerlogRelayPostgres",
             dependencies: [
-                "PeerlogEngine", "PeerlogStore", "PeerlogModel",
+                "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -5,7 +5,8 @@ cd "$(dirname "$0")/.."
 bash tools/setup.sh
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# The throwaway PostgreSQL server started below is stopped on the way out.
+trap 'rm -f "$log"; bash tools/postgres.sh stop >/dev/null 2>&1 || true' EXIT
 swift build --build-tests 2>&1 | tee "$log" | grep -E 'error|Build complete' || true
 if grep -E "^$(pwd)/(Sources|Tests)/.*(warning|error):" "$log" | sort -u | grep .; then
   echo "test: the build has warnings or errors in our code (above)" >&2
@@ -18,6 +19,23 @@ if ! grep -q "Test run with .* passed" "$log"; then
   exit 1
 fi
 echo "test: all tests passed"
+
+# The relay's PostgreSQL store of record: a real server on loopback (tools/postgres.sh) and a
+# build with the PostgreSQL trait in its own scratch path, so the default build stays as it is.
+bash tools/postgres.sh start
+export PEERLOG_POSTGRES_URL="$(bash tools/postgres.sh url)"
+swift build --traits PostgreSQL --scratch-path .build-postgres --build-tests 2>&1 | tee "$log" | grep -E 'error|Build complete' || true
+if grep -E "^$(pwd)/(Sources|Tests)/.*(warning|error):" "$log" | sort -u | grep .; then
+  echo "test: the PostgreSQL build has warnings or errors in our code (above)" >&2
+  exit 1
+fi
+PEERLOG_BIN="$(pwd)/.build-postgres/debug/peerlog" swift test --traits PostgreSQL --scratch-path .build-postgres --skip-build \
+  --filter PeerlogRelayPostgresTests 2>&1 | tee "$log" | grep -E '✘|error:|Test run with|passed after|failed after' | grep -vE '^✔ Test [a-zA-Z"]' || true
+if ! grep -q "Test run with .* passed" "$log"; then
+  echo "test: the PostgreSQL relay tests FAILED (see the lines marked ✘ above)" >&2
+  exit 1
+fi
+echo "test: the PostgreSQL relay tests passed"
 
 # The spin model of election and assignment (docs/MODEL.md): exhaustive within its bounds.
 bash tools/model-check.sh

@@ -1,0 +1,108 @@
+#if PostgreSQL
+import Dispatch
+import Logging
+import PeerlogEngine
+import PeerlogModel
+import Synchronization
+
+/// Keeps one relay process's replica caught up with the shared table (§19.3): ingests the rows
+/// other processes committed, publishes group history the table lacks, and reruns the
+/// sequencer where it stopped on a taken seq. Replica work runs on a private queue, never on
+/// the cooperative pool: the gate blocks its caller while PostgreSQL answers.
+public final class PostgresRelayFollower: Sendable {
+    public static let pageSize = 1_000
+
+    let replica: Replica
+    let store: PostgresRelayStore
+    let logger: Logger
+    let interval: Duration
+    private let queue = DispatchQueue(label: "peerlog.relay.follower")
+    private let stopped = Atomic<Bool>(false)
+    /// The last failure logged, so a server that stays down is said once, not every tick.
+    private let lastProblem = Mutex<String?>(nil)
+
+    public init(replica: Replica, store: PostgresRelayStore, logger: Logger, interval: Duration = .milliseconds(50)) {
+        self.replica = replica
+        self.store = store
+        self.logger = logger
+        self.interval = interval
+    }
+
+    /// Polls until `stop()` or cancellation.
+    public func run() async {
+        while !stopped.load(ordering: .relaxed), !Task.isCancelled {
+            do {
+                try await catchUp()
+                if lastProblem.withLock({ $0 }) != nil {
+                    lastProblem.withLock { $0 = nil }
+                    logger.notice("PostgreSQL relay store reachable again")
+                }
+            } catch {
+                let text = "\(error)"
+                if lastProblem.withLock({ p in defer { p = text }; return p != text }) { logger.warning("relay store: \(text); retrying") }
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    public func stop() { stopped.store(true, ordering: .relaxed) }
+
+    /// One pass: ingest what the table holds beyond the replica, publish what the replica holds
+    /// beyond the table, resequence the groups that moved.
+    public func catchUp() async throws {
+        let heads = try await store.heads()
+        var moved = Set<GroupID>()
+        for (group, head) in heads.sorted(by: { $0.key.string < $1.key.string }) {
+            var local = try await onQueue { try self.replica.committedSeq(of: group) }
+            while head > local {
+                let rows = try await store.entries(group: group, after: local, limit: Self.pageSize)
+                guard !rows.isEmpty else { break }
+                var receipts = [Receipt](), envelopes = [Envelope]()
+                for row in rows {
+                    do {
+                        envelopes.append(try Envelope(encoded: row.envelope))
+                        receipts.append(try Receipt(encoded: row.receipt))
+                    } catch {
+                        logger.error("relay store: row seq \(row.seq) of group \(group) does not decode: \(error); skipped")
+                    }
+                }
+                let batch = (receipts, envelopes)
+                let now = try await onQueue { () throws -> UInt64 in
+                    _ = try self.replica.ingest(receipts: batch.0, envelopes: batch.1)
+                    return try self.replica.committedSeq(of: group)
+                }
+                // Rows the replica cannot apply yet (the group's earlier history is missing
+                // here): wait for a member to bring it rather than spin.
+                guard now > local else { break }
+                local = now
+                moved.insert(group)
+            }
+        }
+        for group in try await onQueue({ try self.groupsSequencedHere() }) {
+            let head = heads[group] ?? 0
+            let items = try await onQueue { try self.replica.syncCommitted(group: group, fromSeq: head + 1, limit: Self.pageSize) }
+            guard !items.isEmpty else { continue }
+            try await store.publish(group: group, try items.map { item in
+                (item.seq, try Envelope(encoded: item.envelope).receipt, item.envelope, item.receipt.encoded)
+            })
+            moved.insert(group)
+        }
+        if !moved.isEmpty {
+            let groups = Array(moved)
+            try await onQueue { _ = try self.replica.resequence(groups) }
+        }
+    }
+
+    /// Groups whose committed authority is this relay.
+    func groupsSequencedHere() throws -> [GroupID] {
+        try replica.groupIDs().filter { g in
+            guard case .relay(let key, _)? = try replica.state(of: g, view: .committed)?.authority else { return false }
+            return key == replica.local.device
+        }
+    }
+
+    private func onQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { c in queue.async { c.resume(with: Result { try body() }) } }
+    }
+}
+#endif

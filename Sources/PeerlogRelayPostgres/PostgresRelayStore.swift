@@ -1,0 +1,160 @@
+#if PostgreSQL
+import Dispatch
+import Logging
+import NIOCore
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+import PostgresNIO
+import Synchronization
+
+/// The relay's store of record in PostgreSQL (docs/PROTOCOL.md §19.3), shared by every process
+/// of one relay: a row per assigned seq, `PRIMARY KEY(group_id, seq)` and `UNIQUE(group_id, cid)`.
+/// As a `SequenceGate` it admits each assignment before the local replica commits it.
+public final class PostgresRelayStore: SequenceGate, Sendable {
+    public static let schemaVersion = 1
+    /// Tries of one statement that failed for a transient reason (lost connection, serialization).
+    static let maxTries = 5
+
+    public let logger: Logger
+    let client: PostgresClient
+    private let runner = Mutex<Task<Void, Never>?>(nil)
+
+    public init(url: String, logger: Logger) throws {
+        self.logger = logger
+        client = PostgresClient(configuration: try PostgresURL.configuration(url), backgroundLogger: logger)
+    }
+
+    /// Starts the connection pool and creates the table if it is missing.
+    public func start() async throws {
+        let client = client
+        runner.withLock { $0 = Task { await client.run() } }
+        try await migrate()
+    }
+
+    public func shutdown() { runner.withLock { $0?.cancel() } }
+
+    private func migrate() async throws {
+        try await client.withTransaction(logger: logger) { c in
+            // Two processes starting at once must not race on CREATE TABLE.
+            try await c.query("SELECT pg_advisory_xact_lock(7350)", logger: logger)
+            try await c.query("CREATE TABLE IF NOT EXISTS peerlog_relay_schema (version INT NOT NULL)", logger: logger)
+            var found: Int?
+            for try await v in try await c.query("SELECT version FROM peerlog_relay_schema", logger: logger).decode(Int.self) { found = v }
+            if let found, found > Self.schemaVersion {
+                throw RelayStoreError("the database holds relay schema version \(found); this peerlog knows up to \(Self.schemaVersion)")
+            }
+            if found == nil { try await c.query("INSERT INTO peerlog_relay_schema (version) VALUES (\(Self.schemaVersion))", logger: logger) }
+            try await c.query("""
+                CREATE TABLE IF NOT EXISTS peerlog_relay_log (
+                  group_id BYTEA NOT NULL, seq BIGINT NOT NULL, cid BYTEA NOT NULL,
+                  envelope BYTEA NOT NULL, receipt BYTEA NOT NULL, stored_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+                  PRIMARY KEY (group_id, seq), UNIQUE (group_id, cid))
+                """, logger: logger)
+        }
+    }
+
+    // MARK: SequenceGate
+
+    /// Blocks the calling thread (the node's hub queue or the follower's queue, never the
+    /// cooperative pool) until the row is stored or refused.
+    public func reserve(_ envelope: Envelope, receipt: Receipt) throws -> SequenceReservation {
+        let outcome = Mutex<Result<SequenceReservation, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let r: Result<SequenceReservation, any Error>
+            do { r = .success(try await insert(envelope, receipt: receipt)) } catch { r = .failure(error) }
+            outcome.withLock { $0 = r }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.withLock { $0! }.get()
+    }
+
+    func insert(_ e: Envelope, receipt: Receipt) async throws -> SequenceReservation {
+        guard e.seq <= UInt64(Int64.max) else { throw RelayStoreError("seq \(e.seq) does not fit PostgreSQL's BIGINT") }
+        let group = ByteBuffer(bytes: e.group.bytes), cid = ByteBuffer(bytes: e.receipt.bytes)
+        let env = ByteBuffer(bytes: e.encoded), rec = ByteBuffer(bytes: receipt.encoded), seq = Int64(e.seq)
+        return try await retrying("store seq \(e.seq) of group \(e.group)") {
+            do {
+                try await client.query("INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt) VALUES (\(group), \(seq), \(cid), \(env), \(rec))", logger: logger)
+                return .reserved
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+                // Taken: by another process, or by us in a try whose answer was lost.
+                let rows = try await client.query("SELECT cid FROM peerlog_relay_log WHERE group_id = \(group) AND seq = \(seq)", logger: logger)
+                for try await held in rows.decode(ByteBuffer.self) where held == cid { return .reserved }
+                return .taken
+            }
+        }
+    }
+
+    /// Runs `body` again after transient failures (lost connection, serialization failure,
+    /// deadlock), a bounded number of times.
+    func retrying<T: Sendable>(_ what: String, _ body: () async throws -> T) async throws -> T {
+        var delay: UInt64 = 20
+        for attempt in 1... {
+            do { return try await body() } catch {
+                guard attempt < Self.maxTries, Self.isTransient(error) else { throw RelayStoreError("PostgreSQL: cannot \(what): \(Self.describe(error))") }
+                logger.notice("PostgreSQL: \(what) failed (\(Self.describe(error))); try \(attempt + 1) of \(Self.maxTries)")
+                try await Task.sleep(for: .milliseconds(delay))
+                delay *= 2
+            }
+        }
+        fatalError("unreachable")
+    }
+
+    static func isTransient(_ error: any Error) -> Bool {
+        guard let e = error as? PSQLError else { return false }
+        if let state = e.serverInfo?[.sqlState] { return state == "40001" || state == "40P01" || state.hasPrefix("08") || state == "57P01" }
+        return e.code == .connectionError || e.code == .serverClosedConnection || e.code == .uncleanShutdown
+    }
+
+    /// PSQLError hides the server's message from `description` (it may hold data); the relay's
+    /// own statements hold nothing secret, so say what the server said.
+    static func describe(_ error: any Error) -> String {
+        guard let e = error as? PSQLError else { return "\(error)" }
+        if let message = e.serverInfo?[.message] { return "\(message) (SQLSTATE \(e.serverInfo?[.sqlState] ?? "?"))" }
+        return "\(e.code)"
+    }
+
+    // MARK: Reads
+
+    /// The highest seq of every group in the table.
+    public func heads() async throws -> [GroupID: UInt64] {
+        try await retrying("read the groups' heads") {
+            var out = [GroupID: UInt64]()
+            let rows = try await client.query("SELECT group_id, MAX(seq) FROM peerlog_relay_log GROUP BY group_id", logger: logger)
+            for try await (g, seq) in rows.decode((ByteBuffer, Int64).self) {
+                guard let group = try? GroupID(bytes: Array(g.readableBytesView)), seq > 0 else { continue }
+                out[group] = UInt64(seq)
+            }
+            return out
+        }
+    }
+
+    /// Up to `limit` rows of `group` after `seq`, in seq order: (seq, envelope, receipt).
+    public func entries(group: GroupID, after seq: UInt64, limit: Int) async throws -> [(seq: UInt64, envelope: [UInt8], receipt: [UInt8])] {
+        let g = ByteBuffer(bytes: group.bytes), from = Int64(clamping: seq), n = limit
+        return try await retrying("read group \(group) after seq \(seq)") {
+            var out = [(seq: UInt64, envelope: [UInt8], receipt: [UInt8])]()
+            let rows = try await client.query("SELECT seq, envelope, receipt FROM peerlog_relay_log WHERE group_id = \(g) AND seq > \(from) ORDER BY seq LIMIT \(n)", logger: logger)
+            for try await (s, e, r) in rows.decode((Int64, ByteBuffer, ByteBuffer).self) {
+                out.append((UInt64(s), Array(e.readableBytesView), Array(r.readableBytesView)))
+            }
+            return out
+        }
+    }
+
+    /// Stores committed positions the table lacks (a group's history from before the relay
+    /// took over, which only members bring); rows already there are left as they are.
+    public func publish(group: GroupID, _ items: [(seq: UInt64, cid: CID, envelope: [UInt8], receipt: [UInt8])]) async throws {
+        let g = ByteBuffer(bytes: group.bytes)
+        for item in items {
+            let seq = Int64(clamping: item.seq), cid = ByteBuffer(bytes: item.cid.bytes), env = ByteBuffer(bytes: item.envelope), rec = ByteBuffer(bytes: item.receipt)
+            _ = try await retrying("publish seq \(item.seq) of group \(group)") {
+                try await client.query("INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt) VALUES (\(g), \(seq), \(cid), \(env), \(rec)) ON CONFLICT DO NOTHING", logger: logger)
+            }
+        }
+    }
+}
+#endif

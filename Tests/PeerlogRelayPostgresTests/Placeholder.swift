@@ -1,1 +1,0 @@
-// The suites here compile only with `--traits PostgreSQL` (see tools/test.sh).

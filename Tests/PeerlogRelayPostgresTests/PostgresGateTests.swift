@@ -1,0 +1,77 @@
+#if PostgreSQL
+import Foundation
+import Logging
+import PeerlogEngine
+import PeerlogModel
+import PeerlogRelayPostgres
+import PeerlogStore
+import PeerlogTestSupport
+import Testing
+
+/// The gate against a real PostgreSQL server: one receipt per (group, seq), one seq per
+/// (group, receipt), and a retried reservation of the same row counts as made.
+@Suite(.serialized)
+struct PostgresGateTests {
+    static let relay = try! LocalDevice.deterministic(seed: Array("gate-relay".utf8), name: "relay", createdAt: 1)
+    static let author = try! LocalDevice.deterministic(seed: Array("gate-author".utf8), name: "author", createdAt: 1)
+
+    func receipt(_ group: GroupID, _ counter: UInt64) throws -> Receipt {
+        try Self.author.sign(Receipt.Draft(group: group, type: "entity.put", counter: counter, parents: [],
+                                           hlc: HLCTimestamp(physical: 1_000 + counter, logical: 0),
+                                           body: GroupOperation.entityPut(key: "k\(counter)", value: "v").body))
+    }
+
+    func envelope(_ r: Receipt, seq: UInt64) throws -> Envelope {
+        try Envelope.sign(group: r.group, seq: seq, receipt: r.cid, term: 0, receivedAt: 1, key: Self.relay.signingKey)
+    }
+
+    @Test func oneReceiptPerSeqAndOneSeqPerReceipt() async throws {
+        let database = try PostgresTestDatabase()
+        defer { database.drop() }
+        let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
+        try await store.start()
+        defer { store.shutdown() }
+        let group = GroupID.random()
+        let a = try receipt(group, 1), b = try receipt(group, 2)
+        #expect(try store.reserve(try envelope(a, seq: 1), receipt: a) == .reserved)
+        #expect(try store.reserve(try envelope(b, seq: 1), receipt: b) == .taken)     // seq 1 is a's
+        #expect(try store.reserve(try envelope(a, seq: 2), receipt: a) == .taken)     // a already holds seq 1
+        #expect(try store.reserve(try envelope(a, seq: 1), receipt: a) == .reserved)  // the same row again
+        #expect(try store.reserve(try envelope(b, seq: 2), receipt: b) == .reserved)
+        // Another group's seq 1 is free.
+        let other = try receipt(.random(), 1)
+        #expect(try store.reserve(try envelope(other, seq: 1), receipt: other) == .reserved)
+        #expect(try await store.heads() == [group: 2, other.group: 1])
+        let rows = try await store.entries(group: group, after: 0, limit: 10)
+        #expect(rows.map(\.seq) == [1, 2])
+        #expect(try rows.map { try Receipt(encoded: $0.receipt).cid } == [a.cid, b.cid])
+        #expect(try await store.entries(group: group, after: 1, limit: 10).map(\.seq) == [2])
+    }
+
+    @Test func badURLsGetOneClearError() {
+        for (url, words) in [("mysql://u@h/db", "postgres://"), ("postgres://127.0.0.1:55432/db", "no user"),
+                             ("postgres://u@127.0.0.1:55432/", "no database"), ("not a url at all", "is not a URL")] {
+            do {
+                _ = try PostgresRelayStore(url: url, logger: Logger(label: "test"))
+                Issue.record("accepted \(url)")
+            } catch {
+                #expect("\(error)".contains(words), "\(url): \(error)")
+            }
+        }
+    }
+
+    @Test func aNewerSchemaIsRefused() async throws {
+        let database = try PostgresTestDatabase()
+        defer { database.drop() }
+        _ = try database.query("CREATE TABLE peerlog_relay_schema (version INT NOT NULL); INSERT INTO peerlog_relay_schema VALUES (99)")
+        let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
+        defer { store.shutdown() }
+        do {
+            try await store.start()
+            Issue.record("started on a newer schema")
+        } catch {
+            #expect("\(error)".contains("schema version 99"), "\(error)")
+        }
+    }
+}
+#endif
