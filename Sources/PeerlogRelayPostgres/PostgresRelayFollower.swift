@@ -52,7 +52,8 @@ public final class PostgresRelayFollower: Sendable {
     public func catchUp() async throws {
         let heads = try await store.heads()
         var moved = Set<GroupID>()
-        for (group, head) in heads.sorted(by: { $0.key.string < $1.key.string }) {
+        for (group, span) in heads.sorted(by: { $0.key.string < $1.key.string }) {
+            let head = span.last
             var local = try await onQueue { try self.replica.committedSeq(of: group) }
             while head > local {
                 let rows = try await store.entries(group: group, after: local, limit: Self.pageSize)
@@ -79,13 +80,23 @@ public final class PostgresRelayFollower: Sendable {
             }
         }
         for group in try await onQueue({ try self.groupsSequencedHere() }) {
-            let head = heads[group] ?? 0
-            let items = try await onQueue { try self.replica.syncCommitted(group: group, fromSeq: head + 1, limit: Self.pageSize) }
-            guard !items.isEmpty else { continue }
-            try await store.publish(group: group, try items.map { item in
-                (item.seq, try Envelope(encoded: item.envelope).receipt, item.envelope, item.receipt.encoded)
-            })
-            moved.insert(group)
+            // What the table lacks: the history below its first row (a relay seq may have been
+            // stored before it) and anything committed here above its last.
+            var missing = [ClosedRange<UInt64>]()
+            if let span = heads[group] {
+                if span.first > 1 { missing.append(1...(span.first - 1)) }
+                missing.append((span.last + 1)...UInt64.max)
+            } else {
+                missing.append(1...UInt64.max)
+            }
+            for range in missing {
+                let items = try await onQueue { try self.replica.syncCommitted(group: group, fromSeq: range.lowerBound, limit: Self.pageSize) }.filter { range.contains($0.seq) }
+                guard !items.isEmpty else { continue }
+                try await store.publish(group: group, try items.map { item in
+                    (item.seq, try Envelope(encoded: item.envelope).receipt, item.envelope, item.receipt.encoded)
+                })
+                moved.insert(group)
+            }
         }
         if !moved.isEmpty {
             let groups = Array(moved)

@@ -18,18 +18,38 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
 
     public let logger: Logger
     let client: PostgresClient
+    let configuration: PostgresClient.Configuration
     private let runner = Mutex<Task<Void, Never>?>(nil)
 
     public init(url: String, logger: Logger) throws {
         self.logger = logger
-        client = PostgresClient(configuration: try PostgresURL.configuration(url), backgroundLogger: logger)
+        configuration = try PostgresURL.configuration(url)
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
     /// Starts the connection pool and creates the table if it is missing.
     public func start() async throws {
         let client = client
-        runner.withLock { $0 = Task { await client.run() } }
-        try await migrate()
+        runner.withLock { $0 = $0 ?? Task { await client.run() } }
+        try await probe()
+        do { try await migrate() } catch {
+            if let refusal = (error as? PostgresTransactionError)?.closureError as? RelayStoreError { throw refusal }
+            throw RelayStoreError("PostgreSQL: cannot create the relay tables: \(Self.describe(error))")
+        }
+    }
+
+    /// One direct connection first: the pool only reports a tripped circuit breaker, after a
+    /// minute, where this says at once why it cannot connect (refused, no such database, auth).
+    private func probe() async throws {
+        let c = configuration
+        let host = c.host ?? "127.0.0.1", port = c.port ?? 5432
+        let config = PostgresConnection.Configuration(host: host, port: port, username: c.username, password: c.password, database: c.database, tls: .disable)
+        do {
+            let connection = try await PostgresConnection.connect(configuration: config, id: 0, logger: logger)
+            try? await connection.close()
+        } catch {
+            throw RelayStoreError("cannot connect to PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?")): \(Self.describe(error))")
+        }
     }
 
     public func shutdown() { runner.withLock { $0?.cancel() } }
@@ -112,21 +132,23 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
     /// PSQLError hides the server's message from `description` (it may hold data); the relay's
     /// own statements hold nothing secret, so say what the server said.
     static func describe(_ error: any Error) -> String {
+        if let t = error as? PostgresTransactionError, let inner = t.beginError ?? t.closureError ?? t.commitError { return describe(inner) }
         guard let e = error as? PSQLError else { return "\(error)" }
         if let message = e.serverInfo?[.message] { return "\(message) (SQLSTATE \(e.serverInfo?[.sqlState] ?? "?"))" }
+        if let underlying = e.underlying { return "\(e.code): \(underlying)" }
         return "\(e.code)"
     }
 
     // MARK: Reads
 
-    /// The highest seq of every group in the table.
-    public func heads() async throws -> [GroupID: UInt64] {
+    /// The lowest and highest seq of every group in the table.
+    public func heads() async throws -> [GroupID: (first: UInt64, last: UInt64)] {
         try await retrying("read the groups' heads") {
-            var out = [GroupID: UInt64]()
-            let rows = try await client.query("SELECT group_id, MAX(seq) FROM peerlog_relay_log GROUP BY group_id", logger: logger)
-            for try await (g, seq) in rows.decode((ByteBuffer, Int64).self) {
-                guard let group = try? GroupID(bytes: Array(g.readableBytesView)), seq > 0 else { continue }
-                out[group] = UInt64(seq)
+            var out = [GroupID: (first: UInt64, last: UInt64)]()
+            let rows = try await client.query("SELECT group_id, MIN(seq), MAX(seq) FROM peerlog_relay_log GROUP BY group_id", logger: logger)
+            for try await (g, first, last) in rows.decode((ByteBuffer, Int64, Int64).self) {
+                guard let group = try? GroupID(bytes: Array(g.readableBytesView)), first > 0, last >= first else { continue }
+                out[group] = (UInt64(first), UInt64(last))
             }
             return out
         }

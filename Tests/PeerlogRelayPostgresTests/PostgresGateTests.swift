@@ -25,6 +25,13 @@ struct PostgresGateTests {
         try Envelope.sign(group: r.group, seq: seq, receipt: r.cid, term: 0, receivedAt: 1, key: Self.relay.signingKey)
     }
 
+    /// `reserve` blocks its thread until PostgreSQL answers: call it from a Dispatch thread,
+    /// as the node does, never from the cooperative pool (2 threads here).
+    func reserve(_ store: PostgresRelayStore, _ r: Receipt, seq: UInt64) async throws -> SequenceReservation {
+        let e = try envelope(r, seq: seq)
+        return try await withCheckedThrowingContinuation { c in DispatchQueue.global().async { c.resume(with: Result { try store.reserve(e, receipt: r) }) } }
+    }
+
     @Test func oneReceiptPerSeqAndOneSeqPerReceipt() async throws {
         let database = try PostgresTestDatabase()
         defer { database.drop() }
@@ -33,15 +40,16 @@ struct PostgresGateTests {
         defer { store.shutdown() }
         let group = GroupID.random()
         let a = try receipt(group, 1), b = try receipt(group, 2)
-        #expect(try store.reserve(try envelope(a, seq: 1), receipt: a) == .reserved)
-        #expect(try store.reserve(try envelope(b, seq: 1), receipt: b) == .taken)     // seq 1 is a's
-        #expect(try store.reserve(try envelope(a, seq: 2), receipt: a) == .taken)     // a already holds seq 1
-        #expect(try store.reserve(try envelope(a, seq: 1), receipt: a) == .reserved)  // the same row again
-        #expect(try store.reserve(try envelope(b, seq: 2), receipt: b) == .reserved)
+        #expect(try await reserve(store, a, seq: 1) == .reserved)
+        #expect(try await reserve(store, b, seq: 1) == .taken)     // seq 1 is a's
+        #expect(try await reserve(store, a, seq: 2) == .taken)     // a already holds seq 1
+        #expect(try await reserve(store, a, seq: 1) == .reserved)  // the same row again
+        #expect(try await reserve(store, b, seq: 2) == .reserved)
         // Another group's seq 1 is free.
         let other = try receipt(.random(), 1)
-        #expect(try store.reserve(try envelope(other, seq: 1), receipt: other) == .reserved)
-        #expect(try await store.heads() == [group: 2, other.group: 1])
+        #expect(try await reserve(store, other, seq: 1) == .reserved)
+        let heads = try await store.heads()
+        #expect(heads.count == 2 && heads[group]?.first == 1 && heads[group]?.last == 2 && heads[other.group]?.last == 1)
         let rows = try await store.entries(group: group, after: 0, limit: 10)
         #expect(rows.map(\.seq) == [1, 2])
         #expect(try rows.map { try Receipt(encoded: $0.receipt).cid } == [a.cid, b.cid])
