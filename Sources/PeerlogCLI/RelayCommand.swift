@@ -105,9 +105,9 @@ struct RelayRun: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data("peerlog relay: key \(node.device.device) listening on \(address?.description ?? "none")\n".utf8))
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: node)]
-        if let shared { services.append(.init(service: shared.follower(replica: node.replica))) }
+        if let shared { services.append(.init(service: shared.follower(node.replica))) }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        await shared?.close()
+        shared?.close()
     }
 }

@@ -5,33 +5,24 @@ import ServiceLifecycle
 
 /// The relay's PostgreSQL store of record, when this build has it (`--traits PostgreSQL`).
 struct SharedRelayStore: Sendable {
-    #if PostgreSQL
-    let store: PostgresRelayStore
+    /// Admits each assignment before the local replica commits it.
+    let gate: any SequenceGate
+    /// Catches the local replica up with what the relay's other processes committed.
+    let follower: @Sendable (Replica) -> any Service
+    let close: @Sendable () -> Void
 
     static func open(url: String, logger: Logger) async throws -> SharedRelayStore {
+        #if PostgreSQL
         let store = try PostgresRelayStore(url: url, logger: logger)
         do { try await store.start() } catch {
             store.shutdown()
             throw CLIError("cannot use PostgreSQL at \(url): \(error)")
         }
-        return SharedRelayStore(store: store)
-    }
-
-    var gate: any SequenceGate { store }
-
-    /// Catches the local replica up with what the other relay processes committed.
-    func follower(replica: Replica) -> any Service { FollowerService(follower: PostgresRelayFollower(replica: replica, store: store, logger: store.logger)) }
-
-    func close() async { store.shutdown() }
-    #else
-    static func open(url: String, logger: Logger) async throws -> SharedRelayStore {
+        return SharedRelayStore(gate: store, follower: { FollowerService(follower: PostgresRelayFollower(replica: $0, store: store, logger: logger)) }, close: store.shutdown)
+        #else
         throw CLIError("this peerlog was built without PostgreSQL support; build it with `swift build --traits PostgreSQL`")
+        #endif
     }
-
-    var gate: any SequenceGate { fatalError("unreachable: no PostgreSQL store in this build") }
-    func follower(replica: Replica) -> any Service { fatalError("unreachable: no PostgreSQL store in this build") }
-    func close() async {}
-    #endif
 }
 
 #if PostgreSQL
