@@ -80,6 +80,8 @@ public final class LiveReplayDriver {
             throw Failure.peer("peer closed with error \(code): \(message)")
         case .refused(_, let items):
             refusals += items
+        case .unshared(let g, let reason):
+            throw Failure.peer("peer stopped syncing group \(g): \(reason)")
         case .caughtUp, .done, .unknown, .election:
             break
         }

@@ -26,6 +26,42 @@ public struct SyncEnvelopeItem: Sendable {
     public let encoded: [UInt8]
 }
 
+/// How one group is shared with one peer, as this replica sees it (§15.2.2–3).
+public struct SyncSharing: Sendable, Hashable {
+    /// Anything of the group is held (a receipt or a tombstone).
+    public let held: Bool
+    /// Held, not tombstoned and not deleted.
+    public let open: Bool
+    /// The peer may be sent the group: its identity is a pending or active member (or it is the
+    /// group's relay and we are present, or we are the relay and it is a member). Open groups only.
+    public let peerPresent: Bool
+    /// Our identity is a pending or active member, or this device is the group's relay.
+    public let localPresent: Bool
+
+    public init(held: Bool, open: Bool = true, peerPresent: Bool, localPresent: Bool) {
+        self.held = held
+        self.open = open
+        self.peerPresent = peerPresent
+        self.localPresent = localPresent
+    }
+
+    /// Not held at all: an offer of it is an invitation.
+    public static let notHeld = SyncSharing(held: false, open: false, peerPresent: false, localPresent: false)
+    /// Deleted (tombstoned): never offered, accepted nor sent.
+    public static let closed = SyncSharing(held: true, open: false, peerPresent: false, localPresent: false)
+    /// Held, but no group state can be folded yet (no `group.created`): we are no member yet.
+    public static let unknownState = SyncSharing(held: true, open: true, peerPresent: false, localPresent: false)
+
+    /// Offered to the peer in `hello` or by an unasked `vector`.
+    public var offers: Bool { peerPresent && localPresent }
+    /// The peer's offer is accepted: we lack the group, or we would offer it too, or we are not a
+    /// member in our own view yet, which is how an invitee whose copy stops before its own
+    /// invitation (an interrupted catch-up) finishes it. Accepting only lets the peer send.
+    public var acceptsOffer: Bool { !held || (open && (peerPresent || !localPresent)) }
+    /// What the peer lacks is sent to it (pushed, or served on request).
+    public var serves: Bool { peerPresent }
+}
+
 /// Queries the sync protocol needs (docs/protocol-sync.md). Reads only; writes go through `ingest`.
 extension Replica {
     /// Groups to offer `peer` in a hello: held, not deleted, and in the tentative view the
@@ -37,18 +73,27 @@ extension Replica {
 
     /// Whether `group` would be offered to `peer` now.
     public func syncOffers(_ group: GroupID, to peer: DeviceCertificate) throws -> Bool {
+        try syncSharing(group, with: peer).offers
+    }
+
+    /// How `group` is shared with `peer` in this replica's tentative view (§15.2.2–3): whether
+    /// to offer it, accept the peer's offer of it, and send it what it lacks.
+    public func syncSharing(_ group: GroupID, with peer: DeviceCertificate) throws -> SyncSharing {
         try store.read { db in
-            guard try !db.isTombstoned(group: group) else { return false }
-            guard let state = try fold(group: group, view: .tentative, db: db, entities: .none).state, state.status == .active else { return false }
+            guard try db.holdsGroup(group) else { return .notHeld }
+            guard try !db.isTombstoned(group: group) else { return .closed }
+            // No state yet: a copy without `group.created` (pieces that arrived out of order).
+            guard let state = try fold(group: group, view: .tentative, db: db, entities: .none).state else { return .unknownState }
+            guard state.status == .active else { return .closed }
             func present(_ id: IdentityID) -> Bool {
                 guard let m = state.members[id] else { return false }
                 return m.status == .pending || m.status == .active
             }
             if case .relay(let key, _) = state.authority {
-                if key == local.device { return present(peer.identity) }  // we are its relay
-                if key == peer.device { return present(local.identity) }  // the peer is its relay
+                if key == local.device { return SyncSharing(held: true, peerPresent: present(peer.identity), localPresent: true) }  // we are its relay
+                if key == peer.device { return SyncSharing(held: true, peerPresent: present(local.identity), localPresent: present(local.identity)) }  // the peer is it
             }
-            return present(peer.identity) && present(local.identity)
+            return SyncSharing(held: true, peerPresent: present(peer.identity), localPresent: present(local.identity))
         }
     }
 

@@ -204,7 +204,15 @@ final class NodeHub: @unchecked Sendable {
     private func handle(_ event: SyncEvent, from connection: ConnectionRef) {
         switch event {
         case .ingested(let group, _):
+            // Membership first: nothing is pushed to a peer that what arrived just removed.
+            noticeGroupOperations()
             fanOut(group: group, except: connection.id)
+        case .ignoredOffer(let group):
+            logger.notice("\(connection.peer.device.short) offered group \(group), which we hold and do not share with it: not synced")
+        case .withdrew(let group, let why):
+            logger.notice("stopped syncing group \(group) with \(connection.peer.device.short): \(why)")
+        case .unsharedByPeer(let group, let why):
+            logger.warning("\(connection.peer.device.short) stopped syncing group \(group) with us: \(why)")
         case .caughtUp(let group):
             logger.debug("caught up with \(connection.peer.device.short) on group \(group)")
         case .protocolError(let why):
@@ -232,6 +240,26 @@ final class NodeHub: @unchecked Sendable {
         }
     }
 
+    /// Membership and authorities change only with group operations: skip the folds (over every
+    /// tentative receipt) when none changed, e.g. during a catch-up. When one did, every live
+    /// session re-checks its groups (a removed member is sent nothing more and told why), and a
+    /// peer whose identity no longer shares anything with us is disconnected.
+    private func noticeGroupOperations() {
+        guard let ops = try? replica.groupOperationStamp(), ops != lastGroupOperations else { return }
+        lastGroupOperations = ops
+        refreshAllowed()
+        election.refresh()
+        for (id, session) in sessions.sorted(by: { $0.key < $1.key }) {
+            guard let connection = connections[id] else { continue }
+            perform(session.membershipChanged(), on: connection)
+            if sessions[id] != nil, case .deny(let why) = authorize(connection.peer) {
+                logger.notice("disconnecting \(connection.peer.device.short): no longer admitted (\(why))")
+                drop(id)
+                connection.close("no longer admitted: \(why)")
+            }
+        }
+    }
+
     /// How often queued receipts and envelopes are retried (and aged into dead letters).
     static let retryInterval: UInt64 = 5_000
 
@@ -244,13 +272,7 @@ final class NodeHub: @unchecked Sendable {
         }
         guard let stamp = try? replica.changeStamp(), stamp != lastStamp else { return }
         lastStamp = stamp
-        // Membership and authorities change only with group operations: skip the folds
-        // (over every tentative receipt) when none changed, e.g. during a catch-up.
-        if let ops = try? replica.groupOperationStamp(), ops != lastGroupOperations {
-            lastGroupOperations = ops
-            refreshAllowed()
-            election.refresh()
-        }
+        noticeGroupOperations()
         guard !sessions.isEmpty, let groups = try? replica.groupIDs() else { return }
         for group in groups { fanOut(group: group, except: nil) }
     }

@@ -113,6 +113,10 @@ extension SyncMessage {
             }
             guard !items.isEmpty else { throw .malformed("\"items\" is empty") }
             return .refused(group: try f.group(), items: items)
+        case "unshared":
+            let reason = try f.text("reason")
+            guard reason.utf8.count <= limits.maxErrorMessageBytes else { throw .limit("maxErrorMessageBytes: unshared reason", reason.utf8.count, limits.maxErrorMessageBytes) }
+            return .unshared(group: try f.group(), reason: reason)
         default:
             return .unknown(type: type)
         }

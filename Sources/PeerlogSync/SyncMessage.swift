@@ -33,7 +33,7 @@ public struct AuthorCounter: Hashable, Sendable {
     }
 }
 
-/// A sync protocol message (docs/protocol-sync.md §15.4): a deterministic CBOR map with text keys.
+/// A sync protocol message (docs/PROTOCOL.md §15.1): a deterministic CBOR map with text keys.
 public enum SyncMessage: Hashable, Sendable {
     case hello(versions: [UInt64], capabilities: [String], groups: [GroupID])
     case vector(group: GroupID, committed: UInt64, authors: [AuthorCounter])
@@ -54,6 +54,9 @@ public enum SyncMessage: Hashable, Sendable {
     case election(group: GroupID, ElectionMessage)
     /// The sender's sequencer refused receipts this peer sent it (§19.2); no credit needed.
     case refused(group: GroupID, items: [RefusedReceipt])
+    /// The sender stops syncing the group with this peer (§15.2.11): the peer is no longer a
+    /// member in the sender's view, or the group was deleted. No credit needed.
+    case unshared(group: GroupID, reason: String)
     /// A well-formed map with a type this version does not know: ignored.
     case unknown(type: String)
 
@@ -71,11 +74,29 @@ public enum SyncMessage: Hashable, Sendable {
         case .error: "error"
         case .election: "election"
         case .refused: "refused"
+        case .unshared: "unshared"
         case .unknown(let t): t
         }
     }
 
     public func encoded() -> [UInt8] { CBOREncoder.encode(cbor) }
+
+    /// The group a message is about, if any.
+    public var group: GroupID? {
+        switch self {
+        case .vector(let g, _, _), .receipts(let g, _), .envelopes(let g, _), .commits(let g, _, _), .request(let g, _, _),
+             .caughtUp(let g), .done(let g, _), .election(let g, _), .refused(let g, _), .unshared(let g, _): g
+        case .hello, .credit, .error, .unknown: nil
+        }
+    }
+
+    /// A batch: costs one credit (§15.2.8).
+    public var isBatch: Bool {
+        switch self {
+        case .receipts, .envelopes, .commits: true
+        default: false
+        }
+    }
 
     var cbor: CBOR {
         var m: [String: CBOR] = ["t": .text(type)]
@@ -114,6 +135,9 @@ public enum SyncMessage: Hashable, Sendable {
         case .refused(let g, let items):
             m["group"] = .bytes(g.bytes)
             m["items"] = .array(items.map { .array([$0.cid.cborLink, .text($0.reason)]) })
+        case .unshared(let g, let reason):
+            m["group"] = .bytes(g.bytes)
+            m["reason"] = .text(reason)
         case .unknown: break
         }
         return .textMap(m)

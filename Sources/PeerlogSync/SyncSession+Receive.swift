@@ -17,11 +17,25 @@ extension SyncSession {
         }
         if case .hello(let versions, let capabilities, let peerGroups) = m { return try hello(versions: versions, capabilities: capabilities, groups: peerGroups, into: &out) }
         guard phase == .open else { throw SyncFailure("protocol", "\"\(m.type)\" before hello") }
+        if let g = m.group, groups[g] == nil, withdrawn[g] != nil, lateForWithdrawn(m) {
+            // Sent before our "unshared" reached the peer: dropped, but the credit is returned.
+            ignored += 1
+            if m.isBatch {
+                guard granted > 0 else { throw SyncFailure("credit", "\"\(m.type)\" sent without credit") }
+                if autoGrant { send(.credit(1), into: &out) } else { granted -= 1 }
+            }
+            return
+        }
         switch m {
         case .election(let g, let e):
             // Only for groups shared with this peer; the node checks the sender is a voter.
             if groups[g] != nil || offered.contains(g) { out.append(.event(.election(group: g, from: peer.device, e))) } else { ignored += 1 }
         case .refused(let g, let items): out.append(.event(.refusedByPeer(group: g, items: items)))
+        case .unshared(let g, let reason):
+            guard groups[g] != nil || offered.contains(g) else { ignored += 1; return }
+            forget(g)
+            unsharedByPeer.insert(g)
+            out.append(.event(.unsharedByPeer(group: g, reason: reason)))
         case .vector(let g, let committed, let authors): try vector(g, committed: committed, authors: authors, into: &out)
         case .receipts(let g, let items): try batch(g, receipts: items, envelopes: [], size: size, into: &out)
         case .envelopes(let g, let items): try batch(g, receipts: [], envelopes: items, size: size, into: &out)
@@ -51,6 +65,14 @@ extension SyncSession {
         }
     }
 
+    /// Messages a peer may still send for a group we withdrew before it heard of it.
+    func lateForWithdrawn(_ m: SyncMessage) -> Bool {
+        switch m {
+        case .receipts, .envelopes, .commits, .request, .caughtUp, .done, .refused, .election: true
+        default: false
+        }
+    }
+
     func hello(versions: [UInt64], capabilities: [String], groups peerGroups: [GroupID], into out: inout [SyncAction]) throws {
         guard phase == .started else { throw SyncFailure("protocol", "second hello") }
         sendsCommits = capabilities.contains(Self.commitsCapability)
@@ -59,9 +81,19 @@ extension SyncSession {
         }
         version = common
         phase = .open
-        // Both offer it, or the peer offers one we do not hold at all (an invitation).
-        for g in Set(peerGroups).sorted() where try offered.contains(g) || !store.syncHolds(g) {
-            try accept(g, into: &out)
+        // Both offer it; or the peer offers one we lack (an invitation) or hold without being a
+        // member in our copy yet (an invitee's interrupted catch-up), which we only receive.
+        for g in Set(peerGroups).sorted() {
+            if offered.contains(g) {
+                try accept(g, serves: true, into: &out)
+                continue
+            }
+            let sharing = try store.syncSharing(g, with: peer)
+            if sharing.acceptsOffer {
+                try accept(g, serves: sharing.serves, into: &out)
+            } else {
+                out.append(.event(.ignoredOffer(group: g)))
+            }
         }
         out.append(.event(.ready(groups: order)))
     }
@@ -69,12 +101,15 @@ extension SyncSession {
     func vector(_ g: GroupID, committed: UInt64, authors: [AuthorCounter], into out: inout [SyncAction]) throws {
         if groups[g] == nil {
             // An offer by vector (the peer holds a group we lack, or it learnt we share one).
-            guard try store.syncOffers(g, to: peer) || !store.syncHolds(g) else {
+            let sharing = try store.syncSharing(g, with: peer)
+            guard sharing.acceptsOffer else {
                 ignored += 1
                 out.append(.event(.ignoredVector(group: g)))
                 return
             }
-            try accept(g, into: &out)
+            withdrawn[g] = nil
+            unsharedByPeer.remove(g)
+            try accept(g, serves: sharing.serves, into: &out)
             out.append(.event(.groupAdded(group: g)))
         }
         var s = groups[g]!
@@ -119,6 +154,8 @@ extension SyncSession {
         s.receivedTraffic.bytes += size
         // Our sequencer may have committed what arrived, or the peer may lack what we just got.
         s.dirty = true
+        // Receiving a group we lacked: once our copy names the peer a member, we serve it too.
+        if !s.serves { s.serves = try store.syncSharing(g, with: peer).serves }
         groups[g] = s
         out.append(.event(.ingested(group: g, report: report)))
         // Our sequencer refused some of what the peer sent: tell it why (it keeps them tentative).

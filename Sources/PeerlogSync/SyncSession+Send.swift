@@ -66,11 +66,7 @@ extension SyncSession {
 
     func enqueue(_ m: SyncMessage, group: GroupID, answer: Bool = false, items: Int = 0, held: [AuthorCounter] = [],
                  committed: ClosedRange<UInt64>? = nil, caughtUp: Bool = false) {
-        let isBatch: Bool = switch m {
-        case .receipts, .envelopes, .commits: true
-        default: false
-        }
-        queue.append(Outgoing(bytes: m.encoded(), group: group, isBatch: isBatch, answer: answer, items: items, held: held, committed: committed, caughtUp: caughtUp))
+        queue.append(Outgoing(bytes: m.encoded(), group: group, isBatch: m.isBatch, answer: answer, items: items, held: held, committed: committed, caughtUp: caughtUp))
     }
 
     func newBatch() -> Batch { Batch(maxItems: limits.maxBatchItems, maxBytes: limits.maxBatchBytes) }
@@ -159,8 +155,8 @@ extension SyncSession {
     /// The next batch answering the oldest request of the group; "done" when it is answered.
     func answer(_ g: GroupID, _ s: inout GroupSync) throws {
         var a = s.answers[0]
-        var finished = false
-        switch a.what {
+        var finished = !s.serves  // not a member in our view: nothing is served, only "done"
+        if !finished { switch a.what {
         case .after, .seqRange:
             let through: UInt64 = if case .seqRange(_, let to) = a.what { to } else { .max }
             // Envelopes always (the peer asked); receipts only those it lacks.
@@ -184,7 +180,7 @@ extension SyncSession {
             }
             if !batch.items.isEmpty { enqueue(.receipts(group: g, items: batch.items), group: g, answer: true, items: batch.items.count) }
             finished = Int(a.cursor) >= cids.count
-        }
+        } }
         if finished {
             s.answers.removeFirst()
             outstandingAnswers -= 1

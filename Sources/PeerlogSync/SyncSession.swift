@@ -2,7 +2,7 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 
-/// The sync protocol with one peer (docs/protocol-sync.md) as a pure state machine: bytes in,
+/// The sync protocol with one peer (docs/PROTOCOL.md §15) as a state machine: bytes in,
 /// actions out, no I/O but the store. Not thread-safe: the node drives it from one serial queue.
 public final class SyncSession {
     /// Protocol versions this implementation speaks.
@@ -20,6 +20,12 @@ public final class SyncSession {
     var phase = Phase.idle
     var version: UInt64?
     var offered = Set<GroupID>()
+    /// Groups we stopped syncing with this peer ("unshared" sent), with why; its late batches
+    /// and requests for them are ignored, not protocol errors.
+    var withdrawn = [GroupID: String]()
+    /// Groups the peer stopped syncing with us: not offered again in this session unless the
+    /// peer offers them anew.
+    var unsharedByPeer = Set<GroupID>()
     var groups = [GroupID: GroupSync]()
     /// Accepted groups in acceptance order, served round robin.
     var order = [GroupID]()
@@ -85,9 +91,35 @@ public final class SyncSession {
         run(&out) { out in
             if groups[group] != nil {
                 groups[group]!.dirty = true
-            } else if try store.syncOffers(group, to: peer) {
-                offered.insert(group)
-                try accept(group, into: &out)
+                if !groups[group]!.serves { groups[group]!.serves = try store.syncSharing(group, with: peer).serves }
+            } else if !unsharedByPeer.contains(group), try store.syncSharing(group, with: peer).offers {
+                offerAnew(group, into: &out)
+            }
+            try pump(into: &out)
+        }
+        return out
+    }
+
+    /// Membership or authority may have changed (a group operation was stored or committed):
+    /// re-checks every group against the local view (§15.2.11). A group the peer may no longer
+    /// have is withdrawn ("unshared" with the reason): nothing more is pushed, served or
+    /// accepted for it. A group that became shared is offered.
+    public func membershipChanged() -> [SyncAction] {
+        guard phase == .open else { return [] }
+        var out = [SyncAction]()
+        run(&out) { out in
+            for g in order {
+                let sharing = try store.syncSharing(g, with: peer)
+                if !sharing.acceptsOffer {
+                    let why = sharing.open ? "\(peer.identity) is not a member of group \(g) in the sender's view" : "group \(g) was deleted"
+                    withdraw(g, reason: why, into: &out)
+                } else if sharing.serves != groups[g]!.serves {
+                    groups[g]!.serves = sharing.serves
+                    groups[g]!.dirty = true
+                }
+            }
+            for g in try store.syncOfferedGroups(to: peer) where groups[g] == nil && !unsharedByPeer.contains(g) {
+                offerAnew(g, into: &out)
             }
             try pump(into: &out)
         }
@@ -148,13 +180,44 @@ public final class SyncSession {
 
     func send(_ m: SyncMessage, into out: inout [SyncAction]) { out.append(.send(m.encoded())) }
 
-    /// Accepts a group: sends our vector, after which the peer may send items for it.
-    func accept(_ group: GroupID, into out: inout [SyncAction]) throws {
+    /// Offers a group that became shared after hello, by our vector.
+    func offerAnew(_ group: GroupID, into out: inout [SyncAction]) {
+        offered.insert(group)
+        withdrawn[group] = nil
+        run(&out) { out in try accept(group, serves: true, into: &out) }
+    }
+
+    /// Accepts a group: sends our vector, after which the peer may send items for it. `serves`:
+    /// we also send it what it lacks (it is a member in our view).
+    func accept(_ group: GroupID, serves: Bool, into out: inout [SyncAction]) throws {
         let v = try store.vector(of: group)
         var s = GroupSync()
+        s.serves = serves
         s.localCommitted = v.committed
         groups[group] = s
         order.append(group)
         send(.vector(group: group, committed: v.committed, authors: v.authors.map { AuthorCounter(author: $0.0, counter: $0.1) }), into: &out)
+    }
+
+    /// Stops syncing a group with this peer and tells it why.
+    func withdraw(_ group: GroupID, reason: String, into out: inout [SyncAction]) {
+        forget(group)
+        withdrawn[group] = reason
+        send(.unshared(group: group, reason: String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "unshared"), into: &out)
+        out.append(.event(.withdrew(group: group, reason: reason)))
+    }
+
+    /// Drops everything the session holds for a group: its state, queued messages, answers owed
+    /// and requests in flight.
+    func forget(_ group: GroupID) {
+        if let s = groups.removeValue(forKey: group) { outstandingAnswers -= s.answers.count }
+        order.removeAll { $0 == group }
+        if nextServed >= order.count { nextServed = 0 }
+        offered.remove(group)
+        queue.removeAll { $0.group == group }
+        for (key, id) in inFlight where key.group == group {
+            inFlight[key] = nil
+            inFlightByID[id] = nil
+        }
     }
 }

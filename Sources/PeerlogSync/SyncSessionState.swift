@@ -68,6 +68,9 @@ struct Batch {
 
 /// One accepted group: we sent our vector, so the peer may send items for it.
 struct GroupSync {
+    /// We send the peer what it lacks: it is a member in our view (§15.2.3). Off while we only
+    /// receive a group the peer offered (we lack it, or are not a member in our copy yet).
+    var serves = true
     var peerVectorKnown = false
     /// As of what we have generated (queued or sent).
     var planned = Knowledge()
@@ -84,7 +87,7 @@ struct GroupSync {
     var caughtUpSent = false
     var caughtUpReceived = false
 
-    var hasWork: Bool { !answers.isEmpty || (peerVectorKnown && (dirty || owesCaughtUp)) }
+    var hasWork: Bool { !answers.isEmpty || (serves && peerVectorKnown && (dirty || owesCaughtUp)) }
 }
 
 /// A request in flight to the peer: one per (group, range) at a time.

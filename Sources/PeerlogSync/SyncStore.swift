@@ -9,10 +9,8 @@ public protocol SyncStore: AnyObject, Sendable {
     /// Groups to offer `peer` (held, not deleted, both identities pending or active members,
     /// or one side a member and the other the group's relay).
     func syncOfferedGroups(to peer: DeviceCertificate) throws -> [GroupID]
-    /// Whether `group` would be offered to `peer` now.
-    func syncOffers(_ group: GroupID, to peer: DeviceCertificate) throws -> Bool
-    /// Whether anything of `group` is held (a receipt or a tombstone).
-    func syncHolds(_ group: GroupID) throws -> Bool
+    /// How `group` is shared with `peer` now: offered, accepted, served (§15.2.2–3).
+    func syncSharing(_ group: GroupID, with peer: DeviceCertificate) throws -> SyncSharing
     /// Committed high-water mark and per-author contiguous counters.
     func vector(of group: GroupID) throws -> SequenceVector
     /// Committed positions from `fromSeq` on, in seq order, with their receipts.

@@ -27,6 +27,12 @@ public enum SyncEvent: Sendable {
     case ignoredUnknownMessage(type: String)
     /// A vector for a group we neither offer nor lack was ignored.
     case ignoredVector(group: GroupID)
+    /// The peer's hello offered a group we hold and do not share with it (§15.2.3): ignored.
+    case ignoredOffer(group: GroupID)
+    /// We stopped syncing the group with this peer and sent "unshared" (membership changed).
+    case withdrew(group: GroupID, reason: String)
+    /// The peer stopped syncing the group with us ("unshared").
+    case unsharedByPeer(group: GroupID, reason: String)
     /// Unsent batches went over `maxQueuedBatches`: dropped; resending from the peer's vector.
     case resync
     /// A message for the group's elected sequencer from this peer's device (§18.3).
