@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(name: "PeerlogRelayPostgresTests", dependencies: ["PeerlogRelayPostgres", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
-        .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogCLI", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogEngine", "PeerlogEncoding", "PeerlogCLI", "PeerlogTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

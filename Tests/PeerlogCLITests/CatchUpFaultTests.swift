@@ -1,0 +1,152 @@
+import Foundation
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+import PeerlogTestSupport
+import Testing
+
+/// A long committed log held by Ann's home, with Bob's identity invited first or last. Signed
+/// in-process (as the catch-up benchmark does), so the tests spend their time syncing.
+struct LongLog {
+    let ann: LocalDevice
+    let bob: LocalDevice
+    let annHome: String
+    let bobHome: String
+    let group: GroupID
+    let total: Int
+
+    init(dir: String, writes: Int, invitationLast: Bool) throws {
+        let ann = try LocalDevice.generate(name: "ann", createdAt: 1), bob = try LocalDevice.generate(name: "bob", createdAt: 1)
+        self.ann = ann
+        self.bob = bob
+        annHome = dir + "/ann"
+        bobHome = dir + "/bob"
+        for home in [annHome, bobHome] { try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true) }
+        try ann.save(home: annHome)
+        try bob.save(home: bobHome)
+        let g = GroupID.random(), annHome = annHome
+        var hlc: UInt64 = 1
+        func sign(_ counter: UInt64, _ op: GroupOperation, _ parent: CID?) throws -> Receipt {
+            hlc += 1
+            return try ann.sign(Receipt.Draft(group: g, type: op.receiptType, counter: counter, parents: parent.map { [$0] } ?? [],
+                                              hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
+        }
+        var receipts = [try sign(1, .created(name: "long", maxMembers: 12), nil)]
+        let invite = GroupOperation.memberAdded(identity: bob.identity, role: .member)
+        if !invitationLast { receipts.append(try sign(2, invite, receipts.last!.cid)) }
+        for i in 0..<writes {
+            let op = GroupOperation.entityPut(key: "k\(i % 500)", value: .textMap(["n": .int(Int64(i)), "pad": .bytes([UInt8](repeating: 7, count: 48))]))
+            receipts.append(try sign(UInt64(receipts.count + 1), op, receipts.last!.cid))
+        }
+        if invitationLast { receipts.append(try sign(UInt64(receipts.count + 1), invite, receipts.last!.cid)) }
+        let envelopes = try receipts.enumerated().map {
+            try Envelope.sign(group: g, seq: UInt64($0.offset + 1), receipt: $0.element.cid, term: 0, receivedAt: 1, key: ann.signingKey)
+        }
+        group = g
+        total = receipts.count
+        let replica = try Replica(path: annHome + "/replica.sqlite", device: ann)
+        _ = try replica.ingest(receipts: receipts, envelopes: envelopes)
+    }
+
+    /// Bob's committed mark, read from his store (nil while it has no such group).
+    func bobCommitted(home: String? = nil) -> Int? {
+        guard let r = try? TestSupport.peerlog(["group", "list", "--home", home ?? bobHome, "--json"]), r.status == 0,
+              case .array(let rows)? = try? JSON.parse(r.stdout) else { return nil }
+        for row in rows where row["id"] == .string(group.string) {
+            if case .number(let n)? = row["committed_seq"] { return Int(n) }
+        }
+        return nil
+    }
+
+    /// Whether Bob sees his invitation (`peerlog invites`).
+    func bobSeesInvitation(home: String? = nil) -> Bool {
+        (try? TestSupport.peerlog(["invites", "--home", home ?? bobHome]).stdout.contains(group.string)) ?? false
+    }
+
+    /// Waits until Bob holds the whole log and sees his invitation.
+    func bobCompletes(home: String? = nil, timeout: TimeInterval = 90) -> Bool {
+        TestSupport.waitUntil(timeout: timeout) { bobCommitted(home: home) == total && bobSeesInvitation(home: home) }
+    }
+}
+
+/// Issue 22, bugs 0 and 1: an invitee's catch-up survives every interruption (a tie-break, a
+/// restarted peer, a killed daemon, a full disk), wherever its invitation sits in the log.
+@Suite(.serialized)
+struct CatchUpFaultTests {
+    let dir: String
+    init() throws { dir = try TestSupport.temporaryDirectory() }
+
+    @Test func twoDaemonsDialingEachOtherFinishALongCatchUp() throws {
+        let log = try LongLog(dir: dir, writes: 10_000, invitationLast: true)
+        let annPort = try TestSupport.freePort(), bobPort = try TestSupport.freePort()
+        // Both name the other: the two connections meet and the tie-break closes one.
+        let ann = try DaemonProcess(home: log.annHome, listenPort: annPort, arguments: ["--peer", "127.0.0.1:\(bobPort)"])
+        let bob = try DaemonProcess(home: log.bobHome, listenPort: bobPort, arguments: ["--peer", "127.0.0.1:\(annPort)", "--allow", log.ann.identity.string])
+        defer { ann.stop(); bob.stop() }
+        #expect(log.bobCompletes(), "bob stalled at \(log.bobCommitted() ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))")
+    }
+
+    /// Ann's daemon restarts twice during Bob's catch-up: each time his connection drops and
+    /// his dialer makes a new one.
+    @Test func aPeerRestartedTwiceMidCatchUp() throws {
+        let log = try LongLog(dir: dir, writes: 10_000, invitationLast: true)
+        let annPort = try TestSupport.freePort()
+        var ann = try DaemonProcess(home: log.annHome, listenPort: annPort)
+        let bob = try DaemonProcess(home: log.bobHome, arguments: ["--peer", "127.0.0.1:\(annPort)", "--allow", log.ann.identity.string])
+        defer { ann.stop(); bob.stop() }
+        for point in [512, 3_000] {
+            #expect(TestSupport.waitUntil(timeout: 60) { (log.bobCommitted() ?? 0) >= point }, "bob reached \(point)")
+            ann.stop()
+            let at = log.bobCommitted() ?? 0
+            #expect(at < log.total, "the restart came mid-catch-up (\(at) of \(log.total))")
+            ann = try DaemonProcess(home: log.annHome, listenPort: annPort)
+        }
+        #expect(log.bobCompletes(), "bob stalled at \(log.bobCommitted() ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))")
+    }
+
+    /// Bob's daemon is frozen then killed (a crash or power cut) after a first chunk and again
+    /// half way; every restart resumes.
+    @Test(arguments: [true, false])
+    func anInviteeKilledMidCatchUpResumes(invitationLast: Bool) throws {
+        let log = try LongLog(dir: dir, writes: 10_000, invitationLast: invitationLast)
+        let ann = try DaemonProcess(home: log.annHome)
+        defer { ann.stop() }
+        let bobArgs = ["--peer", ann.address, "--allow", log.ann.identity.string]
+        for point in [1, log.total / 2] {
+            let bob = try DaemonProcess(home: log.bobHome, arguments: bobArgs)
+            #expect(TestSupport.waitUntil(timeout: 60) { (log.bobCommitted() ?? 0) >= point }, "bob reached \(point)")
+            kill(bob.pid, SIGSTOP)
+            let at = log.bobCommitted() ?? 0
+            bob.kill9()
+            #expect(at < log.total, "the kill came mid-catch-up (\(at) of \(log.total))")
+        }
+        let bob = try DaemonProcess(home: log.bobHome, arguments: bobArgs)
+        defer { bob.stop() }
+        #expect(log.bobCompletes(), "bob stalled at \(log.bobCommitted() ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))")
+        #expect(try TestSupport.peerlog(["check", "--home", log.bobHome]).status == 0)
+    }
+
+    /// Bob's home is on a small tmpfs that fills during the catch-up; once it grows, the
+    /// catch-up finishes without a restart. Needs root (mount).
+    @Test(.enabled(if: getuid() == 0, "mounts a tmpfs (root only)"))
+    func anInviteeWhoseDiskFilledResumesOnceThereIsRoom() throws {
+        let log = try LongLog(dir: dir, writes: 10_000, invitationLast: true)
+        let mountPoint = dir + "/small"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard try TestSupport.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1600k", "tmpfs", mountPoint]).status == 0 else {
+            Issue.record("cannot mount a tmpfs")
+            return
+        }
+        defer { _ = try? TestSupport.run("/bin/umount", ["-l", mountPoint]) }
+        let bobHome = mountPoint + "/bob"
+        _ = try TestSupport.run("/bin/cp", ["-a", log.bobHome, bobHome])
+        let ann = try DaemonProcess(home: log.annHome)
+        let bob = try DaemonProcess(home: bobHome, arguments: ["--peer", ann.address, "--allow", log.ann.identity.string])
+        defer { ann.stop(); bob.stop() }
+        #expect(TestSupport.waitUntil(timeout: 60) { bob.stderr.lowercased().contains("full") }, "the disk filled: \(bob.stderr.suffix(2_000))")
+        let at = log.bobCommitted(home: bobHome) ?? 0
+        #expect(at > 0 && at < log.total, "the disk filled mid-catch-up (\(at) of \(log.total))")
+        #expect(try TestSupport.run("/bin/mount", ["-o", "remount,size=64m", mountPoint]).status == 0)
+        #expect(log.bobCompletes(home: bobHome), "bob stalled at \(log.bobCommitted(home: bobHome) ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))")
+    }
+}
