@@ -64,10 +64,7 @@ final class PeerHandler: ChannelDuplexHandler {
         if !outbound {
             let eventLoop = context.eventLoop
             let evicted = admission.handshakes.begin(id) {
-                eventLoop.execute {
-                    let handler = loopBound.value
-                    handler.closeForLimit("\(handler.admission.handshakes.capacity) handshakes in progress (maxPendingHandshakes); closing the oldest")
-                }
+                eventLoop.execute { loopBound.value.evictPendingHandshake() }
             }
             for close in evicted { close() }
         }
@@ -119,9 +116,11 @@ final class PeerHandler: ChannelDuplexHandler {
         perform(channel.close(reason: reason))
     }
 
-    private func closeForLimit(_ limit: String) {
-        guard !finished else { return }
-        perform(channel.close(limit: limit))
+    /// Closes this connection to make room for a newer handshake, unless it got established
+    /// while the request travelled here.
+    private func evictPendingHandshake() {
+        guard !finished, !channel.isEstablished else { return }
+        perform(channel.close(limit: "\(admission.handshakes.capacity) handshakes in progress (maxPendingHandshakes); closing the oldest"))
     }
 
     private func tapped(_ direction: TapRecord.Direction, _ message: [UInt8], kind: TapRecord.Kind = .message) {
@@ -174,6 +173,7 @@ final class PeerHandler: ChannelDuplexHandler {
                 finished = true
                 timeout?.cancel()
                 admission.handshakes.end(id)
+                let wasOpened = countedIdentity != nil
                 if let identity = countedIdentity {
                     admission.identities.release(identity)
                     countedIdentity = nil
@@ -184,7 +184,7 @@ final class PeerHandler: ChannelDuplexHandler {
                 case .local, .remote: logger.info("connection \(id) to \(who) closed: \(reason)")
                 default: logger.warning("connection \(id) to \(who) closed: \(reason)")
                 }
-                tapped(.inbound, Array("\(reason)".utf8), kind: .closed)
+                if wasOpened { tapped(.inbound, Array("\(reason)".utf8), kind: .closed) }
                 hub.closed(id, peer: channel.peerCertificate?.device, remote: remote, reason: "\(reason)")
                 onClosed("\(reason)")
                 let socket = context.channel
