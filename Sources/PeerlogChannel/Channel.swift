@@ -49,6 +49,8 @@ public enum ChannelCloseReason: Sendable, Equatable, CustomStringConvertible {
     /// The stream ended without a close record.
     case truncated
     case handshakeTimeout
+    /// We closed because the peer reached a resource limit; the text names the limit.
+    case resourceLimit(String)
 
     public var description: String {
         switch self {
@@ -58,6 +60,7 @@ public enum ChannelCloseReason: Sendable, Equatable, CustomStringConvertible {
         case .unauthorized(let r): "not authorized: \(r)"
         case .truncated: "connection ended without a close record"
         case .handshakeTimeout: "handshake timed out"
+        case .resourceLimit(let r): "resource limit: \(r)"
         }
     }
 }

@@ -77,6 +77,9 @@ extension SecureChannel {
 
     private mutating func finish(_ certificate: DeviceCertificate) -> [ChannelAction] {
         peerCertificate = certificate
+        if let budget = reassemblyBudget {
+            reassemblyReservation = ReassemblyReservation(budget: budget, identity: certificate.identity)
+        }
         state = .established
         return [.established(certificate)]
     }

@@ -83,19 +83,31 @@ extension SecureChannel {
             guard reassembly.count + data.count <= configuration.maxMessageBytes else {
                 return fail(.protocolError("message exceeds \(configuration.maxMessageBytes) bytes"))
             }
+            if let limit = reserveReassembly(for: reassembly.count + data.count) {
+                return fail(.resourceLimit("partial messages of identity \(peerCertificate?.identity.description ?? "?") exceed \(limit)"))
+            }
             reassembly += data
             guard last else { return [] }
             let message = reassembly
             reassembly = []
+            reassemblyReservation?.releaseAll()
             statistics.messagesIn += 1
             return [.deliver(message)]
         case .close:
-            state = .closed
-            reader = FrameReader()
-            reassembly = []
+            closeBuffers()
             return [.closed(.remote(String(decoding: data, as: UTF8.self)))]
         case nil:
             return fail(.protocolError("unknown record type 0x" + String(plaintext[plaintext.startIndex], radix: 16)))
         }
+    }
+
+    /// Grows the reassembly buffer's capacity itself (doubling, at most `maxMessageBytes`)
+    /// so that what is reserved is what is allocated; names the budget limit it would exceed.
+    private mutating func reserveReassembly(for needed: Int) -> ReassemblyLimit? {
+        guard needed > reassembly.capacity else { return nil }
+        let capacity = min(max(needed, reassembly.capacity * 2), configuration.maxMessageBytes)
+        if let reservation = reassemblyReservation, let limit = reservation.hold(capacity) { return limit }
+        reassembly.reserveCapacity(capacity)
+        return nil
     }
 }

@@ -18,6 +18,10 @@ public struct SecureChannel: Sendable {
     var reader = FrameReader()
     /// Data of a fragmented message being reassembled (empty when none).
     var reassembly: [UInt8] = []
+    /// Where the capacity of `reassembly` is reserved, once established (nil: unbounded but
+    /// for `maxMessageBytes`).
+    let reassemblyBudget: ReassemblyBudget?
+    var reassemblyReservation: ReassemblyReservation?
     var transportFramesOut: UInt64 = 0
     var transportFramesIn: UInt64 = 0
 
@@ -29,8 +33,10 @@ public struct SecureChannel: Sendable {
     public internal(set) var transportKeys: TransportKeys?
 
     public init(role: ChannelRole, device: LocalDevice, configuration: ChannelConfiguration = .init(),
-                authorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision, ephemeral: X25519.PrivateKey? = nil) {
+                authorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision, ephemeral: X25519.PrivateKey? = nil,
+                reassemblyBudget: ReassemblyBudget? = nil) {
         self.role = role
+        self.reassemblyBudget = reassemblyBudget
         self.device = device
         self.configuration = configuration
         self.authorize = authorize
@@ -44,6 +50,9 @@ public struct SecureChannel: Sendable {
     public var isClosed: Bool { state == .closed }
     /// Unparsed input plus the partial message being reassembled: at most 65537 + maxMessageBytes.
     public var bufferedBytes: Int { reader.buffer.count + reassembly.count }
+    /// Capacity of the partial message freed when the channel closed (a hint for the NIO
+    /// layer to hand large freed buffers back to the system).
+    public internal(set) var reassemblyBytesFreedAtClose = 0
 
     /// Initiator: writes handshake message 1. Responder: nothing (it waits for message 1).
     public mutating func start() -> [ChannelAction] {
@@ -86,6 +95,12 @@ public struct SecureChannel: Sendable {
         return fail(.local(reason))
     }
 
+    /// Closes locally because the peer reached a resource limit named in `limit`.
+    public mutating func close(limit: String) -> [ChannelAction] {
+        guard state != .closed else { return [] }
+        return fail(.resourceLimit(limit))
+    }
+
     /// The stream ended (EOF). Without a close record first, that is truncation.
     public mutating func inputClosed() -> [ChannelAction] {
         guard state != .closed else { return [] }
@@ -104,11 +119,19 @@ public struct SecureChannel: Sendable {
         if sendRecord, sendCipher != nil, let frame = try? sealFrame(.close, Self.closeData(reason)[...]) {
             actions.append(.write(frame))
         }
-        state = .closed
-        reader = FrameReader()
-        reassembly = []
+        closeBuffers()
         actions.append(.closed(reason))
         return actions
+    }
+
+    /// Frees the input and reassembly buffers (no retained capacity) and returns the budget.
+    mutating func closeBuffers() {
+        state = .closed
+        reader = FrameReader()
+        reassemblyBytesFreedAtClose = reassembly.capacity
+        reassembly = []
+        reassemblyReservation?.releaseAll()
+        reassemblyReservation = nil
     }
 
     /// The text a close record carries for a reason we decided on.

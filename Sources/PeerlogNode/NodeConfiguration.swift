@@ -22,6 +22,8 @@ public struct NodeConfiguration: Sendable {
     /// A relay's shared store of record (PostgreSQL), consulted before each assignment.
     public var sequenceGate: (any SequenceGate)?
     public var channel = ChannelConfiguration()
+    /// Bounds on memory, connections and handshakes peers can make the node hold.
+    public var limits = NodeLimits()
     /// How often the node looks for writes made by other processes (the CLI) to push them.
     public var pollInterval: Duration = .milliseconds(250)
     /// One tick of elected sequencers (§18): elections time out after 6–12 ticks, leaders

@@ -32,8 +32,11 @@ final class PeerHandler: ChannelDuplexHandler {
     private var timeout: Scheduled<Void>?
     private var finished = false
     private let handshakeTimeout: Duration
+    private let admission: ConnectionAdmission
+    /// The identity this connection counts against once established (`maxConnectionsPerIdentity`).
+    private var countedIdentity: IdentityID?
 
-    init(id: UInt64, outbound: Bool, hub: NodeHub, configuration: ChannelConfiguration, tap: Tap?, logger: Logger, onEstablished: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, onClosed: @escaping @Sendable (String) -> Void = { _ in }) {
+    init(id: UInt64, outbound: Bool, hub: NodeHub, configuration: ChannelConfiguration, admission: ConnectionAdmission, tap: Tap?, logger: Logger, onEstablished: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, onClosed: @escaping @Sendable (String) -> Void = { _ in }) {
         self.id = id
         self.outbound = outbound
         self.hub = hub
@@ -41,9 +44,11 @@ final class PeerHandler: ChannelDuplexHandler {
         self.logger = logger
         self.onEstablished = onEstablished
         self.onClosed = onClosed
+        self.admission = admission
         handshakeTimeout = configuration.handshakeTimeout
         let hub = hub
-        channel = SecureChannel(role: outbound ? .initiator : .responder, device: hub.device, configuration: configuration, authorize: { hub.authorize($0) })
+        channel = SecureChannel(role: outbound ? .initiator : .responder, device: hub.device, configuration: configuration, authorize: { hub.authorize($0) },
+                                reassemblyBudget: admission.reassembly)
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -55,6 +60,13 @@ final class PeerHandler: ChannelDuplexHandler {
         timeout = context.eventLoop.scheduleTask(in: TimeAmount(handshakeTimeout)) {
             let handler = loopBound.value
             handler.perform(handler.channel.handshakeTimedOut())
+        }
+        if !outbound {
+            let eventLoop = context.eventLoop
+            let evicted = admission.handshakes.begin(id) {
+                eventLoop.execute { loopBound.value.evictPendingHandshake() }
+            }
+            for close in evicted { close() }
         }
         perform(channel.start())
         context.fireChannelActive()
@@ -104,6 +116,13 @@ final class PeerHandler: ChannelDuplexHandler {
         perform(channel.close(reason: reason))
     }
 
+    /// Closes this connection to make room for a newer handshake, unless it got established
+    /// while the request travelled here.
+    private func evictPendingHandshake() {
+        guard !finished, !channel.isEstablished else { return }
+        perform(channel.close(limit: "\(admission.handshakes.capacity) handshakes in progress (maxPendingHandshakes); closing the oldest"))
+    }
+
     private func tapped(_ direction: TapRecord.Direction, _ message: [UInt8], kind: TapRecord.Kind = .message) {
         // The common case, no tap and no capture, costs two reads.
         guard tap != nil || hub.capture.isRunning, let peer = channel.peerCertificate?.device else { return }
@@ -122,6 +141,13 @@ final class PeerHandler: ChannelDuplexHandler {
                 wrote = true
             case .established(let certificate):
                 timeout?.cancel()
+                admission.handshakes.end(id)
+                guard admission.identities.admit(certificate.identity) else {
+                    // Before the hub or a tap sees it; later actions of this batch are moot.
+                    perform(channel.close(limit: "identity \(certificate.identity) already has \(admission.identities.limit) connections (maxConnectionsPerIdentity)"))
+                    return
+                }
+                countedIdentity = certificate.identity
                 tapped(outbound ? .outbound : .inbound, certificate.encoded, kind: .opened)
                 if KeyLogFile.path != nil, let keys = channel.transportKeys {
                     let me = hub.device.device
@@ -146,12 +172,19 @@ final class PeerHandler: ChannelDuplexHandler {
             case .closed(let reason):
                 finished = true
                 timeout?.cancel()
+                admission.handshakes.end(id)
+                let wasOpened = countedIdentity != nil
+                if let identity = countedIdentity {
+                    admission.identities.release(identity)
+                    countedIdentity = nil
+                }
+                if channel.reassemblyBytesFreedAtClose >= admission.limits.trimAfterFreeingBytes { MemoryTrim.soon() }
                 let who = channel.peerCertificate.map { "device \($0.device)" } ?? "peer at \(remote)"
                 switch reason {
                 case .local, .remote: logger.info("connection \(id) to \(who) closed: \(reason)")
                 default: logger.warning("connection \(id) to \(who) closed: \(reason)")
                 }
-                tapped(.inbound, Array("\(reason)".utf8), kind: .closed)
+                if wasOpened { tapped(.inbound, Array("\(reason)".utf8), kind: .closed) }
                 hub.closed(id, peer: channel.peerCertificate?.device, remote: remote, reason: "\(reason)")
                 onClosed("\(reason)")
                 let socket = context.channel

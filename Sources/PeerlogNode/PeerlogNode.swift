@@ -23,6 +23,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
     private let nextConnectionID = LockedValue<UInt64>(0)
     private let boundAddress = LockedValue<PeerAddress?>(nil)
     private let dialers: [Dialer]
+    private let admission: ConnectionAdmission
     /// Called once the listener is bound (with the actual port when 0 was asked for).
     public var onListening: (@Sendable (PeerAddress?) -> Void)?
 
@@ -35,6 +36,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         replica = try Replica(path: home + "/replica.sqlite", device: device, sequenceGate: configuration.sequenceGate)
         hub = NodeHub(replica: replica, device: device, allow: configuration.allow, openAdmission: configuration.openAdmission, logger: logger)
         dialers = configuration.peers.map { Dialer(address: $0) }
+        admission = ConnectionAdmission(limits: configuration.limits, fileDescriptorLimit: FileDescriptorLimit.raiseToHard())
     }
 
     /// Starts recording every decrypted message in and out to a pcapng file (docs/TOOLS.md),
@@ -157,7 +159,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
 
     private func makeHandler(outbound: Bool, established: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, closed: @escaping @Sendable (String) -> Void = { _ in }) -> PeerHandler {
         let id = nextConnectionID.increment()
-        return PeerHandler(id: id, outbound: outbound, hub: hub, configuration: configuration.channel, tap: tap, logger: logger, onEstablished: established, onClosed: closed)
+        return PeerHandler(id: id, outbound: outbound, hub: hub, configuration: configuration.channel, admission: admission, tap: tap, logger: logger, onEstablished: established, onClosed: closed)
     }
 
     private func dial(_ address: PeerAddress, group: EventLoopGroup, established: @escaping @Sendable (DeviceCertificate) -> Void, closed: @escaping @Sendable (String) -> Void) async throws -> Channel {

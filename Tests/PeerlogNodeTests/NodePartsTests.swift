@@ -112,3 +112,39 @@ struct ConfigurationFileTests {
         }
     }
 }
+
+struct ConnectionAdmissionTests {
+    @Test func pendingHandshakesCloseTheOldestBeyondCapacity() {
+        let pending = PendingHandshakes(capacity: 2)
+        let closed = LockedValue<[UInt64]>([])
+        func begin(_ id: UInt64) { for close in pending.begin(id, close: { closed.mutate { $0.append(id) } }) { close() } }
+        begin(1)
+        begin(2)
+        #expect(closed.value == [])
+        begin(3)
+        #expect(closed.value == [1] && pending.count == 2)
+        pending.end(2)  // finished its handshake
+        begin(4)
+        #expect(closed.value == [1] && pending.count == 2)
+        begin(5)
+        #expect(closed.value == [1, 3])
+    }
+
+    @Test func connectionsPerIdentityAreCountedUntilClosed() throws {
+        let connections = IdentityConnections(limit: 2)
+        let identity = try LocalDevice.deterministic(seed: [9], name: "x", createdAt: 1).identity
+        #expect(connections.admit(identity) && connections.admit(identity))
+        #expect(!connections.admit(identity))
+        connections.release(identity)
+        #expect(connections.admit(identity))
+        #expect(connections.count(identity) == 2)
+    }
+
+    @Test func pendingHandshakesUseAQuarterOfTheDescriptors() {
+        let limits = NodeLimits()
+        #expect(limits.pendingHandshakeCapacity(fileDescriptorLimit: 1 << 20) == limits.maxPendingHandshakes)
+        #expect(limits.pendingHandshakeCapacity(fileDescriptorLimit: 128) == 32)
+        #expect(limits.pendingHandshakeCapacity(fileDescriptorLimit: 10) == 8)
+        #expect(FileDescriptorLimit.raiseToHard() >= 128)
+    }
+}
