@@ -47,7 +47,7 @@ let package = Package(
         // Net layer: pure state machines (Noise, secure channel, sync session), then NIO around them.
         .target(name: "PeerlogNoise", dependencies: ["PeerlogCrypto"]),
         .target(name: "PeerlogChannel", dependencies: ["PeerlogNoise", "PeerlogModel"]),
-        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel"]),
+        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding"]),
         .target(name: "PeerlogDiscovery", dependencies: ["CDNSSD"]),
         // Raft leader election restricted to sequence assignment (pure: ticks in, effects out).
         .target(name: "PeerlogSequencer"),

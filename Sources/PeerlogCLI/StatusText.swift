@@ -39,6 +39,13 @@ enum StatusText {
                 out += "  \(r.cid) of group \(r.group) by \(r.by)  \(duration(now > r.at ? now - r.at : 0)) ago: \(r.reason)\n"
             }
         }
+        if let rejected = s.rejected, !rejected.isEmpty {
+            out += "rejected from peers (\(s.rejectedTotal ?? rejected.count) since start; `peerlog dead-letters` lists invalid ones):\n"
+            for r in rejected.suffix(5) {
+                let claims = r.author.map { " claiming author \($0)" } ?? ""
+                out += "  \(r.invalid ? "INVALID " : "")\(r.cid) of group \(r.group)\(claims) from \(r.from)  \(duration(now > r.at ? now - r.at : 0)) ago: \(r.reason)\n"
+            }
+        }
         return out
     }
 

@@ -63,26 +63,48 @@ struct Import: ParsableCommand {
 struct DeadLetters: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dead-letters",
-        abstract: "List receipts and envelopes that were given up on, with the reason."
+        abstract: "List receipts and envelopes given up on, and receipts refused as invalid (forgeries), with the reason.",
+        discussion: """
+            Kind `receipt`/`envelope`: given up on after retries (their reason says why). Kind `invalid`: a receipt \
+            whose signature or certificate does not verify, with the author and identity it claims and the peer \
+            that sent it (`-` when imported from a file); the newest 1,000 are listed.
+            """
     )
     @OptionGroup var home: HomeOptions
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let items = try Node(home).replica.deadLetters()
+        let replica = try Node(home).replica
+        let items = try replica.deadLetters()
+        let invalid = try replica.invalidReceipts()
         if json {
-            print(JSON.array(items.map { item in
+            let dead: [JSON] = items.map { item in
                 .object([
                     ("kind", .string(item.kind)), ("group", .string(item.group.string)), ("cid", .string(item.cid.string)),
                     ("retries", .int(item.retryCount)), ("reason", .string(item.reason)),
                     ("first_seen_ms", .int(item.firstSeenAt)), ("last_attempt_ms", .int(item.lastAttemptAt)),
                 ])
-            }).serialized(pretty: true))
-        } else if items.isEmpty {
-            print("No dead letters.")
-        } else {
+            }
+            let forged: [JSON] = invalid.map { r in
+                .object([
+                    ("kind", .string("invalid")), ("group", .string(r.group.string)), ("cid", .string(r.cid.string)),
+                    ("author", r.author.map { .string($0.string) } ?? .null), ("identity", r.identity.map { .string($0.string) } ?? .null),
+                    ("peer", r.peer.map { .string($0.string) } ?? .null), ("reason", .string(r.reason)), ("at_ms", .int(r.at)),
+                ])
+            }
+            print(JSON.array(dead + forged).serialized(pretty: true))
+            return
+        }
+        if items.isEmpty && invalid.isEmpty { print("No dead letters.") }
+        if !items.isEmpty {
             printTable([["KIND", "GROUP", "CID", "RETRIES", "LAST ATTEMPT", "REASON"]] + items.map { item in
                 [item.kind, item.group.string, item.cid.string, String(item.retryCount), formatMillis(item.lastAttemptAt), item.reason]
+            })
+        }
+        if !invalid.isEmpty {
+            if !items.isEmpty { print("") }
+            printTable([["KIND", "GROUP", "CID", "AUTHOR", "IDENTITY", "FROM PEER", "WHEN", "REASON"]] + invalid.map { r in
+                ["invalid", r.group.string, r.cid.string, r.author?.string ?? "?", r.identity?.string ?? "?", r.peer?.string ?? "-", formatMillis(r.at), r.reason]
             })
         }
     }

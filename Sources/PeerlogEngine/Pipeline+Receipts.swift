@@ -17,11 +17,7 @@ extension Pipeline {
         }
         if !verified {
             let certOK = try knownCertificates.contains(r.certificate.cid) || db.certificateKnown(r.certificate.cid)
-            if case .invalid(let why) = r.verify(certificateVerified: certOK) {
-                try db.markProcessed(r.cid, group: r.group, outcome: "invalid", reason: why, at: now)
-                report.rejected.append((r.cid, why))
-                return
-            }
+            if case .invalid(let why) = r.verify(certificateVerified: certOK) { return try recordInvalid(r, reason: why) }
         }
         if knownCertificates.insert(r.certificate.cid).inserted { try db.insertCertificate(r.certificate) }
 
@@ -43,6 +39,14 @@ extension Pipeline {
         }
         try store(r)
         try drainAuthor(group: r.group, author: r.author, held: r.counter)
+    }
+
+    /// A receipt whose signature or certificate fails: never applied, remembered as evidence
+    /// (claimed author and identity, the sending peer) and reported.
+    mutating func recordInvalid(_ r: Receipt, reason: String) throws {
+        try db.markInvalid(r.cid, group: r.group, author: r.author, identity: r.certificate.identity, peer: source, reason: reason, at: now)
+        report.rejected.append((r.cid, reason))
+        report.invalid.append(r.cid)
     }
 
     /// Stores a receipt whose counter is next for its author.

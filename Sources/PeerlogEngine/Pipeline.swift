@@ -14,6 +14,8 @@ struct Pipeline {
     /// A shared relay store that must admit each assignment first (nil: this store decides).
     let gate: (any SequenceGate)?
     var report = IngestReport()
+    /// The peer whose receipts are being ingested (nil: local, an import, a retry).
+    var source: DeviceID?
 
     /// Groups whose envelopes or sequencing must be revisited at the end of the batch.
     var touched: [GroupID] = []

@@ -58,7 +58,8 @@ public final class Replica: Sendable {
     /// captures). Work goes in batches of `limits.ingestBatchSize` receipts, each with the
     /// envelopes that name them (so commits keep pace with arrivals); signatures of the next
     /// batch are checked on the other cores while the current batch is written.
-    public func ingest(receipts: [Receipt], envelopes: [Envelope] = []) throws -> IngestReport {
+    /// `peer`: the device that sent them (recorded with any that fail verification).
+    public func ingest(receipts: [Receipt], envelopes: [Envelope] = [], from peer: DeviceID? = nil) throws -> IngestReport {
         let batches = Self.batches(receipts: receipts, envelopes: envelopes, size: limits.ingestBatchSize)
         var report = IngestReport()
         guard !batches.isEmpty else { return report }
@@ -78,10 +79,10 @@ public final class Replica: Sendable {
             }
             report.merge(try write { p in
                 p.report.duplicates += current.duplicates
+                p.source = peer
                 for (r, problem) in zip(current.receipts, current.receiptChecks) {
                     if let problem {
-                        try p.db.markProcessed(r.cid, group: r.group, outcome: "invalid", reason: problem, at: p.now)
-                        p.report.rejected.append((r.cid, problem))
+                        try p.recordInvalid(r, reason: problem)
                     } else {
                         try p.ingest(receipt: r, verified: true)
                     }
@@ -311,6 +312,10 @@ extension Replica {
     public func tentativeCount(of group: GroupID) throws -> Int { try store.read { try $0.tentativeCount(group: group) } }
 
     public func deadLetters() throws -> [QueuedItem] { try store.read { try $0.deadLetters() } }
+
+    /// Receipts refused because their signature or certificate failed, newest first: what they
+    /// claim and which peer sent them (evidence of a forgery attempt or corruption).
+    public func invalidReceipts(limit: Int = 1_000) throws -> [InvalidReceipt] { try store.read { try $0.invalidReceipts(limit: limit) } }
 
     public func pending() throws -> [QueuedItem] { try store.read { try $0.allPendingReceipts() + $0.allPendingEnvelopes() } }
 

@@ -46,6 +46,8 @@ public struct IngestReport: Sendable, Equatable {
     public var ignored = 0
     /// Refused inputs with the reason (invalid signature, not the sequencer, …).
     public var rejected: [(cid: CID, reason: String)] = []
+    /// Those of `rejected` that failed signature or certificate checks (possible forgeries).
+    public var invalid: [CID] = []
     public var actions: [ReplicaAction] = []
     public var events: [ReplicaEvent] = []
     /// Groups where a shared relay store refused an assignment (another relay process took
@@ -66,6 +68,7 @@ public struct IngestReport: Sendable, Equatable {
         committed += other.committed
         ignored += other.ignored
         rejected += other.rejected
+        invalid += other.invalid
         actions += other.actions
         events += other.events
         contended.formUnion(other.contended)

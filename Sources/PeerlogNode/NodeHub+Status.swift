@@ -61,7 +61,9 @@ extension NodeHub {
             recentlyClosed: recentCloses().map { ClosedStatus(device: $0.peer?.string, address: $0.remote, reason: $0.reason, at: $0.at) },
             discoveryUnavailable: discoveryState.value.unavailable, discovery: discoveryState.value.enabled,
             capture: capture.status,
-            refusals: recentRefusals()
+            refusals: recentRefusals(),
+            rejected: recentRejections(),
+            rejectedTotal: rejectedTotal
         )
     }
 

@@ -45,6 +45,9 @@ final class NodeHub: @unchecked Sendable {
     private var closedRecently: [ClosedConnection] = []
     private var lastRetry: UInt64 = 0
     private var refusals: [RefusalStatus] = []
+    private var rejections: [RejectionStatus] = []
+    /// Items refused from peers since the node started.
+    private(set) var rejectedTotal = 0
 
     struct ClosedConnection: Sendable {
         let peer: DeviceID?
@@ -221,6 +224,8 @@ final class NodeHub: @unchecked Sendable {
             logger.notice("ignored unknown message type \"\(type)\" from \(connection.peer.device.short)")
         case .election(let group, let from, let message):
             route(election.receive(group: group, from: from, message))
+        case .rejected(let group, let items):
+            noteRejections(group: group, items: items, from: connection.peer)
         case .refusedByPeer(let group, let items):
             for item in items {
                 logger.warning("\(connection.peer.device.short) refused receipt \(item.cid) of group \(group): \(item.reason)")
@@ -285,6 +290,25 @@ final class NodeHub: @unchecked Sendable {
         perform(session.requestBackfill(report.actions), on: connection)
     }
 
+    /// Logs what our replica refused from a peer (a few lines per batch, so a flood cannot
+    /// flood the log) and keeps the newest 32 for `status`. Invalid signatures and certificates
+    /// are warnings: they are evidence of a forgery attempt.
+    private func noteRejections(group: GroupID, items: [RejectedItem], from peer: DeviceCertificate) {
+        let now = WallClock.nowMillis()
+        for (i, item) in items.enumerated() {
+            if i < 3 {
+                let what = item.invalid ? "invalid receipt" : "receipt"
+                let claims = item.author.map { " claiming author \($0) of identity \(item.identity?.string ?? "?")" } ?? ""
+                logger.warning("rejected \(what) \(item.cid) of group \(group)\(claims) from peer \(peer.device) (identity \(peer.identity)): \(item.reason)")
+            }
+            rejections.append(RejectionStatus(group: group.string, cid: item.cid.string, author: item.author?.string, identity: item.identity?.string,
+                                              from: peer.device.string, reason: item.reason, invalid: item.invalid, at: now))
+        }
+        if items.count > 3 { logger.warning("… and \(items.count - 3) more rejected from \(peer.device) in the same batch") }
+        if rejections.count > 32 { rejections.removeFirst(rejections.count - 32) }
+        rejectedTotal += items.count
+    }
+
     // MARK: Elections (queue-confined)
 
     /// Sends election messages to the voters that are connected (Raft tolerates the loss of
@@ -310,6 +334,8 @@ final class NodeHub: @unchecked Sendable {
     func recentCloses() -> [ClosedConnection] { closedRecently }
 
     func recentRefusals() -> [RefusalStatus] { refusals }
+
+    func recentRejections() -> [RejectionStatus] { rejections }
 }
 
 /// A value behind a lock, for the few things event loops read while the hub writes.

@@ -15,6 +15,24 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var capture: CaptureStatus?
     /// Receipts we sent that a peer's sequencer (a relay, say) refused, newest last (at most 32).
     public var refusals: [RefusalStatus]?
+    /// What this node refused from peers (invalid signatures or certificates among them),
+    /// newest last (at most 32), and how many since it started.
+    public var rejected: [RejectionStatus]?
+    public var rejectedTotal: Int?
+}
+
+public struct RejectionStatus: Codable, Sendable, Equatable {
+    public var group: String
+    public var cid: String
+    /// The author device and identity the receipt claims (nil for an envelope).
+    public var author: String?
+    public var identity: String?
+    /// The peer device that sent it.
+    public var from: String
+    public var reason: String
+    /// Its signature or certificate failed: possible forgery.
+    public var invalid: Bool
+    public var at: UInt64
 }
 
 public struct RefusalStatus: Codable, Sendable, Equatable {

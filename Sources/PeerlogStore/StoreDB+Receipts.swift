@@ -41,6 +41,25 @@ extension StoreDB {
                     [cid.bytes.blob, group.bytes.blob, outcome, reason, now.sql])
     }
 
+    /// A receipt whose signature or certificate does not verify: remembered (it is never
+    /// checked again) with the author and identity it claims and the peer that sent it.
+    public func markInvalid(_ cid: CID, group: GroupID, author: DeviceID, identity: IdentityID, peer: DeviceID?, reason: String, at now: UInt64) throws {
+        try execute("""
+            INSERT OR REPLACE INTO processed_receipts (cid, group_id, outcome, reason, processed_at, author, identity, peer)
+            VALUES (?, ?, 'invalid', ?, ?, ?, ?, ?)
+            """, [cid.bytes.blob, group.bytes.blob, reason, now.sql, author.bytes.blob, identity.bytes.blob, peer?.bytes.blob])
+    }
+
+    /// The newest `limit` invalid receipts, newest first.
+    public func invalidReceipts(limit: Int) throws -> [InvalidReceipt] {
+        try rows("SELECT * FROM processed_receipts WHERE outcome = 'invalid' ORDER BY processed_at DESC LIMIT ?", [limit]).map { row in
+            func id<T>(_ column: String, _ make: ([UInt8]) throws -> T) -> T? { (row[column] as Data?).flatMap { try? make($0.bytes) } }
+            return InvalidReceipt(cid: try CID(bytes: (row["cid"] as Data).bytes), group: try GroupID(bytes: (row["group_id"] as Data).bytes),
+                                  author: id("author", DeviceID.init(bytes:)), identity: id("identity", IdentityID.init(bytes:)),
+                                  peer: id("peer", DeviceID.init(bytes:)), reason: row["reason"] ?? "", at: UInt64(sql: row["processed_at"]))
+        }
+    }
+
     // MARK: Receipts
 
     public func receiptExists(_ cid: CID) throws -> Bool {
@@ -199,4 +218,18 @@ extension StoreDB {
         for cid in cids where try certificateKnown(cid) { out.insert(cid) }
         return out
     }
+}
+
+/// A receipt refused because its signature or certificate does not verify (a forgery, or
+/// corruption), as recorded: what it claims and who sent it.
+public struct InvalidReceipt: Sendable, Equatable {
+    public let cid: CID
+    public let group: GroupID
+    /// The author device and identity the receipt claims (nil in rows older than migration 0003).
+    public let author: DeviceID?
+    public let identity: IdentityID?
+    /// The peer that sent it (nil: imported from a file, or recorded before migration 0003).
+    public let peer: DeviceID?
+    public let reason: String
+    public let at: UInt64
 }

@@ -138,7 +138,7 @@ extension SyncSession {
             guard e.group == g else { throw SyncFailure("protocol", "envelope of group \(e.group) in a batch for \(g)") }
             envelopes.append(e)
         }
-        let report = try store.ingest(receipts: receipts, envelopes: envelopes)
+        let report = try store.ingest(receipts: receipts, envelopes: envelopes, from: peer.device)
         // The peer holds what it sent: never echo it back.
         var s = groups[g]!
         for r in receipts.sorted(by: { $0.counter < $1.counter }) {
@@ -158,6 +158,13 @@ extension SyncSession {
         if !s.serves { s.serves = try store.syncSharing(g, with: peer).serves }
         groups[g] = s
         out.append(.event(.ingested(group: g, report: report)))
+        if !report.rejected.isEmpty {
+            let byCID = Dictionary(receipts.map { ($0.cid, $0) }, uniquingKeysWith: { a, _ in a })
+            let invalid = Set(report.invalid)
+            out.append(.event(.rejected(group: g, items: report.rejected.map { cid, reason in
+                RejectedItem(cid: cid, author: byCID[cid]?.author, identity: byCID[cid]?.certificate.identity, reason: reason, invalid: invalid.contains(cid))
+            })))
+        }
         // Our sequencer refused some of what the peer sent: tell it why (it keeps them tentative).
         let sent = Set(receipts.map(\.cid))
         let refused = report.events.compactMap { e -> RefusedReceipt? in

@@ -19,6 +19,6 @@ public protocol SyncStore: AnyObject, Sendable {
     func syncReceipts(group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int) throws -> [SyncReceiptItem]
     /// Receipts by CID (held ones only).
     func syncReceipts(group: GroupID, cids: [CID]) throws -> [SyncReceiptItem]
-    /// Verifies, stores and applies what the peer sent.
-    func ingest(receipts: [Receipt], envelopes: [Envelope]) throws -> IngestReport
+    /// Verifies, stores and applies what `peer` sent.
+    func ingest(receipts: [Receipt], envelopes: [Envelope], from peer: DeviceID?) throws -> IngestReport
 }

@@ -1,3 +1,4 @@
+import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 
@@ -37,6 +38,9 @@ public enum SyncEvent: Sendable {
     case resync
     /// A message for the group's elected sequencer from this peer's device (§18.3).
     case election(group: GroupID, from: DeviceID, ElectionMessage)
+    /// Items the peer sent were refused by our replica: invalid signatures or certificates
+    /// (possible forgeries), a full queue, an envelope not from the sequencer.
+    case rejected(group: GroupID, items: [RejectedItem])
     /// The peer's sequencer refused receipts we sent it (§19.2).
     case refusedByPeer(group: GroupID, items: [RefusedReceipt])
 }
@@ -78,4 +82,16 @@ public struct SyncSessionStatus: Sendable {
     public let requestsInFlight: Int
     public let ignoredMessages: Int
     public let closed: Bool
+}
+
+/// One item of a peer's batch that our replica refused, with what it claims.
+public struct RejectedItem: Sendable, Equatable {
+    /// The receipt's CID (for an envelope, the CID it names).
+    public let cid: CID
+    /// The author device and identity the receipt claims (nil for an envelope).
+    public let author: DeviceID?
+    public let identity: IdentityID?
+    public let reason: String
+    /// Its signature or certificate failed: a forgery or corruption, recorded as evidence.
+    public let invalid: Bool
 }

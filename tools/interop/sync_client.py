@@ -9,6 +9,11 @@ against a real `peerlog daemon`.
       and send a `request` for seqs A..B; collect batches until both `caught_up` and `done`;
       verify every receipt (certificate, author binding, signature, CID of the envelope) and
       envelope (signature); print a JSON summary. Exit 1 on any verification failure.
+  forge HOST PORT --seed HEX --group GROUP_ID --victim IDENTITY
+      as the (invited) deterministic device, accept the group and send one `receipts` batch of
+      three forgeries: a payload altered after signing, a self-signed certificate claiming the
+      victim's identity, and a certificate signed by the wrong identity key; wait until the
+      daemon has ingested it (its credit comes back) and print {"cids", "authors"}.
 """
 import argparse, json, sys, time
 import cbor2
@@ -118,9 +123,61 @@ def fetch(args):
         sys.exit(1)
 
 
+def forge(args):
+    from nacl.signing import SigningKey
+    device = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
+    group, victim = group_bytes(args.group), group_bytes(args.victim)
+    own_identity = bytes(device.identity.verify_key)
+
+    def cert(identity_bytes, device_key, signer):
+        payload = dumps({"v": 1, "identity": identity_bytes, "device": bytes(device_key.verify_key),
+                         "noise": bytes(32), "name": "forger", "created": 1_800_000_000_000})
+        return {"certificate": payload, "sig": signer.sign(CTX_CERT + payload).signature}
+
+    def receipt(author, identity_bytes, certificate, body):
+        fields = {"v": 1, "group": group, "type": "entity.put", "author": bytes(author.verify_key), "identity": identity_bytes,
+                  "counter": 1, "parents": [], "hlc": 1_800_000_000_000 << 16, "body": body}
+        payload = dumps(fields)
+        return payload, author.sign(CTX_RECEIPT + payload).signature, certificate
+
+    own_cert = cbor2.loads(device.certificate)
+    items, authors = [], []
+    # 1. Signed, then altered: the signature no longer covers the payload.
+    payload, sig, c = receipt(device.device, own_identity, own_cert, {"key": "k", "value": "signed"})
+    payload = dumps(dict(cbor2.loads(payload), body={"key": "k", "value": "altered"}))
+    items.append((payload, sig, c)); authors.append(bytes(device.device.verify_key))
+    # 2. A self-signed certificate claiming the victim's identity.
+    fake = SigningKey.generate()
+    items.append(receipt(fake, victim, cert(victim, fake, fake), {"key": "k", "value": "impostor"})); authors.append(bytes(fake.verify_key))
+    # 3. A certificate for our identity signed by another identity key.
+    other, rogue = SigningKey.generate(), SigningKey.generate()
+    items.append(receipt(rogue, own_identity, cert(own_identity, rogue, other), {"key": "k", "value": "rogue"})); authors.append(bytes(rogue.verify_key))
+
+    channel = connect(args.host, args.port, args.network, device)
+    send = lambda m: channel.send(dumps(m))
+    send({"t": "hello", "versions": [1], "capabilities": [], "groups": [group]})
+    send({"t": "credit", "n": 8})
+    deadline, sent = time.time() + args.timeout, False
+    while True:
+        if time.time() > deadline:
+            raise SystemExit("timed out (sent=%s)" % sent)
+        m = cbor2.loads(channel.recv())
+        if m["t"] == "vector" and m["group"] == group and not sent:
+            containers = [dumps({"receipt": p, "sig": g, "certificate": c}) for p, g, c in items]
+            send({"t": "receipts", "group": group, "items": containers})
+            sent = True
+        elif m["t"] == "credit" and sent:
+            break  # granted back after the daemon ingested the batch
+        elif m["t"] == "error":
+            raise SystemExit("daemon sent error: %s %s" % (m["code"], m["message"]))
+    channel.close("done")
+    print(json.dumps({"cids": [str(CID("base32", 1, "dag-cbor", multihash.digest(p, "sha2-256"))) for p, _, _ in items],
+                      "authors": [key_id(a) for a in authors]}))
+
+
 def main(argv):
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["identity", "fetch"])
+    p.add_argument("command", choices=["identity", "fetch", "forge"])
     p.add_argument("host", nargs="?")
     p.add_argument("port", nargs="?", type=int)
     p.add_argument("--seed", required=True)
@@ -129,10 +186,14 @@ def main(argv):
     p.add_argument("--to", dest="seq_to", type=int, default=1)
     p.add_argument("--network", default="")
     p.add_argument("--timeout", type=float, default=30)
+    p.add_argument("--victim", help="forge: the identity a forged certificate claims")
     args = p.parse_args(argv)
     if args.command == "identity":
         d = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
         print(json.dumps({"identity": d.identity_id, "device": d.device_id}))
+        return
+    if args.command == "forge":
+        forge(args)
         return
     try:
         fetch(args)
