@@ -8,7 +8,9 @@ struct Node {
 
     init(_ home: HomeOptions) throws {
         device = try LocalDevice.load(home: home.path)
-        replica = try Replica(path: home.path + "/replica.sqlite", device: device)
+        do { replica = try Replica(path: home.path + "/replica.sqlite", device: device) } catch {
+            throw CLIError("cannot open the replica in \(home.path): \(error)")
+        }
     }
 
     /// A group this replica knows, by id text or unique name. (`resolveGroup` accepts any

@@ -25,7 +25,8 @@ public final class Store: Sendable {
     /// Size the WAL file is truncated to when it restarts.
     public static let walSizeLimitBytes = 4 << 20
 
-    /// Opens (creating if needed) and migrates. `synchronous=NORMAL` in WAL mode: a committed
+    /// Opens (creating if needed) and migrates, one process at a time (`StoreOpenLock`); a busy
+    /// store is waited for (busy timeout), not failed. `synchronous=NORMAL` in WAL mode: a committed
     /// transaction survives the process being killed (kill -9); power loss may lose the last
     /// transactions but never corrupts the file.
     public init(path: String) throws {
@@ -42,11 +43,13 @@ public final class Store: Sendable {
             try db.execute(sql: "PRAGMA journal_size_limit = \(Store.walSizeLimitBytes)")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
+        let lock = try StoreOpenLock(database: path)
         pool = try DatabasePool(path: path, configuration: config)
         try Migrations.migrator.migrate(pool)
         var checkpointConfig = Configuration()
         checkpointConfig.busyMode = .timeout(10)
         checkpointer = try DatabaseQueue(path: path, configuration: checkpointConfig)
+        _ = consume lock
     }
 
     /// A private in-memory store (tests, property runs). Same schema, no file.
