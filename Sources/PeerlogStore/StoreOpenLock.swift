@@ -16,7 +16,9 @@ struct StoreOpenLock: ~Copyable {
 
     init(database path: String) throws {
         let lockPath = path + ".lock"
-        fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // Read-only and 0644 (it holds nothing): flock needs no write access, so another user
+        // sharing the directory can lock it too.
+        fd = open(lockPath, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw StoreError("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
         var waited = 0.0
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
