@@ -10,8 +10,9 @@ struct Put: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Set an entity's value in a group.",
         discussion: """
-        The value comes from VALUE or from --value-file (a file, or - for standard input): the kernel caps \
-        one argument at 128 KiB, which JSON with hex bytes can pass within the payload limit. A receipt's payload, value included, is at most \(Receipt.maxPayloadBytes) bytes (64 KiB): \
+        The value comes from VALUE or from --value-file (a file, or - for standard input): the kernel \
+        caps one argument at 128 KiB, which JSON with hex bytes can pass within the payload limit. \
+        A receipt's payload, value included, is at most \(Receipt.maxPayloadBytes) bytes (64 KiB): \
         split larger data over several keys, or store it elsewhere and put a reference to it.
         """
     )

@@ -30,6 +30,7 @@ public final class Store: Sendable {
     /// store is waited for (busy timeout), not failed. `synchronous=NORMAL` in WAL mode: a committed
     /// transaction survives the process being killed (kill -9); power loss may lose the last
     /// transactions but never corrupts the file.
+    ///
     /// With `.readOnly`, nothing is created, locked or migrated, and `write` throws.
     public init(path: String, access: Access = .readWrite) throws {
         self.path = path
