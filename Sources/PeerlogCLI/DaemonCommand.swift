@@ -79,8 +79,9 @@ struct Daemon: AsyncParsableCommand {
         }
         let logger = Logger(label: "peerlog")
         let node: PeerlogNode
+        try home.requireIdentity(initCommand: "peerlog init")
         do { node = try PeerlogNode(home: home.path, configuration: settings, logger: logger) } catch {
-            throw CLIError("cannot open the node in \(home.path): \(error) (run `peerlog init` first?)")
+            throw CLIError("cannot open the node in \(home.path): \(error)")
         }
         if let capture {
             printError(captureWarning)

@@ -4,29 +4,6 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 
-struct Put: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Set an entity's value in a group.")
-    @OptionGroup var home: HomeOptions
-    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
-    @Argument(help: "The entity key.") var key: String
-    @Argument(help: "The value: a string, or JSON with --json-value.") var value: String
-    @Flag(help: "Parse VALUE as JSON (integers, strings, arrays, objects, true/false/null; {\"$bytes\": hex}; no floats).") var jsonValue = false
-    @Flag(help: "Print JSON.") var json = false
-
-    func run() throws {
-        let cbor: CBOR
-        if jsonValue {
-            do { cbor = try CBOR(json: try JSON.parse(value), allowFloats: false) } catch { throw CLIError("VALUE: \(error)") }
-        } else {
-            cbor = .text(value)
-        }
-        let node = try Node(home)
-        let id = try node.group(group)
-        let result = try node.replica.append(.entityPut(key: key, value: cbor), to: id)
-        printAppend(result, group: id, summary: "Set \"\(key)\"", json: json)
-    }
-}
-
 struct Get: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print an entity's value (strings as they are, anything else as JSON).",

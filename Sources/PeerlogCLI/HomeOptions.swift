@@ -18,6 +18,14 @@ struct HomeOptions: ParsableArguments {
     }
 
     func loadDevice() throws -> LocalDevice { try LocalDevice.load(home: path) }
+
+    /// Fails with the init hint when the home holds no identity. Checked before opening, so
+    /// that other failures (a locked or damaged store) never send the user to init.
+    func requireIdentity(initCommand: String) throws {
+        guard FileIO.exists(LocalDevice.paths(home: path).certificate) else {
+            throw CLIError("\(path) is not initialised (run: \(initCommand) --home \(path))")
+        }
+    }
 }
 
 func hostName() -> String {

@@ -1,5 +1,6 @@
 import PeerlogEngine
 import PeerlogModel
+import PeerlogStore
 
 /// An opened home directory: this device's keys and its replica database (`replica.sqlite`).
 struct Node {
@@ -8,7 +9,11 @@ struct Node {
 
     init(_ home: HomeOptions) throws {
         device = try LocalDevice.load(home: home.path)
-        replica = try Replica(path: home.path + "/replica.sqlite", device: device)
+        let path = home.path + "/replica.sqlite"
+        // A read-only home (mount, or another user's) still serves every reading command.
+        do { replica = try Replica(path: path, device: device, access: Store.availableAccess(at: path)) } catch {
+            throw CLIError("cannot open the replica in \(home.path): \(error)")
+        }
     }
 
     /// A group this replica knows, by id text or unique name. (`resolveGroup` accepts any

@@ -12,6 +12,11 @@ struct Peerlog: AsyncParsableCommand {
             Export.self, Import.self, DeadLetters.self, Check.self, Daemon.self, Status.self, Peers.self, Invites.self, CaptureCommand.self, Replay.self, RelayCommand.self, Debug.self,
         ]
     )
+
+    static func main() async {
+        if let problem = RawArguments.invalidUTF8Problem() { exit(withError: CLIError(problem)) }
+        await main(nil)
+    }
 }
 
 /// A failure reported to the user as one line.

@@ -94,8 +94,9 @@ struct RelayRun: AsyncParsableCommand {
         let shared = opened
         settings.sequenceGate = shared?.gate
         let node: PeerlogNode
+        try home.requireIdentity(initCommand: "peerlog relay init")
         do { node = try PeerlogNode(home: home.path, configuration: settings, logger: logger) } catch {
-            throw CLIError("cannot open the relay in \(home.path): \(error) (run `peerlog relay init` first?)")
+            throw CLIError("cannot open the relay in \(home.path): \(error)")
         }
         if shared != nil { logger.info("store of record: PostgreSQL (shared with the relay's other processes)") }
         if !open && allow.isEmpty {

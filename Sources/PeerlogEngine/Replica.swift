@@ -20,9 +20,10 @@ public final class Replica: Sendable {
     private let nextSubscriber = Atomic<Int>(0)
 
     /// Opens (or creates) the replica database at `path`. Cheap: nothing is scanned at open.
-    public convenience init(path: String, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
+    /// `access: .readOnly` for a home that cannot be written: reads work, writes throw.
+    public convenience init(path: String, device: LocalDevice, access: Store.Access = .readWrite, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
                             sequenceGate: (any SequenceGate)? = nil) throws {
-        try self.init(store: Store(path: path), device: device, limits: limits, clock: clock, sequenceGate: sequenceGate)
+        try self.init(store: Store(path: path, access: access), device: device, limits: limits, clock: clock, sequenceGate: sequenceGate)
     }
 
     public init(store: Store, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
@@ -165,8 +166,8 @@ public final class Replica: Sendable {
                 if let latest { clock.observe(HLCTimestamp(packed: latest), wallMillis: wall) }
                 return clock.now(wallMillis: wall)
             }
+            // `sign` refuses a payload over `Receipt.maxPayloadBytes`, saying what to do instead.
             let receipt = try self.local.sign(Receipt.Draft(group: group, type: op.receiptType, counter: counter, parents: parents, hlc: stamp, body: op.body))
-            guard receipt.payload.count <= Receipt.maxPayloadBytes else { throw ReplicaError("receipt is \(receipt.payload.count) bytes, limit \(Receipt.maxPayloadBytes)") }
             try p.ingest(receipt: receipt, verified: true)
             try p.db.insertOutbox(kind: "receipt", group: group, cid: receipt.cid, seq: nil, at: p.now)
             try p.settle()

@@ -69,6 +69,12 @@ public struct Receipt: Hashable, Sendable {
             "hlc": .unsigned(draft.hlc.packed),
             "body": draft.body,
         ]))
+        // Checked before signing, with what to do instead: this is where a local write that is
+        // too large stops (the CLI's `put`, an app's append).
+        guard payload.count <= maxPayloadBytes else {
+            throw ModelError(.sizeLimitExceeded, "the receipt payload would be \(payload.count) bytes, over the limit of \(maxPayloadBytes) bytes (64 KiB); "
+                + "split the value over several keys, or store the data elsewhere and put a reference to it (such as its hash or URL)")
+        }
         let sig = signingKey.signature(for: SignatureContext.receipt.message(for: payload))
         return try Receipt(payload: payload, signature: sig, certificate: certificate)
     }

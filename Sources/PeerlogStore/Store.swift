@@ -9,6 +9,7 @@ import Synchronization
 public final class Store: Sendable {
     /// The database file, or ":memory:".
     public let path: String
+    public let access: Access
     let pool: any DatabaseWriter
     /// A second connection that copies the WAL into the database file (PASSIVE checkpoints)
     /// off the writer's path, so a local write never waits for a checkpoint.
@@ -25,11 +26,20 @@ public final class Store: Sendable {
     /// Size the WAL file is truncated to when it restarts.
     public static let walSizeLimitBytes = 4 << 20
 
-    /// Opens (creating if needed) and migrates. `synchronous=NORMAL` in WAL mode: a committed
+    /// Opens (creating if needed) and migrates, one process at a time (`StoreOpenLock`); a busy
+    /// store is waited for (busy timeout), not failed. `synchronous=NORMAL` in WAL mode: a committed
     /// transaction survives the process being killed (kill -9); power loss may lose the last
     /// transactions but never corrupts the file.
-    public init(path: String) throws {
+    ///
+    /// With `.readOnly`, nothing is created, locked or migrated, and `write` throws.
+    public init(path: String, access: Access = .readWrite) throws {
         self.path = path
+        self.access = access
+        if access == .readOnly {
+            pool = try Store.openReadOnly(path: path)
+            checkpointer = nil
+            return
+        }
         var config = Configuration()
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in
@@ -42,16 +52,19 @@ public final class Store: Sendable {
             try db.execute(sql: "PRAGMA journal_size_limit = \(Store.walSizeLimitBytes)")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
+        let lock = try StoreOpenLock(database: path)
         pool = try DatabasePool(path: path, configuration: config)
         try Migrations.migrator.migrate(pool)
         var checkpointConfig = Configuration()
         checkpointConfig.busyMode = .timeout(10)
         checkpointer = try DatabaseQueue(path: path, configuration: checkpointConfig)
+        _ = consume lock
     }
 
     /// A private in-memory store (tests, property runs). Same schema, no file.
     public init(inMemory: Void = ()) throws {
         path = ":memory:"
+        access = .readWrite
         pool = try DatabaseQueue()
         try Migrations.migrator.migrate(pool)
         checkpointer = nil
@@ -59,6 +72,7 @@ public final class Store: Sendable {
 
     /// Runs `body` in one write transaction; everything it does commits together or not at all.
     public func write<T>(_ body: (StoreDB) throws -> T) throws -> T {
+        guard access == .readWrite else { throw readOnlyRefusal }
         let result = try pool.write { db in try body(StoreDB(db: db)) }
         if let checkpointer, writes.add(1, ordering: .relaxed).newValue % Self.checkpointEveryWrites == 0,
            !checkpointing.exchange(true, ordering: .acquiringAndReleasing) {

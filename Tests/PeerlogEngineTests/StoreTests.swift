@@ -1,8 +1,10 @@
+import Dispatch
 import Foundation
 import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
 import PeerlogTestSupport
+import Synchronization
 import Testing
 
 struct StoreTests {
@@ -35,5 +37,38 @@ struct StoreTests {
         let again = try Store(path: dir + "/s.sqlite")
         #expect(try again.appliedMigrations() == ["0001_initial", "0002_elected_sequencer"])
         #expect(try again.read { try $0.count(rawSQL: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'") } == 21)
+    }
+
+    /// Opening and migrating is serialized (`StoreOpenLock`): stores opened on a fresh file at
+    /// the same moment never apply a migration twice.
+    @Test func storesOpenedAtOnceOnAFreshFileAllSucceed() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let failures = Mutex<[String]>([])
+        for round in 0..<40 {
+            let path = dir + "/s\(round).sqlite"
+            DispatchQueue.concurrentPerform(iterations: 6) { _ in
+                do { _ = try Store(path: path) } catch { failures.withLock { $0.append("round \(round): \(error)") } }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+    }
+
+    /// A read-only store reads what was written (opened `immutable` once no WAL file is left)
+    /// and refuses writes in one sentence naming the directory.
+    @Test func readOnlyStoreReadsAndRefusesWrites() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let device = try LocalDevice.generate(name: "r", createdAt: 1)
+        let path = dir + "/r.sqlite"
+        let group = try Replica(path: path, device: device).createGroup(name: "g")
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "the last connection removed the WAL")
+        let reader = try Replica(path: path, device: device, access: .readOnly)
+        #expect(try reader.groupIDs() == [group])
+        #expect(try reader.store.integrityCheck() == "ok")
+        #expect(throws: StoreError.self) { try reader.createGroup(name: "h") }
+        do { _ = try reader.createGroup(name: "h") } catch { #expect("\(error)".hasPrefix("\(dir) is read-only")) }
+        #expect(try Replica(path: dir + "/absent.sqlite", device: device, access: .readOnly).groupIDs().isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: dir + "/absent.sqlite"))
     }
 }

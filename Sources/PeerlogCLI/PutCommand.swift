@@ -1,0 +1,73 @@
+import ArgumentParser
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Put: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Set an entity's value in a group.",
+        discussion: """
+        The value comes from VALUE or from --value-file (a file, or - for standard input): the kernel \
+        caps one argument at 128 KiB, which JSON with hex bytes can pass within the payload limit. \
+        A receipt's payload, value included, is at most \(Receipt.maxPayloadBytes) bytes (64 KiB): \
+        split larger data over several keys, or store it elsewhere and put a reference to it.
+        """
+    )
+    @OptionGroup var home: HomeOptions
+    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @Argument(help: "The entity key.") var key: String
+    @Argument(help: "The value: a string, or JSON with --json-value.") var value: String?
+    @Option(help: ArgumentHelp("Read the value from this file (- for standard input) instead of VALUE, exactly as it is (a final newline included).", valueName: "file"))
+    var valueFile: String?
+    @Flag(help: "Parse the value as JSON (integers, strings, arrays, objects, true/false/null; {\"$bytes\": hex}; no floats).") var jsonValue = false
+    @Flag(help: "Print JSON.") var json = false
+
+    /// Larger files cannot fit in a payload even as JSON with hex bytes, so they are not read whole.
+    static let maxValueFileBytes = 4 * Receipt.maxPayloadBytes
+
+    func run() throws {
+        // Checked here, not in validate(), so the error is one line like every other.
+        let text: String
+        switch (value, valueFile) {
+        case (let value?, nil): text = value
+        case (nil, let file?): text = try Self.readValue(from: file)
+        case (nil, nil): throw CLIError("give the value: VALUE or --value-file FILE (- for standard input)")
+        case (.some, .some): throw CLIError("give the value once: VALUE or --value-file, not both")
+        }
+        let cbor: CBOR
+        if jsonValue {
+            do { cbor = try CBOR(json: try JSON.parse(text), allowFloats: false) } catch { throw CLIError("\(valueFile ?? "VALUE"): \(error)") }
+        } else {
+            cbor = .text(text)
+        }
+        let node = try Node(home)
+        let id = try node.group(group)
+        let result = try node.replica.append(.entityPut(key: key, value: cbor), to: id)
+        printAppend(result, group: id, summary: "Set \"\(key)\"", json: json)
+    }
+
+    /// The file's (or standard input's) bytes as text; they must be UTF-8.
+    static func readValue(from file: String) throws -> String {
+        let fd = file == "-" ? 0 : open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError("cannot open --value-file \(file): \(String(cString: strerror(errno)))") }
+        defer { if fd != 0 { close(fd) } }
+        var bytes = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw CLIError("cannot read --value-file \(file): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+            guard bytes.count <= maxValueFileBytes else {
+                throw CLIError("--value-file \(file) is over \(maxValueFileBytes) bytes, and a value must fit in a \(Receipt.maxPayloadBytes)-byte (64 KiB) receipt payload; "
+                    + "split it over several keys, or store the data elsewhere and put a reference to it (such as its hash or URL)")
+            }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw CLIError("--value-file \(file) is not UTF-8 text") }
+        return text
+    }
+}
