@@ -70,4 +70,51 @@ struct DaemonRejectionTests {
         let fetch = try TestSupport.python("sync_client.py", ["fetch", "127.0.0.1", String(daemon.port), "--seed", "0d", "--group", gid, "--from", "1", "--to", "2"])
         #expect(try JSON.parse(fetch)["receipts"] == .int(2), "\(fetch)")
     }
+
+    /// Forged receipts from an admitted peer are refused, and the refusal is evidence: the
+    /// daemon logs it, `status` shows it and `dead-letters` lists it with the author and identity
+    /// it claims and the peer that sent it.
+    @Test func forgeriesAreLoggedListedAndShownWithTheirSender() throws {
+        let home = dir + "/alice"
+        _ = try ok(["init", "--home", home, "--name", "alice"])
+        guard case .string(let alice)? = try JSON.parse(try ok(["id", "--home", home, "--json"]))["identity"],
+              case .string(let gid)? = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))["id"],
+              case .string(let member)? = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", "0e"]))["identity"],
+              case .string(let forger)? = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", "0e"]))["device"] else {
+            Issue.record("setup")
+            return
+        }
+        _ = try ok(["group", "add", "--home", home, gid, member])
+        let daemon = try DaemonProcess(home: home)
+        defer { daemon.stop() }
+        let sent = try JSON.parse(try TestSupport.python("sync_client.py", ["forge", "127.0.0.1", String(daemon.port), "--seed", "0e", "--group", gid, "--victim", alice]))
+        guard case .array(let cids)? = sent["cids"], case .array(let authors)? = sent["authors"], cids.count == 3 else {
+            Issue.record("forge printed \(sent)")
+            return
+        }
+        for cid in cids {
+            guard case .string(let c) = cid else { continue }
+            #expect(TestSupport.waitUntil(timeout: 5) { daemon.stderr.contains("rejected invalid receipt \(c)") }, "not logged: \(c)\n\(daemon.stderr)")
+        }
+        #expect(daemon.stderr.contains("from peer \(forger)"))
+
+        let status = try JSON.parse(try ok(["status", "--home", home, "--json"]))
+        guard case .array(let shown)? = status["rejected"] else {
+            Issue.record("status has no rejected list: \(status)")
+            return
+        }
+        #expect(Set(shown.compactMap { $0["cid"] }) == Set(cids))
+        #expect(shown.allSatisfy { $0["from"] == .string(forger) && $0["invalid"] == .bool(true) })
+
+        let listed = try JSON.parse(try ok(["dead-letters", "--home", home, "--json"]))
+        guard case .array(let rows) = listed else { Issue.record("dead-letters: \(listed)"); return }
+        let invalid = rows.filter { $0["kind"] == .string("invalid") }
+        #expect(Set(invalid.compactMap { $0["cid"] }) == Set(cids))
+        #expect(Set(invalid.compactMap { $0["author"] }) == Set(authors))
+        #expect(invalid.allSatisfy { $0["peer"] == .string(forger) })
+        // The impostor's receipt is listed with the identity it claims: Alice's.
+        #expect(invalid.contains { $0["identity"] == .string(alice) && $0["reason"] != nil })
+        #expect(try TestSupport.peerlog(["get", "--home", home, gid, "k"]).status == 1, "no forgery took effect")
+        #expect(daemon.isRunning)
+    }
 }
