@@ -125,3 +125,42 @@ extension DaemonTests {
                 "ben sees \((try? connections(b.home, to: catDevice)) ?? -1), cat sees \((try? connections(c.home, to: benDevice)) ?? -1) connections\n\(db.stderr)\n\(dc!.stderr)")
     }
 }
+
+extension DaemonTests {
+    /// Issue 22, bug 2: a member removed while its connection is up is sent nothing written
+    /// after the removal, its own writes are not taken, and it is told why; a group the two
+    /// still share keeps syncing over the same connection.
+    @Test func aMemberRemovedWhileConnectedGetsNothingMoreAndIsToldWhy() throws {
+        let a = try person("alice"), b = try person("bob")
+        let team = try sharedGroup(owner: a, others: [b])
+        let other = try JSON.parse(try ok("group", "create", "--home", a.home, "other", "--json"))["id"].flatMap { if case .string(let s) = $0 { s } else { nil } } ?? ""
+        try ok("group", "add", "--home", a.home, other, b.identity)
+        let da = try DaemonProcess(home: a.home)
+        defer { da.stop() }
+        let db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity])
+        defer { db.stop() }
+        for g in [team, other] {
+            #expect(TestSupport.waitUntil(timeout: 30) { (try? TestSupport.peerlog(["group", "show", "--home", b.home, g]).status) == 0 }, "bob never received \(g)")
+            try ok("group", "accept", "--home", b.home, g)
+        }
+        #expect(try converged([a.home, b.home], team) && converged([a.home, b.home], other), "no convergence\n\(da.stderr)\n\(db.stderr)")
+
+        try ok("group", "remove", "--home", a.home, team, b.identity)
+        #expect(TestSupport.waitUntil(timeout: 10) { db.stderr.contains("stopped syncing group \(team) with us") }, "bob was not told\n\(db.stderr)")
+        #expect(db.stderr.contains("not a member of group \(team)"), "bob is told why\n\(db.stderr)")
+        try ok("put", "--home", a.home, team, "after", "1")
+        let bobWrite = try ok("put", "--home", b.home, team, "bob-after", "2")
+        Thread.sleep(forTimeInterval: 2)
+        try ok("put", "--home", a.home, team, "later", "3")
+        try ok("put", "--home", a.home, other, "still", "4")
+        // The other group still syncs over the same connection...
+        #expect(TestSupport.waitUntil(timeout: 15) { (try? TestSupport.peerlog(["get", "--home", b.home, other, "still"]).status) == 0 }, "the shared group stopped syncing\n\(db.stderr)")
+        // ...and by then nothing of the team written after the removal reached Bob, nor his write Alice.
+        for key in ["after", "later"] {
+            #expect(try TestSupport.peerlog(["get", "--home", b.home, team, key]).status == 1, "\(key) reached bob")
+        }
+        let cid = bobWrite.split(whereSeparator: { $0 == " " || $0 == "\n" }).first { $0.hasPrefix("b") && $0.count > 40 }.map(String.init) ?? "?"
+        #expect(!(try ok("log", "--home", a.home, team, "--json")).contains(cid), "alice took bob's write \(cid) after removing him")
+        #expect(da.stderr.contains("stopped syncing group \(team) with "), "alice logs the withdrawal\n\(da.stderr)")
+    }
+}
