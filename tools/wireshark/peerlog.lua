@@ -387,6 +387,9 @@ local function dissect_message(tree, tvb, data, omitted)
     local items = (get(m, "items") or { v = {} }).v
     for _, pair in ipairs(items) do tree:add(f.field, tvb, "refused: " .. diag(pair)) end
     info = info .. " " .. #items .. " receipts"
+  elseif t == "unshared" then
+    tree:add(f.field, tvb, "reason: " .. (text_of(get(m, "reason")) or "?"))
+    info = info .. " " .. (text_of(get(m, "reason")) or "?")
   elseif t == "error" then
     tree:add(f.error_code, tvb, text_of(get(m, "code")) or "?")
     tree:add(f.error_message, tvb, text_of(get(m, "message")) or "?")
