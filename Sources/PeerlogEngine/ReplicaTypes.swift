@@ -56,6 +56,17 @@ public struct IngestReport: Sendable, Equatable {
 
     public init() {}
 
+    /// A group operation (`group.*`) was stored or committed: membership or the sequencer
+    /// authority may have changed. Costs the report's length, not the store's.
+    public var touchesGroupOperations: Bool {
+        events.contains { e in
+            switch e {
+            case .tentative(_, _, let type), .committed(_, _, _, let type, _): type.hasPrefix("group.")
+            default: false
+            }
+        }
+    }
+
     public static func == (l: IngestReport, r: IngestReport) -> Bool {
         l.stored == r.stored && l.duplicates == r.duplicates && l.queued == r.queued && l.committed == r.committed
             && l.ignored == r.ignored && l.rejected.map(\.cid) == r.rejected.map(\.cid) && l.actions == r.actions && l.events == r.events

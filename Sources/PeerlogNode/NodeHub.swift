@@ -206,9 +206,9 @@ final class NodeHub: @unchecked Sendable {
 
     private func handle(_ event: SyncEvent, from connection: ConnectionRef) {
         switch event {
-        case .ingested(let group, _):
+        case .ingested(let group, let report):
             // Membership first: nothing is pushed to a peer that what arrived just removed.
-            noticeGroupOperations()
+            if report.touchesGroupOperations { noticeGroupOperations() }
             fanOut(group: group, except: connection.id)
         case .ignoredOffer(let group):
             logger.notice("\(connection.peer.device.short) offered group \(group), which we hold and do not share with it: not synced")
