@@ -47,9 +47,12 @@ func tickUntilElection(_ voter: inout Seq) -> [Eff] {
     return []
 }
 
-/// Makes `me` leader of the next term with votes from the lowest other voters.
+/// Makes `me` leader of the next term with (pre-)votes from the lowest other voters.
 func makeLeader(_ voter: inout Seq) {
     _ = tickUntilElection(&voter)
+    for other in voter.config.voters where other != voter.me && voter.role == .preCandidate {
+        _ = voter.receive(.preVote(term: voter.term + 1, granted: true), from: other)
+    }
     for other in voter.config.voters where other != voter.me && voter.role != .leader {
         _ = voter.receive(.vote(term: voter.term, granted: true), from: other)
     }
@@ -78,6 +81,9 @@ extension Array where Element == Eff {
     /// Replies sent, for single-reply assertions.
     var votes: [Bool] {
         sends.compactMap { if case .vote(_, let granted) = $0.message { granted } else { nil } }
+    }
+    var preVotes: [(term: UInt64, granted: Bool)] {
+        sends.compactMap { if case .preVote(let term, let granted) = $0.message { (term, granted) } else { nil } }
     }
     var appendReplies: [(success: Bool, matchSeq: UInt64)] {
         sends.compactMap {
