@@ -87,7 +87,9 @@ extension ElectedSequencer {
         guard candidateTerm == term else { return send(.vote(term: term, granted: false), to: index) }
         let candidate = config.voters[index]
         let free = votedFor == nil || votedFor == candidate
-        guard isAtLeastAsUpToDate(lastSeq: lastSeq, lastTerm: lastTerm), free else { return send(.vote(term: term, granted: false), to: index) }
+        guard isAtLeastAsUpToDate(lastSeq: lastSeq, lastTerm: lastTerm), free else {
+            return send(.vote(term: term, granted: false), to: index)
+        }
         // The vote is persisted (the leading `persist` effect) before the reply goes out.
         setHardState(term: term, votedFor: candidate)
         resetElectionTimer()
