@@ -14,11 +14,10 @@ extension ElectedSequencer {
     }
 
     /// Grants iff the proposed term is above this voter's, its log is at least as up to date,
-    /// and this voter has not heard from a leader within the shortest election timeout (a
-    /// leader always has). The grant changes no state, so it may be given to several.
+    /// and this voter has not heard from a leader within ``SequencerConfig/preVoteLeaseTicks``
+    /// (a leader always has). The grant changes no state, so it may be given to several.
     mutating func handlePreVoteRequest(term proposed: UInt64, lastSeq: UInt64, lastTerm: UInt64, from index: Int) {
-        let hearsLeader =
-            role == .leader || (leader != nil && electionElapsed < config.electionTimeoutTicks.lowerBound)
+        let hearsLeader = role == .leader || (leader != nil && electionElapsed < config.preVoteLeaseTicks)
         let granted = proposed > term && !hearsLeader && isAtLeastAsUpToDate(lastSeq: lastSeq, lastTerm: lastTerm)
         // A denial carries this voter's term, so a pre-candidate that is behind catches up.
         send(.preVote(term: granted ? proposed : term, granted: granted), to: index)

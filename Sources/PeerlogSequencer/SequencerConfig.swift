@@ -66,6 +66,14 @@ public struct SequencerConfig<Voter: Hashable & Comparable & Sendable>: Sendable
         self.checkQuorum = checkQuorum
     }
 
+    /// A voter that accepted an append from its leader (or granted a vote) fewer than this
+    /// many ticks ago denies pre-votes. The shortest election timeout less one tick: voters'
+    /// tick clocks are not aligned, so a pre-candidate whose shortest timeout just fired may
+    /// be a tick ahead of a voter that heard the same last heartbeat, and denying it then
+    /// would cost a whole extra timeout after a leader crash. Always above the heartbeat
+    /// interval, so followers of a live leader deny.
+    public var preVoteLeaseTicks: Int { max(electionTimeoutTicks.lowerBound - 1, heartbeatTicks + 1) }
+
     /// Votes (and persisted copies) needed to elect a leader or commit an entry.
     public var quorum: Int { voters.count / 2 + 1 }
 

@@ -58,12 +58,19 @@ struct PreVoteTests {
         var voter = try makeVoter(2, term: 1, preVote: true, seed: 3)
         _ = voter.receive(.append(term: 1, prevSeq: 0, prevTerm: 0, entries: [], commitSeq: 0), from: 1)
         let request = Msg.preVoteRequest(term: 2, lastSeq: 0, lastTerm: 0)
-        for _ in 0..<5 { _ = voter.tick() }
+        #expect(voter.config.preVoteLeaseTicks == 5)
+        for _ in 0..<4 { _ = voter.tick() }
         #expect(voter.receive(request, from: 3).preVotes.map(\.granted) == [false])
-        // Silence for the shortest election timeout (6 ticks): the leader may be gone.
+        // Silence for the shortest election timeout (6 ticks) less a tick of clock skew:
+        // the leader may be gone.
         _ = voter.tick()
         #expect(voter.receive(request, from: 3).preVotes.map(\.granted) == [true])
-        #expect(voter.term == 1)
+        #expect(voter.term == 1 && voter.role == .follower)
+    }
+
+    @Test func theLeaseStaysAboveTheHeartbeatInterval() throws {
+        let tight = try SequencerConfig(voters: [1, 2, 3], base: 0, electionTimeoutTicks: 3...6, heartbeatTicks: 2)
+        #expect(tight.preVoteLeaseTicks == 3)
     }
 
     @Test func aLeaderDeniesAndKeepsItsTermWhateverThePreVoteProposes() throws {
