@@ -36,7 +36,8 @@ extension ElectedSequencer {
         // "If RPC request or response contains term T > currentTerm: set currentTerm = T,
         // convert to follower" (Fig. 2).
         if message.term > term, message.carriesSenderTerm { stepDown(to: message.term) }
-        if role == .leader, message.term == term { noteHeard(from: index) }
+        // A pre-vote request naming this term comes from a voter a term behind: not a follower.
+        if role == .leader, message.term == term, message.carriesSenderTerm { noteHeard(from: index) }
         switch message {
         case .requestVote(let candidateTerm, let lastSeq, let lastTerm):
             handleRequestVote(term: candidateTerm, lastSeq: lastSeq, lastTerm: lastTerm, from: index)

@@ -48,6 +48,17 @@ struct CheckQuorumTests {
         #expect(steppedDown == 12)
     }
 
+    @Test func preVoteRequestsDoNotCountAsFollowing() throws {
+        var leader = try makeVoter(1, term: 4, preVote: true, checkQuorum: true)
+        makeLeader(&leader)
+        let term = leader.term
+        // Voter 2 is a term behind and keeps asking for pre-votes for the leader's term.
+        let steppedDown = ticksUntilStepDown(&leader) { leader in
+            _ = leader.receive(.preVoteRequest(term: term, lastSeq: 0, lastTerm: 0), from: 2)
+        }
+        #expect(steppedDown == 12)
+    }
+
     @Test func withoutCheckQuorumALeaderNeverStepsDownByItself() throws {
         var leader = try makeVoter(1, checkQuorum: false)
         makeLeader(&leader)
