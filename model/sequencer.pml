@@ -10,6 +10,16 @@
  *                        by any voter (leader or follower)     committed[]
  *   P3 leader completeness (extra): a new leader of term t holds every
  *                        item committed in a term < t          committedIn[]
+ *   P4 no term without an election (-DPREVOTE): a voter only ever adopts a
+ *                        term some voter campaigned in, so a pre-vote round
+ *                        alone raises no term and deposes no leader
+ *                                                              maxCampaign
+ *
+ * -DPREVOTE adds pre-vote (Raft thesis 9.6): a timeout makes a voter a
+ * pre-candidate at its current term, which campaigns only once a majority
+ * granted PreVote(term + 1).  Check-quorum needs no step of its own: a
+ * leader stepping down in its term with its vote and log kept is the
+ * leader-crash step below, which may happen at any time.
  *
  * Deliberately broken variants (each must yield a counterexample):
  *   -DBUG_VOTE_TWICE       a voter ignores votedFor, so grants twice a term
@@ -20,6 +30,11 @@
  *   -DBUG_LEARN_TO_LASTSEQ a follower commits up to min(leaderCommit,
  *                          lastSeq) instead of the last seq the Append
  *                          vouched for
+ *   -DBUG_PREVOTE_BUMPS_TERM (with -DPREVOTE) a pre-candidate raises its
+ *                          term when it starts the pre-vote round
+ *   -DBUG_PREVOTE_OBSERVES_TERM (with -DPREVOTE) a voter adopts the term a
+ *                          PreVoteRequest proposes, as if it were a
+ *                          RequestVote: a rejoining voter deposes the leader
  *   (-DNO_P1 / -DNO_P3 switch those assertions off, to see P2 fail too.)
  *
  * Bounds and build switches are in the #ifndef block below; MODEL.md
@@ -49,6 +64,7 @@
 #define FOLLOWER  0
 #define CANDIDATE 1
 #define LEADER    2
+#define PRECAND   3     /* -DPREVOTE: asking for pre-votes, term unchanged */
 
 /* Message types; 0 marks an empty bag slot. */
 #define RV      1       /* RequestVote(term, lastSeq, lastTerm)              */
@@ -56,6 +72,9 @@
 #define APP     3       /* Append(term, prevSeq, prevTerm, item, itemTerm,    */
                         /*        leaderCommit); item 0 = no entry            */
 #define APPREP  4       /* AppendReply(term, success, matchSeq)               */
+#define PRV     5       /* PreVoteRequest(term + 1, lastSeq, lastTerm)        */
+#define PVOTE   6       /* PreVote(term, granted): granted echoes the proposed */
+                        /* term, a denial carries the replier's own term      */
 
 /*
  * A message is one int, 3 bits per field.  Packing lets the bag be a
@@ -99,6 +118,9 @@ byte committed[MAXSEQ+1];     /* item committed at seq; 0 = none */
 byte committedIn[MAXSEQ+1];   /* lowest term whose leader (directly, or via
                                  a follower it told) committed that seq */
 byte nextItem;                /* items proposed so far */
+byte maxCampaign;             /* highest term any voter campaigned in (P4); in
+                                 a correct model it equals the highest term,
+                                 so it adds no states */
 
 /*
  * Reachability probes (check.sh builds each with -DPROBE=k and expects a
@@ -110,6 +132,8 @@ byte nextItem;                /* items proposed so far */
  *   4 a leader commits an older term's entry via one of its own term
  *   5 a leader of term MAXTERM is elected after something was committed
  *   6 a leader is elected while a stale leader of an older term is in office
+ *   7 (-DPREVOTE) a leader gets a PreVoteRequest for a higher term and
+ *     stays leader of its term
  */
 #ifdef PROBE
 hidden byte probe_not_reached = 0;
@@ -127,6 +151,7 @@ hidden byte probe_not_reached = 0;
 hidden byte P1_one_leader_per_term = 1;
 hidden byte P2_no_fork = 1;
 hidden byte P3_leader_completeness = 1;
+hidden byte P4_no_term_without_election = 1;
 
 /* Scratch for d_steps; hidden = not in the state vector. */
 hidden int  hm, hmsg;
@@ -198,6 +223,9 @@ inline gc() {
 		if
 		:: (M_TYPE(hm) == VOTE || M_TYPE(hm) == APPREP) &&
 		   M_TERM(hm) < v[hn].term -> hok = 1
+		/* a granted PreVote counts only if it names the receiver's term
+		 * + 1, a denial only if its term is above the receiver's */
+		:: M_TYPE(hm) == PVOTE && M_TERM(hm) <= v[hn].term -> hok = 1
 		:: M_TYPE(hm) == VOTE && M_TERM(hm) == v[hn].term &&
 		   (v[hn].role != CANDIDATE || M_A(hm) == 0 ||
 		    (v[hn].votes & (1 << M_SRC(hm)))) -> hok = 1
@@ -398,6 +426,7 @@ inline clear_volatile(me) {
 inline observe_term(me, tm) {
 	if
 	:: tm > v[me].term ->
+		assert(P4_no_term_without_election && tm <= maxCampaign);
 		v[me].term = tm;
 		v[me].votedFor = NONE;
 		v[me].role = FOLLOWER;
@@ -473,6 +502,20 @@ inline become_leader(me) {
 #endif
 	v[me].role = LEADER;
 	clear_volatile(me)
+}
+
+/* Start a real election: the only way a term is raised other than by
+ * observing one (P4 checks that). */
+inline campaign(me) {
+	v[me].term++;
+	v[me].votedFor = me;
+	v[me].role = CANDIDATE;
+	clear_volatile(me);
+	v[me].votes = 1 << me;
+	if
+	:: v[me].term > maxCampaign -> maxCampaign = v[me].term
+	:: else -> skip
+	fi
 }
 
 /* ---------------- message handlers ---------------- */
@@ -601,8 +644,56 @@ inline on_append_reply(me, m) {
 	fi
 }
 
+/* Pre-vote: the request's term is only proposed, so it is not observed.
+ * Grant iff it is above mine and the candidate's log is at least as up to
+ * date; a leader always denies (it hears from itself).  A follower that
+ * heard its leader recently denies too: its denial carries a term no higher
+ * than the pre-candidate's, so it does what losing the grant does, and the
+ * network may lose any message -- no separate step is needed. */
+inline on_prevote_request(me, m) {
+	REACHED(7, v[me].role == LEADER && M_TERM(m) > v[me].term);
+#ifdef BUG_PREVOTE_OBSERVES_TERM
+	observe_term(me, M_TERM(m));
+#endif
+	hok = (M_B(m) > v[me].eterm[v[me].lastSeq] ||
+	       (M_B(m) == v[me].eterm[v[me].lastSeq] && M_A(m) >= v[me].lastSeq));
+	hok = (hok && M_TERM(m) > v[me].term && v[me].role != LEADER);
+	if
+	:: hok -> send(PVOTE, me, M_SRC(m), M_TERM(m), 1, 0, 0, 0, 0)
+	:: else -> send(PVOTE, me, M_SRC(m), v[me].term, 0, 0, 0, 0, 0)
+	fi
+}
+
+/* A denial's term is the replier's own and may be newer; a grant's is the
+ * proposed one and must not be observed. */
+inline on_prevote(me, m) {
+	if
+	:: M_A(m) == 0 -> observe_term(me, M_TERM(m))
+	:: M_A(m) != 0 && v[me].role == PRECAND && M_TERM(m) == v[me].term + 1 ->
+		v[me].votes = v[me].votes | (1 << M_SRC(m));
+		hcnt = 0;
+		hj = 0;
+		do
+		:: hj < N ->
+			if
+			:: v[me].votes & (1 << hj) -> hcnt++
+			:: else -> skip
+			fi;
+			hj++
+		:: else -> break
+		od;
+		if
+		:: hcnt >= MAJ -> campaign(me)
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi
+}
+
 inline deliver(me, m) {
 	if
+	:: M_TYPE(m) == PRV    -> on_prevote_request(me, m)
+	:: M_TYPE(m) == PVOTE  -> on_prevote(me, m)
 	:: M_TYPE(m) == RV     -> on_request_vote(me, m)
 	:: M_TYPE(m) == VOTE   -> on_vote(me, m)
 	:: M_TYPE(m) == APP    -> on_append(me, m)
@@ -665,7 +756,16 @@ inline deliver(me, m) {
 #define SEND_APPENDS(off) SEND_APPEND(off, 0) SEND_APPEND(off, 1) SEND_APPEND(off, 2) \
 	SEND_APPEND(off, 3)
 #endif
-#define SEND_TO(off) SEND_RV(off) SEND_APPENDS(off)
+#ifdef PREVOTE
+/* A pre-candidate may (re)send its PreVoteRequest to a peer at any time. */
+#define SEND_PRV(off) \
+	:: d_step { v[me].role == PRECAND -> \
+		send(PRV, me, (me+off)%N, v[me].term + 1, v[me].lastSeq, \
+		     v[me].eterm[v[me].lastSeq], 0, 0, 0) DUMP("== send PreVote\n") CANON }
+#else
+#define SEND_PRV(off)
+#endif
+#define SEND_TO(off) SEND_PRV(off) SEND_RV(off) SEND_APPENDS(off)
 
 proctype Voter_(byte me)
 {
@@ -673,13 +773,25 @@ end:
 	do
 	/* Election timeout: any non-leader, any time.  Only MAXTERM stops it,
 	 * which is what keeps the state space finite. */
-	:: d_step { v[me].role != LEADER && v[me].term < MAXTERM ->
+#ifdef PREVOTE
+	/* ... starts a pre-vote round at the current term (a candidate whose
+	 * election failed, too); campaigning waits for a majority of grants. */
+#ifdef BUG_PREVOTE_BUMPS_TERM
+	:: d_step { v[me].role != LEADER && v[me].term + 1 < MAXTERM ->
 		v[me].term++;
-		v[me].votedFor = me;
-		v[me].role = CANDIDATE;
+		v[me].votedFor = NONE;
+#else
+	:: d_step { v[me].role != LEADER && v[me].term < MAXTERM ->
+#endif
+		v[me].role = PRECAND;
 		clear_volatile(me);
 		v[me].votes = 1 << me;
+		gc() DUMP("== timeout, pre-vote\n") CANON }
+#else
+	:: d_step { v[me].role != LEADER && v[me].term < MAXTERM ->
+		campaign(me);
 		gc() DUMP("== timeout\n") CANON }
+#endif
 
 	/* The leader takes a fresh item and assigns it the next seq. */
 	:: d_step { v[me].role == LEADER && v[me].lastSeq < MAXSEQ && nextItem < NITEMS ->

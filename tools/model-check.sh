@@ -10,8 +10,9 @@
 # that is removed at exit (KEEP=1 keeps it).  Environment knobs:
 #   MEMLIM   pan memory cap in MB (default 3072; the largest run needs ~2.1 GB)
 #   RUNLIMIT seconds before a single pan run is interrupted (default 300)
-#   QUICK=1  skip the two extra exhaustive runs (3-in-flight, 3-items-3-seqs);
-#            the CI-bounds run, the bug variants and the probes still run
+#   QUICK=1  skip the extra exhaustive runs (3-in-flight, 3-items-3-seqs,
+#            prevote-3-terms-1-seq); the CI-bounds run, prevote-2-terms,
+#            the bug variants and the probes still run
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,7 +52,7 @@ cp "$MODEL" sequencer.pml
 # ---- the checks -----------------------------------------------------------
 # name | expect | spin -D flags | pan flags
 #   expect: pass      = exhaustive search, no error
-#           P1|P2|P3  = must stop on that property's assertion
+#           P1..P4    = must stop on that property's assertion
 #           probe     = must reach the probed situation (non-vacuity)
 # The CI bounds are the sequencer.pml defaults: N=3 MAXTERM=3 MAXSEQ=2
 # NITEMS=2 MAXMSG=2.
@@ -59,17 +60,22 @@ CHECKS=(
 "ci-bounds|pass|-DSYMM|-m100000 -w25"
 "3-in-flight|pass|-DSYMM -DMAXTERM=2 -DMAXMSG=3|-m100000 -w24"
 "3-items-3-seqs|pass|-DSYMM -DMAXTERM=2 -DMAXSEQ=3 -DNITEMS=3|-m100000 -w24"
+"prevote-2-terms|pass|-DSYMM -DPREVOTE -DMAXTERM=2|-m100000 -w24"
+"prevote-3-terms-1-seq|pass|-DSYMM -DPREVOTE -DMAXTERM=3 -DMAXSEQ=1 -DNITEMS=1|-m100000 -w24"
 "bug-vote-twice-P1|P1|-DSYMM -DBUG_VOTE_TWICE|-m100000 -w22"
 "bug-vote-twice-P2|P2|-DSYMM -DBUG_VOTE_TWICE -DNO_P1 -DNO_P3|-m100000 -w22"
 "bug-commit-old-term-P2|P2|-DSYMM -DBUG_COMMIT_OLD_TERM -DNO_P3 -DMAXTERM=4 -DMAXSEQ=1|-m80 -w24"
 "bug-learn-to-lastseq-P2|P2|-DSYMM -DBUG_LEARN_TO_LASTSEQ -DNO_P3 -DMAXTERM=2 -DMAXSEQ=3 -DNITEMS=3|-m100000 -w24"
 "bug-stale-truncate-P3|P3|-DSYMM -DBUG_STALE_TRUNCATE|-m100000 -w24"
+"bug-prevote-bumps-term-P4|P4|-DSYMM -DPREVOTE -DBUG_PREVOTE_BUMPS_TERM|-m100000 -w22"
+"bug-prevote-observes-term-P4|P4|-DSYMM -DPREVOTE -DBUG_PREVOTE_OBSERVES_TERM|-m100000 -w22"
 "probe1-follower-learns-last-seq|probe|-DSYMM -DPROBE=1|-m100000 -w22"
 "probe2-conflict-truncated|probe|-DSYMM -DPROBE=2|-m100000 -w22"
 "probe3-late-append-no-truncate|probe|-DSYMM -DPROBE=3|-m100000 -w22"
 "probe4-old-term-entry-committed|probe|-DSYMM -DPROBE=4|-m100000 -w22"
 "probe5-leader-maxterm-after-commit|probe|-DSYMM -DPROBE=5|-m100000 -w22"
 "probe6-stale-leader-coexists|probe|-DSYMM -DPROBE=6|-m100000 -w22"
+"probe7-leader-gets-prevote|probe|-DSYMM -DPREVOTE -DMAXTERM=2 -DPROBE=7|-m100000 -w22"
 )
 
 label_of() {
@@ -77,6 +83,7 @@ label_of() {
 	P1) echo P1_one_leader_per_term ;;
 	P2) echo P2_no_fork ;;
 	P3) echo P3_leader_completeness ;;
+	P4) echo P4_no_term_without_election ;;
 	probe) echo probe_not_reached ;;
 	esac
 }
@@ -112,7 +119,7 @@ fails=0 ran=0
 T0=$(date +%s)
 for c in "${CHECKS[@]}"; do
 	IFS='|' read -r name expect defs panargs <<<"$c"
-	if [ "${QUICK:-0}" = 1 ] && [ "$expect" = pass ] && [ "$name" != ci-bounds ]; then
+	if [ "${QUICK:-0}" = 1 ] && [ "$expect" = pass ] && [ "$name" != ci-bounds ] && [ "$name" != prevote-2-terms ]; then
 		printf '%-34s %-6s %s\n' "$name" "$expect" "skipped (QUICK=1)"
 		continue
 	fi

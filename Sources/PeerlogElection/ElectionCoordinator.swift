@@ -218,6 +218,8 @@ public final class ElectionCoordinator {
         switch m {
         case .requestVote(let term, let lastSeq, let lastTerm): .requestVote(term: term, lastSeq: lastSeq, lastTerm: lastTerm)
         case .vote(let term, let granted): .vote(term: term, granted: granted)
+        case .preVoteRequest(let term, let lastSeq, let lastTerm): .preVoteRequest(term: term, lastSeq: lastSeq, lastTerm: lastTerm)
+        case .preVote(let term, let granted): .preVote(term: term, granted: granted)
         case .append(let term, let prevSeq, let prevTerm, let entries, let commitSeq):
             .append(term: term, prevSeq: prevSeq, prevTerm: prevTerm, entries: entries.map { SequencerEntry(seq: $0.seq, item: $0.cid, term: $0.term) }, commitSeq: commitSeq)
         case .appendReply(let term, let success, let matchSeq): .appendReply(term: term, success: success, matchSeq: matchSeq)
@@ -228,6 +230,8 @@ public final class ElectionCoordinator {
         switch m {
         case .requestVote(let term, let lastSeq, let lastTerm): .requestVote(term: term, lastSeq: lastSeq, lastTerm: lastTerm)
         case .vote(let term, let granted): .vote(term: term, granted: granted)
+        case .preVoteRequest(let term, let lastSeq, let lastTerm): .preVoteRequest(term: term, lastSeq: lastSeq, lastTerm: lastTerm)
+        case .preVote(let term, let granted): .preVote(term: term, granted: granted)
         case .append(let term, let prevSeq, let prevTerm, let entries, let commitSeq):
             .append(term: term, prevSeq: prevSeq, prevTerm: prevTerm, entries: entries.map { ElectionEntry(seq: $0.seq, cid: $0.item, term: $0.term) }, commitSeq: commitSeq)
         case .appendReply(let term, let success, let matchSeq): .appendReply(term: term, success: success, matchSeq: matchSeq)

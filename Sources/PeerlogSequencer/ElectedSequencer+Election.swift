@@ -6,17 +6,19 @@ extension ElectedSequencer {
         beginCall()
         switch role {
         case .leader:
+            if config.checkQuorum { checkQuorumOnTick() }
             heartbeatElapsed += 1
-            if heartbeatElapsed >= config.heartbeatTicks {
+            if role == .leader, heartbeatElapsed >= config.heartbeatTicks {
                 heartbeatElapsed = 0
                 broadcastAppend()
             }
-        case .follower, .candidate:
+        case .follower, .preCandidate, .candidate:
             electionElapsed += 1
             // "If election timeout elapses without receiving AppendEntries RPC from current
-            // leader or granting vote to candidate: convert to candidate" (Fig. 2).
+            // leader or granting vote to candidate: convert to candidate" (Fig. 2), after a
+            // successful pre-vote when that is on.
             if electionElapsed >= electionTimeout || config.voters.count == 1 {
-                startElection()
+                if config.preVote && config.quorum > 1 { startPreVote() } else { startElection() }
             }
         }
         return endCall()
@@ -33,12 +35,18 @@ extension ElectedSequencer {
         }
         // "If RPC request or response contains term T > currentTerm: set currentTerm = T,
         // convert to follower" (Fig. 2).
-        if message.term > term { stepDown(to: message.term) }
+        if message.term > term, message.carriesSenderTerm { stepDown(to: message.term) }
+        // A pre-vote request naming this term comes from a voter a term behind: not a follower.
+        if role == .leader, message.term == term, message.carriesSenderTerm { noteHeard(from: index) }
         switch message {
         case .requestVote(let candidateTerm, let lastSeq, let lastTerm):
             handleRequestVote(term: candidateTerm, lastSeq: lastSeq, lastTerm: lastTerm, from: index)
         case .vote(let voteTerm, let granted):
             handleVote(term: voteTerm, granted: granted, from: index)
+        case .preVoteRequest(let proposedTerm, let lastSeq, let lastTerm):
+            handlePreVoteRequest(term: proposedTerm, lastSeq: lastSeq, lastTerm: lastTerm, from: index)
+        case .preVote(let voteTerm, let granted):
+            handlePreVote(term: voteTerm, granted: granted, from: index)
         case .append(let leaderTerm, let prevSeq, let prevTerm, let entries, let leaderCommit):
             handleAppend(
                 term: leaderTerm, prevSeq: prevSeq, prevTerm: prevTerm, entries: entries,
@@ -79,16 +87,21 @@ extension ElectedSequencer {
         // "Reply false if term < currentTerm" (Fig. 2); stepDown already handled term >.
         guard candidateTerm == term else { return send(.vote(term: term, granted: false), to: index) }
         let candidate = config.voters[index]
-        // §5.4.1: "If the logs have last entries with different terms, then the log with the
-        // later term is more up-to-date. If the logs end with the same term, then whichever
-        // log is longer is more up-to-date."
-        let upToDate = lastTerm > log.lastTerm || (lastTerm == log.lastTerm && lastSeq >= log.lastSeq)
         let free = votedFor == nil || votedFor == candidate
-        guard upToDate, free else { return send(.vote(term: term, granted: false), to: index) }
+        guard isAtLeastAsUpToDate(lastSeq: lastSeq, lastTerm: lastTerm), free else {
+            return send(.vote(term: term, granted: false), to: index)
+        }
         // The vote is persisted (the leading `persist` effect) before the reply goes out.
         setHardState(term: term, votedFor: candidate)
         resetElectionTimer()
         send(.vote(term: term, granted: true), to: index)
+    }
+
+    /// §5.4.1: "If the logs have last entries with different terms, then the log with the
+    /// later term is more up-to-date. If the logs end with the same term, then whichever
+    /// log is longer is more up-to-date."
+    func isAtLeastAsUpToDate(lastSeq: UInt64, lastTerm: UInt64) -> Bool {
+        lastTerm > log.lastTerm || (lastTerm == log.lastTerm && lastSeq >= log.lastSeq)
     }
 
     mutating func handleVote(term voteTerm: UInt64, granted: Bool, from index: Int) {
@@ -101,6 +114,8 @@ extension ElectedSequencer {
         role = .leader
         leader = me
         heartbeatElapsed = 0
+        // Check-quorum counts from the election: the votes just heard were a majority.
+        heardAgo = Array(repeating: 0, count: config.voters.count)
         // "Reinitialized after election": nextIndex = last log index + 1, matchIndex = 0
         // (here: base, which every voter holds).
         nextSeq = Array(repeating: log.lastSeq + 1, count: config.voters.count)

@@ -49,6 +49,9 @@ public struct ElectedSequencer<Voter: Hashable & Comparable & Sendable, Item: Ha
     /// Per voter index (leader only): next seq to send and highest seq known replicated.
     var nextSeq: [UInt64]
     var matchSeq: [UInt64]
+    /// Per voter index (leader only, check-quorum): ticks since a message of this term
+    /// arrived from it, saturating at the longest election timeout.
+    var heardAgo: [Int]
     /// Effects gathered during the current call.
     var outbox = Outbox()
 
@@ -104,6 +107,7 @@ public struct ElectedSequencer<Voter: Hashable & Comparable & Sendable, Item: Ha
         self.votesGranted = Array(repeating: false, count: config.voters.count)
         self.nextSeq = Array(repeating: log.lastSeq + 1, count: config.voters.count)
         self.matchSeq = Array(repeating: config.base, count: config.voters.count)
+        self.heardAgo = Array(repeating: 0, count: config.voters.count)
         resetElectionTimer()
     }
 }

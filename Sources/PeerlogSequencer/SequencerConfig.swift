@@ -17,6 +17,14 @@ public struct SequencerConfig<Voter: Hashable & Comparable & Sendable>: Sendable
     public let heartbeatTicks: Int
     /// At most this many entries per `append`, bounding message size.
     public let maxEntriesPerAppend: Int
+    /// Raft §9.6 pre-vote: a voter whose timer fires first asks whether it could win, and
+    /// raises its term only if a majority says yes, so a voter rejoining after a partition
+    /// cannot depose a leader that kept its majority.
+    public let preVote: Bool
+    /// Raft §6.2 check-quorum: a leader that has not heard from a majority (itself included)
+    /// for ``electionTimeoutTicks``' upper bound steps down, so a leader cut off from its
+    /// majority stops accepting proposals that can never commit.
+    public let checkQuorum: Bool
 
     /// Validates and normalizes (sorts) the voter set.
     ///
@@ -28,7 +36,9 @@ public struct SequencerConfig<Voter: Hashable & Comparable & Sendable>: Sendable
         base: UInt64,
         electionTimeoutTicks: ClosedRange<Int> = 6...12,
         heartbeatTicks: Int = 2,
-        maxEntriesPerAppend: Int = 256
+        maxEntriesPerAppend: Int = 256,
+        preVote: Bool = true,
+        checkQuorum: Bool = true
     ) throws(SequencerError) {
         let sorted = voters.sorted()
         guard (1...Self.maxVoters).contains(sorted.count) else {
@@ -52,7 +62,17 @@ public struct SequencerConfig<Voter: Hashable & Comparable & Sendable>: Sendable
         self.electionTimeoutTicks = electionTimeoutTicks
         self.heartbeatTicks = heartbeatTicks
         self.maxEntriesPerAppend = maxEntriesPerAppend
+        self.preVote = preVote
+        self.checkQuorum = checkQuorum
     }
+
+    /// A voter that accepted an append from its leader (or granted a vote) fewer than this
+    /// many ticks ago denies pre-votes. The shortest election timeout less one tick: voters'
+    /// tick clocks are not aligned, so a pre-candidate whose shortest timeout just fired may
+    /// be a tick ahead of a voter that heard the same last heartbeat, and denying it then
+    /// would cost a whole extra timeout after a leader crash. Always above the heartbeat
+    /// interval, so followers of a live leader deny.
+    public var preVoteLeaseTicks: Int { max(electionTimeoutTicks.lowerBound - 1, heartbeatTicks + 1) }
 
     /// Votes (and persisted copies) needed to elect a leader or commit an entry.
     public var quorum: Int { voters.count / 2 + 1 }

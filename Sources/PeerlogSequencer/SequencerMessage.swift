@@ -5,6 +5,12 @@ public enum SequencerMessage<Item: Hashable & Sendable>: Sendable, Hashable {
     case requestVote(term: UInt64, lastSeq: UInt64, lastTerm: UInt64)
     /// Raft RequestVote reply.
     case vote(term: UInt64, granted: Bool)
+    /// Pre-vote (Raft §9.6): "would you vote for me in `term`?", where `term` is the
+    /// sender's current term + 1. Changes nothing durable on either side.
+    case preVoteRequest(term: UInt64, lastSeq: UInt64, lastTerm: UInt64)
+    /// Pre-vote reply: granted echoes the request's `term`; a denial carries the
+    /// replier's current term.
+    case preVote(term: UInt64, granted: Bool)
     /// Raft AppendEntries (also the heartbeat): `entries` follow (`prevSeq`, `prevTerm`);
     /// `prevSeq == base` always matches with `prevTerm == 0`.
     case append(term: UInt64, prevSeq: UInt64, prevTerm: UInt64, entries: [SequencerEntry<Item>], commitSeq: UInt64)
@@ -16,8 +22,19 @@ public enum SequencerMessage<Item: Hashable & Sendable>: Sendable, Hashable {
     public var term: UInt64 {
         switch self {
         case .requestVote(let term, _, _), .vote(let term, _), .append(let term, _, _, _, _),
-            .appendReply(let term, _, _):
+            .appendReply(let term, _, _), .preVoteRequest(let term, _, _), .preVote(let term, _):
             term
+        }
+    }
+
+    /// Whether ``term`` is the sender's current term, so a higher one deposes the receiver.
+    /// A pre-vote request's term is only proposed and a granted pre-vote echoes it: letting
+    /// those raise terms would disrupt exactly as a real election does.
+    public var carriesSenderTerm: Bool {
+        switch self {
+        case .preVoteRequest: false
+        case .preVote(_, let granted): !granted
+        case .requestVote, .vote, .append, .appendReply: true
         }
     }
 }
@@ -35,8 +52,10 @@ extension SequencerMessage {
         switch self {
         case .requestVote(let term, let lastSeq, let lastTerm):
             return term <= limit && lastSeq <= limit && lastTerm <= limit
-        case .vote(let term, _):
+        case .vote(let term, _), .preVote(let term, _):
             return term <= limit
+        case .preVoteRequest(let term, let lastSeq, let lastTerm):
+            return term <= limit && lastSeq <= limit && lastTerm <= limit
         case .append(let term, let prevSeq, let prevTerm, let entries, let commitSeq):
             return term <= limit && prevSeq <= limit && prevTerm <= limit && commitSeq <= limit
                 && entries.allSatisfy { $0.seq <= limit && $0.term <= limit }

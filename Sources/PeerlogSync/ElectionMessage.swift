@@ -15,10 +15,14 @@ public struct ElectionEntry: Hashable, Sendable {
 
 /// Messages between the voters of an elected authority (docs/PROTOCOL.md §18.3), carried by
 /// the sync session as `{"t": "election", "group", "kind", …}`: Raft's RequestVote and
-/// AppendEntries restricted to seq assignment.
+/// AppendEntries restricted to seq assignment, and pre-vote.
 public enum ElectionMessage: Hashable, Sendable {
     case requestVote(term: UInt64, lastSeq: UInt64, lastTerm: UInt64)
     case vote(term: UInt64, granted: Bool)
+    /// `term` is the one the sender would campaign in (its own + 1); nothing is persisted.
+    case preVoteRequest(term: UInt64, lastSeq: UInt64, lastTerm: UInt64)
+    /// Granted: the request's `term`; denied: the replier's current term.
+    case preVote(term: UInt64, granted: Bool)
     case append(term: UInt64, prevSeq: UInt64, prevTerm: UInt64, entries: [ElectionEntry], commitSeq: UInt64)
     case appendReply(term: UInt64, success: Bool, matchSeq: UInt64)
 
@@ -31,6 +35,10 @@ public enum ElectionMessage: Hashable, Sendable {
             ["kind": "vote_request", "term": .unsigned(term), "last_seq": .unsigned(lastSeq), "last_term": .unsigned(lastTerm)]
         case .vote(let term, let granted):
             ["kind": "vote", "term": .unsigned(term), "granted": .bool(granted)]
+        case .preVoteRequest(let term, let lastSeq, let lastTerm):
+            ["kind": "pre_vote_request", "term": .unsigned(term), "last_seq": .unsigned(lastSeq), "last_term": .unsigned(lastTerm)]
+        case .preVote(let term, let granted):
+            ["kind": "pre_vote", "term": .unsigned(term), "granted": .bool(granted)]
         case .append(let term, let prevSeq, let prevTerm, let entries, let commitSeq):
             ["kind": "append", "term": .unsigned(term), "prev_seq": .unsigned(prevSeq), "prev_term": .unsigned(prevTerm),
              "commit": .unsigned(commitSeq),
@@ -40,7 +48,18 @@ public enum ElectionMessage: Hashable, Sendable {
         }
     }
 
-    static func decode(_ f: [String: CBOR]) throws(SyncCodecError) -> ElectionMessage {
+    /// Whether this is a pre-vote message, which only peers listing the `prevote` hello
+    /// capability understand (PROTOCOL.md §18.3).
+    public var isPreVote: Bool {
+        switch self {
+        case .preVoteRequest, .preVote: true
+        case .requestVote, .vote, .append, .appendReply: false
+        }
+    }
+
+    /// The message, or nil for a `kind` this implementation does not know (a later version's;
+    /// the session ignores it like an unknown message type).
+    static func decode(_ f: [String: CBOR]) throws(SyncCodecError) -> ElectionMessage? {
         func uint(_ k: String) throws(SyncCodecError) -> UInt64 {
             guard let v = f[k]?.unsignedValue else { throw .malformed("election message lacks uint \"\(k)\"") }
             return v
@@ -49,9 +68,12 @@ public enum ElectionMessage: Hashable, Sendable {
             guard let v = f[k]?.boolValue else { throw .malformed("election message lacks bool \"\(k)\"") }
             return v
         }
-        switch f["kind"]?.textValue {
+        guard let kind = f["kind"]?.textValue else { throw .malformed("election message lacks text \"kind\"") }
+        switch kind {
         case "vote_request": return .requestVote(term: try uint("term"), lastSeq: try uint("last_seq"), lastTerm: try uint("last_term"))
         case "vote": return .vote(term: try uint("term"), granted: try bool("granted"))
+        case "pre_vote_request": return .preVoteRequest(term: try uint("term"), lastSeq: try uint("last_seq"), lastTerm: try uint("last_term"))
+        case "pre_vote": return .preVote(term: try uint("term"), granted: try bool("granted"))
         case "append_reply": return .appendReply(term: try uint("term"), success: try bool("success"), matchSeq: try uint("match"))
         case "append":
             guard let list = f["entries"]?.arrayValue else { throw .malformed("election append lacks \"entries\"") }
@@ -69,7 +91,7 @@ public enum ElectionMessage: Hashable, Sendable {
             if let first = entries.first, first.seq != prevSeq + 1 { throw .malformed("the first election entry must follow prev_seq") }
             return .append(term: try uint("term"), prevSeq: prevSeq, prevTerm: try uint("prev_term"), entries: entries, commitSeq: try uint("commit"))
         default:
-            throw .malformed("unknown election message kind")
+            return nil
         }
     }
 }

@@ -102,7 +102,11 @@ extension SyncMessage {
             guard message.utf8.count <= limits.maxErrorMessageBytes else { throw .limit("maxErrorMessageBytes", message.utf8.count, limits.maxErrorMessageBytes) }
             return .error(code: code, message: message)
         case "election":
-            return .election(group: try f.group(), try ElectionMessage.decode(fields))
+            let group = try f.group()
+            guard let message = try ElectionMessage.decode(fields) else {
+                return .unknown(type: "election/\(fields["kind"]?.textValue ?? "")")
+            }
+            return .election(group: group, message)
         case "refused":
             let items = try f.array("items", limit: limits.maxBatchItems, name: "maxBatchItems: refused").map { v throws(SyncCodecError) in
                 guard let pair = v.arrayValue, pair.count == 2, let cid = try? CID(cborLink: pair[0]), let reason = pair[1].textValue else {

@@ -76,6 +76,7 @@ extension SyncSession {
     func hello(versions: [UInt64], capabilities: [String], groups peerGroups: [GroupID], into out: inout [SyncAction]) throws {
         guard phase == .started else { throw SyncFailure("protocol", "second hello") }
         sendsCommits = capabilities.contains(Self.commitsCapability)
+        peerPreVotes = capabilities.contains(Self.preVoteCapability)
         guard let common = versions.filter(Self.versions.contains).max() else {
             throw SyncFailure("version", "no common version: peer speaks \(versions), we speak \(Self.versions)")
         }

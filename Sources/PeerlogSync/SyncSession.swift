@@ -10,6 +10,8 @@ public final class SyncSession {
     /// Hello capability: "send me committed chunks as `commits` batches" (receipts and their
     /// envelopes ingested in one step, which is much cheaper than tentative-then-commit).
     public static let commitsCapability = "commits"
+    /// Hello capability: "I understand the election kinds `pre_vote_request` and `pre_vote`".
+    public static let preVoteCapability = "prevote"
 
     enum Phase { case idle, started, open, closed }
 
@@ -42,9 +44,14 @@ public final class SyncSession {
     var ignored = 0
     /// The peer listed `commits` in its hello.
     var sendsCommits = false
+    /// The peer listed `prevote` in its hello.
+    var peerPreVotes = false
     /// Whether our hello lists `commits` (set before `start()`; off only to exercise the
     /// `receipts` + `envelopes` pairs an older peer would get).
     public var offersCommits = true
+    /// Whether our hello lists `prevote` (set before `start()`; off only to act as a peer
+    /// from before pre-vote).
+    public var offersPreVote = true
     /// Grant one credit back after each ingested batch. A node applying backpressure turns this
     /// off and calls `grant(_:)` itself; the peer then stalls once its credit is spent.
     public var autoGrant = true
@@ -64,7 +71,8 @@ public final class SyncSession {
         run(&out) { out in
             let groups = try store.syncOfferedGroups(to: peer).sorted()
             offered = Set(groups)
-            send(.hello(versions: Self.versions, capabilities: offersCommits ? [Self.commitsCapability] : [], groups: Array(groups.prefix(limits.maxGroupsPerHello))), into: &out)
+            let capabilities = (offersCommits ? [Self.commitsCapability] : []) + (offersPreVote ? [Self.preVoteCapability] : [])
+            send(.hello(versions: Self.versions, capabilities: capabilities, groups: Array(groups.prefix(limits.maxGroupsPerHello))), into: &out)
             granted = limits.initialCredit
             send(.credit(limits.initialCredit), into: &out)
         }
@@ -135,9 +143,16 @@ public final class SyncSession {
     }
 
     /// Sends an election message for a group shared with this peer (no credit needed).
+    ///
+    /// A peer without the `prevote` capability would close the session on a pre-vote kind,
+    /// and never answers one: its grant is returned at once as if it had sent it
+    /// (PROTOCOL.md §18.3). Such a voter has no pre-vote protection itself, so the
+    /// pre-candidate then treats it as plain Raft would: its real vote still decides.
     public func sendElection(group: GroupID, _ message: ElectionMessage) -> [SyncAction] {
         guard phase == .open, groups[group] != nil || offered.contains(group) else { return [] }
-        return [.send(SyncMessage.election(group: group, message).encoded())]
+        guard message.isPreVote, !peerPreVotes else { return [.send(SyncMessage.election(group: group, message).encoded())] }
+        guard case .preVoteRequest(let term, _, _) = message else { return [] }
+        return [.event(.election(group: group, from: peer.device, .preVote(term: term, granted: true)))]
     }
 
     /// Lets the peer send `n` more batches (for nodes that manage credit with `autoGrant` off).

@@ -13,6 +13,8 @@ struct SimulationTests {
         /// Fewer proposals and leaders crashing between persisting a proposal and sending
         /// it: many lone entries of different terms, the setting of Raft's Figure 8.
         case figure8
+        /// chaos3 with pre-vote and check-quorum off: plain Raft, which the config still offers.
+        case classic3
 
         var testDescription: String { rawValue }
 
@@ -22,6 +24,10 @@ struct SimulationTests {
             options.restoreCommitOnRestart = seed % 2 == 0
             options.base = seed % 3 == 0 ? 1000 : 0
             options.maxEntriesPerAppend = seed % 4 == 1 ? 3 : 256
+            if self == .classic3 {
+                options.preVote = false
+                options.checkQuorum = false
+            }
             if self == .figure8 {
                 options.proposeRate = 0.1
                 options.crashAfterProposeRate = 0.3

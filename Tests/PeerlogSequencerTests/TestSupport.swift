@@ -9,9 +9,14 @@ typealias Ent = SequencerEntry<String>
 typealias Disk = SequencerPersistentState<Int, String>
 typealias Change = SequencerPersistentChange<Int, String>
 
-/// Voters `1...n`.
-func makeConfig(_ n: Int, base: UInt64 = 0, maxEntries: Int = 256) throws -> SequencerConfig<Int> {
-    try SequencerConfig(voters: Array(1...n), base: base, maxEntriesPerAppend: maxEntries)
+/// Voters `1...n`. Pre-vote and check-quorum are off unless asked for, so the unit tests of
+/// plain Raft see one step per rule; PreVoteTests, CheckQuorumTests and the simulator turn
+/// them on.
+func makeConfig(
+    _ n: Int, base: UInt64 = 0, maxEntries: Int = 256, preVote: Bool = false, checkQuorum: Bool = false
+) throws -> SequencerConfig<Int> {
+    try SequencerConfig(
+        voters: Array(1...n), base: base, maxEntriesPerAppend: maxEntries, preVote: preVote, checkQuorum: checkQuorum)
 }
 
 /// Entries after `base` with the given terms; item of seq s is "x<s>".
@@ -25,10 +30,11 @@ func makeLog(_ terms: [UInt64], base: UInt64 = 0) -> [Ent] {
 /// A voter restored from the given persistent state.
 func makeVoter(
     _ me: Int, of n: Int = 3, base: UInt64 = 0, term: UInt64 = 0, votedFor: Int? = nil,
-    terms: [UInt64] = [], maxEntries: Int = 256, seed: UInt64 = 1
+    terms: [UInt64] = [], maxEntries: Int = 256, preVote: Bool = false, checkQuorum: Bool = false, seed: UInt64 = 1
 ) throws -> Seq {
     let state = Disk(currentTerm: term, votedFor: votedFor, entries: makeLog(terms, base: base))
-    return try Seq(me: me, config: makeConfig(n, base: base, maxEntries: maxEntries), persisted: state, seed: seed)
+    let config = try makeConfig(n, base: base, maxEntries: maxEntries, preVote: preVote, checkQuorum: checkQuorum)
+    return try Seq(me: me, config: config, persisted: state, seed: seed)
 }
 
 /// Ticks until the voter starts an election; returns that call's effects.
@@ -41,9 +47,12 @@ func tickUntilElection(_ voter: inout Seq) -> [Eff] {
     return []
 }
 
-/// Makes `me` leader of the next term with votes from the lowest other voters.
+/// Makes `me` leader of the next term with (pre-)votes from the lowest other voters.
 func makeLeader(_ voter: inout Seq) {
     _ = tickUntilElection(&voter)
+    for other in voter.config.voters where other != voter.me && voter.role == .preCandidate {
+        _ = voter.receive(.preVote(term: voter.term + 1, granted: true), from: other)
+    }
     for other in voter.config.voters where other != voter.me && voter.role != .leader {
         _ = voter.receive(.vote(term: voter.term, granted: true), from: other)
     }
@@ -72,6 +81,9 @@ extension Array where Element == Eff {
     /// Replies sent, for single-reply assertions.
     var votes: [Bool] {
         sends.compactMap { if case .vote(_, let granted) = $0.message { granted } else { nil } }
+    }
+    var preVotes: [(term: UInt64, granted: Bool)] {
+        sends.compactMap { if case .preVote(let term, let granted) = $0.message { (term, granted) } else { nil } }
     }
     var appendReplies: [(success: Bool, matchSeq: UInt64)] {
         sends.compactMap {

@@ -26,6 +26,9 @@ struct SimOptions {
     var restoreCommitOnRestart = true
     /// Compare each durable store with the voter's state every this many ticks.
     var fullCheckEvery = 25
+    /// ``SequencerConfig/preVote`` and ``SequencerConfig/checkQuorum`` (on, as deployed).
+    var preVote = true
+    var checkQuorum = true
 }
 
 /// A seeded cluster of voters (ids 1...n, index = id - 1) on a ``SimNetwork``.
@@ -47,7 +50,8 @@ final class Simulation {
         self.seed = seed
         self.options = options
         config = try SequencerConfig(
-            voters: Array(1...options.voters), base: options.base, maxEntriesPerAppend: options.maxEntriesPerAppend)
+            voters: Array(1...options.voters), base: options.base, maxEntriesPerAppend: options.maxEntriesPerAppend,
+            preVote: options.preVote, checkQuorum: options.checkQuorum)
         rng = SequencerRNG(seed: seed)
         network = SimNetwork(nodes: options.voters)
         network.lossRate = options.lossRate
