@@ -49,8 +49,7 @@ struct BatchAppendTests {
         let before = try reopened.stateHash(of: group, view: .tentative)
         let vector = try reopened.vector(of: group)
 
-        // The last operation is over the payload limit: 299 receipts were signed and stored in
-        // the transaction when it failed, and none of them remains.
+        // The last operation is over the payload limit: found before anything is signed.
         let big = CBOR.text(String(repeating: "x", count: Receipt.maxPayloadBytes))
         #expect {
             try reopened.appendBatch(Self.puts(299, prefix: "n") + [.entityPut(key: "big", value: big)], to: group)
@@ -62,6 +61,33 @@ struct BatchAppendTests {
         #expect(try again.store.read { try $0.outbox(limit: 10_000) }.count == 602)
         // The counter and the HLC go on from what was committed.
         #expect(try again.append(.entityPut(key: "after", value: 1), to: group).receipt.counter == 302)
+    }
+
+    /// Fails the transaction while the batch is being committed, after its receipts are stored.
+    struct FailingGate: SequenceGate {
+        let failAt: UInt64
+        func reserve(_ envelope: Envelope, receipt: Receipt) throws -> SequenceReservation {
+            if envelope.seq == failAt { throw ReplicaError("injected failure at seq \(failAt)") }
+            return .reserved
+        }
+    }
+
+    @Test func aFailureAfterHalfTheBatchWasStoredAndCommittedLeavesNothing() throws {
+        let dir = try PeerlogTestTemp.make()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let device = try LocalDevice.generate(name: "w", createdAt: 1)
+        let path = dir + "/r.sqlite"
+        let failing = try Replica(path: path, device: device, sequenceGate: FailingGate(failAt: 152))
+        let group = try failing.createGroup(name: "g")
+        // 300 receipts stored, 150 of them committed (seqs 2...151) when seq 152 fails.
+        #expect { try failing.appendBatch(Self.puts(300), to: group) } throws: { "\($0)".contains("injected failure at seq 152") }
+        let reopened = try Replica(path: path, device: device)
+        #expect(try reopened.log(of: group, view: .tentative).count == 1)
+        #expect(try reopened.vector(of: group).committed == 1)
+        #expect(try reopened.entities(in: group, view: .tentative).isEmpty)
+        #expect(try reopened.store.read { try $0.outbox(limit: 10_000) }.count == 2)
+        #expect(try reopened.appendBatch(Self.puts(300), to: group).last?.seq == 301)
+        #expect(try reopened.replayedStateHash(of: group) == reopened.stateHash(of: group, view: .committed))
     }
 
     @Test func everyOperationSeesTheRulesAsTheEarlierOnesLeftThem() throws {
@@ -92,6 +118,29 @@ struct BatchAppendTests {
         #expect(committed.allSatisfy { $0.rejected == nil })
         try alice.send(group, to: bob)
         #expect(try bob.hashes(group) == alice.hashes(group))
+    }
+
+    @Test func withMoreHeadsThanOneReceiptNamesEachNextReceiptTakesTheRestAsAppendWould() throws {
+        // Two same replicas; 40 devices of their identity each write on the creation: 40 heads.
+        let id = try GroupID(bytes: [UInt8](repeating: 4, count: 16))
+        let (batched, single) = (try Node("a"), try Node("a"))
+        let (group, sameGroup) = (try batched.replica.createGroup(name: "g", id: id), try single.replica.createGroup(name: "g", id: id))
+        let created = try batched.replica.log(of: group, view: .committed)[0].receipt.cid
+        let writers = try (0..<40).map { try batched.device.additionalDevice(name: "d\($0)", createdAt: 1) }
+        let heads = try writers.enumerated().map { i, d in
+            try handmade(d, group: group, counter: 1, op: .entityPut(key: "d\(i)", value: 1), hlc: 1_700_000_000_000, parents: [created])
+        }
+        #expect(try batched.replica.ingest(receipts: heads).committed == 40)
+        #expect(try single.replica.ingest(receipts: heads).committed == 40)
+        let ops = Self.puts(3)
+        let fromBatch = try batched.replica.appendBatch(ops, to: group).map(\.receipt)
+        let fromAppends = try ops.map { try single.replica.append($0, to: sameGroup).receipt }
+        #expect(fromBatch[0].parents.count == 32 && fromBatch[1].parents.count == 9 && fromBatch[2].parents == [fromBatch[1].cid])
+        for i in 0..<3 {
+            let others = { (r: Receipt, previous: Receipt?) in Set(r.parents.filter { $0 != previous?.cid }) }
+            #expect(others(fromBatch[i], i > 0 ? fromBatch[i - 1] : nil) == others(fromAppends[i], i > 0 ? fromAppends[i - 1] : nil), "receipt \(i)")
+        }
+        #expect(try batched.hashes(group).committed == single.hashes(sameGroup).committed)
     }
 
     @Test func limitsAtTheirBoundary() throws {
