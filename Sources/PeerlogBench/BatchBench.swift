@@ -34,6 +34,11 @@ func batchBench(batches: Int, size: Int) throws {
     }
     let soloRate = Double(batches * size) / soloSeconds
     figure("batched append, solo group (committed)", format(soloRate) + " /s")
+    // The same operations one `append` (one transaction) each, for comparison.
+    let singles = ops(0)
+    let singleSeconds = try timed { for op in singles { try solo.append(op, to: soloGroup) } }
+    let singleRate = Double(singles.count) / singleSeconds
+    figure("single appends, solo group (committed)", format(singleRate) + " /s")
 
     // A member that is not the sequencer: receipts stay tentative. Between batches (not timed)
     // the owner commits them and the member takes the envelopes, so the backlog stays empty.
@@ -65,6 +70,7 @@ func batchBench(batches: Int, size: Int) throws {
 
     print("")
     print(pad("(\(batches) batches of \(size) entity.put)", 46))
+    ratio("batched / single appends, solo", soloRate / singleRate)
     ratio("batched append solo / raw sign", soloRate / rawSign, target: 0.35)
     ratio("batched append member / raw sign", memberRate / rawSign, target: 0.35)
 }
