@@ -33,6 +33,15 @@ struct BatchAppendTests {
         #expect(try bob.hashes(group) == alice.hashes(group))
     }
 
+    @Test func aBatchCanCreateItsGroup() throws {
+        let alice = try Node("alice")
+        let group = GroupID.random()
+        let results = try alice.replica.appendBatch([.created(name: "new", maxMembers: 3), .entityPut(key: "a", value: 1)], to: group)
+        #expect(results.map(\.seq) == [1, 2])
+        #expect(try alice.replica.state(of: group, view: .committed)?.name == "new" && alice.get("a", group, .committed) == 1)
+        #expect { try alice.replica.appendBatch([.created(name: "again", maxMembers: 3)], to: group) } throws: { ($0 as? BatchError)?.index == 0 }
+    }
+
     @Test func batchIsOneTransactionSeenWholeAfterReopeningAndAFailureLeavesNothing() throws {
         let dir = try PeerlogTestTemp.make()
         defer { try? FileManager.default.removeItem(atPath: dir) }
