@@ -53,7 +53,7 @@ extension Replica {
         // The tentative view as `append` checks it; each op then applies to the state the ones
         // before it left, since each receipt comes after every other it can see (§11).
         var state = try fold(group: group, view: .tentative, db: p.db, entities: .none).state
-        var position = try localWritePosition(in: group, pipeline: p)
+        var position = try localWritePosition(in: group, pipeline: p, forMore: true)
         var payloads = [[UInt8]]()
         payloads.reserveCapacity(ops.count)
         var payloadBytes = 0

@@ -23,10 +23,11 @@ struct LocalWritePosition {
 
 extension Replica {
     /// The position of the next local receipt in `group`, with the HLC moved past the heads'.
-    func localWritePosition(in group: GroupID, pipeline p: Pipeline) throws -> LocalWritePosition {
+    /// `forMore`: receipts will follow it, so keep the heads it leaves out.
+    func localWritePosition(in group: GroupID, pipeline p: Pipeline, forMore: Bool = false) throws -> LocalWritePosition {
         let counter = try p.db.heldCounter(group: group, author: local.device) + 1
         var heads = try p.db.heads(group: group, limit: Receipt.maxParents + 1)
-        if heads.count > Receipt.maxParents { heads = try p.db.heads(group: group, limit: Int.max) }
+        if forMore, heads.count > Receipt.maxParents { heads = try p.db.heads(group: group, limit: Int.max) }
         if let latest = try p.db.latestHeadHLC(group: group) {
             hlc.withLock { $0.observe(HLCTimestamp(packed: latest), wallMillis: p.now) }
         }
