@@ -2,7 +2,7 @@ import Foundation
 
 // Prints figures and ratios measured in one run (build with -c release):
 //   swift run -c release peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
-//   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise
+//   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE]
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
 
@@ -31,6 +31,11 @@ if which == "elected" {
 if which == "relay" {
     // `relay N [--postgres URL]`: SQLite relay (one process) or PostgreSQL relay (two processes).
     try relayBench(count: args.count > 1 ? Int(args[1]) ?? 2000 : 2000, postgres: postgresURL)
+    exit(0)
+}
+if which == "batch" {
+    // `batch [BATCHES] [SIZE]`: Replica.appendBatch against raw Ed25519 signing.
+    try batchBench(batches: args.count > 1 ? Int(args[1]) ?? 50 : 50, size: args.count > 2 ? Int(args[2]) ?? 1_000 : 1_000)
     exit(0)
 }
 if which == "tcp-sink", args.count == 2, let total = Int(args[1]) {

@@ -8,28 +8,39 @@ import Glibc
 
 struct Put: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Set an entity's value in a group.",
+        abstract: "Set an entity's value in a group, or write a batch of sets and deletes.",
         discussion: """
         The value comes from VALUE or from --value-file (a file, or - for standard input): the kernel \
         caps one argument at 128 KiB, which JSON with hex bytes can pass within the payload limit. \
         A receipt's payload, value included, is at most \(Receipt.maxPayloadBytes) bytes (64 KiB): \
         split larger data over several keys, or store it elsewhere and put a reference to it.
+
+        --batch FILE (- for standard input) writes many operations in one transaction, each its own \
+        receipt: one JSON object a line, {"key": K, "value": V} or {"key": K, "delete": true}, values \
+        as --json-value takes them (blank lines are skipped). Every line is checked before anything is \
+        written, against the group's rules too (the earlier lines included): one bad line refuses the \
+        whole batch, naming the line. Limits: \(ReplicaLimits().maxBatchOperations) operations and \
+        \(PutBatch.maxInputBytes) bytes (16 MiB) of input per batch; split larger input into several batches.
         """
     )
     @OptionGroup var home: HomeOptions
     @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
-    @Argument(help: "The entity key.") var key: String
+    @Argument(help: "The entity key (not with --batch).") var key: String?
     @Argument(help: "The value: a string, or JSON with --json-value.") var value: String?
     @Option(help: ArgumentHelp("Read the value from this file (- for standard input) instead of VALUE, exactly as it is (a final newline included).", valueName: "file"))
     var valueFile: String?
     @Flag(help: "Parse the value as JSON (integers, strings, arrays, objects, true/false/null; {\"$bytes\": hex}; no floats).") var jsonValue = false
+    @Option(help: ArgumentHelp("Write the operations of this file (- for standard input), one JSON object a line, in one transaction.", valueName: "file"))
+    var batch: String?
     @Flag(help: "Print JSON.") var json = false
 
     /// Larger files cannot fit in a payload even as JSON with hex bytes, so they are not read whole.
     static let maxValueFileBytes = 4 * Receipt.maxPayloadBytes
 
     func run() throws {
+        if let batch { return try PutBatch.run(self, file: batch) }
         // Checked here, not in validate(), so the error is one line like every other.
+        guard let key else { throw CLIError("give the entity key (or --batch FILE)") }
         let text: String
         switch (value, valueFile) {
         case (let value?, nil): text = value

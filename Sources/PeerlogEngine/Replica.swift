@@ -15,7 +15,8 @@ public final class Replica: Sendable {
     private let clock: @Sendable () -> UInt64
     /// Set on a relay that shares its store of record with other relay processes.
     public let sequenceGate: (any SequenceGate)?
-    private let hlc = Mutex(HybridLogicalClock())
+    /// Internal for the local write path (Replica+LocalWrite.swift).
+    let hlc = Mutex(HybridLogicalClock())
     private let subscribers = Mutex<[Int: @Sendable (ReplicaEvent) -> Void]>([:])
     private let nextSubscriber = Atomic<Int>(0)
 
@@ -158,18 +159,8 @@ public final class Replica: Sendable {
             if case .failure(let v) = GroupRules.apply(op, sender: self.local.identity, device: self.local.device, group: group, to: view.state) {
                 throw ReplicaError(v.reason)
             }
-            let counter = try p.db.heldCounter(group: group, author: self.local.device) + 1
-            let parents = try p.db.heads(group: group, limit: Receipt.maxParents)
-            let wall = p.now
-            let latest = try p.db.latestHeadHLC(group: group)
-            let stamp = self.hlc.withLock { clock in
-                if let latest { clock.observe(HLCTimestamp(packed: latest), wallMillis: wall) }
-                return clock.now(wallMillis: wall)
-            }
-            // `sign` refuses a payload over `Receipt.maxPayloadBytes`, saying what to do instead.
-            let receipt = try self.local.sign(Receipt.Draft(group: group, type: op.receiptType, counter: counter, parents: parents, hlc: stamp, body: op.body))
-            try p.ingest(receipt: receipt, verified: true)
-            try p.db.insertOutbox(kind: "receipt", group: group, cid: receipt.cid, seq: nil, at: p.now)
+            var position = try self.localWritePosition(in: group, pipeline: p)
+            let receipt = try self.signAndStore(op, to: group, at: &position, in: &p)
             try p.settle()
             result = AppendResult(receipt: receipt, seq: try p.db.committedSeq(of: receipt.cid))
         }

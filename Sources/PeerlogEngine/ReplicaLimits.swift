@@ -13,6 +13,12 @@ public struct ReplicaLimits: Sendable {
     public var backfillGuardMillis: UInt64 = 10_000
     /// Most receipts verified and stored in one write transaction by `ingest`.
     public var ingestBatchSize: Int = 2_000
+    /// Most operations one `appendBatch` call writes (each its own receipt, all in one
+    /// transaction). More is refused before anything is signed: split the batch.
+    public var maxBatchOperations: Int = 10_000
+    /// Most receipt payload bytes one `appendBatch` call writes, all receipts together (32 MiB):
+    /// bounds the transaction's memory and WAL growth. More is refused and nothing is written.
+    public var maxBatchPayloadBytes: Int = 32 * 1_048_576
 
     public init() {}
 }

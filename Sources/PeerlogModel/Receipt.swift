@@ -54,9 +54,21 @@ public struct Receipt: Hashable, Sendable {
 
     /// Signs a draft as `device`.
     public static func sign(_ draft: Draft, signingKey: Ed25519.PrivateKey, certificate: DeviceCertificate) throws -> Receipt {
+        try sign(payload: payload(of: draft, certificate: certificate), signingKey: signingKey, certificate: certificate)
+    }
+
+    /// Signs a payload made by `payload(of:certificate:)`.
+    public static func sign(payload: [UInt8], signingKey: Ed25519.PrivateKey, certificate: DeviceCertificate) throws -> Receipt {
         guard signingKey.publicKey == certificate.device.publicKey else {
             throw ModelError(.certificateMismatch, "signing key is not the certificate's device key")
         }
+        let sig = signingKey.signature(for: SignatureContext.receipt.message(for: payload))
+        return try Receipt(payload: payload, signature: sig, certificate: certificate)
+    }
+
+    /// The payload `draft` signs to as `certificate`'s device. Its CID (`CID(hashing:)`) is the
+    /// receipt's, known before signing: a batch chains receipts by it and signs them in parallel.
+    public static func payload(of draft: Draft, certificate: DeviceCertificate) throws -> [UInt8] {
         let parents = Array(Set(draft.parents)).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
         let payload = CBOREncoder.encode(.textMap([
             "v": 1,
@@ -75,8 +87,7 @@ public struct Receipt: Hashable, Sendable {
             throw ModelError(.sizeLimitExceeded, "the receipt payload would be \(payload.count) bytes, over the limit of \(maxPayloadBytes) bytes (64 KiB); "
                 + "split the value over several keys, or store the data elsewhere and put a reference to it (such as its hash or URL)")
         }
-        let sig = signingKey.signature(for: SignatureContext.receipt.message(for: payload))
-        return try Receipt(payload: payload, signature: sig, certificate: certificate)
+        return payload
     }
 
     /// Parses and checks the structure; the signature is checked by `verify()`.

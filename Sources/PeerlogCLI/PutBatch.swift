@@ -1,0 +1,132 @@
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `peerlog put GROUP --batch FILE|-`: one JSON object a line, all written in one transaction.
+enum PutBatch {
+    /// Largest batch input read (16 MiB). JSON never encodes smaller than its CBOR value, so a
+    /// batch within it stays within `ReplicaLimits.maxBatchPayloadBytes` (32 MiB) with room
+    /// for every receipt's own fields.
+    static let maxInputBytes = 16 * 1_048_576
+
+    /// One operation and the line it came from (1-based).
+    struct Line {
+        let number: Int
+        let op: GroupOperation
+    }
+
+    static func run(_ put: Put, file: String) throws {
+        guard put.key == nil, put.value == nil, put.valueFile == nil else {
+            throw CLIError("--batch takes keys and values from its file: give no KEY, VALUE or --value-file with it")
+        }
+        let maxOperations = ReplicaLimits().maxBatchOperations
+        let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
+        guard !lines.isEmpty else { throw CLIError("--batch \(file) holds no operations") }
+        let node = try Node(put.home)
+        let id = try node.group(put.group)
+        let results: [AppendResult]
+        do {
+            results = try node.replica.appendBatch(lines.map(\.op), to: id)
+        } catch let e as BatchError {
+            throw CLIError("--batch \(file): line \(lines[e.index].number): \(e.reason); nothing was written")
+        }
+        printBatch(results, group: id, json: put.json)
+    }
+
+    /// Every line checked before anything is written: the first bad one fails the batch.
+    static func parse(_ bytes: [UInt8], file: String, maxOperations: Int) throws -> [Line] {
+        var out = [Line]()
+        var number = 0
+        for raw in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            number += 1
+            guard raw.contains(where: { !isWhitespace($0) }) else { continue }
+            guard out.count < maxOperations else {
+                throw CLIError("--batch \(file) has more than \(maxOperations) operations (the batch limit): split it into several batches")
+            }
+            do {
+                out.append(Line(number: number, op: try operation(raw)))
+            } catch let e as CLIError {
+                throw CLIError("--batch \(file): line \(number): \(e.description); nothing was written")
+            }
+        }
+        return out
+    }
+
+    static let shape = #"a line is {"key": K, "value": V} or {"key": K, "delete": true}"#
+
+    /// One line: `{"key": K, "value": V}` (V as `put --json-value` takes it) or `{"key": K, "delete": true}`.
+    static func operation(_ raw: ArraySlice<UInt8>) throws -> GroupOperation {
+        guard let text = String(validating: raw, as: UTF8.self) else { throw CLIError("not UTF-8 text") }
+        let json: JSON
+        do { json = try JSON.parse(text) } catch { throw CLIError("malformed JSON: \(error)") }
+        guard case .object(let fields) = json else { throw CLIError("not a JSON object: \(shape)") }
+        var key: String?
+        var value: JSON?
+        var delete = false
+        for (name, field) in fields {
+            switch (name, field) {
+            case ("key", .string(let k)): key = k
+            case ("key", _): throw CLIError("\"key\" must be a string")
+            case ("value", _): value = field
+            case ("delete", .bool(true)): delete = true
+            case ("delete", _): throw CLIError("\"delete\" must be true (to set a value, give \"value\")")
+            default: throw CLIError("unknown field \"\(name)\": \(shape)")
+            }
+        }
+        guard let key else { throw CLIError("missing \"key\": \(shape)") }
+        switch (value, delete) {
+        case (let value?, false):
+            do { return .entityPut(key: key, value: try CBOR(json: value, allowFloats: false)) } catch { throw CLIError("value: \(error)") }
+        case (nil, true): return .entityDelete(key: key)
+        case (nil, false): throw CLIError("missing \"value\" (or \"delete\": true): \(shape)")
+        case (.some, true): throw CLIError("give \"value\" or \"delete\": true, not both")
+        }
+    }
+
+    private static func isWhitespace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0D }
+
+    /// The file's (or standard input's) bytes, refused past `maxInputBytes`.
+    static func readInput(_ file: String) throws -> [UInt8] {
+        let fd = file == "-" ? 0 : open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError("cannot open --batch \(file): \(String(cString: strerror(errno)))") }
+        defer { if fd != 0 { close(fd) } }
+        var bytes = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw CLIError("cannot read --batch \(file): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+            guard bytes.count <= maxInputBytes else {
+                throw CLIError("--batch \(file) is over \(maxInputBytes) bytes (16 MiB, the batch input limit): split it into several batches")
+            }
+        }
+        return bytes
+    }
+
+    /// One summary: how many, the first and last receipt, committed or tentative.
+    static func printBatch(_ results: [AppendResult], group: GroupID, json: Bool) {
+        let seqs = results.compactMap(\.seq)
+        let status = seqs.count == results.count ? "committed" : seqs.isEmpty ? "tentative" : "partly committed"
+        if json {
+            print(JSON.object([
+                ("group", .string(group.string)), ("count", .int(results.count)), ("status", .string(status)),
+                ("first_seq", seqs.first.map { .int($0) } ?? .null), ("last_seq", seqs.last.map { .int($0) } ?? .null),
+                ("cids", .array(results.map { .string($0.receipt.cid.string) })),
+            ]).serialized(pretty: true))
+            return
+        }
+        let (first, last) = (results.first!.receipt.cid, results.last!.receipt.cid)
+        print("Wrote \(results.count) operation\(results.count == 1 ? "" : "s") in one transaction")
+        let receipts = results.count == 1 ? "receipt \(first)" : "receipts \(first) ... \(last)"
+        switch status {
+        case "committed": print("\(receipts): committed at seq\(seqs.count == 1 ? " \(seqs[0])" : "s \(seqs.first!)...\(seqs.last!)")")
+        case "tentative": print("\(receipts): tentative (waiting for the group's sequencer)")
+        default: print("\(receipts): \(seqs.count) committed (seqs \(seqs.first!)...\(seqs.last!)), \(results.count - seqs.count) tentative")
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Dispatch
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+import Synchronization
+
+/// Why `Replica.appendBatch` refused a batch: the operation at `index` (0-based) and the
+/// reason. Nothing of the batch was written.
+public struct BatchError: Error, Hashable, CustomStringConvertible, Sendable {
+    public let index: Int
+    public let reason: String
+
+    public init(index: Int, reason: String) {
+        self.index = index
+        self.reason = reason
+    }
+
+    public var description: String { "operation \(index): \(reason)" }
+}
+
+extension Replica {
+    /// Appends `ops` to `group` in one transaction: each its own signed receipt, as `append`
+    /// would write them one after the other (counters in order, each receipt the parent of the
+    /// next, docs/PROTOCOL.md §10.3), with one commit for all. Every operation is checked
+    /// against the group's rules as this replica sees them (the tentative view), the earlier
+    /// operations of the batch included, and against the limits, before anything is signed or
+    /// stored; if any is refused, nothing is written and a `BatchError` names it. Returns after
+    /// the transaction commits, one result per operation, in order. At most
+    /// `limits.maxBatchOperations` operations and `limits.maxBatchPayloadBytes` payload bytes
+    /// (all receipts together).
+    @discardableResult
+    public func appendBatch(_ ops: [GroupOperation], to group: GroupID) throws -> [AppendResult] {
+        guard ops.count <= limits.maxBatchOperations else {
+            throw ReplicaError("a batch holds at most \(limits.maxBatchOperations) operations (maxBatchOperations), this one \(ops.count): split it into several batches")
+        }
+        guard !ops.isEmpty else { return [] }
+        var receipts = [Receipt]()
+        var seqs = [CID: UInt64]()
+        _ = try write { p in
+            if try p.isTombstoned(group) { throw ReplicaError("group \(group) was deleted") }
+            let payloads = try self.batchPayloads(ops, to: group, pipeline: p)
+            receipts = try self.signInParallel(payloads)
+            for r in receipts { try self.storeLocal(r, in: &p) }
+            // Sequences them here when this device is the sequencer: one pass for the batch.
+            try p.settle()
+            for case .committed(_, let seq, let cid, _, _) in p.report.events { seqs[cid] = seq }
+        }
+        return receipts.map { AppendResult(receipt: $0, seq: seqs[$0.cid]) }
+    }
+
+    /// Checks every operation and makes its receipt payload, chained to the one before by CID.
+    private func batchPayloads(_ ops: [GroupOperation], to group: GroupID, pipeline p: Pipeline) throws -> [[UInt8]] {
+        // The tentative view as `append` checks it; each op then applies to the state the ones
+        // before it left, since each receipt comes after every other it can see (§11).
+        var state = try fold(group: group, view: .tentative, db: p.db, entities: .none).state
+        var position = try localWritePosition(in: group, pipeline: p, forMore: true)
+        var payloads = [[UInt8]]()
+        payloads.reserveCapacity(ops.count)
+        var payloadBytes = 0
+        for (index, op) in ops.enumerated() {
+            do {
+                // The body as every replica will parse it (shape and GroupLimits), then the rules.
+                _ = try GroupOperation(receiptType: op.receiptType, body: op.body)
+                state = try GroupRules.apply(op, sender: local.identity, device: local.device, group: group, to: state).get()
+                // Refuses a payload over `Receipt.maxPayloadBytes`, saying what to do instead.
+                let payload = try Receipt.payload(of: localDraft(op, to: group, at: position, wall: p.now), certificate: local.certificate)
+                payloadBytes += payload.count
+                guard payloadBytes <= limits.maxBatchPayloadBytes else {
+                    throw ReplicaError("the batch's receipts reach \(payloadBytes) payload bytes, over the limit of \(limits.maxBatchPayloadBytes) (maxBatchPayloadBytes): split it into several batches")
+                }
+                position.advance(past: CID(hashing: payload))
+                payloads.append(payload)
+            } catch {
+                throw BatchError(index: index, reason: Self.reason(error))
+            }
+        }
+        return payloads
+    }
+
+    /// Signs the payloads on all cores, keeping their order.
+    private func signInParallel(_ payloads: [[UInt8]]) throws -> [Receipt] {
+        let results = Mutex([Result<Receipt, any Error>?](repeating: nil, count: payloads.count))
+        let chunks = max(1, min(payloads.count / 64, 32))
+        let device = local
+        DispatchQueue.concurrentPerform(iterations: chunks) { c in
+            var signed = [(Int, Result<Receipt, any Error>)]()
+            for i in stride(from: c, to: payloads.count, by: chunks) {
+                signed.append((i, Result { try Receipt.sign(payload: payloads[i], signingKey: device.signingKey, certificate: device.certificate) }))
+            }
+            results.withLock { for (i, r) in signed { $0[i] = r } }
+        }
+        return try results.withLock { $0 }.enumerated().map { i, r in
+            do { return try r!.get() } catch { throw BatchError(index: i, reason: Self.reason(error)) }
+        }
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        switch error {
+        case let v as RuleViolation: v.reason
+        case let e as ReplicaError: e.description
+        default: "\(error)"
+        }
+    }
+}
