@@ -3,6 +3,7 @@ import Foundation
 // Prints figures and ratios measured in one run (build with -c release):
 //   swift run -c release peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
 //   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise
+//   peerlog-bench scale [W1,W2,…]   (append with W receipts waiting; default 1000,10000,100000)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
 
@@ -31,6 +32,11 @@ if which == "elected" {
 if which == "relay" {
     // `relay N [--postgres URL]`: SQLite relay (one process) or PostgreSQL relay (two processes).
     try relayBench(count: args.count > 1 ? Int(args[1]) ?? 2000 : 2000, postgres: postgresURL)
+    exit(0)
+}
+if which == "scale" {
+    let list = args.count > 1 ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) } : [1_000, 10_000, 100_000]
+    try scaleBench(waiting: list)
     exit(0)
 }
 if which == "tcp-sink", args.count == 2, let total = Int(args[1]) {
