@@ -45,7 +45,7 @@ func scaleBench(waiting: [Int]) throws {
         latencies.sort()
         let rate = Double(latencies.count) / total
         let p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)] * 1000
-        figure("W=\(w): append rate", format(rate) + " /s")
+        figure("W=\(w): append rate", (rate < 10 ? String(format: "%.2f", rate) : format(rate)) + " /s")
         figure("W=\(w): append p99 (\(latencies.count) appends)", String(format: "%.3f ms", p99))
         rates.append((w, rate, p99))
     }
