@@ -10,7 +10,9 @@ import Synchronization
 /// whose sequencer is a relay out of reach, so nothing commits. The backlog is written by a
 /// second device of the same identity (signed in parallel, ingested in batches); the timed
 /// appends land at the end of the tentative order, as a user's writes do.
-func scaleBench(waiting: [Int]) throws {
+/// `appends`: a fixed number of timed appends per W (for instruction counts under callgrind);
+/// nil: appends for 2 s (at least 20, at most 2,000).
+func scaleBench(waiting: [Int], appends: Int? = nil) throws {
     let dir = NSTemporaryDirectory() + "peerlog-scale-bench-\(getpid())"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -33,20 +35,19 @@ func scaleBench(waiting: [Int]) throws {
         precondition(held == w, "backlog: \(held) of \(w) tentative")
         figure("W=\(w): backlog signed + ingested", String(format: "%.1f s (ingest %.1f s)", backlog, built))
 
-        // Appends until 2 s have passed (at least 20, at most 2,000): one library call each.
         var latencies = [Double]()
         let clock = ContinuousClock()
         let start = clock.now
         repeat {
             let i = latencies.count
             latencies.append(try timed { try replica.append(.entityPut(key: "k\(i % 100)", value: .int(Int64(i))), to: group) })
-        } while latencies.count < 2_000 && (latencies.count < 20 || clock.now - start < .seconds(2))
+        } while appends.map { latencies.count < $0 } ?? (latencies.count < 2_000 && (latencies.count < 20 || clock.now - start < .seconds(2)))
         let total = latencies.reduce(0, +)
         latencies.sort()
         let rate = Double(latencies.count) / total
-        let p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)] * 1000
+        let p50 = latencies[latencies.count / 2] * 1000, p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)] * 1000
         figure("W=\(w): append rate", (rate < 10 ? String(format: "%.2f", rate) : format(rate)) + " /s")
-        figure("W=\(w): append p99 (\(latencies.count) appends)", String(format: "%.3f ms", p99))
+        figure("W=\(w): append p50 / p99 (\(latencies.count))", String(format: "%.3f / %.3f ms", p50, p99))
         rates.append((w, rate, p99))
     }
     guard let first = rates.first, let last = rates.last else { return }
