@@ -151,7 +151,8 @@ extension Pipeline {
     /// Writes the tentative row of `key` from its last accepted writer, or drops it (the
     /// committed row shows through).
     private func refreshOverlayEntity(_ group: GroupID, key: String) throws {
-        guard let writer = try db.lastOverlayWriter(group, key: key), let r = try db.loadReceipt(writer.cid)?.receipt,
+        // Usually the writer was stored by this transaction (a local write): no reload then.
+        guard let writer = try db.lastOverlayWriter(group, key: key), let r = try storedHere[writer.cid] ?? db.loadReceipt(writer.cid)?.receipt,
               let op = try? GroupOperation(receiptType: r.type, body: r.body) else {
             return try db.deleteOverlayEntity(group, key: key)
         }

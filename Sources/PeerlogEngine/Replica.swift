@@ -329,8 +329,9 @@ extension Replica {
         case all
     }
 
-    func committedFold(group: GroupID, db: StoreDB, entities scope: EntityScope = .all) throws -> Fold {
-        let state = try db.groupStateBlob(group: group).map { try GroupState(storedBytes: $0) }
+    /// `state: false` leaves the group state out (the caller sets it).
+    func committedFold(group: GroupID, db: StoreDB, entities scope: EntityScope = .all, state withState: Bool = true) throws -> Fold {
+        let state = withState ? try db.groupStateBlob(group: group).map { try GroupState(storedBytes: $0) } : nil
         var entities = [String: EntityValue]()
         func add(_ e: (key: String, value: [UInt8], cid: CID, seq: UInt64)) throws {
             entities[e.key] = EntityValue(key: e.key, value: try CBORDecoder.decodeStrict(e.value), cid: e.cid, status: .committed(seq: e.seq))
@@ -358,7 +359,7 @@ extension Replica {
         guard view == .tentative, try !db.isTombstoned(group: group), let overlay = try db.overlayGroup(group), overlay.fresh else {
             return try foldFromScratch(group: group, view: view, db: db, entities: scope)
         }
-        var fold = try committedFold(group: group, db: db, entities: scope)
+        var fold = try committedFold(group: group, db: db, entities: scope, state: false)
         fold.state = try overlay.state.map { try GroupState(storedBytes: $0) }
         if fold.state?.status == .deleted {
             fold.entities = [:]  // a tentative deletion drops every entity (§10.1)
