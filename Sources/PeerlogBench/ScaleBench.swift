@@ -9,15 +9,17 @@ import Synchronization
 /// `scale W1,W2,…`: a local append (library call) with W receipts waiting for a seq, in a group
 /// whose sequencer is a relay out of reach, so nothing commits. The backlog is written by a
 /// second device of the same identity (signed in parallel, ingested in batches); the timed
-/// appends land at the end of the tentative order, as a user's writes do.
+/// appends land at the end of the tentative order, as a user's writes do. All stores are built
+/// first, then timed in interleaved rounds of 100 appends, so a change in the machine's load
+/// during the run weighs on every W alike.
 /// `appends`: a fixed number of timed appends per W (for instruction counts under callgrind);
-/// nil: appends for 2 s (at least 20, at most 2,000).
+/// nil: 20 rounds (2,000 appends per W).
 func scaleBench(waiting: [Int], appends: Int? = nil) throws {
     let dir = NSTemporaryDirectory() + "peerlog-scale-bench-\(getpid())"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
     print("\n== scale: single append with W receipts waiting (relay sequencer out of reach)")
-    var rates = [(w: Int, rate: Double, p99: Double)]()
+    var stores = [(w: Int, replica: Replica, group: GroupID)]()
     for w in waiting {
         let owner = try LocalDevice.generate(name: "owner", createdAt: 1)
         let laptop = try owner.additionalDevice(name: "laptop", createdAt: 1)
@@ -34,25 +36,32 @@ func scaleBench(waiting: [Int], appends: Int? = nil) throws {
         let held = try replica.tentativeCount(of: group)
         precondition(held == w, "backlog: \(held) of \(w) tentative")
         figure("W=\(w): backlog signed + ingested", String(format: "%.1f s (ingest %.1f s)", backlog, built))
+        stores.append((w, replica, group))
+    }
 
-        var latencies = [Double]()
-        let clock = ContinuousClock()
-        let start = clock.now
-        repeat {
-            let i = latencies.count
-            latencies.append(try timed { try replica.append(.entityPut(key: "k\(i % 100)", value: .int(Int64(i))), to: group) })
-        } while appends.map { latencies.count < $0 } ?? (latencies.count < 2_000 && (latencies.count < 20 || clock.now - start < .seconds(2)))
-        let total = latencies.reduce(0, +)
-        latencies.sort()
-        let rate = Double(latencies.count) / total
-        let p50 = latencies[latencies.count / 2] * 1000, p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)] * 1000
-        figure("W=\(w): append rate", (rate < 10 ? String(format: "%.2f", rate) : format(rate)) + " /s")
-        figure("W=\(w): append p50 / p99 (\(latencies.count))", String(format: "%.3f / %.3f ms", p50, p99))
-        rates.append((w, rate, p99))
+    let perRound = min(100, appends ?? 100), rounds = appends.map { ($0 + perRound - 1) / perRound } ?? 20
+    var latencies = [[Double]](repeating: [], count: stores.count)
+    for _ in 0..<rounds {
+        for (s, store) in stores.enumerated() {
+            for _ in 0..<perRound {
+                let i = latencies[s].count
+                latencies[s].append(try timed { try store.replica.append(.entityPut(key: "k\(i % 100)", value: .int(Int64(i))), to: store.group) })
+            }
+        }
+    }
+    var rates = [(w: Int, rate: Double, p50: Double, p99: Double)]()
+    for (s, store) in stores.enumerated() {
+        let sorted = latencies[s].sorted()
+        let rate = Double(sorted.count) / sorted.reduce(0, +)
+        let p50 = sorted[sorted.count / 2] * 1000, p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)] * 1000
+        figure("W=\(store.w): append rate", (rate < 10 ? String(format: "%.2f", rate) : format(rate)) + " /s")
+        figure("W=\(store.w): append p50 / p99 (\(sorted.count))", String(format: "%.3f / %.3f ms", p50, p99))
+        rates.append((store.w, rate, p50, p99))
     }
     guard let first = rates.first, let last = rates.last else { return }
     print("")
     ratio("append rate W=\(last.w) / W=\(first.w)", last.rate / first.rate, target: 0.8)
+    ratio("append p50 W=\(first.w) / W=\(last.w)", first.p50 / last.p50)
     let worst = rates.map(\.p99).max()!
     print(pad("append p99 target < 2 ms at every W", 46) + pad(worst < 2 ? "met" : String(format: "NOT met (%.2f ms)", worst), 16, left: false))
 }

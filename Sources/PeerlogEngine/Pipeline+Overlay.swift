@@ -96,9 +96,9 @@ extension Pipeline {
     }
 
     /// The group state just before position `p`: the last checkpoint, or the committed state.
-    func stateBefore(_ group: GroupID, _ p: OverlayPosition?) throws -> GroupState? {
+    mutating func stateBefore(_ group: GroupID, _ p: OverlayPosition?) throws -> GroupState? {
         if let p, let bytes = try db.overlayCheckpoint(group, before: p) { return try GroupState(storedBytes: bytes) }
-        return try db.groupStateBlob(group: group).map { try GroupState(storedBytes: $0) }
+        return try committedState(group)
     }
 
     /// Whether `r` joins the view without breaking "tentative order = position order": every
