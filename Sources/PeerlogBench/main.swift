@@ -3,7 +3,7 @@ import Foundation
 // Prints figures and ratios measured in one run (build with -c release):
 //   swift run -c release peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
 //   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise
-//   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000)
+//   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
 
