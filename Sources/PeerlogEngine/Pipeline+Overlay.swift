@@ -65,25 +65,31 @@ extension Pipeline {
             if changedBase { repair.refold(from: nil) } else if step.state != nil { repair.refold(from: p) }
         }
 
-        let fresh = stored.filter { !committedHere.contains($0.cid) }
-        let flagged = fresh.isEmpty ? [:] : try db.flaggedAuthors(group: group)
-        var entityInserts = [(Receipt, OverlayPosition)]()
-        for r in fresh where flagged[r.author].map({ r.counter < $0 }) ?? true {
-            guard try keepsOrderRegular(r, flagged: flagged) else { return try rebuildOverlay(group) }
+        let flagged = stored.isEmpty ? [:] : try db.flaggedAuthors(group: group)
+        let joining = stored.filter { r in !committedHere.contains(r.cid) && flagged[r.author].map { r.counter < $0 } ?? true }
+        let batch = OverlayBatch(joining)
+        var inserts = [(r: Receipt, p: OverlayPosition, op: GroupOperation?)]()
+        for r in joining {
+            guard try keepsOrderRegular(r, flagged: flagged, batch: batch) else { return try rebuildOverlay(group) }
             let p = OverlayPosition(r)
             let op = try? GroupOperation(receiptType: r.type, body: r.body)
-            // Outcome unknown yet: stored as rejected without a checkpoint until checked below.
-            try db.insertOverlayStep(group, p, key: op?.entityKey, rejected: true, state: nil)
             repair.changed(at: p)
-            if op?.changesGroupState == true { repair.refold(from: p) } else { entityInserts.append((r, p)) }
+            if op?.changesGroupState == true { repair.refold(from: p) }
+            inserts.append((r, p, op))
         }
-        for (r, p) in entityInserts where !repair.refoldCovers(p) {
-            let before = try stateBefore(group, p)
-            let outcome = Fold.step(r, group: group, state: before)
-            if outcome.rejected == nil {
-                try db.updateOverlayStep(group, p, rejected: false, state: nil)
-                if let key = outcome.op?.entityKey { repair.keys.insert(key) }
+        // Before the first checkpoint (the usual case: no group operation waiting) the state is
+        // the committed one, decoded once for the batch.
+        let firstCheckpoint = inserts.isEmpty ? nil : try db.firstOverlayCheckpoint(group)
+        for (r, p, op) in inserts {
+            guard op?.changesGroupState != true, !repair.refoldCovers(p) else {
+                // Checked by the refold: stored as rejected without a checkpoint until then.
+                try db.insertOverlayStep(group, p, key: op?.entityKey, rejected: true, state: nil)
+                continue
             }
+            let before = try firstCheckpoint.map { p < $0 } ?? true ? committedState(group) : stateBefore(group, p)
+            let outcome = Fold.step(r, group: group, state: before)
+            try db.insertOverlayStep(group, p, key: op?.entityKey, rejected: outcome.rejected != nil, state: nil)
+            if outcome.rejected == nil, let key = op?.entityKey { repair.keys.insert(key) }
         }
         var finalState: GroupState??
         if let start = repair.refoldStart { finalState = try refoldOverlay(group, from: start, repair: &repair) }
@@ -104,18 +110,28 @@ extension Pipeline {
     /// Whether `r` joins the view without breaking "tentative order = position order": every
     /// tentative predecessor (parent, previous counter) sits before it and every tentative
     /// successor after it. Edges to committed receipts and to flagged ones do not count (§11).
-    private func keepsOrderRegular(_ r: Receipt, flagged: [DeviceID: UInt64]) throws -> Bool {
+    /// Edges inside `batch` (this transaction's receipts joining the view) are checked in memory.
+    private func keepsOrderRegular(_ r: Receipt, flagged: [DeviceID: UInt64], batch: OverlayBatch) throws -> Bool {
         let p = OverlayPosition(r)
         guard p.storable else { return false }
         func inView(_ author: DeviceID, _ counter: UInt64) -> Bool { flagged[author].map { counter < $0 } ?? true }
-        var predecessors = r.parents
-        if r.counter > 1, let previous = try db.receiptCID(group: r.group, author: r.author, counter: r.counter - 1) { predecessors.append(previous) }
-        for cid in predecessors {
-            if let held = try db.receiptPosition(cid), !held.committed, inView(held.author, held.counter), held.position > p { return false }
+        func before(_ held: (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)?) -> Bool {
+            guard let held, !held.committed, inView(held.author, held.counter) else { return true }
+            return held.position < p
         }
+        for parent in r.parents {
+            if let q = batch.byCID[parent] { if OverlayPosition(q) > p { return false } } else if !before(try db.receiptPosition(parent)) { return false }
+        }
+        if r.counter > 1 {
+            if let q = batch.byCounter[OverlayBatch.Key(author: r.author, counter: r.counter - 1)] {
+                if OverlayPosition(q) > p { return false }
+            } else if !before(try db.receiptPosition(group: r.group, author: r.author, counter: r.counter - 1)) {
+                return false
+            }
+        }
+        // Counters are stored contiguously, so a next counter can only be in this batch.
+        if let q = batch.byCounter[OverlayBatch.Key(author: r.author, counter: r.counter + 1)], OverlayPosition(q) < p { return false }
         for child in try db.tentativeChildren(of: r.cid) where inView(child.author, child.counter) && child.position < p { return false }
-        if let next = try db.receiptCID(group: r.group, author: r.author, counter: r.counter + 1),
-           let held = try db.receiptPosition(next), !held.committed, inView(held.author, held.counter), held.position < p { return false }
         return true
     }
 
@@ -191,6 +207,26 @@ extension Pipeline {
         }
         for (key, w) in writers { try db.putOverlayEntity(group, key: key, value: w.value.map { CBOREncoder.encode($0) }, cid: w.cid) }
         try db.saveOverlayGroup(group, state: state?.storedBytes, regular: regular)
+    }
+}
+
+/// The receipts a transaction adds to a group's view, by CID and by (author, counter).
+struct OverlayBatch {
+    struct Key: Hashable {
+        let author: DeviceID
+        let counter: UInt64
+    }
+    let byCID: [CID: Receipt]
+    let byCounter: [Key: Receipt]
+
+    init(_ receipts: [Receipt]) {
+        var byCID = [CID: Receipt](), byCounter = [Key: Receipt]()
+        for r in receipts {
+            byCID[r.cid] = r
+            byCounter[Key(author: r.author, counter: r.counter)] = r
+        }
+        self.byCID = byCID
+        self.byCounter = byCounter
     }
 }
 

@@ -120,6 +120,11 @@ extension StoreDB {
         return (row["state"] as Data).bytes
     }
 
+    /// The position of the first checkpoint (accepted group operation) of the order.
+    public func firstOverlayCheckpoint(_ group: GroupID) throws -> OverlayPosition? {
+        try row("SELECT hlc, cid FROM overlay_steps WHERE group_id = ? AND state IS NOT NULL ORDER BY hlc, cid LIMIT 1", [group.bytes.blob]).map(Self.position)
+    }
+
     /// Up to `limit` steps at or after `p` in order, each with its receipt.
     public func overlaySteps(_ group: GroupID, from p: OverlayPosition?, after: Bool = false, limit: Int) throws -> [OverlayStep] {
         let start = p ?? OverlayPosition(hlc: 0, cid: CID(digest: [UInt8](repeating: 0, count: 32)))
@@ -169,6 +174,13 @@ extension StoreDB {
         guard let row = try row("SELECT hlc, author, author_counter, seq FROM receipts WHERE cid = ?", [cid.bytes.blob]) else { return nil }
         return (OverlayPosition(hlc: UInt64(sql: row["hlc"]), cid: cid), try DeviceID(bytes: (row["author"] as Data).bytes),
                 UInt64(sql: row["author_counter"]), (row["seq"] as Int64?) != nil)
+    }
+
+    /// The same for the receipt at (group, author, counter).
+    public func receiptPosition(group: GroupID, author: DeviceID, counter: UInt64) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
+        guard let row = try row("SELECT hlc, cid, seq FROM receipts WHERE group_id = ? AND author = ? AND author_counter = ?",
+                                [group.bytes.blob, author.bytes.blob, counter.sql]) else { return nil }
+        return (try Self.position(row), author, counter, (row["seq"] as Int64?) != nil)
     }
 
     /// Tentative receipts that name `cid` as a parent: (position, author, counter).
