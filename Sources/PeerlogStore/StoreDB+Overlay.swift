@@ -114,15 +114,17 @@ extension StoreDB {
     /// The state after the last accepted group operation before `p`, if there is one.
     public func overlayCheckpoint(_ group: GroupID, before p: OverlayPosition) throws -> [UInt8]? {
         guard let row = try row("""
-            SELECT state FROM overlay_steps WHERE group_id = ? AND state IS NOT NULL AND (hlc, cid) < (?, ?)
+            SELECT state FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL AND (hlc, cid) < (?, ?)
             ORDER BY hlc DESC, cid DESC LIMIT 1
             """, StatementArguments([group.bytes.blob]) + p.arguments) else { return nil }
         return (row["state"] as Data).bytes
     }
 
-    /// The position of the first checkpoint (accepted group operation) of the order.
+    /// The position of the first checkpoint (accepted group operation) of the order. `INDEXED BY`
+    /// here and below: the planner would otherwise walk the primary key, which is in the same
+    /// order, filtering every step of the group.
     public func firstOverlayCheckpoint(_ group: GroupID) throws -> OverlayPosition? {
-        try row("SELECT hlc, cid FROM overlay_steps WHERE group_id = ? AND state IS NOT NULL ORDER BY hlc, cid LIMIT 1", [group.bytes.blob]).map(Self.position)
+        try row("SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL ORDER BY hlc, cid LIMIT 1", [group.bytes.blob]).map(Self.position)
     }
 
     /// Up to `limit` steps at or after `p` in order, each with its receipt.
@@ -141,7 +143,7 @@ extension StoreDB {
 
     /// The last accepted step that writes `key`, if any.
     public func lastOverlayWriter(_ group: GroupID, key: String) throws -> OverlayPosition? {
-        try row("SELECT hlc, cid FROM overlay_steps WHERE group_id = ? AND key = ? AND rejected = 0 ORDER BY hlc DESC, cid DESC LIMIT 1",
+        try row("SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_writers WHERE group_id = ? AND key = ? AND rejected = 0 ORDER BY hlc DESC, cid DESC LIMIT 1",
                 [group.bytes.blob, key]).map(Self.position)
     }
 
