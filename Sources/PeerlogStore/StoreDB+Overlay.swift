@@ -171,6 +171,11 @@ extension StoreDB {
 
     // MARK: Order edges
 
+    /// Whether any receipt of the group waits for a seq (one index probe, unlike a count).
+    public func hasTentativeReceipts(group: GroupID) throws -> Bool {
+        try int("SELECT 1 FROM receipts WHERE group_id = ? AND seq IS NULL LIMIT 1", [group.bytes.blob]) != nil
+    }
+
     /// The position and seq of a held receipt (nil when not held).
     public func receiptPosition(_ cid: CID) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
         guard let row = try row("SELECT hlc, author, author_counter, seq FROM receipts WHERE cid = ?", [cid.bytes.blob]) else { return nil }

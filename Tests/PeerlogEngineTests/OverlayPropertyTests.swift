@@ -11,7 +11,8 @@ import Testing
 /// schedules: local writes on three members, partial syncs in any order with duplicates, a relay
 /// that commits in random (reordering) order, role and membership changes, sequencer changes
 /// between the relay and a solo owner, equivocation, a write by a binary that does not maintain
-/// the view, a pre-migration store, and restarts of a file-backed replica.
+/// the view, a pre-migration store (and the daemon's start building what is missing), and
+/// restarts of a file-backed replica.
 @Suite struct OverlayPropertyTests {
     /// `PEERLOG_OVERLAY_SCHEDULES` schedules (default 24); `PEERLOG_SEED` reruns one.
     @Test func maintainedViewEqualsReplayAfterEveryStep() throws {
@@ -127,6 +128,12 @@ struct OverlaySchedule {
                 for table in ["overlay_steps", "overlay_entities", "overlay_groups"] { try db.execute(rawSQL: "DELETE FROM \(table)") }
             }
             unmaintained.insert("observer")
+        case 93..<95:
+            lastAction = "observer builds missing views (daemon start)"
+            try observer.buildMissingTentativeViews()
+            if try observer.tentativeCount(of: group) > 0, try observer.checkTentativeOverlay(of: group) == .notMaintained {
+                throw ScheduleError("observer: buildMissingTentativeViews left the view unmaintained")
+            }
         default:
             lastAction = "observer restarts"
             let clock = observerClock
