@@ -9,7 +9,7 @@ import GRDB
 /// The engine sets `maintained = changes` after it repairs a group; a row where they differ was
 /// changed by a binary that does not maintain the view (an older one), so it is not used until
 /// it is rebuilt. Nothing is built here: a store migrated with receipts waiting gets each group's
-/// view built by its first write; until then reads fold from scratch.
+/// view built by its first write or when the daemon starts; until then reads fold from scratch.
 enum Migration0004 {
     static func migrate(_ db: Database) throws {
         try db.execute(sql: """
