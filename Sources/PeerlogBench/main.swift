@@ -3,6 +3,7 @@ import Foundation
 // Prints figures and ratios measured in one run (build with -c release):
 //   swift run -c release peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
 //   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE]
+//   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
 
@@ -15,6 +16,7 @@ var args = Array(CommandLine.arguments.dropFirst())
 secondsPerFigure = option("--seconds").flatMap(Double.init) ?? 1.0
 let millionStore = option("--million-store")
 let postgresURL = option("--postgres")
+let fixedAppends = option("--appends").flatMap(Int.init)
 let which = args.first ?? "all"
 if which == "open-get", args.count == 2 {
     try openAndGet(path: args[1])
@@ -36,6 +38,11 @@ if which == "relay" {
 if which == "batch" {
     // `batch [BATCHES] [SIZE]`: Replica.appendBatch against raw Ed25519 signing.
     try batchBench(batches: args.count > 1 ? Int(args[1]) ?? 50 : 50, size: args.count > 2 ? Int(args[2]) ?? 1_000 : 1_000)
+    exit(0)
+}
+if which == "scale" {
+    let list = args.count > 1 ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) } : [1_000, 10_000, 100_000]
+    try scaleBench(waiting: list, appends: fixedAppends)
     exit(0)
 }
 if which == "tcp-sink", args.count == 2, let total = Int(args[1]) {

@@ -9,7 +9,7 @@ import Glibc
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check the store: SQLite integrity, and for every group that the materialized state equals a replay of the stored log.",
+        abstract: "Check the store: SQLite integrity, and for every group that the materialized state equals a replay of the stored log and the maintained tentative view a fold of the tentative receipts.",
         discussion: "Exit status: 0 when everything is consistent, 2 when something is not."
     )
 
@@ -24,12 +24,26 @@ struct Check: ParsableCommand {
         for group in try node.replica.groupIDs() {
             let materialized = try node.replica.stateHash(of: group, view: .committed)
             let replayed = try node.replica.replayedStateHash(of: group)
+            // The maintained tentative view against a fold of the tentative receipts from scratch.
+            let tentative: String
+            switch try node.replica.checkTentativeOverlay(of: group) {
+            case .matches: tentative = "matches"
+            case .notMaintained: tentative = "not maintained"
+            case .mismatch(let what):
+                tentative = "MISMATCH: " + what
+                consistent = false
+            }
             consistent = consistent && materialized == replayed
+            let seq = try node.replica.vector(of: group).committed
             rows.append(.object([
-                ("group", .string(group.string)), ("committed_seq", .int(try node.replica.vector(of: group).committed)),
+                ("group", .string(group.string)), ("committed_seq", .int(seq)),
                 ("materialized", .string(hexString(materialized))), ("replayed", .string(hexString(replayed))), ("match", .bool(materialized == replayed)),
+                ("tentative", .string(tentative)),
             ]))
-            if !json { print("\(group)  seq \(try node.replica.vector(of: group).committed)  \(materialized == replayed ? "ok" : "MISMATCH: materialized state differs from a replay of the log")") }
+            if !json {
+                let committed = materialized == replayed ? "ok" : "MISMATCH: materialized state differs from a replay of the log"
+                print("\(group)  seq \(seq)  \(committed)  tentative view: \(tentative == "matches" ? "ok" : tentative)")
+            }
         }
         if json {
             print(JSON.object([("integrity", .string(integrity)), ("groups", .array(rows)), ("consistent", .bool(consistent))]).serialized(pretty: true))

@@ -20,21 +20,28 @@ struct Fold {
 
     /// Applies `r` at the next position; returns why it was rejected, or nil.
     mutating func apply(_ r: Receipt, status: ItemStatus) -> String? {
-        if state?.status == .deleted { return "group is deleted" }
+        let outcome = Self.step(r, group: group, state: state)
+        guard outcome.rejected == nil, let op = outcome.op else { return outcome.rejected }
+        state = outcome.state
+        switch op {
+        case .entityPut(let key, let value) where tracks(key): entities[key] = EntityValue(key: key, value: value, cid: r.cid, status: status)
+        case .entityDelete(let key) where tracks(key): entities[key] = nil
+        case .deleted: entities = [:]
+        default: break
+        }
+        return nil
+    }
+
+    /// What `r` does at a position whose group state is `state`: its operation (nil when the
+    /// body does not parse), the state after it, and why it is rejected (nil when applied). The
+    /// one rule both the fold and the maintained overlay use.
+    static func step(_ r: Receipt, group: GroupID, state: GroupState?) -> (op: GroupOperation?, state: GroupState?, rejected: String?) {
+        if state?.status == .deleted { return (nil, state, "group is deleted") }
         let op: GroupOperation
-        do { op = try GroupOperation(receiptType: r.type, body: r.body) } catch { return error.reason }
+        do { op = try GroupOperation(receiptType: r.type, body: r.body) } catch { return (nil, state, error.reason) }
         switch GroupRules.apply(op, sender: r.identity, device: r.author, group: group, to: state) {
-        case .failure(let v):
-            return v.reason
-        case .success(let next):
-            state = next
-            switch op {
-            case .entityPut(let key, let value) where tracks(key): entities[key] = EntityValue(key: key, value: value, cid: r.cid, status: status)
-            case .entityDelete(let key) where tracks(key): entities[key] = nil
-            case .deleted: entities = [:]
-            default: break
-            }
-            return nil
+        case .failure(let v): return (op, state, v.reason)
+        case .success(let next): return (op, next, nil)
         }
     }
 

@@ -12,17 +12,22 @@ extension Pipeline {
             report.events.append(.reordered(group: r.group, seq: e.seq, expected: expected, committed: r.cid))
         }
         if earliestOlderTentativeCache[r.group] == .some(r.cid) { earliestOlderTentativeCache[r.group] = nil }
+        try overlayBaseline(r.group)
         let state = try committedState(r.group)
         var rejected: String?
+        var changedBase = false
         do {
             let op = try GroupOperation(receiptType: r.type, body: r.body)
             switch GroupRules.apply(op, sender: r.identity, device: r.author, group: r.group, to: state) {
             case .failure(let violation): rejected = violation.reason
-            case .success(let next): try applyEffects(op, receipt: r, seq: e.seq, before: state, after: next)
+            case .success(let next):
+                try applyEffects(op, receipt: r, seq: e.seq, before: state, after: next)
+                changedBase = op.changesGroupState
             }
         } catch let violation as RuleViolation {
             rejected = violation.reason
         }
+        noteOverlayCommitted(r, changedBase: changedBase)
         try db.insertEnvelope(e, outcome: rejected == nil ? "applied" : "rejected", reason: rejected)
         try db.setReceiptSeq(r.cid, seq: e.seq)
         committedSeqs[r.group] = e.seq

@@ -116,8 +116,10 @@ extension Pipeline {
         guard let evidence = try db.equivocation(cid),
               let twin = try db.receiptCID(group: evidence.group, author: evidence.author, counter: evidence.counter),
               let twinStored = try db.loadReceipt(twin), twinStored.seq == nil else { return nil }
+        try overlayBaseline(evidence.group)
         try db.deleteReceipt(twin)
         storedHere[twin] = nil
+        noteOverlayRebuild(evidence.group)
         try db.insertEquivocation(twinStored.receipt, at: now)
         try db.markProcessed(twin, group: evidence.group, outcome: "equivocation", reason: "same author counter as \(cid)", at: now)
         try db.deleteEquivocation(cid)

@@ -51,9 +51,11 @@ extension Pipeline {
 
     /// Stores a receipt whose counter is next for its author.
     mutating func store(_ r: Receipt) throws {
+        try overlayBaseline(r.group)
         try db.insertReceipt(r, receivedAt: now)
         heldCounters[AuthorKey(group: r.group, author: r.author)] = r.counter
         storedHere[r.cid] = r
+        noteOverlayStored(r)
         report.stored += 1
         report.events.append(.tentative(group: r.group, cid: r.cid, type: r.type))
         touch(r.group)
@@ -87,7 +89,9 @@ extension Pipeline {
             return
         }
         try db.insertEquivocation(r, at: now)
+        try overlayBaseline(r.group)
         try db.flagAuthor(group: r.group, author: r.author, fromCounter: r.counter, at: now)
+        noteOverlayRebuild(r.group)
         try db.markProcessed(r.cid, group: r.group, outcome: "equivocation", reason: "same author counter as \(existing)", at: now)
         report.events.append(.equivocation(group: r.group, author: r.author, counter: r.counter, cids: [existing, r.cid].sorted()))
         touch(r.group)

@@ -35,6 +35,13 @@ struct Pipeline {
     var seqDirty: Set<GroupID> = []
     var earliestOlderTentativeCache: [GroupID: CID?] = [:]
     var queuedHere: [EnvelopeKey: Envelope] = [:]
+    /// What this transaction did to each group's tentative view, repaired at the end of `settle`.
+    var overlayStored: [GroupID: [Receipt]] = [:]
+    var overlayCommitted: [GroupID: [(receipt: Receipt, changedBase: Bool)]] = [:]
+    var overlayRebuild: Set<GroupID> = []
+    /// Per group, whether its view was maintained when this transaction first changed the group
+    /// (before the triggers counted this transaction's own changes).
+    var overlayFreshAtStart: [GroupID: Bool] = [:]
 
     struct EnvelopeKey: Hashable {
         let group: GroupID
@@ -126,5 +133,6 @@ struct Pipeline {
             try db.setGroupCommittedSeq(group: group, seq: try db.committedSeq(group: group))
         }
         seqDirty = []
+        try maintainOverlays()
     }
 }

@@ -34,6 +34,10 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         self.tap = tap
         device = try LocalDevice.load(home: home)
         replica = try Replica(path: home + "/replica.sqlite", device: device, sequenceGate: configuration.sequenceGate)
+        // A store from before the maintained tentative view (or written by an older binary since)
+        // gets it now, so sync and status reads do not fold every waiting receipt meanwhile.
+        let built = try replica.buildMissingTentativeViews()
+        if built > 0 { logger.info("built the tentative view of \(built) group(s) with receipts waiting") }
         hub = NodeHub(replica: replica, device: device, allow: configuration.allow, openAdmission: configuration.openAdmission, logger: logger)
         dialers = configuration.peers.map { Dialer(address: $0) }
         admission = ConnectionAdmission(limits: configuration.limits, fileDescriptorLimit: FileDescriptorLimit.raiseToHard())

@@ -7,6 +7,7 @@ enum Migrations {
         m.registerMigration("0001_initial", migrate: Migration0001.migrate)
         m.registerMigration("0002_elected_sequencer", migrate: Migration0002.migrate)
         m.registerMigration("0003_invalid_receipt_evidence", migrate: Migration0003.migrate)
+        m.registerMigration("0004_tentative_overlay", migrate: Migration0004.migrate)
         return m
     }
 }

@@ -1,0 +1,81 @@
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+
+/// The slow paths of the maintained view: re-checking a suffix of the order, rebuilding a
+/// group from scratch, and rewriting a key's tentative row.
+extension Pipeline {
+    /// Re-checks steps from `start` (nil: the first) in order, writing changed outcomes and
+    /// checkpoints, until past every change of this transaction a checkpoint comes out as it was
+    /// (then everything after it is unchanged too). Returns the state after the last step when
+    /// the walk reached the end (nil: the stored final state still holds).
+    mutating func refoldOverlay(_ group: GroupID, from start: OverlayPosition?, repair: inout OverlayRepair) throws -> GroupState?? {
+        var state = try stateBefore(group, start)
+        var cursor = start
+        var inclusive = true
+        let page = 512
+        while true {
+            let steps = try db.overlaySteps(group, from: cursor, after: !inclusive, limit: page)
+            for s in steps {
+                let outcome = Fold.step(s.receipt!, group: group, state: state)
+                let rejected = outcome.rejected != nil
+                let checkpoint = !rejected && outcome.op?.changesGroupState == true ? outcome.state?.storedBytes : nil
+                if rejected != s.rejected || checkpoint != s.state {
+                    try db.updateOverlayStep(group, s.position, rejected: rejected, state: checkpoint)
+                    if let key = s.key { repair.keys.insert(key) }
+                } else if checkpoint != nil, repair.lastChange.map({ s.position > $0 }) ?? true {
+                    return .none
+                }
+                if !rejected { state = outcome.state }
+            }
+            guard steps.count == page, let last = steps.last else { return .some(state) }
+            cursor = last.position
+            inclusive = false
+        }
+    }
+
+    /// Writes the tentative row of `key` from its last accepted writer, or drops it (the
+    /// committed row shows through).
+    func refreshOverlayEntity(_ group: GroupID, key: String) throws {
+        // Usually the writer was stored by this transaction (a local write): no reload then.
+        guard let writer = try db.lastOverlayWriter(group, key: key), let r = try storedHere[writer.cid] ?? db.loadReceipt(writer.cid)?.receipt,
+              let op = try? GroupOperation(receiptType: r.type, body: r.body) else {
+            return try db.deleteOverlayEntity(group, key: key)
+        }
+        switch op {
+        case .entityPut(_, let value): try db.putOverlayEntity(group, key: key, value: CBOREncoder.encode(value), cid: r.cid)
+        default: try db.putOverlayEntity(group, key: key, value: nil, cid: r.cid)
+        }
+    }
+
+    /// Builds a group's view from scratch with the oracle (`TentativeOrder`, `Fold.step`). Steps
+    /// are kept only when the order is the position order; otherwise the next change rebuilds again.
+    mutating func rebuildOverlay(_ group: GroupID) throws {
+        try db.clearOverlay(group)
+        let flagged = try db.flaggedAuthors(group: group)
+        let held = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in flagged[r.author].map { r.counter < $0 } ?? true }
+        let order = TentativeOrder.order(held)
+        let positions = order.map(OverlayPosition.init)
+        let regular = positions.allSatisfy(\.storable) && zip(positions, positions.dropFirst()).allSatisfy { $0 < $1 }
+        var state = try committedState(group)
+        var writers = [String: (cid: CID, value: CBOR?)]()
+        for (r, p) in zip(order, positions) {
+            let outcome = Fold.step(r, group: group, state: state)
+            let rejected = outcome.rejected != nil
+            if !rejected {
+                state = outcome.state
+                switch outcome.op {
+                case .entityPut(let key, let value): writers[key] = (r.cid, value)
+                case .entityDelete(let key): writers[key] = (r.cid, nil)
+                default: break
+                }
+            }
+            if regular {
+                let checkpoint = !rejected && outcome.op?.changesGroupState == true ? outcome.state?.storedBytes : nil
+                try db.insertOverlayStep(group, p, key: outcome.op?.entityKey, rejected: rejected, state: checkpoint)
+            }
+        }
+        for (key, w) in writers { try db.putOverlayEntity(group, key: key, value: w.value.map { CBOREncoder.encode($0) }, cid: w.cid) }
+        try db.saveOverlayGroup(group, state: state?.storedBytes, regular: regular)
+    }
+}

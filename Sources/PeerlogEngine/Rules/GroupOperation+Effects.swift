@@ -1,0 +1,17 @@
+extension GroupOperation {
+    /// The entity key a put or delete writes.
+    var entityKey: String? {
+        switch self {
+        case .entityPut(let key, _), .entityDelete(let key): key
+        default: nil
+        }
+    }
+
+    /// Whether it can change the group state (members, roles, settings, sequencer, status).
+    var changesGroupState: Bool {
+        switch self {
+        case .entityPut, .entityDelete, .application: false
+        default: true
+        }
+    }
+}
