@@ -76,6 +76,15 @@ struct EnvelopeRunTests {
         #expect(throws: ModelError.self) { try Self.tampered(items[0], seq: 6) }
     }
 
+    /// The independent Python implementation builds the same run header, signature and item.
+    @Test func pythonBuildsTheSameRun() throws {
+        let items = try Self.golden()
+        let out = try JSON.parse(try TestSupport.python("receipt_interop.py", ["golden-run"]))
+        #expect(out["envelope_run_header"] == .string(TestSupport.hex(items[0].run!.payload)))
+        #expect(out["envelope_run_sig"] == .string(TestSupport.hex(items[0].signature)))
+        #expect(out["envelope_run_item_8"] == .string(TestSupport.hex(items[1].encoded)))
+    }
+
     @Test func goldenBatchedEnvelope() throws {
         let items = try Self.golden()
         let doc = try String(contentsOfFile: TestSupport.repoRoot + "/docs/PROTOCOL.md", encoding: .utf8)
