@@ -2,7 +2,7 @@ import Foundation
 
 // Prints figures and ratios measured in one run (build with -c release):
 //   swift run -c release peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
-//   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE]
+//   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
 
@@ -36,6 +36,11 @@ if which == "relay" {
 if which == "batch" {
     // `batch [BATCHES] [SIZE]`: Replica.appendBatch against raw Ed25519 signing.
     try batchBench(batches: args.count > 1 ? Int(args[1]) ?? 50 : 50, size: args.count > 2 ? Int(args[2]) ?? 1_000 : 1_000)
+    exit(0)
+}
+if which == "ingest" {
+    // `ingest N [--single]`: the committed ingest alone (for callgrind).
+    try ingestProfileBench(count: args.count > 1 ? Int(args[1]) ?? 10_000 : 10_000, single: args.contains("--single"))
     exit(0)
 }
 if which == "tcp-sink", args.count == 2, let total = Int(args[1]) {
