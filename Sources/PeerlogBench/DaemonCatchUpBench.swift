@@ -35,7 +35,8 @@ struct CatchUpFixture {
             receipts.append(r)
         }
         self.receipts = receipts
-        envelopes = try signInParallel(receipts.enumerated().map { (UInt64($0.offset + 1), $0.element.cid) }, group: group, key: owner.signingKey)
+        // As the solo sequencer commits a backlog: runs of up to 256 seqs under one signature (§3.5).
+        envelopes = try EnvelopeRun.signRuns(group: group, firstSeq: 1, receipts: receipts.map(\.cid), term: 0, receivedAt: 1, key: owner.signingKey)
     }
 }
 

@@ -2,7 +2,7 @@ import Foundation
 
 // Prints figures and ratios measured in one run (build with -c release):
 //   swift run -c release peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
-//   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE]
+//   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
 //   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
@@ -43,6 +43,11 @@ if which == "batch" {
 if which == "scale" {
     let list = args.count > 1 ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) } : [1_000, 10_000, 100_000]
     try scaleBench(waiting: list, appends: fixedAppends)
+    exit(0)
+}
+if which == "ingest" {
+    // `ingest N [--single]`: the committed ingest alone (for callgrind).
+    try ingestProfileBench(count: args.count > 1 ? Int(args[1]) ?? 10_000 : 10_000, single: args.contains("--single"))
     exit(0)
 }
 if which == "tcp-sink", args.count == 2, let total = Int(args[1]) {

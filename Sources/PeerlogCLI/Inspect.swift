@@ -74,7 +74,7 @@ struct InspectReport {
         cid = CID(hashing: e.payload)
         verification = e.verify()
         payload = e.payloadValue
-        fields = [
+        var fields: [(String, JSON)] = [
             ("group", .string(e.group.string)),
             ("seq", .int(e.seq)),
             ("receipt", .string(e.receipt.string)),
@@ -83,6 +83,12 @@ struct InspectReport {
             ("received_at", .int(e.receivedAt)),
             ("received_time", .string(formatMillis(e.receivedAt))),
         ]
+        // A batched run item (PROTOCOL.md §3.5): the run its one signature covers.
+        if let run = e.run {
+            fields += [("run_first_seq", .int(run.firstSeq)), ("run_count", .int(run.count)), ("run_root", .string(hexString(run.root))),
+                       ("path_hashes", .int(UInt64(e.path.count)))]
+        }
+        self.fields = fields
     }
 
     init(certificate c: DeviceCertificate) {

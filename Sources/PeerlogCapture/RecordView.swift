@@ -6,7 +6,7 @@ public struct ItemView: Sendable {
     public enum Kind: String, Sendable { case receipt, envelope }
     public let kind: Kind
     public let cid: CID?
-    /// receipt: type, author, counter (and `omitted` body size); envelope: seq, sequencer, term.
+    /// receipt: type, author, counter (and `omitted` body size); envelope: seq, sequencer, term (and run).
     public let fields: [(String, String)]
     public let problem: String?
 
@@ -83,7 +83,10 @@ public struct RecordView: Sendable {
         if envelope {
             do {
                 let e = try Envelope(encoded: bytes)
-                return ItemView(kind: .envelope, cid: e.receipt, fields: [("seq", "\(e.seq)"), ("sequencer", e.sequencer.short), ("term", "\(e.term)")], problem: nil)
+                var fields = [("seq", "\(e.seq)"), ("sequencer", e.sequencer.short), ("term", "\(e.term)")]
+                // A batched run item (PROTOCOL.md §3.5): which run its one signature covers.
+                if let run = e.run { fields.append(("run", "\(run.firstSeq)+\(run.count)")) }
+                return ItemView(kind: .envelope, cid: e.receipt, fields: fields, problem: nil)
             } catch { return ItemView(kind: .envelope, cid: nil, fields: [], problem: "\(error)") }
         }
         if omitted, let m = try? CBORDecoder.decodeStrict(bytes), let link = m["cid"], let cid = try? CID(cborLink: link) {

@@ -8,8 +8,14 @@ extension Pipeline {
     /// (`committedState`), so every replica reaches the same outcome; an unauthorized receipt
     /// is recorded as rejected with its reason and has no effect.
     mutating func commit(_ e: Envelope, receipt r: Receipt) throws {
+        try commit(seq: e.seq, receipt: r) { db, outcome, reason in try db.insertEnvelope(e, outcome: outcome, reason: reason) }
+    }
+
+    /// `record` writes the envelope row; a sequencer signing a batched run writes a row to be
+    /// signed at the end of its pass (`Pipeline+Sequencer.swift`).
+    mutating func commit(seq: UInt64, receipt r: Receipt, record: (StoreDB, String, String?) throws -> Void) throws {
         if let expected = try earliestOlderTentative(r.group), expected != r.cid {
-            report.events.append(.reordered(group: r.group, seq: e.seq, expected: expected, committed: r.cid))
+            report.events.append(.reordered(group: r.group, seq: seq, expected: expected, committed: r.cid))
         }
         if earliestOlderTentativeCache[r.group] == .some(r.cid) { earliestOlderTentativeCache[r.group] = nil }
         try overlayBaseline(r.group)
@@ -21,20 +27,20 @@ extension Pipeline {
             switch GroupRules.apply(op, sender: r.identity, device: r.author, group: r.group, to: state) {
             case .failure(let violation): rejected = violation.reason
             case .success(let next):
-                try applyEffects(op, receipt: r, seq: e.seq, before: state, after: next)
+                try applyEffects(op, receipt: r, seq: seq, before: state, after: next)
                 changedBase = op.changesGroupState
             }
         } catch let violation as RuleViolation {
             rejected = violation.reason
         }
         noteOverlayCommitted(r, changedBase: changedBase)
-        try db.insertEnvelope(e, outcome: rejected == nil ? "applied" : "rejected", reason: rejected)
-        try db.setReceiptSeq(r.cid, seq: e.seq)
-        committedSeqs[r.group] = e.seq
+        try record(db, rejected == nil ? "applied" : "rejected", rejected)
+        try db.setReceiptSeq(r.cid, seq: seq)
+        committedSeqs[r.group] = seq
         seqDirty.insert(r.group)
-        try db.clearBackfillRequests(group: r.group, kind: "seq", subject: [], upTo: e.seq)
+        try db.clearBackfillRequests(group: r.group, kind: "seq", subject: [], upTo: seq)
         report.committed += 1
-        report.events.append(.committed(group: r.group, seq: e.seq, cid: r.cid, type: r.type, rejected: rejected))
+        report.events.append(.committed(group: r.group, seq: seq, cid: r.cid, type: r.type, rejected: rejected))
     }
 
     /// The earliest (HLC, CID) tentative receipt that was already held before this

@@ -23,10 +23,13 @@ extension Pipeline {
         guard !candidates.isEmpty else { return }
         var placed = Set<CID>()
         var missingParents = [CID]()
+        // Seqs committed in this pass, signed together at its end (one signature per run).
+        var run = [CID](), runStart: UInt64 = 0
+        var stopped = false
         for r in TentativeOrder.order(candidates) {
             let state = try committedState(group)
             if let state {
-                guard sequencesHere(state), state.status == .active else { return }
+                guard sequencesHere(state), state.status == .active else { stopped = true; break }
             } else if !(r.type == "group.created" && r.author == local.device) {
                 continue  // only the creating device may commit seq 1
             }
@@ -46,16 +49,36 @@ extension Pipeline {
                 continue
             }
             let seq = try db.committedSeq(group: group) + 1
-            let envelope = try Envelope.sign(group: group, seq: seq, receipt: r.cid, term: 0, receivedAt: now, key: local.signingKey)
-            if let gate, try gate.reserve(envelope, receipt: r) == .taken {
-                report.contended.insert(group)
-                break  // another relay process took this seq or this receipt: catch up first
+            if let gate {
+                // A shared store of record reserves each seq with its signed envelope: single form.
+                let envelope = try Envelope.sign(group: group, seq: seq, receipt: r.cid, term: 0, receivedAt: now, key: local.signingKey)
+                if try gate.reserve(envelope, receipt: r) == .taken {
+                    report.contended.insert(group)
+                    break  // another relay process took this seq or this receipt: catch up first
+                }
+                try commit(envelope, receipt: r)
+            } else {
+                let (device, at) = (local.device, now)
+                try commit(seq: seq, receipt: r) { db, outcome, reason in
+                    try db.insertUnsignedEnvelope(group: group, seq: seq, cid: r.cid, term: 0, sequencer: device, receivedAt: at, outcome: outcome, reason: reason)
+                }
+                if run.isEmpty { runStart = seq }
+                run.append(r.cid)
             }
-            try commit(envelope, receipt: r)
             try db.insertOutbox(kind: "envelope", group: group, cid: r.cid, seq: seq, at: now)
             placed.insert(r.cid)
         }
-        if !missingParents.isEmpty { try request(.requestReceipts(group: group, cids: Array(Set(missingParents)).sorted())) }
+        try signRun(group: group, firstSeq: runStart, receipts: run)
+        if !stopped, !missingParents.isEmpty { try request(.requestReceipts(group: group, cids: Array(Set(missingParents)).sorted())) }
+    }
+
+    /// Signs the seqs committed in one pass (a single envelope for one seq, batched runs of
+    /// up to `EnvelopeRun.maxLength` otherwise) into their envelope rows.
+    mutating func signRun(group: GroupID, firstSeq: UInt64, receipts: [CID]) throws {
+        guard !receipts.isEmpty else { return }
+        for e in try EnvelopeRun.signRuns(group: group, firstSeq: firstSeq, receipts: receipts, term: 0, receivedAt: now, key: local.signingKey) {
+            try db.setEnvelopeForm(e)
+        }
     }
 
     /// Whether this device sequences the group: its solo device or its relay.

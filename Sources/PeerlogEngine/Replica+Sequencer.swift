@@ -34,7 +34,14 @@ extension Replica {
     @discardableResult
     public func commitElected(group: GroupID, assignments: [(seq: UInt64, cid: CID)], term: UInt64) throws -> IngestReport {
         let now = WallClock.nowMillis()
-        let envelopes = try assignments.map { try Envelope.sign(group: group, seq: $0.seq, receipt: $0.cid, term: term, receivedAt: now, key: local.signingKey) }
+        // Consecutive seqs share one signature (batched runs, §3.5); a gap starts a new run.
+        var envelopes = [Envelope]()
+        var start = 0
+        for i in assignments.indices where i + 1 == assignments.count || assignments[i + 1].seq != assignments[i].seq + 1 {
+            envelopes += try EnvelopeRun.signRuns(group: group, firstSeq: assignments[start].seq, receipts: assignments[start...i].map(\.cid),
+                                                  term: term, receivedAt: now, key: local.signingKey)
+            start = i + 1
+        }
         return try ingest(receipts: [], envelopes: envelopes)
     }
 

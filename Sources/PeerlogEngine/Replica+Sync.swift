@@ -117,6 +117,16 @@ extension Replica {
         }
     }
 
+    /// `encoded` as a single envelope (§3.4) for a peer that reads no batched ones (§15.2.6):
+    /// itself if single; a run item this device signed is signed again alone (the same
+    /// statement, so no fork); a run item of another sequencer cannot be, so nil.
+    public func syncSingleEnvelope(_ encoded: [UInt8]) throws -> [UInt8]? {
+        let e = try Envelope(encoded: encoded)
+        guard e.run != nil else { return encoded }
+        guard e.sequencer == local.device else { return nil }
+        return try Envelope.sign(group: e.group, seq: e.seq, receipt: e.receipt, term: e.term, receivedAt: e.receivedAt, key: local.signingKey).encoded
+    }
+
     /// One author's receipts with counters `from...to`, in counter order, at most `limit`.
     public func syncReceipts(group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int) throws -> [SyncReceiptItem] {
         try store.read { db in try db.rawReceipts(group: group, author: author, from: from, to: to, limit: limit).map(Self.item) }

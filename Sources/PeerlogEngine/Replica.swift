@@ -139,10 +139,7 @@ public final class Replica: Sendable {
         let knownSet = Set(known.map(\.cid))
         var seen = Set<CID>()
         let fresh = batch.receipts.filter { !knownSet.contains($0.cid) && seen.insert($0.cid).inserted }
-        let envelopeChecks = Self.inParallel(batch.envelopes) { e in
-            if case .invalid(let why) = e.verify() { return why }
-            return nil
-        }
+        let envelopeChecks = Self.checkEnvelopes(batch.envelopes)
         return PreparedBatch(receipts: fresh, receiptChecks: Self.verifyInParallel(fresh, verifiedCertificates: verifiedCertificates),
                              envelopes: batch.envelopes, envelopeChecks: envelopeChecks, duplicates: batch.receipts.count - fresh.count)
     }

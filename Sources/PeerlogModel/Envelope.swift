@@ -4,10 +4,13 @@ import PeerlogEncoding
 /// A sequencer envelope: the sequencer's signed statement that receipt `cid` is number `seq`
 /// in `group`'s committed order.
 ///
-/// Payload (docs/PROTOCOL.md §Envelope): `{"v": 1, "group", "seq", "cid", "term", "sequencer",
-/// "received_at"}`. Wire form: `{"envelope": bstr(payload), "sig": bstr(64)}`.
+/// Wire form `{"envelope": bstr(payload), "sig": bstr(64)}` in two forms (docs/PROTOCOL.md §3.4–3.5):
+/// single, payload `{"v": 1, "group", "seq", "cid", "term", "sequencer", "received_at"}` signed
+/// itself; or an item of a batched run, payload `{"v": 1, "run": bstr(header), "seq", "cid",
+/// "path"}` where `sig` signs the run header and `path` proves (seq, cid) under its Merkle root.
 public struct Envelope: Hashable, Sendable {
-    public static let maxEncodedBytes = 512
+    /// A single envelope container is under 512 bytes; a run item with an 8-hash path under 1,024.
+    public static let maxEncodedBytes = 1_024
 
     public let group: GroupID
     /// 1, 2, 3 … per group, contiguous.
@@ -21,6 +24,10 @@ public struct Envelope: Hashable, Sendable {
     public let receivedAt: UInt64
     public let payload: [UInt8]
     public let signature: [UInt8]
+    /// The signed run header when this is an item of a batched run; nil for a single envelope.
+    public let run: EnvelopeRun.Header?
+    /// Sibling hashes from this seq's leaf up to `run.root` (empty for a single envelope).
+    public let path: [[UInt8]]
 
     public static func sign(group: GroupID, seq: UInt64, receipt: CID, term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey) throws -> Envelope {
         let payload = CBOREncoder.encode(.textMap([
@@ -38,6 +45,18 @@ public struct Envelope: Hashable, Sendable {
     public init(payload: [UInt8], signature: [UInt8]) throws {
         let what = "envelope"
         let map = try Fields.decode(payload, what: what, decoder: Fields.payloadDecoder(maxBytes: Self.maxEncodedBytes))
+        guard signature.count == Ed25519.signatureLength else { throw ModelError(.wrongShape, "envelope signature must be 64 bytes") }
+        if map[.text("run")] != nil {
+            try self.init(runItem: map, payload: payload, signature: signature)
+        } else {
+            try self.init(single: map, payload: payload, signature: signature)
+        }
+    }
+
+    private init(single map: [CBOR: CBOR], payload: [UInt8], signature: [UInt8]) throws {
+        let what = "envelope"
+        run = nil
+        path = []
         try Fields.requireKeys(map, ["v", "group", "seq", "cid", "term", "sequencer", "received_at"], what: what)
         try Fields.version(map, what: what)
         group = try GroupID(bytes: try Fields.bytes(map, "group", what: what, count: GroupID.length))
@@ -47,9 +66,38 @@ public struct Envelope: Hashable, Sendable {
         term = try Fields.uint(map, "term", what: what)
         sequencer = try DeviceID(bytes: try Fields.bytes(map, "sequencer", what: what, count: 32))
         receivedAt = try Fields.uint(map, "received_at", what: what)
-        guard signature.count == Ed25519.signatureLength else { throw ModelError(.wrongShape, "envelope signature must be 64 bytes") }
         self.payload = payload
         self.signature = signature
+    }
+
+    /// An item of a batched run (§3.5): the header gives group, term, sequencer and received_at.
+    private init(runItem map: [CBOR: CBOR], payload: [UInt8], signature: [UInt8]) throws {
+        let what = "envelope item"
+        try Fields.requireKeys(map, ["v", "run", "seq", "cid", "path"], what: what)
+        try Fields.version(map, what: what)
+        let header = try EnvelopeRun.Header(payload: try Fields.bytes(map, "run", what: what))
+        seq = try Fields.uint(map, "seq", what: what)
+        guard seq >= header.firstSeq, seq - header.firstSeq < header.count else {
+            throw ModelError(.fieldOutOfRange, "envelope item seq \(seq) is outside its run \(header.firstSeq)+\(header.count)")
+        }
+        do { receipt = try CID(cborLink: map[.text("cid")]!) } catch { throw ModelError(.wrongShape, "envelope item cid: \(error)") }
+        guard let hashes = map[.text("path")]?.arrayValue, hashes.count <= 8 else { throw ModelError(.wrongShape, "envelope item path must be an array of at most 8 hashes") }
+        path = try hashes.map { h in
+            guard let b = h.bytesValue, b.count == 32 else { throw ModelError(.wrongShape, "envelope item path holds 32-byte hashes") }
+            return b
+        }
+        group = header.group
+        term = header.term
+        sequencer = header.sequencer
+        receivedAt = header.receivedAt
+        run = header
+        self.payload = payload
+        self.signature = signature
+    }
+
+    /// The payload of one seq's item in a run.
+    static func itemPayload(run header: [UInt8], seq: UInt64, receipt: CID, path: [[UInt8]]) -> [UInt8] {
+        CBOREncoder.encode(.textMap(["v": 1, "run": .bytes(header), "seq": .unsigned(seq), "cid": receipt.cborLink, "path": .array(path.map(CBOR.bytes))]))
     }
 
     public init(encoded: [UInt8]) throws {
@@ -60,10 +108,30 @@ public struct Envelope: Hashable, Sendable {
     public var containerValue: CBOR { .textMap(["envelope": .bytes(payload), "sig": .bytes(signature)]) }
     public var encoded: [UInt8] { CBOREncoder.encode(containerValue) }
 
-    /// Checks the sequencer's signature. Whether that sequencer is the group's authority is the replica's question.
+    /// Checks the sequencer's signature (and a run item's position). Whether that sequencer is
+    /// the group's authority is the replica's question.
     public func verify() -> VerificationResult {
-        sequencer.publicKey.isValidSignature(signature, for: SignatureContext.envelope.message(for: payload))
+        if case .invalid(let why) = verifyPosition() { return .invalid(why) }
+        return verifySignature()
+    }
+
+    /// The bytes the signature covers: the payload, or a run item's header. Items of one run
+    /// share them, so a receiver checks the signature once per run.
+    public var signedBytes: [UInt8] { run?.payload ?? payload }
+
+    /// The signature alone (one Ed25519 verification, shared by a run's items).
+    public func verifySignature() -> VerificationResult {
+        let context: SignatureContext = run == nil ? .envelope : .envelopeRun
+        return sequencer.publicKey.isValidSignature(signature, for: context.message(for: signedBytes))
             ? .valid : .invalid("envelope signature does not verify against sequencer \(sequencer.short)")
+    }
+
+    /// A run item's Merkle path to the signed root (a few SHA-256); always valid for a single envelope.
+    public func verifyPosition() -> VerificationResult {
+        guard let run else { return .valid }
+        let leaf = EnvelopeRun.leafHash(seq: seq, receipt: receipt)
+        return EnvelopeRun.verifyPath(leaf: leaf, index: seq - run.firstSeq, size: run.count, path: path, root: run.root)
+            ? .valid : .invalid("envelope item for seq \(seq) is not in its run's Merkle root")
     }
 
     public var payloadValue: CBOR { (try? CBORDecoder.decodeStrict(payload)) ?? .null }

@@ -7,6 +7,8 @@ public enum SignatureContext: String, Sendable, CaseIterable {
     case certificate = "peerlog/certificate/v1"
     case receipt = "peerlog/receipt/v1"
     case envelope = "peerlog/envelope/v1"
+    /// A batched envelope's run header (§3.5).
+    case envelopeRun = "peerlog/envelope-run/v1"
 
     public func message(for payload: [UInt8]) -> [UInt8] { Array(rawValue.utf8) + [0] + payload }
 }

@@ -35,6 +35,21 @@ extension StoreDB {
                   e.payload.blob, e.signature.blob, outcome, reason])
     }
 
+    /// An envelope row whose payload and signature come later in the same transaction, from
+    /// `setEnvelopeForm`: a sequencer commits a run seq by seq, then signs it once.
+    public func insertUnsignedEnvelope(group: GroupID, seq: UInt64, cid: CID, term: UInt64, sequencer: DeviceID, receivedAt: UInt64, outcome: String, reason: String?) throws {
+        try execute("""
+            INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason)
+            VALUES (?, ?, ?, ?, ?, ?, x'', x'', ?, ?)
+            """, [group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, sequencer.bytes.blob, receivedAt.sql, outcome, reason])
+    }
+
+    /// Fills in the signed form of an envelope row written by `insertUnsignedEnvelope`.
+    public func setEnvelopeForm(_ e: Envelope) throws {
+        try execute("UPDATE envelopes SET payload = ?, signature = ? WHERE group_id = ? AND seq = ? AND cid = ?",
+                    [e.payload.blob, e.signature.blob, e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob])
+    }
+
     /// Committed envelopes with seq in `from...to`, in seq order.
     public func envelopes(group: GroupID, from: UInt64, to: UInt64) throws -> [StoredEnvelope] {
         try rows("SELECT payload, signature, outcome, reason FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",

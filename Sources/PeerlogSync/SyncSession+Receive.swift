@@ -77,6 +77,7 @@ extension SyncSession {
         guard phase == .started else { throw SyncFailure("protocol", "second hello") }
         sendsCommits = capabilities.contains(Self.commitsCapability)
         peerPreVotes = capabilities.contains(Self.preVoteCapability)
+        peerReadsRuns = capabilities.contains(Self.envelopeRunsCapability)
         guard let common = versions.filter(Self.versions.contains).max() else {
             throw SyncFailure("version", "no common version: peer speaks \(versions), we speak \(Self.versions)")
         }

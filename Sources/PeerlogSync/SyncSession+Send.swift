@@ -102,10 +102,13 @@ extension SyncSession {
         var last: UInt64?
         for row in rows where row.seq <= through {
             guard row.seq == (last ?? from - 1) + 1 else { break }
+            // A peer that reads no batched envelopes gets single ones, or (when we cannot sign
+            // one) the committed chunk stops here and it gets the receipts as tentative.
+            guard let envelope = peerReadsRuns ? row.envelope : try store.syncSingleEnvelope(row.envelope) else { break }
             let r = row.receipt
             let lacks = r.counter > k[r.author]
             // In a `commits` batch the envelopes count against the byte limit too.
-            let size = (lacks ? r.encoded.count : 0) + (sendsCommits ? row.envelope.count : 0)
+            let size = (lacks ? r.encoded.count : 0) + (sendsCommits ? envelope.count : 0)
             guard receipts.fits(size) else { break }
             if lacks {
                 receipts.add(r.encoded, bytes: size)
@@ -114,7 +117,7 @@ extension SyncSession {
             } else if size > 0 {
                 receipts.reserve(size)
             }
-            envelopes.append(row.envelope)
+            envelopes.append(envelope)
             last = row.seq
         }
         guard let last else { return nil }

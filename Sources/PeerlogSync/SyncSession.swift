@@ -12,6 +12,9 @@ public final class SyncSession {
     public static let commitsCapability = "commits"
     /// Hello capability: "I understand the election kinds `pre_vote_request` and `pre_vote`".
     public static let preVoteCapability = "prevote"
+    /// Hello capability: "I read batched envelopes (run items, §3.5)". Peers without it get
+    /// single envelopes (§15.2.6).
+    public static let envelopeRunsCapability = "envelope_runs"
 
     enum Phase { case idle, started, open, closed }
 
@@ -46,12 +49,16 @@ public final class SyncSession {
     var sendsCommits = false
     /// The peer listed `prevote` in its hello.
     var peerPreVotes = false
+    /// The peer listed `envelope_runs` in its hello.
+    var peerReadsRuns = false
     /// Whether our hello lists `commits` (set before `start()`; off only to exercise the
     /// `receipts` + `envelopes` pairs an older peer would get).
     public var offersCommits = true
     /// Whether our hello lists `prevote` (set before `start()`; off only to act as a peer
     /// from before pre-vote).
     public var offersPreVote = true
+    /// Whether our hello lists `envelope_runs` (off only to act as a peer from before batched envelopes).
+    public var offersEnvelopeRuns = true
     /// Grant one credit back after each ingested batch. A node applying backpressure turns this
     /// off and calls `grant(_:)` itself; the peer then stalls once its credit is spent.
     public var autoGrant = true
@@ -72,6 +79,7 @@ public final class SyncSession {
             let groups = try store.syncOfferedGroups(to: peer).sorted()
             offered = Set(groups)
             let capabilities = (offersCommits ? [Self.commitsCapability] : []) + (offersPreVote ? [Self.preVoteCapability] : [])
+                + (offersEnvelopeRuns ? [Self.envelopeRunsCapability] : [])
             send(.hello(versions: Self.versions, capabilities: capabilities, groups: Array(groups.prefix(limits.maxGroupsPerHello))), into: &out)
             granted = limits.initialCredit
             send(.credit(limits.initialCredit), into: &out)

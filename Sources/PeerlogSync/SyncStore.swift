@@ -19,6 +19,16 @@ public protocol SyncStore: AnyObject, Sendable {
     func syncReceipts(group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int) throws -> [SyncReceiptItem]
     /// Receipts by CID (held ones only).
     func syncReceipts(group: GroupID, cids: [CID]) throws -> [SyncReceiptItem]
+    /// `encoded` as a single envelope (§3.4) for a peer that reads no batched ones: itself if
+    /// single; a run item re-signed alone when this device is its sequencer; otherwise nil.
+    func syncSingleEnvelope(_ encoded: [UInt8]) throws -> [UInt8]?
     /// Verifies, stores and applies what `peer` sent.
     func ingest(receipts: [Receipt], envelopes: [Envelope], from peer: DeviceID?) throws -> IngestReport
+}
+
+extension SyncStore {
+    /// Without a signing key: single envelopes pass, run items cannot be served singly.
+    public func syncSingleEnvelope(_ encoded: [UInt8]) throws -> [UInt8]? {
+        try Envelope(encoded: encoded).run == nil ? encoded : nil
+    }
 }

@@ -37,6 +37,36 @@ struct DaemonInteropTests {
         #expect(daemonLog.contains("connected to device"), "\(daemonLog)")
     }
 
+    /// A batch put is sequenced as one run (§3.5): Python verifies the run items from a real sync
+    /// independently; without `envelope_runs` in its hello it gets single envelopes instead.
+    @Test func pythonPeerVerifiesBatchedEnvelopes() throws {
+        let home = dir + "/carol"
+        _ = try ok(["init", "--home", home, "--name", "carol"])
+        let created = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))
+        guard case .string(let group)? = created["id"] else { Issue.record("no group id"); return }
+        let seed = "0f"
+        let python = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", seed]))
+        guard case .string(let identity)? = python["identity"] else { Issue.record("no python identity"); return }
+        _ = try ok(["group", "add", "--home", home, group, identity])
+        let lines = (1...20).map { "{\"key\": \"k\($0)\", \"value\": \"v\($0)\"}" }.joined(separator: "\n") + "\n"
+        try lines.write(toFile: dir + "/batch.jsonl", atomically: true, encoding: .utf8)
+        _ = try ok(["put", "--home", home, group, "--batch", dir + "/batch.jsonl"])
+
+        let daemon = try DaemonProcess(home: home)
+        defer { daemon.stop() }
+        let fetch = ["fetch", "127.0.0.1", String(daemon.port), "--seed", seed, "--group", group, "--from", "1", "--to", "22"]
+        let batched = try JSON.parse(try TestSupport.python("sync_client.py", fetch + ["--runs"]))
+        // Seqs 3...22 are one run of 20 under one signature.
+        #expect(batched["envelopes"] == .int(22), "\(batched)")
+        #expect(batched["batched_envelopes"] == .int(20), "\(batched)")
+        #expect(batched["runs"] == .int(1), "\(batched)")
+        #expect(batched["range_present"] == .bool(true) && batched["forks"] == .array([]), "\(batched)")
+        let single = try JSON.parse(try TestSupport.python("sync_client.py", fetch))
+        #expect(single["envelopes"] == .int(22), "\(single)")
+        #expect(single["batched_envelopes"] == .int(0), "\(single)")
+        #expect(single["range_present"] == .bool(true) && single["forks"] == .array([]), "\(single)")
+    }
+
     @Test func pythonPeerWithAnotherNetworkIDIsRefused() throws {
         let home = dir + "/bob"
         _ = try ok(["init", "--home", home, "--name", "bob"])

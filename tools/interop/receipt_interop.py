@@ -2,10 +2,11 @@
 written from docs/PROTOCOL.md with cbor2 (canonical), PyNaCl and multiformats.
 
   golden            print the worked example of docs/PROTOCOL.md (fixed keys) as JSON
+  golden-run        print the batched envelope example of PROTOCOL.md §3.5 as JSON
   make OUT [N]      write a receipt signed by fresh keys to OUT (N parents of random CIDs); print JSON
   verify FILE       check a receipt file; print JSON {cid, valid, reason, type, counter, body}
 """
-import json, os, sys
+import hashlib, json, os, sys
 import cbor2
 from nacl.signing import SigningKey, VerifyKey
 from nacl.exceptions import BadSignatureError
@@ -15,6 +16,7 @@ from multiformats import CID, multihash
 CTX_CERT = b"peerlog/certificate/v1\x00"
 CTX_RECEIPT = b"peerlog/receipt/v1\x00"
 CTX_ENVELOPE = b"peerlog/envelope/v1\x00"
+CTX_ENVELOPE_RUN = b"peerlog/envelope-run/v1\x00"
 
 def dumps(value):
     # Every Peerlog map has text keys only; for those, cbor2's canonical (RFC 7049) order is RFC 8949's.
@@ -51,6 +53,30 @@ def golden():
             "receipt_container": dumps(container).hex(), "envelope_payload": env.hex(),
             "envelope_sig": device.sign(CTX_ENVELOPE + env).signature.hex()}
 
+def merkle(leaves):
+    """RFC 9162 tree head of `leaves` and each leaf's inclusion path (siblings bottom-up)."""
+    if len(leaves) == 1:
+        return leaves[0], [[]]
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    left, lp = merkle(leaves[:k])
+    right, rp = merkle(leaves[k:])
+    return hashlib.sha256(b"\x01" + left + right).digest(), [p + [right] for p in lp] + [p + [left] for p in rp]
+
+def golden_run():
+    device = SigningKey(b"\x02" * 32)
+    golden_cid = cid_of(bytes.fromhex(golden()["receipt_payload"]))
+    cids = [bytes(golden_cid), bytes(cid_of(b"")) [:4] + b"\xaa" * 32, bytes(cid_of(b""))[:4] + b"\xbb" * 32]
+    first = 7
+    leaves = [hashlib.sha256(b"\x00" + (first + i).to_bytes(8, "big") + c).digest() for i, c in enumerate(cids)]
+    root, paths = merkle(leaves)
+    header = dumps({"v": 1, "group": bytes(range(16)), "first_seq": first, "count": len(cids), "root": root, "term": 0,
+                    "sequencer": bytes(device.verify_key), "received_at": 1_700_000_000_500})
+    sig = device.sign(CTX_ENVELOPE_RUN + header).signature
+    item = dumps({"v": 1, "run": header, "seq": 8, "cid": cbor2.CBORTag(42, b"\x00" + cids[1]), "path": paths[1]})
+    return {"envelope_run_header": header.hex(), "envelope_run_sig": sig.hex(), "envelope_run_item_8": dumps({"envelope": item, "sig": sig}).hex()}
+
 def make(out, nparents):
     identity, device = SigningKey.generate(), SigningKey.generate()
     cert = certificate(identity, device, bytes(PrivateKey.generate().public_key), "python-peer", 1_800_000_000_000)
@@ -83,6 +109,8 @@ def verify(path):
 cmd = sys.argv[1]
 if cmd == "golden":
     print(json.dumps(golden()))
+elif cmd == "golden-run":
+    print(json.dumps(golden_run()))
 elif cmd == "make":
     print(json.dumps(make(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0)))
 elif cmd == "verify":

@@ -4,18 +4,20 @@ against a real `peerlog daemon`.
 
   identity --seed HEX
       print {"identity", "device"} of the deterministic device the fetch command uses
-  fetch HOST PORT --seed HEX --group GROUP_ID --from A --to B [--network ID]
+  fetch HOST PORT --seed HEX --group GROUP_ID --from A --to B [--network ID] [--runs]
       handshake, hello, credit; accept the offered group with an empty vector (full catch-up)
       and send a `request` for seqs A..B; collect batches until both `caught_up` and `done`;
       verify every receipt (certificate, author binding, signature, CID of the envelope) and
-      envelope (signature); print a JSON summary. Exit 1 on any verification failure.
+      envelope (signature; for a batched run item, its Merkle path too); print a JSON summary.
+      Exit 1 on any verification failure. --runs lists `envelope_runs` in the hello, so the
+      daemon may send batched envelopes (§3.5); without it, only single ones.
   forge HOST PORT --seed HEX --group GROUP_ID --victim IDENTITY
       as the (invited) deterministic device, accept the group and send one `receipts` batch of
       three forgeries: a payload altered after signing, a self-signed certificate claiming the
       victim's identity, and a certificate signed by the wrong identity key; wait until the
       daemon has ingested it (its credit comes back) and print {"cids", "authors"}.
 """
-import argparse, json, sys, time
+import argparse, hashlib, json, sys, time
 import cbor2
 from nacl.signing import VerifyKey
 from nacl.exceptions import BadSignatureError
@@ -46,12 +48,53 @@ def verify_receipt(item):
     return cid_bytes(payload), fields
 
 
+CTX_ENVELOPE_RUN = b"peerlog/envelope-run/v1\x00"
+
+
+def merkle_root_from_path(leaf, index, size, path):
+    """RFC 9162 section 2.1.3.2: the tree head that `path` proves `leaf` at `index` under, or None."""
+    node = lambda l, r: hashlib.sha256(b"\x01" + l + r).digest()
+    if index >= size:
+        return None
+    fn, sn, r = index, size - 1, leaf
+    for p in path:
+        if sn == 0:
+            return None
+        if fn & 1 or fn == sn:
+            r = node(p, r)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            r = node(r, p)
+        fn >>= 1
+        sn >>= 1
+    return r if sn == 0 else None
+
+
 def verify_envelope(item):
+    """A single envelope (PROTOCOL.md section 3.4) or an item of a batched run (section 3.5)."""
     c = cbor2.loads(item)
+    assert set(c) == {"envelope", "sig"}, "envelope container keys"
     fields = cbor2.loads(c["envelope"])
-    VerifyKey(fields["sequencer"]).verify(CTX_ENVELOPE + c["envelope"], c["sig"])
-    link = fields["cid"]
-    return fields["seq"], bytes(link.value)[1:], fields  # tag 42: 0x00 then the binary CID
+    if dumps(fields) != c["envelope"]:
+        raise ValueError("envelope payload is not deterministic CBOR")
+    cid = bytes(fields["cid"].value)[1:]  # tag 42: 0x00 then the binary CID
+    if "run" not in fields:
+        assert set(fields) == {"v", "group", "seq", "cid", "term", "sequencer", "received_at"}, "envelope keys"
+        VerifyKey(fields["sequencer"]).verify(CTX_ENVELOPE + c["envelope"], c["sig"])
+        return fields["seq"], cid, fields
+    assert set(fields) == {"v", "run", "seq", "cid", "path"}, "envelope item keys"
+    run = cbor2.loads(fields["run"])
+    assert set(run) == {"v", "group", "first_seq", "count", "root", "term", "sequencer", "received_at"}, "run header keys"
+    seq, first, count = fields["seq"], run["first_seq"], run["count"]
+    if not (2 <= count <= 256 and first <= seq < first + count and len(fields["path"]) <= 8):
+        raise ValueError("envelope item outside its run")
+    leaf = hashlib.sha256(b"\x00" + seq.to_bytes(8, "big") + cid).digest()
+    if merkle_root_from_path(leaf, seq - first, count, fields["path"]) != run["root"]:
+        raise ValueError("envelope item for seq %d is not under its run's root" % seq)
+    VerifyKey(run["sequencer"]).verify(CTX_ENVELOPE_RUN + fields["run"], c["sig"])
+    return seq, cid, dict(run, seq=seq, batched=True)
 
 
 def group_bytes(text):
@@ -66,9 +109,10 @@ def fetch(args):
     group = group_bytes(args.group)
     channel = connect(args.host, args.port, args.network, device)
     send = lambda m: channel.send(dumps(m))
-    send({"t": "hello", "versions": [1], "capabilities": [], "groups": []})
+    send({"t": "hello", "versions": [1], "capabilities": ["envelope_runs"] if args.runs else [], "groups": []})
     send({"t": "credit", "n": 8})
     receipts, envelopes, seen_types = {}, {}, []
+    batched, runs = set(), set()
     caught_up = done = False
     accepted = False
     deadline = time.time() + args.timeout
@@ -97,6 +141,9 @@ def fetch(args):
                 else:
                     seq, cid, fields = verify_envelope(item)
                     envelopes.setdefault(seq, set()).add(cid)
+                    if fields.get("batched"):
+                        batched.add(seq)
+                        runs.add((fields["first_seq"], fields["count"], fields["root"]))
             send({"t": "credit", "n": 1})
         elif t == "caught_up":
             caught_up = True
@@ -111,6 +158,8 @@ def fetch(args):
         "peer_device": key_id(channel.peer["device"]),
         "receipts": len(receipts),
         "envelopes": len(envelopes),
+        "batched_envelopes": len(batched),
+        "runs": len(runs),
         "seqs": sorted(envelopes),
         "range_present": all(s in envelopes for s in range(args.seq_from, args.seq_to + 1)),
         "forks": forks,
@@ -186,6 +235,7 @@ def main(argv):
     p.add_argument("--to", dest="seq_to", type=int, default=1)
     p.add_argument("--network", default="")
     p.add_argument("--timeout", type=float, default=30)
+    p.add_argument("--runs", action="store_true", help="fetch: list `envelope_runs` in the hello (batched envelopes)")
     p.add_argument("--victim", help="forge: the identity a forged certificate claims")
     args = p.parse_args(argv)
     if args.command == "identity":

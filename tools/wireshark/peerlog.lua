@@ -49,6 +49,7 @@ local f = {
   envelope_seq = ProtoField.string("peerlog.envelope.seq", "Envelope seq"),
   envelope_sequencer = ProtoField.string("peerlog.envelope.sequencer", "Envelope sequencer"),
   envelope_term = ProtoField.string("peerlog.envelope.term", "Envelope term"),
+  envelope_run = ProtoField.string("peerlog.envelope.run", "Envelope run (batched, §3.5)"),
   field = ProtoField.string("peerlog.field", "Field"),
 }
 peerlog.fields = {}
@@ -308,12 +309,25 @@ local function add_envelope(tree, tvb, bytes)
   local link = get(e, "cid")
   local cid = link and link.k == "tag" and link.v.k == "bytes" and base32(link.v.v:sub(2)) or "?"
   local seq = num_of(get(e, "seq"))
-  local sub = tree:add(peerlog, tvb, "Envelope seq " .. seq .. " " .. cid)
+  -- A batched run item (§3.5) carries the signed run header; its fields describe the run.
+  local run_bytes = text_of(get(e, "run"))
+  local run = run_bytes and decode_all(run_bytes)
+  local head = run or e
+  local sub = tree:add(peerlog, tvb, "Envelope seq " .. seq .. " " .. cid .. (run and " (batched)" or ""))
   sub:add(f.envelope_seq, tvb, seq)
   sub:add(f.envelope_cid, tvb, cid)
-  sub:add(f.envelope_sequencer, tvb, id_of(get(e, "sequencer")))
-  sub:add(f.envelope_term, tvb, num_of(get(e, "term")))
-  sub:add(f.field, tvb, "received_at: " .. num_of(get(e, "received_at")))
+  sub:add(f.envelope_sequencer, tvb, id_of(get(head, "sequencer")))
+  sub:add(f.envelope_term, tvb, num_of(get(head, "term")))
+  sub:add(f.field, tvb, "received_at: " .. num_of(get(head, "received_at")))
+  if run_bytes and not run then
+    sub:add(f.field, tvb, "run header undecodable"):add_proto_expert_info(ef_malformed)
+  elseif run then
+    local first, count = num_of(get(run, "first_seq")), num_of(get(run, "count"))
+    local root = text_of(get(run, "root"))
+    local path = get(e, "path")
+    sub:add(f.envelope_run, tvb, "seqs " .. first .. " +" .. count .. ", root " .. (root and hex(root) or "?")
+      .. ", path " .. (path and path.k == "array" and #path.v or "?") .. " hashes, run sha256 " .. hex(sha256(run_bytes)):sub(1, 16))
+  end
 end
 
 local function list_items(v)

@@ -1,0 +1,61 @@
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+import Testing
+
+/// Batched envelopes through the replica (docs/PROTOCOL.md §3.5): a solo sequencer signs one
+/// run per pass, receivers commit from it, forks and tampering are refused.
+struct BatchedEnvelopeTests {
+    @Test func soloSequencerSignsOneRunPerPassAndPeersCommitFromIt() throws {
+        let owner = try Node("owner"), reader = try Node("reader")
+        let group = try groupWith(owner: owner, members: [reader])
+        try owner.replica.appendBatch((0..<300).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
+        let envelopes = try owner.holdings(group).envelopes
+        let batch = envelopes.suffix(300)
+        // 300 seqs committed in one pass: runs of 256 and 44, two signatures.
+        #expect(batch.allSatisfy { $0.run != nil && $0.verify() == .valid })
+        #expect(Set(batch.map(\.signature)).count == 2)
+        let report = try owner.send(group, to: reader)
+        #expect(report.rejected.isEmpty)
+        #expect(try reader.replica.vector(of: group).committed == owner.replica.vector(of: group).committed)
+        #expect(try reader.hashes(group) == owner.hashes(group))
+        #expect(try reader.replica.replayedStateHash(of: group) == reader.replica.stateHash(of: group, view: .committed))
+        // What the reader stored serves each seq alone, byte for byte the sequencer's items.
+        #expect(try reader.holdings(group).envelopes.map(\.encoded) == envelopes.map(\.encoded))
+    }
+
+    @Test func aForkedRunIsRejectedLikeAForkedSingleEnvelope() throws {
+        let owner = try Node("owner"), reader = try Node("reader")
+        let group = try owner.replica.createGroup(name: "g")
+        try owner.replica.appendBatch((0..<3).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
+        try owner.send(group, to: reader)
+        let h = try owner.holdings(group)
+        // The sequencer's key signs a second run claiming another receipt at seq 3.
+        let rogue = try handmade(owner.device, group: group, counter: 9, op: .entityPut(key: "x", value: .int(1)))
+        let fork = try EnvelopeRun.sign(group: group, firstSeq: 2, receipts: [h.envelopes[1].receipt, rogue.cid], term: 0, receivedAt: 1, key: owner.device.signingKey)
+        #expect(fork.allSatisfy { $0.verify() == .valid })
+        let report = try reader.replica.ingest(receipts: [rogue], envelopes: fork)
+        #expect(report.rejected.contains { $0.reason.contains("conflicting envelope") })
+        #expect(report.duplicates >= 1)
+        #expect(try reader.replica.log(of: group, view: .committed).map(\.receipt.cid) == h.envelopes.map(\.receipt))
+    }
+
+    @Test func aTamperedRunItemIsRejectedAndTheRestCommit() throws {
+        let owner = try Node("owner"), reader = try Node("reader")
+        let group = try owner.replica.createGroup(name: "g")
+        try owner.replica.appendBatch((0..<4).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
+        let h = try owner.holdings(group)
+        var envelopes = h.envelopes
+        // Seq 5 claims seq 4's receipt under its own path.
+        let e = envelopes[4]
+        let forged = try Envelope(payload: CBOREncoder.encode(.textMap(["v": 1, "run": .bytes(e.run!.payload), "seq": .unsigned(e.seq),
+                                                                        "cid": envelopes[3].receipt.cborLink, "path": .array(e.path.map(CBOR.bytes))])),
+                                  signature: e.signature)
+        envelopes[4] = forged
+        let report = try reader.replica.ingest(receipts: h.receipts, envelopes: envelopes)
+        #expect(report.rejected.contains { $0.reason.contains("Merkle root") })
+        #expect(try reader.replica.vector(of: group).committed == 4)
+        try owner.send(group, to: reader)
+        #expect(try reader.replica.vector(of: group).committed == 5)
+    }
+}
