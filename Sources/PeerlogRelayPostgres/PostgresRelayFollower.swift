@@ -41,6 +41,7 @@ public final class PostgresRelayFollower: Sendable {
         defer { listener.cancel() }
         var groups: Set<GroupID>? = nil
         while !stopped.load(ordering: .relaxed), !Task.isCancelled {
+            var failed = false
             do {
                 if let groups { try await catchUp(groups) } else { try await catchUp() }
                 if lastProblem.withLock({ $0 }) != nil {
@@ -50,9 +51,12 @@ public final class PostgresRelayFollower: Sendable {
             } catch {
                 let text = "\(error)"
                 if lastProblem.withLock({ p in defer { p = text }; return p != text }) { logger.warning("relay store: \(text); retrying") }
+                failed = true
                 try? await Task.sleep(for: .milliseconds(50))
             }
-            groups = await wakeup.wait(timeout: interval)
+            // After a failed pass the next is a full one: the groups it was given are not lost.
+            let named = await wakeup.wait(timeout: interval)
+            groups = failed ? nil : named
         }
     }
 
