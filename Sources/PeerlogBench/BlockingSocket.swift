@@ -49,6 +49,23 @@ struct BlockingSocket {
         }
     }
 
+    /// Writes all of `bytes` (several frames at once: one `send(2)` for the lot).
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            guard n > 0 else { throw BenchError("send: \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+    }
+
+    /// Reads into a buffer the caller reuses; 0 at end of stream.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+        guard n >= 0 else { throw BenchError("recv: \(String(cString: strerror(errno)))") }
+        return n
+    }
+
     /// Up to 64 KiB; empty at end of stream. (Reads stay below glibc's mmap threshold, 128 KiB:
     /// bigger buffers are mapped and unmapped on every call, and page faults then dominate.)
     func read() throws -> [UInt8] {

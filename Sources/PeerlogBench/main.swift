@@ -58,6 +58,13 @@ if which == "noise", args.count == 1 {
     try noiseBench(megabytes: 512)
     exit(0)
 }
+if which == "noise-memory", args.count == 2, let megabytes = Int(args[1]) {
+    // The in-memory channel alone, for `valgrind --tool=callgrind` (no sockets, no child).
+    let memory = try channelInMemory(megabytes: megabytes)
+    figure("channel send in memory", String(format: "%.2f GB/s", memory.send / 1e9))
+    figure("channel receive in memory", String(format: "%.2f GB/s", memory.receive / 1e9))
+    exit(0)
+}
 if which == "noise-sink", args.count == 2, let total = Int(args[1]) {
     try noiseSink(total: total)
     exit(0)

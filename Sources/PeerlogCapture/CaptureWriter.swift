@@ -4,6 +4,12 @@ import PeerlogModel
 /// Writes capture records to a pcapng file, one interface per connection, rotating to
 /// `FILE.1`, `FILE.2`, … when a file reaches `maxBytes`. Files are created with mode 0600:
 /// they hold decrypted traffic. Thread-safe (taps run on several event loops).
+///
+/// `write` only queues the record: the event loop that tapped it does no file I/O. A private
+/// serial queue encodes and writes what is queued, `flushDelay` after the first record or as
+/// soon as `flushBytes` are waiting, in one write(2) per batch; `close()` writes everything
+/// left. The queue is bounded: past `maxPendingBytes` the tapping thread writes the batch
+/// itself rather than let a slow disk grow memory without limit.
 public final class CaptureWriter: @unchecked Sendable {
     public struct Options: Sendable {
         /// Rotate when a file reaches this size (nil: never). At least 64 KiB.
@@ -19,15 +25,36 @@ public final class CaptureWriter: @unchecked Sendable {
     public static let minRotationBytes = 64 << 10
     public static let application = "peerlog capture (docs/PROTOCOL.md §17)"
 
+    /// How long a record may wait before the writer's queue writes it.
+    public static let flushDelay: DispatchTimeInterval = .milliseconds(20)
+    static let flushBytes = 256 << 10
+    static let maxPendingBytes = 8 << 20
+
     public let path: String
     public let options: Options
+    private let queue = DispatchQueue(label: "peerlog.capture.writer")
+    /// Guards the queued records, the counters and the failure.
     private let lock = NSLock()
+    private var pending: [CaptureRecord] = []
+    private var pendingBytes = 0
+    private var timerArmed = false
+    private var promptQueued = false
+    private var closed = false
+    private var failure: Error?
+    private var failureReported = false
+    private var recordsWritten = 0
+    private var filesOpened: [String] = []
+    /// Serializes the file side (taken before `lock`, never while holding it).
+    private let ioLock = NSLock()
     private var handle: FileHandle?
     private var fileIndex = 0
     private var written = 0
     private var interfaces = [UInt64: UInt32]()
-    public private(set) var recordCount = 0
-    public private(set) var files: [String] = []
+
+    /// Records written to the files so far (queued ones count once written).
+    public var recordCount: Int { lock.withLock { recordsWritten } }
+    /// Every file opened so far (more than one after rotation).
+    public var files: [String] { lock.withLock { filesOpened } }
 
     public init(path: String, options: Options = .init()) throws {
         if let max = options.maxBytes, max < Self.minRotationBytes {
@@ -38,52 +65,101 @@ public final class CaptureWriter: @unchecked Sendable {
         try open(path)
     }
 
-    /// Appends one record. Errors (disk full, …) stop the capture and are returned once.
+    /// Queues one record. A write error (disk full, …) stops the capture and is returned
+    /// once, by the next call.
     @discardableResult
     public func write(_ record: CaptureRecord) -> Error? {
         lock.lock()
-        defer { lock.unlock() }
-        guard let handle else { return nil }
-        var record = record
-        if options.omitBodies, record.kind == .message {
-            record.data = BodyRedaction.redact(record.data)
-            record.bodiesOmitted = true
+        if let failure {
+            defer { failureReported = true; lock.unlock() }
+            return failureReported ? nil : failure
         }
+        guard !closed else { lock.unlock(); return nil }
+        pending.append(record)
+        pendingBytes += record.data.count + 64
+        let full = pendingBytes >= Self.maxPendingBytes
+        let arm = !timerArmed
+        let prompt = !full && pendingBytes >= Self.flushBytes && !promptQueued
+        timerArmed = true
+        promptQueued = promptQueued || prompt
+        lock.unlock()
+        if full {
+            drain()
+        } else if prompt {
+            queue.async { self.drain() }
+        }
+        if arm { queue.asyncAfter(deadline: .now() + Self.flushDelay) { self.drain() } }
+        return nil
+    }
+
+    /// Writes everything queued, then closes the file. Returns a write error not yet reported.
+    @discardableResult
+    public func close() -> Error? {
+        lock.withLock { closed = true }
+        drain()
+        ioLock.withLock {
+            try? handle?.close()
+            handle = nil
+        }
+        return lock.withLock {
+            defer { failureReported = true }
+            return failureReported ? nil : failure
+        }
+    }
+
+    /// Encodes and writes the queued records, rotating files on the way.
+    private func drain() {
+        ioLock.lock()
+        defer { ioLock.unlock() }
+        let records = lock.withLock {
+            defer { pending = []; pendingBytes = 0; timerArmed = false; promptQueued = false }
+            return pending
+        }
+        guard !records.isEmpty, let current = handle else { return }
+        var handle = current
+        var bytes = [UInt8]()
+        var count = 0
         do {
-            var bytes = [UInt8]()
-            if interfaces[record.connection] == nil {
-                interfaces[record.connection] = UInt32(interfaces.count)
-                bytes += Pcapng.interface(
-                    linkType: CaptureRecord.linkType, name: "peerlog-conn-\(record.connection)",
-                    description: "connection \(record.connection): local device \(record.local), peer device \(record.peer)"
-                )
+            for var record in records {
+                if options.omitBodies, record.kind == .message {
+                    record.data = BodyRedaction.redact(record.data)
+                    record.bodiesOmitted = true
+                }
+                if interfaces[record.connection] == nil {
+                    interfaces[record.connection] = UInt32(interfaces.count)
+                    bytes += Pcapng.interface(
+                        linkType: CaptureRecord.linkType, name: "peerlog-conn-\(record.connection)",
+                        description: "connection \(record.connection): local device \(record.local), peer device \(record.peer)"
+                    )
+                }
+                let flags = record.kind == .message ? (record.direction == .inbound ? Pcapng.inboundFlag : Pcapng.outboundFlag) : nil
+                let before = bytes.count
+                bytes += Pcapng.enhancedPacket(interface: interfaces[record.connection]!, microseconds: record.time, data: record.packet, flags: flags)
+                written += bytes.count - before
+                count += 1
+                if let max = options.maxBytes, written >= max {
+                    try handle.write(contentsOf: bytes)
+                    bytes.removeAll(keepingCapacity: true)
+                    try handle.close()
+                    self.handle = nil
+                    fileIndex += 1
+                    try open("\(path).\(fileIndex)")
+                    handle = self.handle!
+                }
             }
-            let flags = record.kind == .message ? (record.direction == .inbound ? Pcapng.inboundFlag : Pcapng.outboundFlag) : nil
-            bytes += Pcapng.enhancedPacket(interface: interfaces[record.connection]!, microseconds: record.time, data: record.packet, flags: flags)
-            try handle.write(contentsOf: bytes)
-            written += bytes.count
-            recordCount += 1
-            if let max = options.maxBytes, written >= max {
-                try handle.close()
-                fileIndex += 1
-                try open("\(path).\(fileIndex)")
-            }
-            return nil
+            if !bytes.isEmpty { try handle.write(contentsOf: bytes) }
+            lock.withLock { recordsWritten += count }
         } catch {
-            try? handle.close()
+            try? self.handle?.close()
             self.handle = nil
-            return error
+            lock.withLock {
+                recordsWritten += count
+                failure = error
+            }
         }
     }
 
-    public func close() {
-        lock.lock()
-        defer { lock.unlock() }
-        try? handle?.close()
-        handle = nil
-    }
-
-    /// Caller holds the lock (or is init).
+    /// Caller holds `ioLock` (or is init).
     private func open(_ file: String) throws {
         unlink(file)
         let fd = Foundation.open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
@@ -94,6 +170,6 @@ public final class CaptureWriter: @unchecked Sendable {
         self.handle = handle
         written = header.count
         interfaces = [:]
-        files.append(file)
+        lock.withLock { filesOpened.append(file) }
     }
 }

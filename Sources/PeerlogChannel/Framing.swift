@@ -30,9 +30,14 @@ public enum ChannelWire {
 }
 
 /// Splits a byte stream into frame bodies while holding at most one frame of unparsed input.
+/// A frame that arrives whole is handed out where it lies in the input; only frames split
+/// across reads are copied (into `buffer`, whose capacity is kept for the next one).
 struct FrameReader: Sendable {
     enum Step {
-        case frame([UInt8])
+        /// A whole frame body inside the input (valid as long as the input is).
+        case frame(UnsafeRawBufferPointer)
+        /// A whole frame (header and body) in `buffer`: take it with `takeBuffered()`.
+        case buffered
         case needMore
         /// The header declares a length outside `1...limit`; checked before the body is read.
         case invalidLength(Int)
@@ -42,15 +47,14 @@ struct FrameReader: Sendable {
 
     /// Moves bytes from `input` into the buffer, but only as many as the current frame needs;
     /// `input` keeps the rest.
-    mutating func next(from input: inout ArraySlice<UInt8>, limit: Int) -> Step {
-        // Fast path: a whole frame in the input and nothing buffered: one copy, not two.
+    mutating func next(from input: inout UnsafeRawBufferPointer, limit: Int) -> Step {
         if buffer.isEmpty, input.count >= ChannelWire.headerLength {
-            let i = input.startIndex
-            let length = Int(input[i]) << 8 | Int(input[i + 1])
+            let length = Int(input[0]) << 8 | Int(input[1])
             guard length >= 1, length <= limit else { return .invalidLength(length) }
-            if input.count >= ChannelWire.headerLength + length {
-                let body = Array(input[(i + 2)..<(i + 2 + length)])
-                input = input.dropFirst(ChannelWire.headerLength + length)
+            let total = ChannelWire.headerLength + length
+            if input.count >= total {
+                let body = UnsafeRawBufferPointer(rebasing: input[ChannelWire.headerLength..<total])
+                input = UnsafeRawBufferPointer(rebasing: input[total...])
                 return .frame(body)
             }
         }
@@ -62,15 +66,25 @@ struct FrameReader: Sendable {
         guard length >= 1, length <= limit else { return .invalidLength(length) }
         let total = ChannelWire.headerLength + length
         take(total - buffer.count, from: &input)
-        guard buffer.count == total else { return .needMore }
-        let body = Array(buffer[ChannelWire.headerLength...])
-        buffer.removeAll(keepingCapacity: true)
-        return .frame(body)
+        return buffer.count == total ? .buffered : .needMore
     }
 
-    private mutating func take(_ wanted: Int, from input: inout ArraySlice<UInt8>) {
+    /// The buffered frame (header and body); hand the array back with `recycle(_:)`.
+    mutating func takeBuffered() -> [UInt8] {
+        defer { buffer = [] }
+        return buffer
+    }
+
+    /// Takes back the array `takeBuffered()` gave out, keeping its capacity.
+    mutating func recycle(_ frame: [UInt8]) {
+        buffer = frame
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func take(_ wanted: Int, from input: inout UnsafeRawBufferPointer) {
         let n = min(wanted, input.count)
-        buffer += input.prefix(n)
-        input = input.dropFirst(n)
+        guard n > 0 else { return }
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[..<n]))
+        input = UnsafeRawBufferPointer(rebasing: input[n...])
     }
 }

@@ -1,47 +1,80 @@
 import PeerlogNoise
 
 extension SecureChannel {
+    /// Bytes on the wire for one application message of `count` bytes: its frames, each with
+    /// header, record type and tag.
+    public static func wireLength(ofMessage count: Int) -> Int {
+        let frames = max(1, (count + ChannelWire.maxRecordData - 1) / ChannelWire.maxRecordData)
+        return count + frames * (ChannelWire.headerLength + 1 + ChannelWire.tagLength)
+    }
+
     /// Encrypts one application message as one record, or as fragments when longer than a frame holds.
     public mutating func send(_ message: [UInt8]) throws -> [ChannelAction] {
+        try checkSendable(message.count)
+        var actions: [ChannelAction] = []
+        let out = [UInt8](unsafeUninitializedCapacity: Self.wireLength(ofMessage: message.count)) { buffer, count in
+            message.withUnsafeBytes { (count, actions) = sealMessage($0, into: UnsafeMutableRawBufferPointer(buffer)) }
+        }
+        return actions.isEmpty ? [.write(out)] : actions
+    }
+
+    /// The bulk path: seals one application message into `out`, which holds at least
+    /// `wireLength(ofMessage:)` bytes (a reused buffer, a NIO ByteBuffer's writable bytes), so
+    /// no frame is allocated or copied. Returns the bytes written, and the close if
+    /// encryption failed (then nothing was written).
+    public mutating func send(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws -> (written: Int, actions: [ChannelAction]) {
+        try checkSendable(message.count)
+        precondition(out.count >= Self.wireLength(ofMessage: message.count), "the output buffer is shorter than wireLength(ofMessage:)")
+        return sealMessage(message, into: out)
+    }
+
+    private func checkSendable(_ count: Int) throws {
         guard state != .closed else { throw ChannelError.closed }
         guard state == .established else { throw ChannelError.notEstablished }
-        guard !message.isEmpty else { throw ChannelError.emptyMessage }
-        guard message.count <= configuration.maxMessageBytes else {
-            throw ChannelError.messageTooLarge(size: message.count, limit: configuration.maxMessageBytes)
+        guard count > 0 else { throw ChannelError.emptyMessage }
+        guard count <= configuration.maxMessageBytes else {
+            throw ChannelError.messageTooLarge(size: count, limit: configuration.maxMessageBytes)
         }
-        var out: [UInt8] = []
+    }
+
+    private mutating func sealMessage(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> (Int, [ChannelAction]) {
+        var written = 0
         do {
             if message.count <= ChannelWire.maxRecordData {
-                out = try sealFrame(.message, message[...])
+                written = try sealFrame(.message, message, into: out.baseAddress!)
             } else {
-                out.reserveCapacity(message.count + (message.count / ChannelWire.maxRecordData + 1) * (ChannelWire.headerLength + 1 + ChannelWire.tagLength))
                 var start = 0
                 while start < message.count {
                     let end = min(start + ChannelWire.maxRecordData, message.count)
-                    out += try sealFrame(end == message.count ? .lastFragment : .fragment, message[start..<end])
+                    let type: ChannelWire.RecordType = end == message.count ? .lastFragment : .fragment
+                    written += try sealFrame(type, UnsafeRawBufferPointer(rebasing: message[start..<end]), into: out.baseAddress! + written)
                     start = end
                 }
             }
         } catch {
-            return fail(.protocolError("encrypt failed: \(error)"), sendRecord: false)
+            return (0, fail(.protocolError("encrypt failed: \(error)"), sendRecord: false))
         }
         statistics.messagesOut += 1
-        return [.write(out)]
+        return (written, [])
     }
 
-    /// One whole frame, length ‖ encrypted(type ‖ data) ‖ tag, built and encrypted in one
-    /// buffer (no intermediate copies on the bulk path).
-    mutating func sealFrame(_ type: ChannelWire.RecordType, _ data: ArraySlice<UInt8>) throws -> [UInt8] {
+    /// One frame as its own array (close records).
+    mutating func sealedFrame(_ type: ChannelWire.RecordType, _ data: [UInt8]) throws -> [UInt8] {
+        try [UInt8](unsafeUninitializedCapacity: ChannelWire.headerLength + 1 + data.count + ChannelWire.tagLength) { buffer, count in
+            count = try data.withUnsafeBytes { try sealFrame(type, $0, into: UnsafeMutableRawPointer(buffer.baseAddress!)) }
+        }
+    }
+
+    /// One whole frame at `out`, length ‖ encrypted(type ‖ data) ‖ tag, encrypted where it
+    /// lies; returns its length.
+    mutating func sealFrame(_ type: ChannelWire.RecordType, _ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) throws -> Int {
         guard var cipher = sendCipher else { throw ChannelError.notEstablished }
         let bodyLength = 1 + data.count + ChannelWire.tagLength
-        var frame = [UInt8]()
-        frame.reserveCapacity(ChannelWire.headerLength + bodyLength)
-        frame.append(UInt8(bodyLength >> 8))
-        frame.append(UInt8(bodyLength & 0xff))
-        frame.append(type.rawValue)
-        frame += data
-        frame.append(contentsOf: repeatElement(0, count: ChannelWire.tagLength))
-        try cipher.encrypt(inPlace: &frame, range: ChannelWire.headerLength..<(ChannelWire.headerLength + 1 + data.count))
+        out.storeBytes(of: UInt8(bodyLength >> 8), as: UInt8.self)
+        out.storeBytes(of: UInt8(bodyLength & 0xff), toByteOffset: 1, as: UInt8.self)
+        out.storeBytes(of: type.rawValue, toByteOffset: 2, as: UInt8.self)
+        if let source = data.baseAddress { (out + 3).copyMemory(from: source, byteCount: data.count) }
+        try cipher.encrypt(inPlace: out + ChannelWire.headerLength, count: 1 + data.count)
         transportFramesOut += 1
         if configuration.rekeyInterval > 0, transportFramesOut % configuration.rekeyInterval == 0 {
             cipher.rekey()
@@ -49,28 +82,30 @@ extension SecureChannel {
         }
         sendCipher = cipher
         statistics.framesOut += 1
-        statistics.bytesOut += UInt64(frame.count)
-        return frame
+        statistics.bytesOut += UInt64(ChannelWire.headerLength + bodyLength)
+        return ChannelWire.headerLength + bodyLength
     }
 
-    mutating func receiveTransport(_ frameBody: [UInt8]) -> [ChannelAction] {
+    /// Decrypts one transport frame out of `frameBody` into `plaintext` (no per-frame buffer).
+    mutating func receiveTransport(_ frameBody: UnsafeRawBufferPointer) -> [ChannelAction] {
         guard frameBody.count > ChannelWire.tagLength else {
             return fail(.protocolError("transport frame of \(frameBody.count) bytes is shorter than 17"))
         }
         guard var cipher = receiveCipher else { return fail(.protocolError("no transport keys")) }
-        var body = frameBody
-        do { try cipher.decrypt(inPlace: &body, range: 0..<body.count) } catch {
+        let count = frameBody.count - ChannelWire.tagLength
+        if plaintext.count < count { plaintext = [UInt8](repeating: 0, count: count) }
+        do { try plaintext.withUnsafeMutableBytes { try cipher.decrypt(frameBody, into: $0.baseAddress!) } } catch {
             return fail(.protocolError("decrypt failed"))
         }
-        let plaintext = body[..<(body.count - ChannelWire.tagLength)]
         transportFramesIn += 1
         if configuration.rekeyInterval > 0, transportFramesIn % configuration.rekeyInterval == 0 {
             cipher.rekey()
             statistics.rekeysIn += 1
         }
         receiveCipher = cipher
-        let data = plaintext[1...]
-        switch ChannelWire.RecordType(rawValue: plaintext[plaintext.startIndex]) {
+        let type = plaintext[0]
+        let data = plaintext[1..<count]
+        switch ChannelWire.RecordType(rawValue: type) {
         case .message:
             guard reassembly.isEmpty else { return fail(.protocolError("whole message inside a fragmented message")) }
             guard !data.isEmpty else { return fail(.protocolError("empty application message")) }
@@ -78,7 +113,7 @@ extension SecureChannel {
             return [.deliver(Array(data))]
         case .fragment, .lastFragment:
             guard !data.isEmpty else { return fail(.protocolError("empty fragment")) }
-            let last = plaintext[plaintext.startIndex] == ChannelWire.RecordType.lastFragment.rawValue
+            let last = type == ChannelWire.RecordType.lastFragment.rawValue
             guard !(last && reassembly.isEmpty) else { return fail(.protocolError("last fragment without a first fragment")) }
             guard reassembly.count + data.count <= configuration.maxMessageBytes else {
                 return fail(.protocolError("message exceeds \(configuration.maxMessageBytes) bytes"))
@@ -97,7 +132,7 @@ extension SecureChannel {
             closeBuffers()
             return [.closed(.remote(String(decoding: data, as: UTF8.self)))]
         case nil:
-            return fail(.protocolError("unknown record type 0x" + String(plaintext[plaintext.startIndex], radix: 16)))
+            return fail(.protocolError("unknown record type 0x" + String(type, radix: 16)))
         }
     }
 

@@ -16,6 +16,8 @@ public struct SecureChannel: Sendable {
     var sendCipher: NoiseCipherState?
     var receiveCipher: NoiseCipherState?
     var reader = FrameReader()
+    /// Where transport frames are decrypted to (grown to the largest frame seen, kept).
+    var plaintext: [UInt8] = []
     /// Data of a fragmented message being reassembled (empty when none).
     var reassembly: [UInt8] = []
     /// Where the capacity of `reassembly` is reserved, once established (nil: unbounded but
@@ -66,13 +68,19 @@ public struct SecureChannel: Sendable {
 
     /// Consumes any chunk of the incoming stream.
     public mutating func receive(_ bytes: [UInt8]) -> [ChannelAction] {
+        bytes.withUnsafeBytes { receive($0) }
+    }
+
+    /// Consumes any chunk of the incoming stream where it lies (a reused read buffer, a NIO
+    /// ByteBuffer's readable bytes): whole frames are decrypted straight out of it.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [ChannelAction] {
         guard state != .closed else { return [] }
         if state == .idle {
             guard role == .responder else { return fail(.protocolError("received data before the handshake started")) }
             state = .handshaking
         }
         statistics.bytesIn += UInt64(bytes.count)
-        var input = bytes[...]
+        var input = bytes
         var actions: [ChannelAction] = []
         while state != .closed {
             let limit = state == .established ? ChannelWire.maxFrameLength : ChannelWire.maxHandshakeFrameLength
@@ -82,11 +90,19 @@ public struct SecureChannel: Sendable {
             case .invalidLength(let n):
                 actions += fail(.protocolError(n == 0 ? "zero-length frame" : "frame of \(n) bytes exceeds \(limit) bytes"))
             case .frame(let body):
-                statistics.framesIn += 1
-                actions += state == .established ? receiveTransport(body) : receiveHandshake(body)
+                actions += receiveFrame(body)
+            case .buffered:
+                let frame = reader.takeBuffered()
+                actions += frame.withUnsafeBytes { receiveFrame(UnsafeRawBufferPointer(rebasing: $0[ChannelWire.headerLength...])) }
+                if state != .closed { reader.recycle(frame) }
             }
         }
         return actions
+    }
+
+    private mutating func receiveFrame(_ body: UnsafeRawBufferPointer) -> [ChannelAction] {
+        statistics.framesIn += 1
+        return state == .established ? receiveTransport(body) : receiveHandshake(Array(body))
     }
 
     /// Closes locally: sends a close record if established.
@@ -116,7 +132,7 @@ public struct SecureChannel: Sendable {
     /// Ends the channel: a close record first when transport keys exist and `sendRecord`.
     mutating func fail(_ reason: ChannelCloseReason, sendRecord: Bool = true) -> [ChannelAction] {
         var actions: [ChannelAction] = []
-        if sendRecord, sendCipher != nil, let frame = try? sealFrame(.close, Self.closeData(reason)[...]) {
+        if sendRecord, sendCipher != nil, let frame = try? sealedFrame(.close, Self.closeData(reason)) {
             actions.append(.write(frame))
         }
         closeBuffers()
@@ -128,6 +144,7 @@ public struct SecureChannel: Sendable {
     mutating func closeBuffers() {
         state = .closed
         reader = FrameReader()
+        plaintext = []
         reassemblyBytesFreedAtClose = reassembly.capacity
         reassembly = []
         reassemblyReservation?.releaseAll()

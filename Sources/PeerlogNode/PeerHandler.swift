@@ -18,6 +18,8 @@ final class PeerHandler: ChannelDuplexHandler {
     static let maxPendingBytes = 8 << 20
     private var pendingBytes = 0
     private var readHeld = false
+    /// A flush is queued behind the sends already waiting on the event loop.
+    private var flushPending = false
 
     private var channel: SecureChannel
     private let hub: NodeHub
@@ -73,9 +75,10 @@ final class PeerHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var buffer = unwrapInboundIn(data)
-        guard !finished, let bytes = buffer.readBytes(length: buffer.readableBytes) else { return }
-        perform(channel.receive(bytes))
+        let buffer = unwrapInboundIn(data)
+        guard !finished else { return }
+        // Frames are parsed and decrypted straight out of NIO's buffer, not a copy of it.
+        perform(buffer.withUnsafeReadableBytes { channel.receive($0) })
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -99,15 +102,38 @@ final class PeerHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Called by the hub (through the event loop) with one sync message to send.
+    /// Called by the hub (through the event loop) with one sync message to send. The frames are
+    /// sealed straight into the buffer NIO writes, and flushed once for every message the hub
+    /// queued meanwhile, so NIO hands the kernel several frames per `writev(2)`.
     func send(_ message: [UInt8]) {
-        guard !finished else { return }
+        guard !finished, let context else { return }
         do {
-            let actions = try channel.send(message)
+            let length = SecureChannel.wireLength(ofMessage: message.count)
+            var buffer = context.channel.allocator.buffer(capacity: length)
+            var failure: [ChannelAction] = []
+            try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { out in
+                let sealed = try message.withUnsafeBytes { try channel.send($0, into: out) }
+                failure = sealed.actions
+                return sealed.written
+            }
+            guard failure.isEmpty else { return perform(failure) }
             tapped(.outbound, message)
-            perform(actions)
+            context.write(wrapOutboundOut(buffer), promise: nil)
+            flushSoon(context)
         } catch {
             perform(channel.close(reason: "cannot send: \(error)"))
+        }
+    }
+
+    /// Flushes after the tasks already queued on the event loop (the hub's other sends) ran.
+    private func flushSoon(_ context: ChannelHandlerContext) {
+        guard !flushPending else { return }
+        flushPending = true
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = loopBound.value
+            handler.flushPending = false
+            handler.context?.flush()
         }
     }
 

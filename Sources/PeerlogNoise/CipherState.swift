@@ -78,6 +78,28 @@ public struct NoiseCipherState: Sendable {
         nonce += 1
     }
 
+    /// ENCRYPT with empty associated data over `count` bytes at `text`, in place, the tag
+    /// written into the 16 bytes after them: the pointer form of `encrypt(inPlace:range:)`.
+    public mutating func encrypt(inPlace text: UnsafeMutableRawPointer, count: Int) throws {
+        guard let key else { throw NoiseError.missingKey("in-place encryption needs a key") }
+        guard count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        try ChaChaPoly.sealInPlace(text, count: count, key: key, nonce: nonce)
+        nonce += 1
+    }
+
+    /// DECRYPT with empty associated data from `sealed` into `plaintext` (`sealed.count - 16`
+    /// bytes; the ciphertext is left as it was). A failure leaves the nonce unchanged.
+    public mutating func decrypt(_ sealed: UnsafeRawBufferPointer, into plaintext: UnsafeMutableRawPointer) throws {
+        guard let key else { throw NoiseError.missingKey("decryption into a buffer needs a key") }
+        guard sealed.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        do { try ChaChaPoly.open(sealed, into: plaintext, key: key, nonce: nonce) } catch {
+            throw NoiseError.decryptFailed
+        }
+        nonce += 1
+    }
+
     /// REKEY (spec §4.2 and §11.3): k = first 32 bytes of ENCRYPT(k, 2^64-1, empty ad, 32 zeros).
     /// The nonce is not reset.
     public mutating func rekey() {

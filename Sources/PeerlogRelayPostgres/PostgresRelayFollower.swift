@@ -9,6 +9,10 @@ import Synchronization
 /// other processes committed, publishes group history the table lacks, and reruns the
 /// sequencer where it stopped on a taken seq. Replica work runs on a private queue, never on
 /// the cooperative pool: the gate blocks its caller while PostgreSQL answers.
+///
+/// Another process's assignments arrive as notifications naming their groups (LISTEN, see
+/// `PostgresRelayStore.listen`), which this ingests at once; a full pass over every group's
+/// heads runs only every `interval`, for lost notifications and for publishing.
 public final class PostgresRelayFollower: Sendable {
     public static let pageSize = 1_000
 
@@ -21,18 +25,25 @@ public final class PostgresRelayFollower: Sendable {
     /// The last failure logged, so a server that stays down is said once, not every tick.
     private let lastProblem = Mutex<String?>(nil)
 
-    public init(replica: Replica, store: PostgresRelayStore, logger: Logger, interval: Duration = .milliseconds(50)) {
+    private let wakeup = FollowerWakeup()
+
+    public init(replica: Replica, store: PostgresRelayStore, logger: Logger, interval: Duration = .seconds(1)) {
         self.replica = replica
         self.store = store
         self.logger = logger
         self.interval = interval
     }
 
-    /// Polls until `stop()` or cancellation.
+    /// Follows the table until `stop()` or cancellation.
     public func run() async {
+        let wakeup = wakeup
+        let listener = Task { await store.listen { wakeup.signal($0) } }
+        defer { listener.cancel() }
+        var groups: Set<GroupID>? = nil
         while !stopped.load(ordering: .relaxed), !Task.isCancelled {
+            var failed = false
             do {
-                try await catchUp()
+                if let groups { try await catchUp(groups) } else { try await catchUp() }
                 if lastProblem.withLock({ $0 }) != nil {
                     lastProblem.withLock { $0 = nil }
                     logger.notice("PostgreSQL relay store reachable again")
@@ -40,8 +51,24 @@ public final class PostgresRelayFollower: Sendable {
             } catch {
                 let text = "\(error)"
                 if lastProblem.withLock({ p in defer { p = text }; return p != text }) { logger.warning("relay store: \(text); retrying") }
+                failed = true
+                try? await Task.sleep(for: .milliseconds(50))
             }
-            try? await Task.sleep(for: interval)
+            // After a failed pass the next is a full one: the groups it was given are not lost.
+            let named = await wakeup.wait(timeout: interval)
+            groups = failed ? nil : named
+        }
+    }
+
+    /// A notified pass: ingest the rows beyond the replica of the groups named, nothing else.
+    func catchUp(_ groups: Set<GroupID>) async throws {
+        var moved = Set<GroupID>()
+        for group in groups.sorted(by: { $0.string < $1.string }) {
+            if try await ingest(group, upTo: nil) { moved.insert(group) }
+        }
+        if !moved.isEmpty {
+            let groups = Array(moved)
+            try await onQueue { _ = try self.replica.resequence(groups) }
         }
     }
 
@@ -53,31 +80,7 @@ public final class PostgresRelayFollower: Sendable {
         let heads = try await store.heads()
         var moved = Set<GroupID>()
         for (group, span) in heads.sorted(by: { $0.key.string < $1.key.string }) {
-            let head = span.last
-            var local = try await onQueue { try self.replica.committedSeq(of: group) }
-            while head > local {
-                let rows = try await store.entries(group: group, after: local, limit: Self.pageSize)
-                guard !rows.isEmpty else { break }
-                var receipts = [Receipt](), envelopes = [Envelope]()
-                for row in rows {
-                    do {
-                        envelopes.append(try Envelope(encoded: row.envelope))
-                        receipts.append(try Receipt(encoded: row.receipt))
-                    } catch {
-                        logger.error("relay store: row seq \(row.seq) of group \(group) does not decode: \(error); skipped")
-                    }
-                }
-                let batch = (receipts, envelopes)
-                let now = try await onQueue { () throws -> UInt64 in
-                    _ = try self.replica.ingest(receipts: batch.0, envelopes: batch.1)
-                    return try self.replica.committedSeq(of: group)
-                }
-                // Rows the replica cannot apply yet (the group's earlier history is missing
-                // here): wait for a member to bring it rather than spin.
-                guard now > local else { break }
-                local = now
-                moved.insert(group)
-            }
+            if try await ingest(group, upTo: span.last) { moved.insert(group) }
         }
         for group in try await onQueue({ try self.groupsSequencedHere() }) {
             // What the table lacks: the history below its first row (a relay seq may have been
@@ -102,6 +105,37 @@ public final class PostgresRelayFollower: Sendable {
             let groups = Array(moved)
             try await onQueue { _ = try self.replica.resequence(groups) }
         }
+    }
+
+    /// Ingests `group`'s rows beyond the replica's committed seq (up to `head`, or as far as the
+    /// table goes); true if the replica moved.
+    private func ingest(_ group: GroupID, upTo head: UInt64?) async throws -> Bool {
+        var local = try await onQueue { try self.replica.committedSeq(of: group) }
+        var moved = false
+        while head.map({ $0 > local }) ?? true {
+            let rows = try await store.entries(group: group, after: local, limit: Self.pageSize)
+            guard !rows.isEmpty else { break }
+            var receipts = [Receipt](), envelopes = [Envelope]()
+            for row in rows {
+                do {
+                    envelopes.append(try Envelope(encoded: row.envelope))
+                    receipts.append(try Receipt(encoded: row.receipt))
+                } catch {
+                    logger.error("relay store: row seq \(row.seq) of group \(group) does not decode: \(error); skipped")
+                }
+            }
+            let batch = (receipts, envelopes)
+            let now = try await onQueue { () throws -> UInt64 in
+                _ = try self.replica.ingest(receipts: batch.0, envelopes: batch.1)
+                return try self.replica.committedSeq(of: group)
+            }
+            // Rows the replica cannot apply yet (the group's earlier history is missing
+            // here): wait for a member to bring it rather than spin.
+            guard now > local else { break }
+            local = now
+            moved = true
+        }
+        return moved
     }
 
     /// Groups whose committed authority is this relay.

@@ -71,6 +71,7 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
                   envelope BYTEA NOT NULL, receipt BYTEA NOT NULL, stored_at TIMESTAMPTZ NOT NULL DEFAULT now(),
                   PRIMARY KEY (group_id, seq), UNIQUE (group_id, cid))
                 """, logger: logger)
+            try await createNotifyTrigger(c)
         }
     }
 
