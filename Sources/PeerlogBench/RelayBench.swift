@@ -74,6 +74,23 @@ func relayBench(count: Int, postgres: String?) throws {
     let writing = finished.value.max() ?? total
     figure("  writers done after", String(format: "%.2f s (%@ appends/s; commits trail the last write by %.2f s)", writing, format(Double(2 * per) / writing), total - writing))
 
+    // One write at a time from Ann, timed until Ben holds it committed. With PostgreSQL, Ann's
+    // relay process assigns it and Ben's learns of it from the table (the follower), so this
+    // includes the follower's delay, and both daemons' 250 ms store polls for a writer's handle.
+    var probes = 0
+    if postgres != nil {
+        var latencies = [Double]()
+        for i in 0..<20 {
+            let start = clock.now
+            let r = try replicas[0].append(.entityPut(key: "probe", value: .int(Int64(i))), to: group)
+            try wait("probe \(i)") { try replicas[1].isCommitted(r.receipt.cid) }
+            latencies.append(seconds(clock.now - start))
+        }
+        probes = latencies.count
+        latencies.sort()
+        figure("  one write, member of relay 1 -> member of relay 2", String(format: "median %.0f ms, max %.0f ms (%d writes)", latencies[latencies.count / 2] * 1000, latencies.last! * 1000, latencies.count))
+    }
+
     // Backlog: the members go offline, each writes `per` receipts, both come back at once;
     // timed until both hold all of them committed (sync to the relay, assignment, envelopes back).
     for i in relayHomes.count..<processes.count { processes[i].stop() }
@@ -91,7 +108,7 @@ func relayBench(count: Int, postgres: String?) throws {
     let hashes = try Set(replicas.map { try $0.stateHash(of: group, view: .committed) })
     guard hashes.count == 1 else { throw BenchError("members differ at the end") }
     let log = try replicas[0].log(of: group, view: .committed)
-    guard log.count == Int(base) + 4 * per, Set(log.map(\.receipt.cid)).count == log.count else { throw BenchError("committed log has \(log.count) entries, expected \(Int(base) + 4 * per), without repeats") }
+    guard log.count == Int(base) + 4 * per + probes, Set(log.map(\.receipt.cid)).count == log.count else { throw BenchError("committed log has \(log.count) entries, expected \(Int(base) + 4 * per + probes), without repeats") }
 }
 
 /// A value behind a lock, for writer threads.

@@ -96,6 +96,14 @@ final class FollowerWakeup: Sendable {
         waiter?.resume()
     }
 
+    /// What was named since the last `wait` or `take` (nil: everything), without waiting.
+    func take() -> Set<GroupID>? {
+        state.withLock { s in
+            defer { s.groups = []; s.everything = false }
+            return s.everything ? nil : s.groups
+        }
+    }
+
     /// Waits until signalled or `timeout`, then returns what was named (everything on timeout).
     func wait(timeout: Duration) async -> Set<GroupID>? {
         let timer = Task {
