@@ -48,21 +48,20 @@ func replicaBench(rawVerify: Double, millionStore: String?) throws {
     let tentativeRate = Double(receipts.count) / tentativeTime
     figure("ingest 100k receipts (verify+store), tentative", format(tentativeRate) + " /s")
 
-    let committedReplica = try Replica(path: dir + "/committed.sqlite", device: LocalDevice.generate(name: "c", createdAt: 1))
-    let committedTime = try timed { _ = try committedReplica.ingest(receipts: receipts, envelopes: envelopes) }
-    let committedCount = try committedReplica.vector(of: group).committed
-    precondition(committedCount == UInt64(receipts.count))
-    let committedRate = Double(receipts.count) / committedTime
-    figure("ingest 100k receipts + envelopes, committed", format(committedRate) + " /s")
-    let consistent = try committedReplica.stateHash(of: group, view: .committed) == committedReplica.replayedStateHash(of: group)
-    precondition(consistent)
-
-    let batchedReplica = try Replica(path: dir + "/batched.sqlite", device: LocalDevice.generate(name: "b", createdAt: 1))
-    let batchedTime = try timed { _ = try batchedReplica.ingest(receipts: receipts, envelopes: runs) }
-    let batchedCount = try batchedReplica.vector(of: group).committed
-    precondition(batchedCount == UInt64(receipts.count))
-    let batchedRate = Double(receipts.count) / batchedTime
-    figure("ingest 100k receipts + batched envelopes (runs of 256)", format(batchedRate) + " /s")
+    /// Committed ingest of every receipt with `envelopes` into a fresh file store: the rate.
+    func committedIngest(_ name: String, _ envelopes: [Envelope], label: String) throws -> Double {
+        let replica = try Replica(path: dir + "/\(name).sqlite", device: LocalDevice.generate(name: name, createdAt: 1))
+        let time = try timed { _ = try replica.ingest(receipts: receipts, envelopes: envelopes) }
+        let committed = try replica.vector(of: group).committed
+        precondition(committed == UInt64(receipts.count))
+        let consistent = try replica.stateHash(of: group, view: .committed) == replica.replayedStateHash(of: group)
+        precondition(consistent)
+        let rate = Double(receipts.count) / time
+        figure(label, format(rate) + " /s")
+        return rate
+    }
+    let committedRate = try committedIngest("committed", envelopes, label: "ingest 100k receipts + envelopes, committed")
+    let batchedRate = try committedIngest("batched", runs, label: "ingest 100k receipts + batched envelopes (runs of 256)")
     print(pad("  so far: committed / raw verify", 46) + String(format: "%.2f single, %.2f batched", committedRate / rawVerify, batchedRate / rawVerify))
 
     // Local append latency: a solo group on a file store (each append is one fsync-free WAL commit).
