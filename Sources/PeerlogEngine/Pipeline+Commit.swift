@@ -56,8 +56,10 @@ extension Pipeline {
     private mutating func applyEffects(_ op: GroupOperation, receipt r: Receipt, seq: UInt64, before: GroupState?, after: GroupState) throws {
         switch op {
         case .entityPut(let key, let value):
+            try noteViewChange(r.group, key: key)
             try db.putEntity(group: r.group, key: key, value: CBOREncoder.encode(value), cid: r.cid, seq: seq)
         case .entityDelete(let key):
+            try noteViewChange(r.group, key: key)
             try db.deleteEntity(group: r.group, key: key)
         case .application:
             report.events.append(.application(group: r.group, seq: seq, receipt: r))

@@ -36,7 +36,8 @@ extension Pipeline {
 
     /// Writes the tentative row of `key` from its last accepted writer, or drops it (the
     /// committed row shows through).
-    func refreshOverlayEntity(_ group: GroupID, key: String) throws {
+    mutating func refreshOverlayEntity(_ group: GroupID, key: String) throws {
+        try noteViewChange(group, key: key)
         // Usually the writer was stored by this transaction (a local write): no reload then.
         guard let writer = try db.lastOverlayWriter(group, key: key), let r = try storedHere[writer.cid] ?? db.loadReceipt(writer.cid)?.receipt,
               let op = try? GroupOperation(receiptType: r.type, body: r.body) else {
@@ -51,6 +52,7 @@ extension Pipeline {
     /// Builds a group's view from scratch with the oracle (`TentativeOrder`, `Fold.step`). Steps
     /// are kept only when the order is the position order; otherwise the next change rebuilds again.
     mutating func rebuildOverlay(_ group: GroupID) throws {
+        for row in try db.overlayEntities(group) { try noteViewChange(group, key: row.key) }
         try db.clearOverlay(group)
         let flagged = try db.flaggedAuthors(group: group)
         let held = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in flagged[r.author].map { r.counter < $0 } ?? true }
@@ -75,7 +77,10 @@ extension Pipeline {
                 try db.insertOverlayStep(group, p, key: outcome.op?.entityKey, rejected: rejected, state: checkpoint)
             }
         }
-        for (key, w) in writers { try db.putOverlayEntity(group, key: key, value: w.value.map { CBOREncoder.encode($0) }, cid: w.cid) }
+        for (key, w) in writers {
+            try noteViewChange(group, key: key)
+            try db.putOverlayEntity(group, key: key, value: w.value.map { CBOREncoder.encode($0) }, cid: w.cid)
+        }
         try db.saveOverlayGroup(group, state: state?.storedBytes, regular: regular)
     }
 }

@@ -42,6 +42,10 @@ struct Pipeline {
     /// Per group, whether its view was maintained when this transaction first changed the group
     /// (before the triggers counted this transaction's own changes).
     var overlayFreshAtStart: [GroupID: Bool] = [:]
+    /// Each key's visible state before this transaction first changed it (Pipeline+ChangeLog).
+    var viewBefore: [ViewKey: VisibleEntity] = [:]
+    /// How many of `report.events` the change log has seen.
+    var eventsLogged = 0
 
     struct EnvelopeKey: Hashable {
         let group: GroupID
@@ -133,6 +137,8 @@ struct Pipeline {
             try db.setGroupCommittedSeq(group: group, seq: try db.committedSeq(group: group))
         }
         seqDirty = []
+        let storedKeys = try entityKeysStoredInGroupsWithReorders()
         try maintainOverlays()
+        try logChanges(storedKeys: storedKeys)
     }
 }

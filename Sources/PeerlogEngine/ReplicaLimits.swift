@@ -19,6 +19,9 @@ public struct ReplicaLimits: Sendable {
     /// Most receipt payload bytes one `appendBatch` call writes, all receipts together (32 MiB):
     /// bounds the transaction's memory and WAL growth. More is refused and nothing is written.
     public var maxBatchPayloadBytes: Int = 32 * 1_048_576
+    /// Newest change-log rows kept (docs/PROTOCOL.md §10.4). A consumer whose cursor falls
+    /// further behind is told so (a gap) and reloads the state instead of replaying changes.
+    public var changeLogRetention: Int = 100_000
 
     public init() {}
 }

@@ -8,6 +8,7 @@ enum Migrations {
         m.registerMigration("0002_elected_sequencer", migrate: Migration0002.migrate)
         m.registerMigration("0003_invalid_receipt_evidence", migrate: Migration0003.migrate)
         m.registerMigration("0004_tentative_overlay", migrate: Migration0004.migrate)
+        m.registerMigration("0005_change_log", migrate: Migration0005.migrate)
         return m
     }
 }

@@ -48,6 +48,9 @@ struct OverlaySchedule {
     var lastAction = "setup"
     /// Replicas whose view was changed behind the engine's back and not rebuilt since.
     var unmaintained = Set<String>()
+    /// Where the change log of a pre-migration store starts: its committed entities (with no
+    /// maintained view yet, the first rows compare with those).
+    var changeLogBase = [String: [EntityValue]]()
 
     init(seed: UInt64) throws {
         rng = SeededRandom(seed: seed)
@@ -125,8 +128,10 @@ struct OverlaySchedule {
         case 91..<93:
             lastAction = "pre-migration store"
             try observer.store.write { db in
-                for table in ["overlay_steps", "overlay_entities", "overlay_groups"] { try db.execute(rawSQL: "DELETE FROM \(table)") }
+                // A store from before 0004 had no change log either (0005 starts it empty).
+                for table in ["overlay_steps", "overlay_entities", "overlay_groups", "change_log"] { try db.execute(rawSQL: "DELETE FROM \(table)") }
             }
+            changeLogBase["observer"] = try observer.entities(in: group, view: .committed)
             unmaintained.insert("observer")
         case 93..<95:
             lastAction = "observer builds missing views (daemon start)"
@@ -203,6 +208,27 @@ struct OverlaySchedule {
             case .notMaintained: throw ScheduleError("\(name): tentative view not maintained")
             case .mismatch(let what): throw ScheduleError("\(name): tentative view differs from a fold: \(what)")
             }
+            try checkChangeLog(name, replica)
+        }
+    }
+
+    /// The change log is a chain per key (each row's old value is the previous row's new one)
+    /// and, replayed, gives the tentative view of every maintained replica.
+    func checkChangeLog(_ name: String, _ replica: Replica) throws {
+        var shown = [String: [UInt8]?]()
+        for e in changeLogBase[name] ?? [] { shown[e.key] = .some(CBOREncoder.encode(e.value)) }
+        for row in try replica.changes(after: 0, group: group, limit: 1_000_000) where row.kind == ChangeLogKind.entity.rawValue {
+            let key = row.key!
+            if let previous = shown[key], previous != row.oldValue { throw ScheduleError("\(name): change log row \(row.id) for \(key) does not follow the previous one") }
+            shown[key] = .some(row.newValue)
+        }
+        guard !unmaintained.contains(name) else { return }
+        for entity in try replica.entities(in: group, view: .tentative) {
+            guard let logged = shown[entity.key] else { throw ScheduleError("\(name): \(entity.key) is in the view but never in the change log") }
+            if logged.map({ try? CBORDecoder.decodeStrict($0) }) != .some(entity.value) { throw ScheduleError("\(name): the change log ends at another value of \(entity.key)") }
+        }
+        for (key, value) in shown where value != nil {
+            if try replica.entity(key, in: group, view: .tentative) == nil { throw ScheduleError("\(name): the change log shows \(key), the view does not") }
         }
     }
 }

@@ -1,0 +1,80 @@
+import Foundation
+import GRDB
+import PeerlogEncoding
+import PeerlogModel
+
+/// One row of the change log (Migration0005, docs/PROTOCOL.md §10.4), as stored.
+public struct ChangeLogRow: Sendable, Equatable {
+    public var id: Int64 = 0
+    public var group: GroupID
+    public var kind: String
+    public var key: String?
+    public var oldValue: [UInt8]?
+    public var newValue: [UInt8]?
+    public var flags: Int64 = 0
+    public var firstSeq: UInt64?
+    public var lastSeq: UInt64?
+    public var cid: CID?
+    public var reason: String?
+    public var at: UInt64
+
+    public init(group: GroupID, kind: String, key: String? = nil, oldValue: [UInt8]? = nil, newValue: [UInt8]? = nil, flags: Int64 = 0,
+                firstSeq: UInt64? = nil, lastSeq: UInt64? = nil, cid: CID? = nil, reason: String? = nil, at: UInt64) {
+        self.group = group
+        self.kind = kind
+        self.key = key
+        self.oldValue = oldValue
+        self.newValue = newValue
+        self.flags = flags
+        self.firstSeq = firstSeq
+        self.lastSeq = lastSeq
+        self.cid = cid
+        self.reason = reason
+        self.at = at
+    }
+}
+
+extension StoreDB {
+    /// Appends a row and returns its id (the cursor after it).
+    @discardableResult
+    public func appendChange(_ c: ChangeLogRow) throws -> Int64 {
+        try execute("""
+            INSERT INTO change_log (group_id, kind, key, old_value, new_value, flags, first_seq, last_seq, cid, reason, at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [c.group.bytes.blob, c.kind, c.key, c.oldValue?.blob, c.newValue?.blob, c.flags, c.firstSeq?.sql, c.lastSeq?.sql,
+                  c.cid?.bytes.blob, c.reason, c.at.sql])
+        return db.lastInsertedRowID
+    }
+
+    /// Up to `limit` rows after `cursor`, oldest first; `group` restricts them to one group.
+    public func changes(after cursor: Int64, group: GroupID? = nil, limit: Int) throws -> [ChangeLogRow] {
+        let columns = "id, group_id, kind, key, old_value, new_value, flags, first_seq, last_seq, cid, reason, at"
+        let found: [Row]
+        if let group {
+            found = try rows("SELECT \(columns) FROM change_log WHERE id > ? AND group_id = ? ORDER BY id LIMIT ?", [cursor, group.bytes.blob, limit])
+        } else {
+            found = try rows("SELECT \(columns) FROM change_log WHERE id > ? ORDER BY id LIMIT ?", [cursor, limit])
+        }
+        return try found.map { row in
+            var c = ChangeLogRow(group: try GroupID(bytes: (row["group_id"] as Data).bytes), kind: row["kind"], key: row["key"],
+                                 oldValue: (row["old_value"] as Data?)?.bytes, newValue: (row["new_value"] as Data?)?.bytes, flags: row["flags"],
+                                 firstSeq: (row["first_seq"] as Int64?).map(UInt64.init(sql:)), lastSeq: (row["last_seq"] as Int64?).map(UInt64.init(sql:)),
+                                 cid: try (row["cid"] as Data?).map { try CID(bytes: $0.bytes) }, reason: row["reason"], at: UInt64(sql: row["at"]))
+            c.id = row["id"]
+            return c
+        }
+    }
+
+    /// The id of the newest row (0: none yet). One index probe.
+    public func lastChangeID() throws -> Int64 { try int("SELECT IFNULL(MAX(id), 0) FROM change_log") ?? 0 }
+
+    /// The id of the oldest row still held (nil: the log is empty).
+    public func firstChangeID() throws -> Int64? { try int("SELECT MIN(id) FROM change_log") }
+
+    /// Drops rows more than `keep` behind the newest.
+    public func pruneChanges(keep: Int) throws {
+        let last = try lastChangeID()
+        guard last > Int64(keep) else { return }
+        try execute("DELETE FROM change_log WHERE id <= ?", [last - Int64(keep)])
+    }
+}
