@@ -5,6 +5,8 @@ let package = Package(
     name: "Peerlog",
     platforms: [.macOS(.v14)],
     products: [
+        // What an app imports: one module, one type (`Peerlog`), a stream of changes.
+        .library(name: "Peerlog", targets: ["Peerlog"]),
         .library(name: "PeerlogCrypto", targets: ["PeerlogCrypto"]),
         .library(name: "PeerlogEncoding", targets: ["PeerlogEncoding"]),
         .library(name: "PeerlogModel", targets: ["PeerlogModel"]),
@@ -65,6 +67,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The facade an app embeds: a home, groups, entities, change events, the node as `run()`.
+        .target(
+            name: "Peerlog",
+            dependencies: [
+                "PeerlogNode", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The relay's PostgreSQL store of record (compiled only with the PostgreSQL trait).
         .target(
             name: "PeerlogRelayPostgres",
@@ -108,6 +118,8 @@ let package = Package(
         // Compiled only with the PostgreSQL trait; needs the server tools/postgres.sh starts.
         .testTarget(name: "PeerlogRelayPostgresTests", dependencies: ["PeerlogRelayPostgres", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
+        // The facade, driven as an app would (and, for other-process writes, the CLI binary).
+        .testTarget(name: "PeerlogTests", dependencies: ["Peerlog", "PeerlogStore", "PeerlogCLI", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
         .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogEngine", "PeerlogEncoding", "PeerlogCLI", "PeerlogTestSupport"]),
     ],

@@ -27,18 +27,21 @@ public final class PeerlogNode: Service, @unchecked Sendable {
     /// Called once the listener is bound (with the actual port when 0 was asked for).
     public var onListening: (@Sendable (PeerAddress?) -> Void)?
 
-    public init(home: String, configuration: NodeConfiguration, logger: Logger, tap: Tap? = nil) throws {
+    /// `replica`: the home's replica when the caller has it open already (an app embedding the
+    /// node shares its replica, so its own writes reach peers at once); it must have been
+    /// opened with `configuration.sequenceGate`.
+    public init(home: String, configuration: NodeConfiguration, logger: Logger, tap: Tap? = nil, replica: Replica? = nil) throws {
         self.home = home
         self.configuration = configuration
         self.logger = logger
         self.tap = tap
-        device = try LocalDevice.load(home: home)
-        replica = try Replica(path: home + "/replica.sqlite", device: device, sequenceGate: configuration.sequenceGate)
+        device = try replica?.local ?? LocalDevice.load(home: home)
+        self.replica = try replica ?? Replica(path: home + "/replica.sqlite", device: device, sequenceGate: configuration.sequenceGate)
         // A store from before the maintained tentative view (or written by an older binary since)
         // gets it now, so sync and status reads do not fold every waiting receipt meanwhile.
-        let built = try replica.buildMissingTentativeViews()
+        let built = try self.replica.buildMissingTentativeViews()
         if built > 0 { logger.info("built the tentative view of \(built) group(s) with receipts waiting") }
-        hub = NodeHub(replica: replica, device: device, allow: configuration.allow, openAdmission: configuration.openAdmission, logger: logger)
+        hub = NodeHub(replica: self.replica, device: device, allow: configuration.allow, openAdmission: configuration.openAdmission, logger: logger)
         dialers = configuration.peers.map { Dialer(address: $0) }
         admission = ConnectionAdmission(limits: configuration.limits, fileDescriptorLimit: FileDescriptorLimit.raiseToHard())
     }
@@ -52,6 +55,9 @@ public final class PeerlogNode: Service, @unchecked Sendable {
     /// Stops the capture in progress; returns what it wrote, or nil if none ran.
     @discardableResult
     public func stopCapture() -> CaptureStatus? { hub.capture.stop() }
+
+    /// What the node is doing now: peers, groups with their lag, discovery, capture.
+    public var status: NodeStatus { hub.buildStatus() }
 
     /// The address the listener is bound to, once running.
     public var listeningAddress: PeerAddress? { boundAddress.value }

@@ -1,0 +1,13 @@
+// The types an app meets through the facade, so `import Peerlog` is the only import it needs.
+@_exported import struct PeerlogModel.GroupID
+@_exported import struct PeerlogModel.IdentityID
+@_exported import struct PeerlogModel.DeviceID
+@_exported import struct PeerlogEncoding.CID
+@_exported import enum PeerlogEncoding.CBOR
+@_exported import enum PeerlogEngine.View
+@_exported import enum PeerlogEngine.Role
+@_exported import enum PeerlogEngine.MemberStatus
+@_exported import enum PeerlogEngine.GroupStatus
+@_exported import enum PeerlogEngine.SequencerAuthority
+@_exported import struct PeerlogNode.NodeStatus
+@_exported import struct PeerlogNode.PeerAddress

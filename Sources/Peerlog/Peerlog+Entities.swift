@@ -1,0 +1,128 @@
+import Foundation
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+
+/// An entity's value as a view shows it.
+public struct PeerlogEntry: Sendable, Hashable {
+    public let key: String
+    /// The value as stored (deterministic CBOR's data model).
+    public let value: CBOR
+    /// True while a write that no sequencer has ordered yet decides it.
+    public let isTentative: Bool
+    /// Its seq when committed.
+    public let seq: UInt64?
+
+    /// The value decoded through the JSON mapping (docs/PROTOCOL.md §8).
+    public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T { try ValueMapping.decode(type, from: value, key: key) }
+}
+
+extension Peerlog {
+    /// Sets `key` to `value` (any `Encodable` the JSON mapping holds: no floats) and returns
+    /// once the write is stored. It is tentative until the group's sequencer orders it.
+    public func put<T: Encodable>(_ key: String, _ value: T, in group: GroupID) async throws {
+        let cbor = try ValueMapping.encode(value, key: key)
+        try write(.entityPut(key: key, value: cbor), to: group)
+    }
+
+    /// Sets `key` to a raw value.
+    public func put(_ key: String, cbor value: CBOR, in group: GroupID) async throws {
+        try write(.entityPut(key: key, value: value), to: group)
+    }
+
+    /// Deletes `key`.
+    public func delete(_ key: String, in group: GroupID) async throws {
+        try write(.entityDelete(key: key), to: group)
+    }
+
+    /// Writes many keys in one transaction: each its own signed receipt, one commit for all.
+    /// `nil` deletes a key. Nothing is written when any entry is refused. At most 10,000 entries
+    /// and 32 MiB of payloads (`ReplicaLimits`).
+    public func putBatch<T: Encodable>(_ entries: [(key: String, value: T?)], in group: GroupID) async throws {
+        var ops = [GroupOperation]()
+        for e in entries { ops.append(try e.value.map { .entityPut(key: e.key, value: try ValueMapping.encode($0, key: e.key)) } ?? .entityDelete(key: e.key)) }
+        try call {
+            try requireHeld(group)
+            do { try replica.appendBatch(ops, to: group) } catch let e as BatchError { throw PeerlogError(.refused, "\(entries[e.index].key): \(e.reason)") }
+        }
+    }
+
+    /// The value of `key` decoded as `T`, or nil when the view holds no such key.
+    public func get<T: Decodable>(_ key: String, as type: T.Type = T.self, in group: GroupID, view: View = .tentative) async throws -> T? {
+        try await entry(key, in: group, view: view)?.decode(type)
+    }
+
+    /// The entry of `key`, or nil when the view holds no such key.
+    public func entry(_ key: String, in group: GroupID, view: View = .tentative) async throws -> PeerlogEntry? {
+        try call { try replica.entity(key, in: group, view: view).map(Self.entry) }
+    }
+
+    /// Every entry whose key starts with `prefix` (all when empty), in key order.
+    public func entries(in group: GroupID, prefix: String = "", view: View = .tentative) async throws -> [PeerlogEntry] {
+        try call {
+            try requireHeld(group)
+            return try replica.entities(in: group, view: view).filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }.map(Self.entry)
+        }
+    }
+
+    /// The keys starting with `prefix`, in order.
+    public func keys(in group: GroupID, prefix: String = "", view: View = .tentative) async throws -> [String] {
+        try await entries(in: group, prefix: prefix, view: view).map(\.key)
+    }
+
+    /// The group's log: committed receipts in seq order, then (tentative view) the waiting ones
+    /// in the tentative order.
+    public func log(of group: GroupID, view: View = .tentative) async throws -> [PeerlogLogItem] {
+        try call {
+            try requireHeld(group)
+            return try replica.log(of: group, view: view).map { item in
+                var seq: UInt64?
+                if case .committed(let s) = item.status { seq = s }
+                return PeerlogLogItem(cid: item.receipt.cid, type: item.receipt.type, author: item.receipt.author, identity: item.receipt.identity,
+                                      seq: seq, rejected: item.rejected)
+            }
+        }
+    }
+
+    static func entry(_ e: EntityValue) -> PeerlogEntry {
+        var seq: UInt64?
+        if case .committed(let s) = e.status { seq = s }
+        return PeerlogEntry(key: e.key, value: e.value, isTentative: seq == nil, seq: seq)
+    }
+}
+
+/// One receipt of a group's log.
+public struct PeerlogLogItem: Sendable, Hashable {
+    public let cid: CID
+    /// `entity.put`, `group.member_added`, …
+    public let type: String
+    public let author: DeviceID
+    public let identity: IdentityID
+    /// Its seq once committed; nil while tentative.
+    public let seq: UInt64?
+    /// Why it had (or, tentative, would have) no effect; nil when it took effect.
+    public let rejected: String?
+}
+
+/// `Codable` values through the JSON view of CBOR (docs/PROTOCOL.md §8), without floats:
+/// receipt bodies must encode the same on every device.
+enum ValueMapping {
+    static func encode<T: Encodable>(_ value: T, key: String) throws -> CBOR {
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let data = try encoder.encode(value)
+            return try CBOR(json: try JSON.parse(String(decoding: data, as: UTF8.self)), allowFloats: false)
+        } catch {
+            throw PeerlogError(.value, "the value for \"\(key)\" cannot be stored: \(error)")
+        }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from value: CBOR, key: String) throws -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(value.json.serialized().utf8))
+        } catch {
+            throw PeerlogError(.value, "the value of \"\(key)\" is not a \(T.self): \(error)")
+        }
+    }
+}

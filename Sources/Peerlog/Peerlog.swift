@@ -1,0 +1,97 @@
+import Foundation
+import PeerlogEngine
+import PeerlogModel
+import PeerlogNode
+import PeerlogStore
+import Synchronization
+
+/// A replica opened on a home folder: the one type an app holds.
+///
+/// The home holds this device's keys (`identity.*`, `device.*`) and its store
+/// (`replica.sqlite`), exactly as `peerlog` uses them, so the CLI, the daemon and an app can
+/// share a home: writes by any of them reach the others' change streams. Every method is safe
+/// to call from any task; reads and writes are short SQLite transactions.
+public final class Peerlog: Sendable {
+    /// The folder this replica lives in.
+    public let home: String
+    let replica: Replica
+    let device: LocalDevice
+    /// Deleted when this instance goes away (`temporary`).
+    private let removesHome: Bool
+    /// Fired after every write transaction of this process (wakes change streams).
+    let signal = ChangeSignal()
+    /// The node while `run` runs.
+    let running = Mutex<PeerlogNode?>(nil)
+
+    /// The folder `peerlog` uses when given none: `$PEERLOG_HOME`, else
+    /// `$XDG_DATA_HOME/peerlog`, else `~/.local/share/peerlog`.
+    public static var defaultHome: String {
+        let env = ProcessInfo.processInfo.environment
+        if let home = env["PEERLOG_HOME"], !home.isEmpty { return home }
+        if let xdg = env["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/peerlog" }
+        return (env["HOME"] ?? ".") + "/.local/share/peerlog"
+    }
+
+    /// Opens the replica in `home` (default: `defaultHome`). With `create` (the default) a
+    /// folder without an identity gets a new identity and device, named `deviceName` (default:
+    /// the host name); otherwise such a folder is an error.
+    public static func open(home: String = Peerlog.defaultHome, deviceName: String? = nil, create: Bool = true) async throws -> Peerlog {
+        try Peerlog(home: home, deviceName: deviceName, create: create, removesHome: false)
+    }
+
+    /// A replica in a new temporary folder with a new identity, deleted when the instance is
+    /// released: for tests and previews.
+    public static func temporary(deviceName: String = "preview") async throws -> Peerlog {
+        let home = NSTemporaryDirectory() + "peerlog-" + UUID().uuidString
+        return try Peerlog(home: home, deviceName: deviceName, create: true, removesHome: true)
+    }
+
+    init(home: String, deviceName: String?, create: Bool, removesHome: Bool) throws {
+        self.home = home
+        self.removesHome = removesHome
+        let paths = LocalDevice.paths(home: home)
+        if !FileManager.default.fileExists(atPath: paths.certificate) {
+            guard create else { throw PeerlogError(.home, "\(home) has no Peerlog identity (open it with create: true, or run: peerlog init --home \(home))") }
+            do {
+                try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                let name = deviceName ?? ProcessInfo.processInfo.hostName
+                let generated = try LocalDevice.generate(name: String((name.isEmpty ? "device" : name).utf8.prefix(DeviceCertificate.maxNameBytes))!, createdAt: WallClock.nowMillis())
+                try generated.save(home: home)
+            } catch let error as PeerlogError {
+                throw error
+            } catch {
+                throw PeerlogError(.home, "cannot create a Peerlog identity in \(home): \(error)")
+            }
+        }
+        do {
+            device = try LocalDevice.load(home: home)
+            let path = home + "/replica.sqlite"
+            replica = try Replica(path: path, device: device, access: Store.availableAccess(at: path))
+        } catch {
+            throw PeerlogError(.home, "cannot open the replica in \(home): \(error)")
+        }
+        // Change rows compare with the maintained view: build any view an older binary left behind.
+        if replica.store.access == .readWrite { _ = try? replica.buildMissingTentativeViews() }
+        replica.subscribe { [signal] _ in signal.fire() }
+    }
+
+    deinit {
+        if removesHome { try? FileManager.default.removeItem(atPath: home) }
+    }
+
+    /// The person (or app account) this device acts for; what others invite.
+    public var identity: IdentityID { device.identity }
+    /// This device's key.
+    public var deviceID: DeviceID { device.device }
+    /// The name other devices see.
+    public var deviceName: String { device.certificate.name }
+
+    /// Runs `body`, turning lower-level errors into `PeerlogError`s.
+    func call<T>(_ kind: PeerlogError.Kind = .storage, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as PeerlogError { throw error } catch let error as ReplicaError {
+            throw PeerlogError(error.description.contains("bytes") || error.description.contains("limit") ? .limit : .refused, error.description)
+        } catch {
+            throw PeerlogError(kind, "\(error)")
+        }
+    }
+}

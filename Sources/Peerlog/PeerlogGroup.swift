@@ -1,0 +1,27 @@
+/// A group as this replica sees it (tentative view, unless a call says otherwise).
+public struct PeerlogGroup: Sendable, Hashable, Identifiable {
+    public let id: GroupID
+    public let name: String
+    public let status: GroupStatus
+    /// Who orders the group's writes.
+    public let sequencer: SequencerAuthority
+    /// This identity's role, when it is an active member.
+    public let role: Role?
+    /// True while this identity is invited and has not accepted (`acceptInvitation`).
+    public let isInvitation: Bool
+    /// Active members.
+    public let memberCount: Int
+    /// The group's committed high-water mark (the last seq held in order).
+    public let committedSeq: UInt64
+    /// Writes held here that no sequencer has ordered yet.
+    public let tentativeCount: Int
+}
+
+/// A member of a group.
+public struct PeerlogMember: Sendable, Hashable {
+    public let identity: IdentityID
+    public let role: Role
+    public let status: MemberStatus
+    /// False while the receipt that made it so is still tentative.
+    public let isCommitted: Bool
+}
