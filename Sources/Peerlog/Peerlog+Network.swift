@@ -8,6 +8,9 @@ public struct NetworkOptions: Sendable {
     public var listen: PeerAddress? = PeerAddress(host: "127.0.0.1", port: NodeConfiguration.defaultPort)
     /// Peers to keep connected to, redialed with backoff.
     public var peers: [PeerAddress] = []
+    /// Identities let in besides this one and the members of groups held here: a device you
+    /// expect an invitation from (its groups are not held here yet).
+    public var allow: Set<IdentityID> = []
     /// Advertise and browse `_peerlog._tcp` over DNS-SD (mDNS on the LAN).
     public var discovery = true
     /// Only devices presenting the same network id connect (default: Peerlog's own).
@@ -35,6 +38,7 @@ extension Peerlog {
         configuration.listen = options.listen
         configuration.peers = options.peers
         configuration.discovery = options.discovery
+        configuration.allow = options.allow
         if let id = options.networkID { configuration.channel.networkID = id }
         configuration.pollInterval = options.pollInterval
         configuration.controlSocket = options.controlSocket

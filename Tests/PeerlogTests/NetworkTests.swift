@@ -1,0 +1,75 @@
+import Foundation
+import Peerlog
+import PeerlogTestSupport
+import Testing
+
+@Suite struct NetworkTests {
+    func options(listen port: Int?, peers: [Int] = [], allow: Set<IdentityID> = []) -> NetworkOptions {
+        var o = NetworkOptions()
+        o.listen = port.map { PeerAddress(host: "127.0.0.1", port: $0) }
+        o.peers = peers.map { PeerAddress(host: "127.0.0.1", port: $0) }
+        o.allow = allow
+        o.discovery = false  // loopback only (no mDNS outside a test namespace)
+        o.pollInterval = .milliseconds(50)
+        return o
+    }
+
+    @Test func twoInstancesOnLoopbackConvergeAndATentativeWriteTurnsCommitted() async throws {
+        let ann = try await Peerlog.temporary(deviceName: "ann"), ben = try await Peerlog.temporary(deviceName: "ben")
+        let group = try await ann.createGroup(named: "notes")
+        try await ann.invite(ben.identity, to: group)
+        let port = try TestSupport.freePort()
+        let benSaw = Collector(ben.changes(after: ChangeCursor(rawValue: 0)))
+        let annSaw = Collector(ann.changes(in: group))
+        let runs = [
+            Task { try await ann.run(options(listen: port)) },
+            Task { try await ben.run(options(listen: nil, peers: [port], allow: [ann.identity])) },
+        ]
+
+        #expect(await benSaw.wait { c in c.contains { if case .invited(let g, _) = $0.event { g == group } else { false } } })
+        #expect(try await ben.invitations().map(\.id) == [group])
+        try await ben.acceptInvitation(to: group)
+        try await ben.put("todo/1", "buy milk", in: group)
+        // Ben sees his write at once, tentative; ann (the sequencer) orders it; it turns committed.
+        #expect(await benSaw.wait { _ in benSaw.entities.contains { $0.key == "todo/1" && !$0.isTentative } })
+        let bens = benSaw.entities.filter { $0.key == "todo/1" }
+        #expect(bens.first?.isTentative == true && bens.last?.isTentative == false)
+        #expect(try bens.last?.newValue(as: String.self) == "buy milk")
+        #expect(await annSaw.wait { _ in annSaw.entities.contains { $0.key == "todo/1" } })
+        #expect(try await ann.get("todo/1", as: String.self, in: group) == "buy milk")
+        let status = ann.networkStatus
+        #expect(status?.peers.contains { $0.state == "connected" } == true)
+
+        for r in runs { r.cancel() }
+        for r in runs { try await r.value }
+        #expect(ann.networkStatus == nil && ben.networkStatus == nil)
+        // Cancelling closed the listener and removed the control socket.
+        #expect(!FileManager.default.fileExists(atPath: ann.home + "/peerlog.sock"))
+        #expect(throws: (any Error).self) { try BlockingConnect.connect(port: port) }
+    }
+
+    @Test func aSecondRunOnTheSameInstanceIsRefused() async throws {
+        let log = try await Peerlog.temporary()
+        let port = try TestSupport.freePort()
+        let first = Task { try await log.run(options(listen: port)) }
+        #expect(TestSupport.waitUntil(timeout: 20) { log.networkStatus != nil })
+        await #expect(throws: PeerlogError.self) { try await log.run(options(listen: nil)) }
+        first.cancel()
+        try await first.value
+    }
+}
+
+/// A plain TCP connect, to see whether anything still listens.
+enum BlockingConnect {
+    struct Refused: Error {}
+    static func connect(port: Int) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        if r != 0 { throw Refused() }
+    }
+}
