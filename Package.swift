@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "PeerlogFuzzHarness", targets: ["PeerlogFuzzHarness"]),
         .executable(name: "peerlog", targets: ["PeerlogCLI"]),
         .executable(name: "peerlog-bench", targets: ["PeerlogBench"]),
+        .executable(name: "peerlog-notes", targets: ["PeerlogNotes"]),
     ],
     // PostgreSQL: the relay's shared store for several relay processes (postgres-nio). Off by
     // default so the common build stays fast: `swift build --traits PostgreSQL`.
@@ -75,6 +76,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The example app (Examples/Notes) and the README's embedding example: `import Peerlog` only.
+        .executableTarget(name: "PeerlogNotes", dependencies: ["Peerlog"], path: "Examples/Notes"),
+        .executableTarget(name: "PeerlogReadmeExample", dependencies: ["Peerlog"], path: "Examples/ReadmeExample"),
         // The relay's PostgreSQL store of record (compiled only with the PostgreSQL trait).
         .target(
             name: "PeerlogRelayPostgres",
@@ -119,7 +123,7 @@ let package = Package(
         .testTarget(name: "PeerlogRelayPostgresTests", dependencies: ["PeerlogRelayPostgres", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
         // The facade, driven as an app would (and, for other-process writes, the CLI binary).
-        .testTarget(name: "PeerlogTests", dependencies: ["Peerlog", "PeerlogStore", "PeerlogCLI", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogTests", dependencies: ["Peerlog", "PeerlogStore", "PeerlogCLI", "PeerlogNotes", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
         .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogEngine", "PeerlogEncoding", "PeerlogCLI", "PeerlogTestSupport"]),
     ],
