@@ -165,7 +165,7 @@ actor NotesApp {
         say(lines.joined(separator: "\n"))
     }
 
-    func say(_ text: String) { print(text) }
+    func say(_ text: String) { writeLine(text) }
 }
 
 struct NotesError: Error, CustomStringConvertible {

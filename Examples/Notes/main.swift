@@ -2,7 +2,7 @@
 // Two laptops run it; they find each other on the LAN, show each other's changes as they
 // arrive, mark items no sequencer has ordered yet as tentative, and flag reorders.
 // Type `help` once it runs. docs: README.md, "Embed Peerlog in your app".
-import Foundation  // exit(2) on bad options; everything else is Peerlog and the standard library
+import Foundation  // exit(2); everything else is Peerlog and the standard library
 import Peerlog
 
 let options: NotesOptions
