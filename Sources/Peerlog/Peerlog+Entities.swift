@@ -5,6 +5,7 @@ import PeerlogModel
 
 /// An entity's value as a view shows it.
 public struct PeerlogEntry: Sendable, Hashable {
+    /// The entity's key.
     public let key: String
     /// The value as stored (deterministic CBOR's data model).
     public let value: CBOR
@@ -93,10 +94,13 @@ extension Peerlog {
 
 /// One receipt of a group's log.
 public struct PeerlogLogItem: Sendable, Hashable {
+    /// The receipt's content id.
     public let cid: CID
     /// `entity.put`, `group.member_added`, …
     public let type: String
+    /// The device that signed it.
     public let author: DeviceID
+    /// The identity that device acts for.
     public let identity: IdentityID
     /// Its seq once committed; nil while tentative.
     public let seq: UInt64?

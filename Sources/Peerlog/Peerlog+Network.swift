@@ -23,6 +23,7 @@ public struct NetworkOptions: Sendable {
     /// The control socket `peerlog status` talks to; default `HOME/peerlog.sock`.
     public var controlSocket: String?
 
+    /// The defaults above.
     public init() {}
 }
 

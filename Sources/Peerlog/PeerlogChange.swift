@@ -6,9 +6,13 @@ import PeerlogStore
 /// Where a change stream resumes: keep the cursor of the last change you handled (it is
 /// `Codable`), pass it to `changes(after:)` after a restart, and nothing is missed.
 public struct ChangeCursor: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+    /// The change-log row id (docs/PROTOCOL.md §10.4).
     public let rawValue: Int64
+    /// A cursor from a saved `rawValue`.
     public init(rawValue: Int64) { self.rawValue = rawValue }
+    /// Later changes have greater cursors.
     public static func < (l: ChangeCursor, r: ChangeCursor) -> Bool { l.rawValue < r.rawValue }
+    /// The row id as text.
     public var description: String { String(rawValue) }
 }
 
@@ -18,8 +22,10 @@ public struct PeerlogChange: Sendable, Hashable {
     public let cursor: ChangeCursor
     /// When the write that made it was stored here (milliseconds since 1970).
     public let at: UInt64
+    /// What changed.
     public let event: Event
 
+    /// The kinds of change.
     public enum Event: Sendable, Hashable {
         /// A key's visible value, or its tentative/committed state, changed.
         case entity(EntityChange)
@@ -56,14 +62,17 @@ public struct PeerlogChange: Sendable, Hashable {
 /// A key's visible value before and after a change. The visible value is the tentative view's:
 /// committed writes with the waiting ones applied in the tentative order.
 public struct EntityChange: Sendable, Hashable {
+    /// The group of the entity.
     public let group: GroupID
+    /// The entity's key.
     public let key: String
     /// nil: the key was absent.
     public let old: CBOR?
     /// nil: the key is now absent (deleted).
     public let new: CBOR?
-    /// Whether a write not yet ordered decided the old and the new value.
+    /// Whether a write not yet ordered decided the old value.
     public let wasTentative: Bool
+    /// Whether a write not yet ordered decides the new value.
     public let isTentative: Bool
     /// The value moved because the committed order differed from the tentative guess.
     public let reordered: Bool

@@ -25,6 +25,7 @@ extension Peerlog {
 
 /// An `AsyncSequence` of `PeerlogChange`s (see `Peerlog.changes(in:after:)`).
 public struct PeerlogChanges: AsyncSequence, Sendable {
+    /// Each change, in commit order.
     public typealias Element = PeerlogChange
     /// How often a waiting stream looks for writes by other processes.
     public static let pollInterval: Duration = .milliseconds(200)
@@ -35,8 +36,10 @@ public struct PeerlogChanges: AsyncSequence, Sendable {
     let group: GroupID?
     let start: ChangeCursor?
 
+    /// An iterator that starts at the stream's cursor.
     public func makeAsyncIterator() -> Iterator { Iterator(peerlog: peerlog, group: group, cursor: start?.rawValue) }
 
+    /// Reads the change log a page at a time; waits when it is at the end.
     public struct Iterator: AsyncIteratorProtocol {
         let peerlog: Peerlog
         let group: GroupID?
@@ -44,6 +47,7 @@ public struct PeerlogChanges: AsyncSequence, Sendable {
         var buffer: [PeerlogChange] = []
         var index = 0
 
+        /// The next change; waits for one. nil once the iterating task is cancelled.
         public mutating func next() async throws -> PeerlogChange? {
             while true {
                 if index < buffer.count {

@@ -1,5 +1,6 @@
 /// Why a facade call failed: a kind an app can switch on, and one sentence for people.
 public struct PeerlogError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, for code to switch on.
     public enum Kind: String, Sendable, Equatable {
         /// The home folder has no identity and `create` was false, or cannot be created.
         case home
@@ -17,9 +18,12 @@ public struct PeerlogError: Error, Sendable, Equatable, CustomStringConvertible 
         case network
     }
 
+    /// What went wrong.
     public let kind: Kind
+    /// One sentence for people: what failed and what to do.
     public let description: String
 
+    /// An error of `kind` saying `description`.
     public init(_ kind: Kind, _ description: String) {
         self.kind = kind
         self.description = description

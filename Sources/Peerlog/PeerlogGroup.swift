@@ -1,7 +1,10 @@
 /// A group as this replica sees it (tentative view, unless a call says otherwise).
 public struct PeerlogGroup: Sendable, Hashable, Identifiable {
+    /// The group's id (random, 16 bytes).
     public let id: GroupID
+    /// Its current name.
     public let name: String
+    /// Active, or deleted.
     public let status: GroupStatus
     /// Who orders the group's writes.
     public let sequencer: SequencerAuthority
@@ -19,8 +22,11 @@ public struct PeerlogGroup: Sendable, Hashable, Identifiable {
 
 /// A member of a group.
 public struct PeerlogMember: Sendable, Hashable {
+    /// The member's identity.
     public let identity: IdentityID
+    /// Owner, admin or member.
     public let role: Role
+    /// Invited (pending), active, removed or left.
     public let status: MemberStatus
     /// False while the receipt that made it so is still tentative.
     public let isCommitted: Bool
