@@ -108,7 +108,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .executableTarget(name: "PeerlogBench", dependencies: ["PeerlogModel", "PeerlogEngine", "PeerlogNoise", "PeerlogChannel", "PeerlogSync", "PeerlogNode"]),
+        .executableTarget(name: "PeerlogBench", dependencies: ["Peerlog", "PeerlogModel", "PeerlogEngine", "PeerlogNoise", "PeerlogChannel", "PeerlogSync", "PeerlogNode"]),
 
         // Test helpers (paths, seeded RNG, running Python interop peers and the built binary).
         .target(name: "PeerlogTestSupport", path: "Sources/PeerlogTestSupport"),

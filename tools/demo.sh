@@ -117,5 +117,7 @@ cat <<TEXT
   peerlog status / peers / log / state-hash   (README.md: The CLI)
   docs/PROTOCOL.md §14-§15                     the secure channel and the sync protocol
   bash tools/walkthrough.sh                    identities, signed receipts, groups carried as files
+  swift run peerlog-notes --help               Examples/Notes: a shared to-do list on \`import Peerlog\`
+  README.md: Embed Peerlog in your app         the library in 20 lines, with live change events
   bash tools/test.sh                           everything, including the namespace LAN test
 TEXT

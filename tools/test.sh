@@ -20,6 +20,14 @@ if ! grep -q "Test run with .* passed" "$log"; then
 fi
 echo "test: all tests passed"
 
+# The Peerlog module's DocC catalog builds without warnings (broken symbol links fail it).
+swift package generate-documentation --target Peerlog --warnings-as-errors 2>&1 | tee "$log" | grep -E 'error|warning' || true
+if ! grep -q "Generated documentation archive" "$log"; then
+  echo "test: the DocC documentation of the Peerlog module did not build (above)" >&2
+  exit 1
+fi
+echo "test: the Peerlog documentation builds"
+
 # The relay's PostgreSQL store of record: a real server on loopback (tools/postgres.sh) and a
 # build with the PostgreSQL trait in its own scratch path, so the default build stays as it is.
 bash tools/postgres.sh start

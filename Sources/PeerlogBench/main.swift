@@ -3,6 +3,7 @@ import Foundation
 // Prints figures and ratios measured in one run (build with -c release):
 //   swift run -c release peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
 //   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
+//   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
 //   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
@@ -43,6 +44,11 @@ if which == "batch" {
 if which == "scale" {
     let list = args.count > 1 ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) } : [1_000, 10_000, 100_000]
     try scaleBench(waiting: list, appends: fixedAppends)
+    exit(0)
+}
+if which == "events" {
+    // `events [N] [ROUNDS]`: committed ingest with and without a change-stream consumer.
+    try await eventsBench(count: args.count > 1 ? Int(args[1]) ?? 20_000 : 20_000, rounds: args.count > 2 ? Int(args[2]) ?? 5 : 5)
     exit(0)
 }
 if which == "ingest" {
