@@ -74,8 +74,9 @@ let package = Package(
         .target(
             name: "Peerlog",
             dependencies: [
-                "PeerlogNode", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding",
+                "PeerlogNode", "PeerlogCapture", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The example app (Examples/Notes) and the README's embedding example: `import Peerlog` only.
@@ -97,6 +98,7 @@ let package = Package(
         .executableTarget(
             name: "PeerlogCLI",
             dependencies: [
+                "Peerlog",
                 "PeerlogModel",
                 "PeerlogStore",
                 "PeerlogEngine",

@@ -1,7 +1,8 @@
 import Logging
 import PeerlogNode
 
-/// How `Peerlog.run` connects: the same settings as `peerlog daemon` (docs/TOOLS.md).
+/// How a `Peerlog` node connects: the same settings as `peerlog daemon` and its
+/// `daemon.conf` (docs/TOOLS.md).
 public struct NetworkOptions: Sendable {
     /// Where to accept connections; nil: dial only. The default accepts only this machine
     /// (127.0.0.1:7300); give `PeerAddress(host: "0.0.0.0", port: 7300)` to sync over the LAN.
@@ -11,6 +12,8 @@ public struct NetworkOptions: Sendable {
     /// Identities let in besides this one and the members of groups held here: a device you
     /// expect an invitation from (its groups are not held here yet).
     public var allow: Set<IdentityID> = []
+    /// Where to reach a relay instead of the address its groups name (keyed by the relay's key).
+    public var relayAddresses: [DeviceID: PeerAddress] = [:]
     /// Advertise and browse `_peerlog._tcp` over DNS-SD (mDNS on the LAN).
     public var discovery = true
     /// Only devices presenting the same network id connect (default: Peerlog's own).
@@ -25,6 +28,41 @@ public struct NetworkOptions: Sendable {
 
     /// The defaults above.
     public init() {}
+
+    /// Applies a configuration file on top: one `key = value` per line (`listen`, `peer`,
+    /// `allow`, `network`, `control`, `log-level`, `discovery`; docs/TOOLS.md). The error names
+    /// the line.
+    public mutating func load(file path: String) throws {
+        var c = configuration
+        do { try c.load(file: path) } catch { throw PeerlogError(.network, "\(error)") }
+        self = NetworkOptions(c)
+    }
+
+    var configuration: NodeConfiguration {
+        var c = NodeConfiguration()
+        c.listen = listen
+        c.peers = peers
+        c.allow = allow
+        c.relayAddresses = relayAddresses
+        c.discovery = discovery
+        if let networkID { c.channel.networkID = networkID }
+        c.pollInterval = pollInterval
+        c.controlSocket = controlSocket
+        c.logLevel = logLevel
+        return c
+    }
+
+    init(_ c: NodeConfiguration) {
+        listen = c.listen
+        peers = c.peers
+        allow = c.allow
+        relayAddresses = c.relayAddresses
+        discovery = c.discovery
+        networkID = c.channel.networkID == NodeConfiguration().channel.networkID ? nil : c.channel.networkID
+        pollInterval = c.pollInterval
+        controlSocket = c.controlSocket
+        logLevel = c.logLevel
+    }
 }
 
 extension Peerlog {
@@ -35,32 +73,9 @@ extension Peerlog {
     /// per home (a daemon on the same home makes this throw).
     /// `onListening` gets the bound address (useful with port 0).
     public func run(_ options: NetworkOptions = NetworkOptions(), onListening: (@Sendable (PeerAddress?) -> Void)? = nil) async throws {
-        var configuration = NodeConfiguration()
-        configuration.listen = options.listen
-        configuration.peers = options.peers
-        configuration.discovery = options.discovery
-        configuration.allow = options.allow
-        if let id = options.networkID { configuration.channel.networkID = id }
-        configuration.pollInterval = options.pollInterval
-        configuration.controlSocket = options.controlSocket
-        configuration.logLevel = options.logLevel
-        var logger = Logger(label: "peerlog")
-        logger.logLevel = options.logLevel
-        let node: PeerlogNode
-        do { node = try PeerlogNode(home: home, configuration: configuration, logger: logger, replica: replica) } catch {
-            throw PeerlogError(.network, "cannot start the node: \(error)")
-        }
-        node.onListening = onListening
-        let started = running.withLock { current -> Bool in
-            guard current == nil else { return false }
-            current = node
-            return true
-        }
-        guard started else { throw PeerlogError(.network, "this Peerlog is running its node already") }
-        defer { running.withLock { $0 = nil } }
-        do { try await node.run() } catch {
-            throw PeerlogError(.network, "\(error)")
-        }
+        let service = try service(options)
+        if let onListening { service.onListening(onListening) }
+        try await service.run()
     }
 
     /// What the running node is doing (peers, each group's committed seq and tentative count,

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Peerlog
 import PeerlogModel
 import PeerlogNode
 import ServiceLifecycle
@@ -54,49 +55,52 @@ struct Daemon: AsyncParsableCommand {
     var captureOmitBodies = false
 
     func run() async throws {
-        var settings = NodeConfiguration()
+        var options = NetworkOptions()
+        options.logLevel = .info
         let defaultConfig = home.path + "/daemon.conf"
-        if let config { try settings.load(file: config) } else if FileManager.default.fileExists(atPath: defaultConfig) { try settings.load(file: defaultConfig) }
-        if let listen { settings.listen = listen == "none" ? nil : try PeerAddress(parsing: listen, listening: true) }
-        settings.peers += try peers.map { try PeerAddress(parsing: $0) }
-        for text in allow { settings.allow.insert(try parseIdentity(text)) }
+        if let config { try options.load(file: config) } else if FileManager.default.fileExists(atPath: defaultConfig) { try options.load(file: defaultConfig) }
+        if let listen { options.listen = listen == "none" ? nil : try PeerAddress(parsing: listen, listening: true) }
+        options.peers += try peers.map { try PeerAddress(parsing: $0) }
+        for text in allow { options.allow.insert(try parseIdentity(text)) }
         for text in relayVia {
             let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, let key = try? DeviceID(string: parts[0]) else { throw CLIError("--relay-via must be KEY=HOST:PORT with the relay's key, not \"\(text)\"") }
-            settings.relayAddresses[key] = try PeerAddress(parsing: parts[1])
+            options.relayAddresses[key] = try PeerAddress(parsing: parts[1])
         }
-        if let network { settings.channel.networkID = network }
-        if noDiscovery { settings.discovery = false }
+        if let network { options.networkID = network }
+        if noDiscovery { options.discovery = false }
         if let logLevel {
             guard let level = Logger.Level(rawValue: logLevel) else { throw CLIError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))") }
-            settings.logLevel = level
+            options.logLevel = level
         }
-        let level = settings.logLevel
+        let level = options.logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }
-        let logger = Logger(label: "peerlog")
-        let node: PeerlogNode
         try home.requireIdentity(initCommand: "peerlog init")
-        do { node = try PeerlogNode(home: home.path, configuration: settings, logger: logger) } catch {
+        // The daemon is the library's node (Peerlog.service) with signals and a printed address.
+        let service: PeerlogService
+        do {
+            let peerlog = try await Peerlog.open(home: home.path, create: false)
+            service = try peerlog.service(options)
+            let device = peerlog.deviceID
+            service.onListening { address in
+                // One parseable line on stdout: scripts and tests wait for it.
+                FileHandle.standardOutput.write(Data("peerlog daemon: device \(device) listening on \(address?.description ?? "none")\n".utf8))
+            }
+        } catch {
             throw CLIError("cannot open the node in \(home.path): \(error)")
         }
         if let capture {
             printError(captureWarning)
-            do { try node.startCapture(path: absolutePath(capture), options: .init(maxBytes: captureMaxBytes, omitBodies: captureOmitBodies)) } catch {
-                throw CLIError("cannot capture to \(capture): \(error)")
-            }
-        }
-        node.onListening = { address in
-            // One parseable line on stdout: scripts and tests wait for it.
-            FileHandle.standardOutput.write(Data("peerlog daemon: device \(node.device.device) listening on \(address?.description ?? "none")\n".utf8))
+            try service.startCapture(path: absolutePath(capture), maxBytes: captureMaxBytes, omitBodies: captureOmitBodies)
         }
         let services = ServiceGroup(configuration: .init(
-            services: [.init(service: node)],
+            services: [.init(service: service)],
             gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
+            logger: Logger(label: "peerlog")
         ))
         try await services.run()
     }

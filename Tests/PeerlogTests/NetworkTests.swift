@@ -18,13 +18,14 @@ import Testing
         let ann = try await Peerlog.temporary(deviceName: "ann"), ben = try await Peerlog.temporary(deviceName: "ben")
         let group = try await ann.createGroup(named: "notes")
         try await ann.invite(ben.identity, to: group)
-        let port = try TestSupport.freePort()
         let benSaw = Collector(ben.changes(after: ChangeCursor(rawValue: 0)))
         let annSaw = Collector(ann.changes(in: group))
-        let runs = [
-            Task { try await ann.run(options(listen: port)) },
-            Task { try await ben.run(options(listen: nil, peers: [port], allow: [ann.identity])) },
-        ]
+        // Port 0: the system picks a free port, and ben dials what ann actually bound.
+        let bound = AsyncStream<PeerAddress?>.makeStream()
+        let annRun = Task { try await ann.run(options(listen: 0)) { bound.continuation.yield($0) } }
+        var iterator = bound.stream.makeAsyncIterator()
+        let port = try #require(await iterator.next()??.port)
+        let runs = [annRun, Task { try await ben.run(options(listen: nil, peers: [port], allow: [ann.identity])) }]
 
         #expect(await benSaw.wait { c in c.contains { if case .invited(let g, _) = $0.event { g == group } else { false } } })
         #expect(try await ben.invitations().map(\.id) == [group])

@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct Peerlog: AsyncParsableCommand {
+struct PeerlogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peerlog",
         abstract: "Offline-first peer-to-peer replication of signed receipts.",

@@ -1,0 +1,58 @@
+import Logging
+import PeerlogCapture
+import PeerlogNode
+import ServiceLifecycle
+
+/// The node of a `Peerlog` as a swift-service-lifecycle `Service`: put it in a `ServiceGroup`
+/// for signal handling and graceful shutdown (`peerlog daemon` does), or call
+/// `Peerlog.run(_:onListening:)`, which runs one until its task is cancelled.
+public final class PeerlogService: Service, Sendable {
+    let peerlog: Peerlog
+    let node: PeerlogNode
+
+    init(peerlog: Peerlog, node: PeerlogNode) {
+        self.peerlog = peerlog
+        self.node = node
+    }
+
+    /// Called once the listener is bound, with the actual address (port 0 asks for any).
+    /// Set it before `run`.
+    public func onListening(_ body: @escaping @Sendable (PeerAddress?) -> Void) { node.onListening = body }
+
+    /// Records every decrypted message in and out to a pcapng file (docs/TOOLS.md); the file
+    /// holds plaintext. `maxBytes` rotates files, `omitBodies` leaves receipt bodies out.
+    public func startCapture(path: String, maxBytes: Int? = nil, omitBodies: Bool = false) throws {
+        do { try node.startCapture(path: path, options: .init(maxBytes: maxBytes, omitBodies: omitBodies)) } catch {
+            throw PeerlogError(.network, "cannot capture to \(path): \(error)")
+        }
+    }
+
+    /// Runs the node until graceful shutdown or cancellation; one at a time per `Peerlog`.
+    public func run() async throws {
+        let started = peerlog.running.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = node
+            return true
+        }
+        guard started else { throw PeerlogError(.network, "this Peerlog is running its node already") }
+        defer { peerlog.running.withLock { $0 = nil } }
+        do { try await node.run() } catch let error as NodeError {
+            throw PeerlogError(.network, "\(error)")
+        }
+    }
+}
+
+extension Peerlog {
+    /// The node for this replica as a `Service`, configured by `options`. The home must be
+    /// writable.
+    public func service(_ options: NetworkOptions = NetworkOptions()) throws -> PeerlogService {
+        guard replica.store.access == .readWrite else { throw PeerlogError(.home, "\(home) is read-only: a node must write its store") }
+        var logger = Logger(label: "peerlog")
+        logger.logLevel = options.logLevel
+        do {
+            return PeerlogService(peerlog: self, node: try PeerlogNode(home: home, configuration: options.configuration, logger: logger, replica: replica))
+        } catch {
+            throw PeerlogError(.network, "cannot start the node in \(home): \(error)")
+        }
+    }
+}
