@@ -37,9 +37,19 @@ extension Pipeline {
         viewBefore[k] = try visible(k)
     }
 
-    func visible(_ k: ViewKey) throws -> VisibleEntity {
-        if let row = try db.overlayEntity(k.group, key: k.key) { return VisibleEntity(value: row.value, tentative: true) }
+    mutating func visible(_ k: ViewKey) throws -> VisibleEntity {
+        if try overlayMayHoldEntities(k.group), let row = try db.overlayEntity(k.group, key: k.key) { return VisibleEntity(value: row.value, tentative: true) }
         return VisibleEntity(value: try db.entity(group: k.group, key: k.key)?.value, tentative: false)
+    }
+
+    /// False when the group's view has no tentative entity rows: then a key's visible state is
+    /// its committed row, and the overlay need not be read per key (a catch-up commits
+    /// thousands of receipts into groups with nothing waiting). Set when a row is written.
+    mutating func overlayMayHoldEntities(_ group: GroupID) throws -> Bool {
+        if let known = overlayHasEntities[group] { return known }
+        let has = try db.hasOverlayEntities(group)
+        overlayHasEntities[group] = has
+        return has
     }
 
     /// Entity keys written by receipts this transaction stored, in groups where the committed

@@ -42,7 +42,10 @@ extension Pipeline {
         let stored = overlayStored.removeValue(forKey: group) ?? []
         let committed = overlayCommitted.removeValue(forKey: group) ?? []
         let rebuild = overlayRebuild.remove(group) != nil
-        if try isTombstoned(group) { return try db.deleteOverlay(group) }
+        if try isTombstoned(group) {
+            overlayHasEntities[group] = nil
+            return try db.deleteOverlay(group)
+        }
         let freshAtStart = overlayFreshAtStart.removeValue(forKey: group) ?? false
         guard !rebuild, freshAtStart, try db.overlayGroup(group) != nil else { return try rebuildOverlay(group) }
 

@@ -47,6 +47,7 @@ extension Pipeline {
         case .entityPut(_, let value): try db.putOverlayEntity(group, key: key, value: CBOREncoder.encode(value), cid: r.cid)
         default: try db.putOverlayEntity(group, key: key, value: nil, cid: r.cid)
         }
+        overlayHasEntities[group] = true
     }
 
     /// Builds a group's view from scratch with the oracle (`TentativeOrder`, `Fold.step`). Steps
@@ -54,6 +55,7 @@ extension Pipeline {
     mutating func rebuildOverlay(_ group: GroupID) throws {
         for row in try db.overlayEntities(group) { try noteViewChange(group, key: row.key) }
         try db.clearOverlay(group)
+        overlayHasEntities[group] = nil
         let flagged = try db.flaggedAuthors(group: group)
         let held = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in flagged[r.author].map { r.counter < $0 } ?? true }
         let order = TentativeOrder.order(held)
@@ -80,6 +82,7 @@ extension Pipeline {
         for (key, w) in writers {
             try noteViewChange(group, key: key)
             try db.putOverlayEntity(group, key: key, value: w.value.map { CBOREncoder.encode($0) }, cid: w.cid)
+            overlayHasEntities[group] = true
         }
         try db.saveOverlayGroup(group, state: state?.storedBytes, regular: regular)
     }

@@ -46,6 +46,8 @@ struct Pipeline {
     var viewBefore: [ViewKey: VisibleEntity] = [:]
     /// How many of `report.events` the change log has seen.
     var eventsLogged = 0
+    /// Per group, whether its view may hold tentative entity rows (nil: not looked yet).
+    var overlayHasEntities: [GroupID: Bool] = [:]
 
     struct EnvelopeKey: Hashable {
         let group: GroupID

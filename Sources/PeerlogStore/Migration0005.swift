@@ -2,12 +2,13 @@ import GRDB
 
 /// The change log (docs/PROTOCOL.md §10.4): one row per change an app sees, written in the
 /// transaction that makes the change, whichever process makes it. The row id is the cursor a
-/// consumer resumes from; rows older than the retention window are pruned.
+/// consumer resumes from; rows older than the retention window are pruned. Pruning never
+/// deletes the newest row, so ids never repeat without AUTOINCREMENT's extra write per row.
 enum Migration0005 {
     static func migrate(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TABLE change_log (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                id INTEGER PRIMARY KEY,
                 group_id BLOB NOT NULL,
                 kind TEXT NOT NULL,
                 key TEXT,

@@ -155,6 +155,11 @@ extension StoreDB {
         return ((row["value"] as Data?)?.bytes, try CID(bytes: (row["cid"] as Data).bytes))
     }
 
+    /// Whether the group's view holds any tentative entity row (one index probe).
+    public func hasOverlayEntities(_ group: GroupID) throws -> Bool {
+        try int("SELECT 1 FROM overlay_entities WHERE group_id = ? LIMIT 1", [group.bytes.blob]) != nil
+    }
+
     public func overlayEntities(_ group: GroupID) throws -> [(key: String, value: [UInt8]?, cid: CID)] {
         try rows("SELECT key, value, cid FROM overlay_entities WHERE group_id = ?", [group.bytes.blob]).map {
             ($0["key"], ($0["value"] as Data?)?.bytes, try CID(bytes: ($0["cid"] as Data).bytes))
