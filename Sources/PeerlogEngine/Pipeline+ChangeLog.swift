@@ -9,6 +9,11 @@ struct VisibleEntity: Equatable {
     var tentative: Bool
 }
 
+/// A committed entity row as a transaction wrote it (nil bytes: deleted).
+struct CommittedValue {
+    let bytes: [UInt8]?
+}
+
 struct ViewKey: Hashable, Comparable {
     let group: GroupID
     let key: String
@@ -78,7 +83,12 @@ extension Pipeline {
         rows += facts.membership.sorted().map { ChangeLogRow(group: $0, kind: ChangeLogKind.members.rawValue, at: now) }
         var reordered = [GroupID: [String]]()
         for (k, before) in viewBefore.sorted(by: { $0.key < $1.key }) where !facts.deleted.contains(k.group) {
-            let after = try visible(k)
+            let after: VisibleEntity
+            if overlayHasEntities[k.group] == false, let written = committedHere[k] {
+                after = VisibleEntity(value: written.bytes, tentative: false)  // no tentative row can shadow it
+            } else {
+                after = try visible(k)
+            }
             guard after != before else { continue }
             var flags: Int64 = 0
             if before.value != nil { flags |= ChangeLogFlags.oldPresent }
@@ -92,6 +102,7 @@ extension Pipeline {
             rows.append(ChangeLogRow(group: k.group, kind: ChangeLogKind.entity.rawValue, key: k.key, oldValue: before.value, newValue: after.value, flags: flags, at: now))
         }
         viewBefore = [:]
+        committedHere = [:]
         rows += reordered.sorted { $0.key < $1.key }.map { g, keys in
             ChangeLogRow(group: g, kind: ChangeLogKind.reordered.rawValue, newValue: CBOREncoder.encode(.array(keys.map(CBOR.text))), at: now)
         }

@@ -57,10 +57,13 @@ extension Pipeline {
         switch op {
         case .entityPut(let key, let value):
             try noteViewChange(r.group, key: key)
-            try db.putEntity(group: r.group, key: key, value: CBOREncoder.encode(value), cid: r.cid, seq: seq)
+            let encoded = CBOREncoder.encode(value)
+            try db.putEntity(group: r.group, key: key, value: encoded, cid: r.cid, seq: seq)
+            committedHere[ViewKey(group: r.group, key: key)] = CommittedValue(bytes: encoded)
         case .entityDelete(let key):
             try noteViewChange(r.group, key: key)
             try db.deleteEntity(group: r.group, key: key)
+            committedHere[ViewKey(group: r.group, key: key)] = CommittedValue(bytes: nil)
         case .application:
             report.events.append(.application(group: r.group, seq: seq, receipt: r))
         default:

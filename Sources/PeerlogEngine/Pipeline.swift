@@ -46,6 +46,8 @@ struct Pipeline {
     var viewBefore: [ViewKey: VisibleEntity] = [:]
     /// How many of `report.events` the change log has seen.
     var eventsLogged = 0
+    /// The committed value this transaction last wrote to each key (saves reading it back).
+    var committedHere: [ViewKey: CommittedValue] = [:]
     /// Per group, whether its view may hold tentative entity rows (nil: not looked yet).
     var overlayHasEntities: [GroupID: Bool] = [:]
 

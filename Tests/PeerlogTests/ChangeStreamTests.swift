@@ -28,9 +28,10 @@ final class Collector: Sendable {
         all.compactMap { if case .entity(let e) = $0.event { e } else { nil } }
     }
 
-    /// Waits (bounded) until `condition` holds for what arrived.
+    /// Waits (bounded) until `condition` holds for what arrived. Generous: the suite's many
+    /// blocking tests can hold both threads of the cooperative pool for a while.
     @discardableResult
-    func wait(timeout: Duration = .seconds(20), until condition: ([PeerlogChange]) -> Bool) async -> Bool {
+    func wait(timeout: Duration = .seconds(120), until condition: ([PeerlogChange]) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition(all) { return true }
