@@ -19,6 +19,10 @@ public struct ReplicaLimits: Sendable {
     /// Most receipt payload bytes one `appendBatch` call writes, all receipts together (32 MiB):
     /// bounds the transaction's memory and WAL growth. More is refused and nothing is written.
     public var maxBatchPayloadBytes: Int = 32 * 1_048_576
+    /// Most assignments a relay with a shared store (`SequenceGate`) reserves at once; a longer
+    /// pass reserves in several batches. Bounds the shared store's transaction and what one
+    /// refusal undoes.
+    public var maxReservationBatch: Int = 1_000
 
     public init() {}
 }
