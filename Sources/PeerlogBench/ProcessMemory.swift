@@ -50,7 +50,7 @@ final class ProcessMemory: @unchecked Sendable {
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: ":", maxSplits: 1)
             guard parts.count == 2 else { continue }
-            let value = parts[1].split(separator: " ")
+            let value = parts[1].split(whereSeparator: { $0 == " " || $0 == "\t" })
             if value.count == 2, value[1] == "kB", let kb = Int(value[0]) { out[String(parts[0])] = kb * 1024 }
         }
         return out
