@@ -31,7 +31,7 @@ extension Pipeline {
         do {
             answer = entries.isEmpty ? .reserved : try gate.reserve(entries)
         } catch {
-            try undoGatedBatch(to: start)
+            try? undoGatedBatch(to: start)  // the transaction fails with the gate's error anyway
             throw error
         }
         guard answer == .taken else {
