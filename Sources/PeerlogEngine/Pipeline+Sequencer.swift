@@ -68,7 +68,7 @@ extension Pipeline {
             try db.insertOutbox(kind: "envelope", group: group, cid: r.cid, seq: seq, at: now)
             placed.insert(r.cid)
             if let gate, gated.entries.count >= limits.maxReservationBatch {
-                // Another relay process took one of these seqs or receipts: catch up first.
+                // Refused: another relay process took one of these seqs or receipts; catch up first.
                 guard try closeGatedBatch(&gated, gate: gate, group: group) else { break }
                 try openGatedBatch(&gated)
             }
