@@ -136,6 +136,11 @@ struct BatchedPassTests {
         #expect(s.gates[0].sizes.withLock { $0 } == [10, 8])
         try await s.followers[1].catchUp()
         try await s.expectAgreement(count: 12)
+        // The full passes also published the history before the relay (seqs 1…base) in one statement.
+        let all = try await s.stores[0].entries(group: group, after: 0, limit: 1_000)
+        #expect(all.map(\.seq) == Array(1...(s.base + 12)))
+        let history = try TwoRelayReplicasTests.committed(s.alice.replica, group).envelopes.map(\.receipt)
+        #expect(try all.prefix(Int(s.base)).map { try Receipt(encoded: $0.receipt).cid } == history)
         let committed = Set(try s.relays[0].log(of: group, view: .committed).map(\.receipt.cid))
         #expect(committed.isSuperset(of: (writes + strangers).map(\.cid)))
     }
