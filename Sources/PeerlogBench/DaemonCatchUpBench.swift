@@ -64,6 +64,10 @@ func daemonCatchUpBench(count: Int) throws {
     let began = clock.now
     let targetDaemon = try BenchDaemon(home: dir + "/target", ["--peer", sourceDaemon.address, "--allow", f.owner.identity.string])
     defer { targetDaemon.stop() }
+    // The receiver's memory while it ingests (the sender's too: it reads and sends everything).
+    let receiverMemory = ProcessMemory(pid: targetDaemon.process.processIdentifier)
+    let senderMemory = ProcessMemory(pid: sourceDaemon.process.processIdentifier)
+    defer { receiverMemory.stop(); senderMemory.stop() }
     let target = try Replica(path: dir + "/target/replica.sqlite", device: f.receiver)
     var held: UInt64 = 0
     var lastReport = clock.now
@@ -71,12 +75,13 @@ func daemonCatchUpBench(count: Int) throws {
         Thread.sleep(forTimeInterval: 0.1)
         do { held = try target.committedSeq(of: f.group) } catch { print("  (receiver store not readable yet: \(error))") }
         if clock.now - lastReport > .seconds(5) {
-            print("  … \(held) of \(expected) committed on the receiver")
+            print("  … \(held) of \(expected) committed on the receiver (its RSS \(mebibytes(receiverMemory.current)), peak \(mebibytes(receiverMemory.peak)))")
             lastReport = clock.now
         }
-        guard clock.now - began < .seconds(600) else { throw BenchError("catch-up stalled at \(held) of \(expected)") }
+        guard clock.now - began < .seconds(max(600, count / 1_000)) else { throw BenchError("catch-up stalled at \(held) of \(expected)") }
     }
     let catchUpSeconds = seconds(clock.now - began)
+    let (receiverPeak, receiverAfter, senderPeak) = (receiverMemory.peak, receiverMemory.current, senderMemory.peak)
     let same = try target.stateHash(of: f.group, view: .committed) == source.stateHash(of: f.group, view: .committed)
     guard same else { throw BenchError("receiver's state hash differs after catch-up") }
 
@@ -86,4 +91,7 @@ func daemonCatchUpBench(count: Int) throws {
     figure("daemon → fresh daemon catch-up", format(catchUpRate) + " /s")
     figure("  wall time (incl. start and handshake)", String(format: "%.2f s", catchUpSeconds))
     ratio("daemon catch-up / local ingest", catchUpRate / localRate, target: 0.5)
+    figure("receiving daemon peak RSS (VmHWM)", mebibytes(receiverPeak) + " (target < 256 MiB)")
+    figure("  its RSS once caught up", mebibytes(receiverAfter))
+    figure("sending daemon peak RSS (VmHWM)", mebibytes(senderPeak))
 }

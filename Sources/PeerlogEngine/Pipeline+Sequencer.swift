@@ -25,6 +25,9 @@ extension Pipeline {
         var missingParents = [CID]()
         // Seqs committed in this pass, signed together at its end (one signature per run).
         var run = [CID](), runStart: UInt64 = 0
+        // With a shared store, assignments not reserved yet (signed single envelopes, §19.3).
+        var gated = GatedBatch()
+        if gate != nil { try openGatedBatch(&gated) }
         var stopped = false
         for r in TentativeOrder.order(candidates) {
             let state = try committedState(group)
@@ -49,14 +52,11 @@ extension Pipeline {
                 continue
             }
             let seq = try db.committedSeq(group: group) + 1
-            if let gate {
+            if gate != nil {
                 // A shared store of record reserves each seq with its signed envelope: single form.
                 let envelope = try Envelope.sign(group: group, seq: seq, receipt: r.cid, term: 0, receivedAt: now, key: local.signingKey)
-                if try gate.reserve(envelope, receipt: r) == .taken {
-                    report.contended.insert(group)
-                    break  // another relay process took this seq or this receipt: catch up first
-                }
                 try commit(envelope, receipt: r)
+                gated.entries.append((envelope, r))
             } else {
                 let (device, at) = (local.device, now)
                 try commit(seq: seq, receipt: r) { db, outcome, reason in
@@ -67,7 +67,13 @@ extension Pipeline {
             }
             try db.insertOutbox(kind: "envelope", group: group, cid: r.cid, seq: seq, at: now)
             placed.insert(r.cid)
+            if let gate, gated.entries.count >= limits.maxReservationBatch {
+                // Refused: another relay process took one of these seqs or receipts; catch up first.
+                guard try closeGatedBatch(&gated, gate: gate, group: group) else { break }
+                try openGatedBatch(&gated)
+            }
         }
+        if let gate { _ = try closeGatedBatch(&gated, gate: gate, group: group) }
         try signRun(group: group, firstSeq: runStart, receipts: run)
         if !stopped, !missingParents.isEmpty { try request(.requestReceipts(group: group, cids: Array(Set(missingParents)).sorted())) }
     }

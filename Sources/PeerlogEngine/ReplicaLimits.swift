@@ -22,6 +22,10 @@ public struct ReplicaLimits: Sendable {
     /// Newest change-log rows kept (docs/PROTOCOL.md §10.4). A consumer whose cursor falls
     /// further behind is told so (a gap) and reloads the state instead of replaying changes.
     public var changeLogRetention: Int = 100_000
+    /// Most assignments a relay with a shared store (`SequenceGate`) reserves at once; a longer
+    /// pass reserves in several batches. Bounds the shared store's transaction and what one
+    /// refusal undoes.
+    public var maxReservationBatch: Int = 1_000
 
     public init() {}
 }

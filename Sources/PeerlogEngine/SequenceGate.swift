@@ -1,13 +1,23 @@
 import PeerlogModel
 
-/// Where a relay makes each seq assignment durable before committing it, when several relay
+/// Where a relay makes its seq assignments durable before committing them, when several relay
 /// processes share one store of record (PostgreSQL, docs/PROTOCOL.md §19.3). The gate admits
 /// one receipt per (group, seq) and one seq per (group, receipt) across all of them.
 public protocol SequenceGate: Sendable {
-    /// Records `envelope` with its receipt as seq `envelope.seq` of its group. `.taken` when
-    /// another process holds that seq, or that receipt at another seq: the caller stops
-    /// assigning in that group until it has caught up from the shared store.
-    func reserve(_ envelope: Envelope, receipt: Receipt) throws -> SequenceReservation
+    /// Records each envelope with its receipt as seq `envelope.seq` of its group, all of them or
+    /// none: a relay pass reserves its assignments together (one round trip, one durable write).
+    /// `.reserved` also when every row already holds exactly these receipts (a retry whose
+    /// answer was lost). `.taken` when another process holds one of these seqs, or one of these
+    /// receipts at another seq: nothing is recorded, and the caller stops assigning in that
+    /// group until it has caught up from the shared store.
+    func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws -> SequenceReservation
+}
+
+extension SequenceGate {
+    /// One assignment alone.
+    public func reserve(_ envelope: Envelope, receipt: Receipt) throws -> SequenceReservation {
+        try reserve([(envelope, receipt)])
+    }
 }
 
 public enum SequenceReservation: Sendable, Equatable {

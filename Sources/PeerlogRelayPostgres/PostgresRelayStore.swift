@@ -78,13 +78,14 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
     // MARK: SequenceGate
 
     /// Blocks the calling thread (the node's hub queue or the follower's queue, never the
-    /// cooperative pool) until the row is stored or refused.
-    public func reserve(_ envelope: Envelope, receipt: Receipt) throws -> SequenceReservation {
+    /// cooperative pool) until the rows are stored or refused.
+    public func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws -> SequenceReservation {
+        let rows = try ReservationRows(batch)
         let outcome = Mutex<Result<SequenceReservation, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             let r: Result<SequenceReservation, any Error>
-            do { r = .success(try await insert(envelope, receipt: receipt)) } catch { r = .failure(error) }
+            do { r = .success(try await insert(rows)) } catch { r = .failure(error) }
             outcome.withLock { $0 = r }
             done.signal()
         }
@@ -92,18 +93,26 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
         return try outcome.withLock { $0! }.get()
     }
 
-    func insert(_ e: Envelope, receipt: Receipt) async throws -> SequenceReservation {
-        guard e.seq <= UInt64(Int64.max) else { throw RelayStoreError("seq \(e.seq) does not fit PostgreSQL's BIGINT") }
-        let group = ByteBuffer(bytes: e.group.bytes), cid = ByteBuffer(bytes: e.receipt.bytes)
-        let env = ByteBuffer(bytes: e.encoded), rec = ByteBuffer(bytes: receipt.encoded), seq = Int64(e.seq)
-        return try await retrying("store seq \(e.seq) of group \(e.group)") {
+    /// Stores every row in one statement (one round trip, one transaction, one WAL flush), or
+    /// none of them.
+    func insert(_ rows: ReservationRows) async throws -> SequenceReservation {
+        guard !rows.seqs.isEmpty else { return .reserved }
+        return try await retrying("store \(rows.description)") {
             do {
-                try await client.query("INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt) VALUES (\(group), \(seq), \(cid), \(env), \(rec))", logger: logger)
+                try await client.query("""
+                    INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt)
+                    SELECT * FROM unnest(\(rows.groups)::bytea[], \(rows.seqs)::bigint[], \(rows.cids)::bytea[], \(rows.envelopes)::bytea[], \(rows.receipts)::bytea[])
+                    """, logger: logger)
                 return .reserved
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
-                // Taken: by another process, or by us in a try whose answer was lost.
-                let rows = try await client.query("SELECT cid FROM peerlog_relay_log WHERE group_id = \(group) AND seq = \(seq)", logger: logger)
-                for try await held in rows.decode(ByteBuffer.self) where held == cid { return .reserved }
+                // Taken: by another process, or by us in a try whose answer was lost. Ours only
+                // if every one of these seqs holds exactly the receipt we asked for.
+                let held = try await client.query("""
+                    SELECT count(*) FROM peerlog_relay_log l
+                    JOIN unnest(\(rows.groups)::bytea[], \(rows.seqs)::bigint[], \(rows.cids)::bytea[]) AS b(group_id, seq, cid)
+                      ON l.group_id = b.group_id AND l.seq = b.seq AND l.cid = b.cid
+                    """, logger: logger)
+                for try await n in held.decode(Int64.self) where n == Int64(rows.seqs.count) { return .reserved }
                 return .taken
             }
         }
@@ -169,14 +178,19 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
     }
 
     /// Stores committed positions the table lacks (a group's history from before the relay
-    /// took over, which only members bring); rows already there are left as they are.
+    /// took over, which only members bring), in one statement; rows already there are left as
+    /// they are.
     public func publish(group: GroupID, _ items: [(seq: UInt64, cid: CID, envelope: [UInt8], receipt: [UInt8])]) async throws {
-        let g = ByteBuffer(bytes: group.bytes)
-        for item in items {
-            let seq = Int64(clamping: item.seq), cid = ByteBuffer(bytes: item.cid.bytes), env = ByteBuffer(bytes: item.envelope), rec = ByteBuffer(bytes: item.receipt)
-            _ = try await retrying("publish seq \(item.seq) of group \(group)") {
-                try await client.query("INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt) VALUES (\(g), \(seq), \(cid), \(env), \(rec)) ON CONFLICT DO NOTHING", logger: logger)
-            }
+        guard let first = items.first, let last = items.last else { return }
+        let groups = [ByteBuffer](repeating: ByteBuffer(bytes: group.bytes), count: items.count)
+        let seqs = items.map { Int64(clamping: $0.seq) }, cids = items.map { ByteBuffer(bytes: $0.cid.bytes) }
+        let envelopes = items.map { ByteBuffer(bytes: $0.envelope) }, receipts = items.map { ByteBuffer(bytes: $0.receipt) }
+        _ = try await retrying("publish seqs \(first.seq)…\(last.seq) of group \(group)") {
+            try await client.query("""
+                INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt)
+                SELECT * FROM unnest(\(groups)::bytea[], \(seqs)::bigint[], \(cids)::bytea[], \(envelopes)::bytea[], \(receipts)::bytea[])
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
         }
     }
 }

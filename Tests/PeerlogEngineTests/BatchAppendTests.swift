@@ -75,8 +75,8 @@ struct BatchAppendTests {
     /// Fails the transaction while the batch is being committed, after its receipts are stored.
     struct FailingGate: SequenceGate {
         let failAt: UInt64
-        func reserve(_ envelope: Envelope, receipt: Receipt) throws -> SequenceReservation {
-            if envelope.seq == failAt { throw ReplicaError("injected failure at seq \(failAt)") }
+        func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws -> SequenceReservation {
+            if batch.contains(where: { $0.envelope.seq == failAt }) { throw ReplicaError("injected failure at seq \(failAt)") }
             return .reserved
         }
     }
@@ -86,9 +86,12 @@ struct BatchAppendTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let device = try LocalDevice.generate(name: "w", createdAt: 1)
         let path = dir + "/r.sqlite"
-        let failing = try Replica(path: path, device: device, sequenceGate: FailingGate(failAt: 152))
+        var limits = ReplicaLimits()
+        limits.maxReservationBatch = 50
+        let failing = try Replica(path: path, device: device, limits: limits, sequenceGate: FailingGate(failAt: 152))
         let group = try failing.createGroup(name: "g")
-        // 300 receipts stored, 150 of them committed (seqs 2...151) when seq 152 fails.
+        // 300 receipts stored, 150 of them committed and reserved (seqs 2...151, three batches)
+        // when the batch holding seq 152 fails.
         #expect { try failing.appendBatch(Self.puts(300), to: group) } throws: { "\($0)".contains("injected failure at seq 152") }
         let reopened = try Replica(path: path, device: device)
         #expect(try reopened.log(of: group, view: .tentative).count == 1)

@@ -74,17 +74,6 @@ import Testing
         #expect(try relay.replica.relayEndpoints().isEmpty)  // never dials itself
     }
 
-    /// A gate that admits seqs up to `limit` and reports everything asked of it.
-    final class CountingGate: SequenceGate {
-        let limit: UInt64
-        let asked = Mutex<[UInt64]>([])
-        init(limit: UInt64) { self.limit = limit }
-        func reserve(_ envelope: Envelope, receipt: Receipt) throws -> SequenceReservation {
-            asked.withLock { $0.append(envelope.seq) }
-            return envelope.seq <= limit ? .reserved : .taken
-        }
-    }
-
     @Test func aTakenSeqStopsTheRelayUntilItCatchesUp() throws {
         let alice = try Node("alice"), bob = try Node("bob")
         // The group names this relay process's key; a second replica with the same key and a gate plays another process.
@@ -92,20 +81,23 @@ import Testing
         let group = try Self.relayedGroup(alice: alice, bob: bob, relay: probe)
         let base = try probe.replica.committedSeq(of: group)
         let relayDevice = probe.device
-        let gate = CountingGate(limit: base + 1)
+        let gate = TableGate()
         let relay = Replica(store: try Store(), device: relayDevice, sequenceGate: gate)
         let (receipts, envelopes) = try alice.holdings(group)
         _ = try relay.ingest(receipts: receipts, envelopes: envelopes)
         let writes = try (1...3).map { try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt }
+        // Another process already holds base+1 (with the last write): the pass's batch is refused whole.
+        let other = try Envelope.sign(group: group, seq: base + 1, receipt: writes[2].cid, term: 0, receivedAt: 1, key: relayDevice.signingKey)
+        #expect(try gate.reserve(other, receipt: writes[2]) == .reserved)
         let report = try relay.ingest(receipts: writes)
-        // seq base+1 is admitted and committed; base+2 is taken elsewhere: the relay stops there.
-        #expect(try relay.committedSeq(of: group) == base + 1)
-        #expect(report.contended == [group])
-        #expect(gate.asked.withLock { $0 } == [base + 1, base + 2])
-        // Once another process's base+2 arrives, resequencing continues from base+3.
-        let other = try Envelope.sign(group: group, seq: base + 2, receipt: writes[2].cid, term: 0, receivedAt: 1, key: relayDevice.signingKey)
-        _ = try relay.ingest(receipts: [], envelopes: [other])
-        #expect(try relay.committedSeq(of: group) == base + 2)
-        #expect(try relay.log(of: group, view: .committed).last?.receipt.cid == writes[2].cid)
+        #expect(try relay.committedSeq(of: group) == base)
+        #expect(report.contended == [group] && report.committed == 0)
+        #expect(gate.asked.withLock { $0 } == [[base + 1], [base + 1, base + 2, base + 3]])
+        // Once another process's base+1 arrives, sequencing continues from base+2 in one batch.
+        let resumed = try relay.ingest(receipts: [], envelopes: [other])
+        #expect(resumed.committed == 3 && resumed.contended.isEmpty)
+        #expect(gate.asked.withLock { $0 }.last == [base + 2, base + 3])
+        #expect(try relay.committedSeq(of: group) == base + 3)
+        #expect(try relay.log(of: group, view: .committed).suffix(3).map(\.receipt.cid) == [writes[2].cid, writes[0].cid, writes[1].cid])
     }
 }

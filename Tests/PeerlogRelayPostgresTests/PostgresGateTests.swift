@@ -1,6 +1,7 @@
 #if PostgreSQL
 import Foundation
 import Logging
+import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PeerlogRelayPostgres
@@ -54,6 +55,45 @@ struct PostgresGateTests {
         #expect(rows.map(\.seq) == [1, 2])
         #expect(try rows.map { try Receipt(encoded: $0.receipt).cid } == [a.cid, b.cid])
         #expect(try await store.entries(group: group, after: 1, limit: 10).map(\.seq) == [2])
+    }
+
+    /// A batch of (receipt, seq) reserved in one call, off the cooperative pool.
+    func reserve(_ store: PostgresRelayStore, _ batch: [(Receipt, UInt64)]) async throws -> SequenceReservation {
+        let entries = try batch.map { (envelope: try envelope($0.0, seq: $0.1), receipt: $0.0) }
+        return try await withCheckedThrowingContinuation { c in DispatchQueue.global().async { c.resume(with: Result { try store.reserve(entries) }) } }
+    }
+
+    @Test func aBatchIsStoredWholeOrNotAtAll() async throws {
+        let database = try PostgresTestDatabase()
+        defer { database.drop() }
+        let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
+        try await store.start()
+        defer { store.shutdown() }
+        let group = GroupID.random()
+        let (a, b, c, d) = (try receipt(group, 1), try receipt(group, 2), try receipt(group, 3), try receipt(group, 4))
+        func table() async throws -> [UInt64: CID] {
+            var out = [UInt64: CID]()
+            for row in try await store.entries(group: group, after: 0, limit: 100) { out[row.seq] = try Receipt(encoded: row.receipt).cid }
+            return out
+        }
+        // Another process holds seq 3: a batch over seqs 1…3 is refused, and its free seqs stay free.
+        #expect(try await reserve(store, d, seq: 3) == .reserved)
+        #expect(try await reserve(store, [(a, 1), (b, 2), (c, 3)]) == .taken)
+        #expect(try await table() == [3: d.cid])
+        // Refused too when a receipt of the batch already holds another seq.
+        #expect(try await reserve(store, [(a, 1), (d, 2)]) == .taken)
+        #expect(try await table() == [3: d.cid])
+        // Stored whole; the same batch again (a retry whose answer was lost) counts as made.
+        #expect(try await reserve(store, [(a, 1), (b, 2)]) == .reserved)
+        #expect(try await reserve(store, [(a, 1), (b, 2)]) == .reserved)
+        #expect(try await table() == [1: a.cid, 2: b.cid, 3: d.cid])
+        // Not when only part of it is there, or a seq holds another receipt.
+        #expect(try await reserve(store, [(a, 1), (b, 2), (c, 4)]) == .taken)
+        #expect(try await reserve(store, [(b, 1), (a, 2)]) == .taken)
+        #expect(try await table() == [1: a.cid, 2: b.cid, 3: d.cid])
+        // In the end every seq holds one receipt and every receipt one seq.
+        #expect(try await reserve(store, [(c, 4)]) == .reserved)
+        #expect(try database.query("SELECT count(DISTINCT cid), count(*), min(seq), max(seq) FROM peerlog_relay_log") == [["4", "4", "1", "4"]])
     }
 
     @Test func badURLsGetOneClearError() {

@@ -23,8 +23,8 @@ struct TwoRelayReplicasTests {
         let reserved = Atomic<Int>(0)
         let taken = Atomic<Int>(0)
         init(_ inner: PostgresRelayStore) { self.inner = inner }
-        func reserve(_ envelope: Envelope, receipt: Receipt) throws -> SequenceReservation {
-            let answer = try inner.reserve(envelope, receipt: receipt)
+        func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws -> SequenceReservation {
+            let answer = try inner.reserve(batch)
             if answer == .taken { taken.add(1, ordering: .relaxed) } else { reserved.add(1, ordering: .relaxed) }
             return answer
         }
