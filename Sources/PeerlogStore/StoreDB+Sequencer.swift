@@ -28,10 +28,13 @@ extension StoreDB {
     /// The committed `group.sequencer_changed` that set the current authority: its seq and
     /// the term of its envelope; nil when the authority is still the creator's default.
     public func authorityChange(group: GroupID) throws -> (seq: UInt64, term: UInt64)? {
+        // From the newest committed sequencer change backwards (Migration0006's index), the
+        // first one that took effect: usually the newest, so one probe whatever the log's size.
         guard let row = try row("""
-            SELECT e.seq AS seq, e.term AS term FROM envelopes e JOIN receipts r ON r.cid = e.cid
-            WHERE e.group_id = ? AND e.outcome = 'applied' AND r.type = 'group.sequencer_changed'
-            ORDER BY e.seq DESC LIMIT 1
+            SELECT e.seq AS seq, e.term AS term FROM receipts r INDEXED BY receipts_sequencer_changes
+            JOIN envelopes e ON e.group_id = r.group_id AND e.seq = r.seq
+            WHERE r.group_id = ? AND r.type = 'group.sequencer_changed' AND r.seq IS NOT NULL AND e.outcome = 'applied'
+            ORDER BY r.seq DESC LIMIT 1
             """, [group.bytes.blob]) else { return nil }
         return (UInt64(sql: row["seq"]), UInt64(sql: row["term"]))
     }
