@@ -100,7 +100,6 @@ let package = Package(
             dependencies: [
                 "Peerlog",
                 "PeerlogModel",
-                "PeerlogStore",
                 "PeerlogEngine",
                 "PeerlogNode",
                 "PeerlogCapture",

@@ -9,6 +9,8 @@ public struct PeerlogEntry: Sendable, Hashable {
     public let key: String
     /// The value as stored (deterministic CBOR's data model).
     public let value: CBOR
+    /// The receipt that wrote the value.
+    public let cid: CID
     /// True while a write that no sequencer has ordered yet decides it.
     public let isTentative: Bool
     /// Its seq when committed.
@@ -21,31 +23,39 @@ public struct PeerlogEntry: Sendable, Hashable {
 extension Peerlog {
     /// Sets `key` to `value` (any `Encodable` the JSON mapping holds: no floats) and returns
     /// once the write is stored. It is tentative until the group's sequencer orders it.
-    public func put<T: Encodable>(_ key: String, _ value: T, in group: GroupID) async throws {
+    @discardableResult
+    public func put<T: Encodable>(_ key: String, _ value: T, in group: GroupID) async throws -> PeerlogWrite {
         let cbor = try ValueMapping.encode(value, key: key)
-        try write(.entityPut(key: key, value: cbor), to: group)
+        return try write(.entityPut(key: key, value: cbor), to: group)
     }
 
     /// Sets `key` to a raw value.
-    public func put(_ key: String, cbor value: CBOR, in group: GroupID) async throws {
+    @discardableResult
+    public func put(_ key: String, cbor value: CBOR, in group: GroupID) async throws -> PeerlogWrite {
         try write(.entityPut(key: key, value: value), to: group)
     }
 
     /// Deletes `key`.
-    public func delete(_ key: String, in group: GroupID) async throws {
+    @discardableResult
+    public func delete(_ key: String, in group: GroupID) async throws -> PeerlogWrite {
         try write(.entityDelete(key: key), to: group)
     }
 
     /// Writes many keys in one transaction: each its own signed receipt, one commit for all.
     /// `nil` deletes a key. Nothing is written when any entry is refused. At most 10,000 entries
     /// and 32 MiB of payloads (`ReplicaLimits`).
-    public func putBatch<T: Encodable>(_ entries: [(key: String, value: T?)], in group: GroupID) async throws {
-        var ops = [GroupOperation]()
-        for e in entries { ops.append(try e.value.map { .entityPut(key: e.key, value: try ValueMapping.encode($0, key: e.key)) } ?? .entityDelete(key: e.key)) }
-        try call {
-            try requireHeld(group)
-            do { try replica.appendBatch(ops, to: group) } catch let e as BatchError { throw PeerlogError(.refused, "\(entries[e.index].key): \(e.reason)") }
-        }
+    @discardableResult
+    public func putBatch<T: Encodable>(_ entries: [(key: String, value: T?)], in group: GroupID) async throws -> [PeerlogWrite] {
+        var ops = [PeerlogOperation]()
+        for e in entries { ops.append(try e.value.map { .put(key: e.key, value: try ValueMapping.encode($0, key: e.key)) } ?? .delete(key: e.key)) }
+        return try writeBatch(ops, to: group)
+    }
+
+    /// Writes raw operations in one transaction, like `putBatch`. When one is refused nothing
+    /// is written, and the error's `batchEntry` says which (its index in `operations`) and why.
+    @discardableResult
+    public func putBatch(_ operations: [PeerlogOperation], in group: GroupID) async throws -> [PeerlogWrite] {
+        try writeBatch(operations, to: group)
     }
 
     /// The value of `key` decoded as `T`, or nil when the view holds no such key.
@@ -79,16 +89,41 @@ extension Peerlog {
             return try replica.log(of: group, view: view).map { item in
                 var seq: UInt64?
                 if case .committed(let s) = item.status { seq = s }
-                return PeerlogLogItem(cid: item.receipt.cid, type: item.receipt.type, author: item.receipt.author, identity: item.receipt.identity,
-                                      seq: seq, rejected: item.rejected)
+                let r = item.receipt
+                return PeerlogLogItem(cid: r.cid, type: r.type, author: r.author, identity: r.identity, counter: r.counter, time: r.hlc.physical,
+                                      body: r.body, seq: seq, rejected: item.rejected)
             }
+        }
+    }
+
+    /// The group's state hash in `view`: replicas holding the same receipts have the same
+    /// hashes (compare them to tell whether two devices agree).
+    public func stateHash(of group: GroupID, view: View = .tentative) async throws -> [UInt8] {
+        try call {
+            try requireHeld(group)
+            return try replica.stateHash(of: group, view: view)
         }
     }
 
     static func entry(_ e: EntityValue) -> PeerlogEntry {
         var seq: UInt64?
         if case .committed(let s) = e.status { seq = s }
-        return PeerlogEntry(key: e.key, value: e.value, isTentative: seq == nil, seq: seq)
+        return PeerlogEntry(key: e.key, value: e.value, cid: e.cid, isTentative: seq == nil, seq: seq)
+    }
+
+    func writeBatch(_ operations: [PeerlogOperation], to group: GroupID) throws -> [PeerlogWrite] {
+        let ops: [GroupOperation] = operations.map {
+            switch $0 {
+            case .put(let key, let value): .entityPut(key: key, value: value)
+            case .delete(let key): .entityDelete(key: key)
+            }
+        }
+        return try call {
+            try requireHeld(group)
+            do { return try replica.appendBatch(ops, to: group).map(PeerlogWrite.init) } catch let e as BatchError {
+                throw PeerlogError(.refused, "\(operations[e.index].key): \(e.reason)", batchEntry: .init(index: e.index, reason: e.reason))
+            }
+        }
     }
 }
 
@@ -102,6 +137,12 @@ public struct PeerlogLogItem: Sendable, Hashable {
     public let author: DeviceID
     /// The identity that device acts for.
     public let identity: IdentityID
+    /// The author's counter: its receipts in the group are numbered 1, 2, 3, …
+    public let counter: UInt64
+    /// When the author wrote it (its hybrid clock's milliseconds since 1970).
+    public let time: UInt64
+    /// The receipt's body (the operation's fields).
+    public let body: CBOR
     /// Its seq once committed; nil while tentative.
     public let seq: UInt64?
     /// Why it had (or, tentative, would have) no effect; nil when it took effect.

@@ -1,11 +1,42 @@
 import PeerlogEngine
 import PeerlogModel
+import PeerlogNode
 
 extension Peerlog {
     /// Creates a group; this device becomes its owner and sequences it until told otherwise.
+    /// `maxMembers` counts pending invitations too.
     @discardableResult
-    public func createGroup(named name: String) async throws -> GroupID {
-        try call { try replica.createGroup(name: name) }
+    public func createGroup(named name: String, maxMembers: Int = Peerlog.defaultMaxMembers) async throws -> GroupID {
+        try call { try replica.createGroup(name: name, maxMembers: maxMembers) }
+    }
+
+    /// Every group held here, by id; also groups whose creation has not arrived yet (only
+    /// receipts waiting for it), which `groups()` leaves out.
+    public func groupIDs() async throws -> [GroupID] {
+        try call { try replica.groupIDs() }
+    }
+
+    /// The id of a group held here, given as a user types it: its id, or its name when no
+    /// other group has it.
+    public func groupID(_ idOrName: String) async throws -> GroupID {
+        try call {
+            let id: GroupID
+            do { id = try replica.resolveGroup(idOrName) } catch { throw PeerlogError(.unknownGroup, "\(error)") }
+            guard try replica.groupIDs().contains(id) else { throw PeerlogError(.unknownGroup, "this replica holds no group \(id) (import an export of it first)") }
+            return id
+        }
+    }
+
+    /// How far `group` is ordered here: its committed seq and the writes waiting for its
+    /// sequencer (known even before the group's creation arrives).
+    public func progress(of group: GroupID) async throws -> PeerlogProgress {
+        try call { PeerlogProgress(committedSeq: try replica.committedSeq(of: group), tentativeCount: try replica.tentativeCount(of: group)) }
+    }
+
+    /// The status of the node running on this home in another process (`peerlog daemon`), asked
+    /// through its control socket `HOME/peerlog.sock`; nil when nothing answers there.
+    public func daemonStatus() async -> NodeStatus? {
+        try? ControlClient.status(socketPath: NodeConfiguration().controlSocketPath(home: home))
     }
 
     /// Every group held here, by id.
@@ -28,9 +59,10 @@ extension Peerlog {
         }
     }
 
-    /// The group `id`, or nil when it is not held here (or its creation has not arrived yet).
-    public func group(_ id: GroupID) async throws -> PeerlogGroup? {
-        try call { try summary(id) }
+    /// The group `id` as `view` shows it, or nil when it is not held here (or its creation has
+    /// not arrived in that view yet).
+    public func group(_ id: GroupID, view: View = .tentative) async throws -> PeerlogGroup? {
+        try call { try summary(id, view: view) }
     }
 
     /// Members of `group`, added or invited, with their status.
@@ -38,47 +70,57 @@ extension Peerlog {
         try call {
             try requireHeld(group)
             return try replica.members(of: group, view: view).map {
-                PeerlogMember(identity: $0.member.identity, role: $0.member.role, status: $0.member.status, isCommitted: $0.status != .tentative)
+                var seq: UInt64?
+                if case .committed(let s) = $0.status { seq = s }
+                return PeerlogMember(identity: $0.member.identity, role: $0.member.role, status: $0.member.status, seq: seq)
             }
         }
     }
 
     /// Invites `identity` (it joins once it accepts). Admins and owners may invite.
-    public func invite(_ identity: IdentityID, to group: GroupID, as role: Role = .member) async throws {
+    @discardableResult
+    public func invite(_ identity: IdentityID, to group: GroupID, as role: Role = .member) async throws -> PeerlogWrite {
         try write(.memberAdded(identity: identity, role: role), to: group)
     }
 
     /// Accepts this identity's invitation to `group` (it arrived by sync or in an export).
-    public func acceptInvitation(to group: GroupID) async throws { try write(.inviteAccepted, to: group) }
+    @discardableResult
+    public func acceptInvitation(to group: GroupID) async throws -> PeerlogWrite { try write(.inviteAccepted, to: group) }
 
     /// Leaves `group` (or declines its invitation).
-    public func leave(_ group: GroupID) async throws { try write(.memberLeft, to: group) }
+    @discardableResult
+    public func leave(_ group: GroupID) async throws -> PeerlogWrite { try write(.memberLeft, to: group) }
 
     /// Removes `identity` from `group`.
-    public func remove(_ identity: IdentityID, from group: GroupID) async throws { try write(.memberRemoved(identity: identity), to: group) }
+    @discardableResult
+    public func remove(_ identity: IdentityID, from group: GroupID) async throws -> PeerlogWrite { try write(.memberRemoved(identity: identity), to: group) }
 
     /// Gives `identity` another role in `group`.
-    public func setRole(_ role: Role, of identity: IdentityID, in group: GroupID) async throws {
+    @discardableResult
+    public func setRole(_ role: Role, of identity: IdentityID, in group: GroupID) async throws -> PeerlogWrite {
         try write(.roleChanged(identity: identity, role: role), to: group)
     }
 
     /// Renames `group`.
-    public func rename(_ group: GroupID, to name: String) async throws { try write(.renamed(name: name), to: group) }
+    @discardableResult
+    public func rename(_ group: GroupID, to name: String) async throws -> PeerlogWrite { try write(.renamed(name: name), to: group) }
 
     /// Hands ordering of `group` to `authority` (this device alone, a relay, or elected voters).
-    public func setSequencer(of group: GroupID, to authority: SequencerAuthority) async throws {
+    @discardableResult
+    public func setSequencer(of group: GroupID, to authority: SequencerAuthority) async throws -> PeerlogWrite {
         try write(.sequencerChanged(authority), to: group)
     }
 
     /// Deletes `group` for every member once committed: its entities go, its log stays as evidence.
-    public func deleteGroup(_ group: GroupID) async throws { try write(.deleted, to: group) }
+    @discardableResult
+    public func deleteGroup(_ group: GroupID) async throws -> PeerlogWrite { try write(.deleted, to: group) }
 
     // MARK: Internals
 
-    func write(_ op: GroupOperation, to group: GroupID) throws {
+    func write(_ op: GroupOperation, to group: GroupID) throws -> PeerlogWrite {
         try call {
             try requireHeld(group)
-            try replica.append(op, to: group)
+            return PeerlogWrite(try replica.append(op, to: group))
         }
     }
 
@@ -86,12 +128,12 @@ extension Peerlog {
         guard try replica.groupIDs().contains(group) else { throw PeerlogError(.unknownGroup, "this replica holds no group \(group)") }
     }
 
-    func summary(_ id: GroupID) throws -> PeerlogGroup? {
-        guard let state = try replica.state(of: id, view: .tentative) else { return nil }
+    func summary(_ id: GroupID, view: View = .tentative) throws -> PeerlogGroup? {
+        guard let state = try replica.state(of: id, view: view) else { return nil }
         let me = state.member(identity)
         return PeerlogGroup(
-            id: id, name: state.name, status: state.status, sequencer: state.authority,
-            role: me?.status == .active ? me?.role : nil, isInvitation: me?.status == .pending,
+            id: id, name: state.name, status: state.status, sequencer: state.authority, maxMembers: state.maxMembers, createdBy: state.createdBy,
+            role: me?.status == .active ? me?.role : nil, isInvitation: me?.status == .pending, invitedRole: me?.status == .pending ? me?.role : nil,
             memberCount: state.members.values.count { $0.status == .active },
             committedSeq: try replica.committedSeq(of: id), tentativeCount: try replica.tentativeCount(of: id))
     }

@@ -35,8 +35,12 @@ public final class Peerlog: Sendable {
     /// Opens the replica in `home` (default: `defaultHome`). With `create` (the default) a
     /// folder without an identity gets a new identity and device, named `deviceName` (default:
     /// the host name); otherwise such a folder is an error.
-    public static func open(home: String = Peerlog.defaultHome, deviceName: String? = nil, create: Bool = true) async throws -> Peerlog {
-        try Peerlog(home: home, deviceName: deviceName, create: create, removesHome: false)
+    ///
+    /// Opening a writable home builds the tentative views an older binary left behind (one
+    /// fold per such group); `rebuildViews: false` leaves the store exactly as found, for
+    /// `check()` to report it.
+    public static func open(home: String = Peerlog.defaultHome, deviceName: String? = nil, create: Bool = true, rebuildViews: Bool = true) async throws -> Peerlog {
+        try Peerlog(home: home, deviceName: deviceName, create: create, removesHome: false, rebuildViews: rebuildViews)
     }
 
     /// A replica in a new temporary folder with a new identity, deleted when the instance is
@@ -46,7 +50,7 @@ public final class Peerlog: Sendable {
         return try Peerlog(home: home, deviceName: deviceName, create: true, removesHome: true)
     }
 
-    init(home: String, deviceName: String?, create: Bool, removesHome: Bool) throws {
+    init(home: String, deviceName: String?, create: Bool, removesHome: Bool, rebuildViews: Bool = true) throws {
         self.home = home
         self.removesHome = removesHome
         let paths = LocalDevice.paths(home: home)
@@ -71,7 +75,7 @@ public final class Peerlog: Sendable {
             throw PeerlogError(.home, "cannot open the replica in \(home): \(error)")
         }
         // Change rows compare with the maintained view: build any view an older binary left behind.
-        if replica.store.access == .readWrite { _ = try? replica.buildMissingTentativeViews() }
+        if rebuildViews && replica.store.access == .readWrite { _ = try? replica.buildMissingTentativeViews() }
         replica.subscribe { [signal] _ in signal.fire() }
     }
 

@@ -8,10 +8,16 @@ public struct PeerlogGroup: Sendable, Hashable, Identifiable {
     public let status: GroupStatus
     /// Who orders the group's writes.
     public let sequencer: SequencerAuthority
+    /// Most members, pending invitations included.
+    public let maxMembers: Int
+    /// The identity that created the group.
+    public let createdBy: IdentityID
     /// This identity's role, when it is an active member.
     public let role: Role?
     /// True while this identity is invited and has not accepted (`acceptInvitation`).
     public let isInvitation: Bool
+    /// The role offered, while `isInvitation`.
+    public let invitedRole: Role?
     /// Active members.
     public let memberCount: Int
     /// The group's committed high-water mark (the last seq held in order).
@@ -28,6 +34,17 @@ public struct PeerlogMember: Sendable, Hashable {
     public let role: Role
     /// Invited (pending), active, removed or left.
     public let status: MemberStatus
+    /// The seq of the receipt that last changed the member's role or status; nil while that
+    /// receipt is still tentative.
+    public let seq: UInt64?
     /// False while the receipt that made it so is still tentative.
-    public let isCommitted: Bool
+    public var isCommitted: Bool { seq != nil }
+}
+
+/// How far a group is ordered on this replica.
+public struct PeerlogProgress: Sendable, Hashable {
+    /// The committed high-water mark (the last seq held in order).
+    public let committedSeq: UInt64
+    /// Writes held here that no sequencer has ordered yet.
+    public let tentativeCount: Int
 }

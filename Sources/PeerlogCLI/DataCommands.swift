@@ -1,10 +1,9 @@
 import ArgumentParser
+import Peerlog
 import PeerlogCrypto
 import PeerlogEncoding
-import PeerlogEngine
-import PeerlogModel
 
-struct Get: ParsableCommand {
+struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print an entity's value (strings as they are, anything else as JSON).",
         discussion: "Exit status 1 when the key has no value in the view."
@@ -15,14 +14,14 @@ struct Get: ParsableCommand {
     @OptionGroup var view: ViewOptions
     @Flag(help: "Print JSON: key, value, cid, status, seq.") var json = false
 
-    func run() throws {
-        let node = try Node(home)
-        let id = try node.group(group)
-        guard let entity = try node.replica.entity(key, in: id, view: view.view) else {
+    func run() async throws {
+        let peerlog = try await home.open()
+        let id = try await peerlog.groupID(group)
+        guard let entity = try await peerlog.entry(key, in: id, view: view.view) else {
             throw CLIError("no value for \"\(key)\" in the \(view.view.rawValue) view of \(id)")
         }
         if json {
-            print(JSON.object([("key", .string(key)), ("value", entity.value.json), ("cid", .string(entity.cid.string))] + entity.status.jsonFields).serialized(pretty: true))
+            print(JSON.object([("key", .string(key)), ("value", entity.value.json), ("cid", .string(entity.cid.string))] + statusJSONFields(seq: entity.seq)).serialized(pretty: true))
         } else if case .text(let s) = entity.value {
             print(s)
         } else {
@@ -31,22 +30,22 @@ struct Get: ParsableCommand {
     }
 }
 
-struct DeleteCommand: ParsableCommand {
+struct DeleteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete an entity from a group.")
     @OptionGroup var home: HomeOptions
     @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
     @Argument(help: "The entity key.") var key: String
     @Flag(help: "Print JSON.") var json = false
 
-    func run() throws {
-        let node = try Node(home)
-        let id = try node.group(group)
-        let result = try node.replica.append(.entityDelete(key: key), to: id)
+    func run() async throws {
+        let peerlog = try await home.open()
+        let id = try await peerlog.groupID(group)
+        let result = try await peerlog.delete(key, in: id)
         printAppend(result, group: id, summary: "Deleted \"\(key)\"", json: json)
     }
 }
 
-struct LogCommand: ParsableCommand {
+struct LogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
         abstract: "Print a group's log: committed receipts in seq order, then tentative ones.",
@@ -57,34 +56,29 @@ struct LogCommand: ParsableCommand {
     @OptionGroup var view: ViewOptions
     @Flag(help: "Print a JSON array.") var json = false
 
-    func run() throws {
-        let node = try Node(home)
-        let items = try node.replica.log(of: try node.group(group), view: view.view)
+    func run() async throws {
+        let peerlog = try await home.open()
+        let items = try await peerlog.log(of: try await peerlog.groupID(group), view: view.view)
         if json {
             print(JSON.array(items.map(Self.json)).serialized(pretty: true))
             return
         }
-        printTable(items.map { item in
-            let r = item.receipt
-            let (seq, mark) = switch item.status {
-            case .committed(let seq): (String(seq), "C")
-            case .tentative: ("~", "T")
-            }
-            return [seq, mark, r.type, r.author.short, String(r.counter), r.cid.string] + (item.rejected.map { ["REJECTED: " + $0] } ?? [])
+        printTable(items.map { r in
+            let (seq, mark) = r.seq.map { (String($0), "C") } ?? ("~", "T")
+            return [seq, mark, r.type, r.author.short, String(r.counter), r.cid.string] + (r.rejected.map { ["REJECTED: " + $0] } ?? [])
         })
     }
 
-    static func json(_ item: LogItem) -> JSON {
-        let r = item.receipt
-        return .object(item.status.jsonFields + [
+    static func json(_ r: PeerlogLogItem) -> JSON {
+        .object(statusJSONFields(seq: r.seq) + [
             ("type", .string(r.type)), ("author", .string(r.author.string)), ("identity", .string(r.identity.string)),
-            ("counter", .int(r.counter)), ("cid", .string(r.cid.string)), ("hlc_time", .string(formatMillis(r.hlc.physical))),
-            ("body", r.body.json), ("rejected", item.rejected.map { .string($0) } ?? .null),
+            ("counter", .int(r.counter)), ("cid", .string(r.cid.string)), ("hlc_time", .string(formatMillis(r.time))),
+            ("body", r.body.json), ("rejected", r.rejected.map { .string($0) } ?? .null),
         ])
     }
 }
 
-struct StateHash: ParsableCommand {
+struct StateHash: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "state-hash",
         abstract: "Print the group's state hash in both views; replicas holding the same receipts print the same hashes."
@@ -93,11 +87,11 @@ struct StateHash: ParsableCommand {
     @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
     @Flag(help: "Print JSON.") var json = false
 
-    func run() throws {
-        let node = try Node(home)
-        let id = try node.group(group)
-        let committed = hexString(try node.replica.stateHash(of: id, view: .committed))
-        let tentative = hexString(try node.replica.stateHash(of: id, view: .tentative))
+    func run() async throws {
+        let peerlog = try await home.open()
+        let id = try await peerlog.groupID(group)
+        let committed = hexString(try await peerlog.stateHash(of: id, view: .committed))
+        let tentative = hexString(try await peerlog.stateHash(of: id, view: .tentative))
         if json {
             print(JSON.object([("group", .string(id.string)), ("committed", .string(committed)), ("tentative", .string(tentative))]).serialized(pretty: true))
         } else {

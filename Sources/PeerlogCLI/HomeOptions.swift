@@ -1,4 +1,5 @@
 import ArgumentParser
+import Peerlog
 import PeerlogModel
 #if canImport(Glibc)
 import Glibc
@@ -15,6 +16,13 @@ struct HomeOptions: ParsableArguments {
         if let xdg = getenv("XDG_DATA_HOME").map({ String(cString: $0) }), !xdg.isEmpty { return xdg + "/peerlog" }
         let user = getenv("HOME").map { String(cString: $0) } ?? "."
         return user + "/.local/share/peerlog"
+    }
+
+    /// The replica in this home through the facade; the init hint when it has no identity. A
+    /// home that is not writable opens read-only, for the reading commands.
+    func open(rebuildViews: Bool = true) async throws -> Peerlog {
+        try requireIdentity(initCommand: "peerlog init")
+        return try await Peerlog.open(home: path, create: false, rebuildViews: rebuildViews)
     }
 
     func loadDevice() throws -> LocalDevice { try LocalDevice.load(home: path) }

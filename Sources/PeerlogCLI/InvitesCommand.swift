@@ -1,10 +1,9 @@
 import ArgumentParser
+import Peerlog
 import PeerlogEncoding
-import PeerlogEngine
-import PeerlogModel
 
 /// `peerlog invites`: groups this identity has been invited to and not yet answered.
-struct Invites: ParsableCommand {
+struct Invites: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List pending invitations (accept with `peerlog group accept GROUP`, decline with `group leave`).",
         discussion: "Invitations arrive by sync from any member of the group, or in an export file."
@@ -13,14 +12,9 @@ struct Invites: ParsableCommand {
     @OptionGroup var home: HomeOptions
     @Flag(help: "Print JSON.") var json = false
 
-    func run() throws {
-        let node = try Node(home)
-        var rows: [(GroupID, String, String)] = []
-        for group in try node.replica.groupIDs() {
-            guard let state = try node.replica.state(of: group, view: .tentative),
-                  let me = state.member(node.device.identity), me.status == .pending else { continue }
-            rows.append((group, state.name, me.role.rawValue))
-        }
+    func run() async throws {
+        let peerlog = try await home.open()
+        let rows = try await peerlog.invitations().map { ($0.id, $0.name, $0.invitedRole?.rawValue ?? "") }
         if json {
             print(JSON.array(rows.map { .object([("group", .string($0.0.string)), ("name", .string($0.1)), ("role", .string($0.2))]) }).serialized(pretty: true))
             return

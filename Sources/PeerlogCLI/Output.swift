@@ -1,7 +1,6 @@
 import ArgumentParser
+import Peerlog
 import PeerlogEncoding
-import PeerlogEngine
-import PeerlogModel
 
 /// `--committed`: read the committed view instead of the default tentative one.
 struct ViewOptions: ParsableArguments {
@@ -24,22 +23,12 @@ func parseRole(_ text: String) throws -> Role {
     return role
 }
 
-extension ItemStatus {
-    /// "committed at seq N" or "tentative".
-    var text: String {
-        switch self {
-        case .committed(let seq): "committed at seq \(seq)"
-        case .tentative: "tentative"
-        }
-    }
+/// "committed at seq N" or "tentative".
+func statusText(seq: UInt64?) -> String { seq.map { "committed at seq \($0)" } ?? "tentative" }
 
-    /// `"status": "committed", "seq": N` or `"status": "tentative", "seq": null`.
-    var jsonFields: [(String, JSON)] {
-        switch self {
-        case .committed(let seq): [("status", .string("committed")), ("seq", .int(seq))]
-        case .tentative: [("status", .string("tentative")), ("seq", .null)]
-        }
-    }
+/// `"status": "committed", "seq": N` or `"status": "tentative", "seq": null`.
+func statusJSONFields(seq: UInt64?) -> [(String, JSON)] {
+    if let seq { [("status", .string("committed")), ("seq", .int(seq))] } else { [("status", .string("tentative")), ("seq", .null)] }
 }
 
 extension SequencerAuthority {
@@ -79,17 +68,14 @@ func printTable(_ rows: [[String]], indent: String = "") {
 }
 
 /// Reports a local write: one line saying what happened, then the receipt and its status.
-func printAppend(_ result: AppendResult, group: GroupID, summary: String, json: Bool) {
+func printAppend(_ result: PeerlogWrite, group: GroupID, summary: String, json: Bool) {
     if json {
         print(JSON.object([
-            ("group", .string(group.string)), ("cid", .string(result.receipt.cid.string)), ("type", .string(result.receipt.type)),
-        ] + appendStatus(result).jsonFields).serialized(pretty: true))
+            ("group", .string(group.string)), ("cid", .string(result.cid.string)), ("type", .string(result.type)),
+        ] + statusJSONFields(seq: result.seq)).serialized(pretty: true))
     } else {
         print(summary)
-        let status = appendStatus(result)
-        let note = status == .tentative ? " (waiting for the group's sequencer)" : ""
-        print("receipt \(result.receipt.cid): \(status.text)\(note)")
+        let note = result.isTentative ? " (waiting for the group's sequencer)" : ""
+        print("receipt \(result.cid): \(statusText(seq: result.seq))\(note)")
     }
 }
-
-func appendStatus(_ result: AppendResult) -> ItemStatus { result.seq.map { .committed(seq: $0) } ?? .tentative }

@@ -1,6 +1,5 @@
+import Peerlog
 import PeerlogEncoding
-import PeerlogEngine
-import PeerlogModel
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,23 +14,24 @@ enum PutBatch {
     /// One operation and the line it came from (1-based).
     struct Line {
         let number: Int
-        let op: GroupOperation
+        let op: PeerlogOperation
     }
 
-    static func run(_ put: Put, file: String) throws {
+    static func run(_ put: Put, file: String) async throws {
         guard put.key == nil, put.value == nil, put.valueFile == nil else {
             throw CLIError("--batch takes keys and values from its file: give no KEY, VALUE or --value-file with it")
         }
-        let maxOperations = ReplicaLimits().maxBatchOperations
+        let maxOperations = Peerlog.maxBatchOperations
         let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
         guard !lines.isEmpty else { throw CLIError("--batch \(file) holds no operations") }
-        let node = try Node(put.home)
-        let id = try node.group(put.group)
-        let results: [AppendResult]
+        let peerlog = try await put.home.open()
+        let id = try await peerlog.groupID(put.group)
+        let results: [PeerlogWrite]
         do {
-            results = try node.replica.appendBatch(lines.map(\.op), to: id)
-        } catch let e as BatchError {
-            throw CLIError("--batch \(file): line \(lines[e.index].number): \(e.reason); nothing was written")
+            results = try await peerlog.putBatch(lines.map(\.op), in: id)
+        } catch let e as PeerlogError {
+            guard let entry = e.batchEntry else { throw e }
+            throw CLIError("--batch \(file): line \(lines[entry.index].number): \(entry.reason); nothing was written")
         }
         printBatch(results, group: id, json: put.json)
     }
@@ -58,7 +58,7 @@ enum PutBatch {
     static let shape = #"a line is {"key": K, "value": V} or {"key": K, "delete": true}"#
 
     /// One line: `{"key": K, "value": V}` (V as `put --json-value` takes it) or `{"key": K, "delete": true}`.
-    static func operation(_ raw: ArraySlice<UInt8>) throws -> GroupOperation {
+    static func operation(_ raw: ArraySlice<UInt8>) throws -> PeerlogOperation {
         guard let text = String(validating: raw, as: UTF8.self) else { throw CLIError("not UTF-8 text") }
         let json: JSON
         do { json = try JSON.parse(text) } catch { throw CLIError("malformed JSON: \(error)") }
@@ -79,8 +79,8 @@ enum PutBatch {
         guard let key else { throw CLIError("missing \"key\": \(shape)") }
         switch (value, delete) {
         case (let value?, false):
-            do { return .entityPut(key: key, value: try CBOR(json: value, allowFloats: false)) } catch { throw CLIError("value: \(error)") }
-        case (nil, true): return .entityDelete(key: key)
+            do { return .put(key: key, value: try CBOR(json: value, allowFloats: false)) } catch { throw CLIError("value: \(error)") }
+        case (nil, true): return .delete(key: key)
         case (nil, false): throw CLIError("missing \"value\" (or \"delete\": true): \(shape)")
         case (.some, true): throw CLIError("give \"value\" or \"delete\": true, not both")
         }
@@ -109,18 +109,18 @@ enum PutBatch {
     }
 
     /// One summary: how many, the first and last receipt, committed or tentative.
-    static func printBatch(_ results: [AppendResult], group: GroupID, json: Bool) {
+    static func printBatch(_ results: [PeerlogWrite], group: GroupID, json: Bool) {
         let seqs = results.compactMap(\.seq)
         let status = seqs.count == results.count ? "committed" : seqs.isEmpty ? "tentative" : "partly committed"
         if json {
             print(JSON.object([
                 ("group", .string(group.string)), ("count", .int(results.count)), ("status", .string(status)),
                 ("first_seq", seqs.first.map { .int($0) } ?? .null), ("last_seq", seqs.last.map { .int($0) } ?? .null),
-                ("cids", .array(results.map { .string($0.receipt.cid.string) })),
+                ("cids", .array(results.map { .string($0.cid.string) })),
             ]).serialized(pretty: true))
             return
         }
-        let (first, last) = (results.first!.receipt.cid, results.last!.receipt.cid)
+        let (first, last) = (results.first!.cid, results.last!.cid)
         print("Wrote \(results.count) operation\(results.count == 1 ? "" : "s") in one transaction")
         let receipts = results.count == 1 ? "receipt \(first)" : "receipts \(first) ... \(last)"
         switch status {

@@ -1,25 +1,24 @@
 import ArgumentParser
+import Peerlog
 import PeerlogEncoding
-import PeerlogEngine
-import PeerlogModel
 #if canImport(Glibc)
 import Glibc
 #endif
 
-struct Put: ParsableCommand {
+struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Set an entity's value in a group, or write a batch of sets and deletes.",
         discussion: """
         The value comes from VALUE or from --value-file (a file, or - for standard input): the kernel \
         caps one argument at 128 KiB, which JSON with hex bytes can pass within the payload limit. \
-        A receipt's payload, value included, is at most \(Receipt.maxPayloadBytes) bytes (64 KiB): \
+        A receipt's payload, value included, is at most \(Peerlog.maxPayloadBytes) bytes (64 KiB): \
         split larger data over several keys, or store it elsewhere and put a reference to it.
 
         --batch FILE (- for standard input) writes many operations in one transaction, each its own \
         receipt: one JSON object a line, {"key": K, "value": V} or {"key": K, "delete": true}, values \
         as --json-value takes them (blank lines are skipped). Every line is checked before anything is \
         written, against the group's rules too (the earlier lines included): one bad line refuses the \
-        whole batch, naming the line. Limits: \(ReplicaLimits().maxBatchOperations) operations and \
+        whole batch, naming the line. Limits: \(Peerlog.maxBatchOperations) operations and \
         \(PutBatch.maxInputBytes) bytes (16 MiB) of input per batch; split larger input into several batches.
         """
     )
@@ -35,10 +34,10 @@ struct Put: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     /// Larger files cannot fit in a payload even as JSON with hex bytes, so they are not read whole.
-    static let maxValueFileBytes = 4 * Receipt.maxPayloadBytes
+    static let maxValueFileBytes = 4 * Peerlog.maxPayloadBytes
 
-    func run() throws {
-        if let batch { return try PutBatch.run(self, file: batch) }
+    func run() async throws {
+        if let batch { return try await PutBatch.run(self, file: batch) }
         // Checked here, not in validate(), so the error is one line like every other.
         guard let key else { throw CLIError("give the entity key (or --batch FILE)") }
         let text: String
@@ -54,9 +53,9 @@ struct Put: ParsableCommand {
         } else {
             cbor = .text(text)
         }
-        let node = try Node(home)
-        let id = try node.group(group)
-        let result = try node.replica.append(.entityPut(key: key, value: cbor), to: id)
+        let peerlog = try await home.open()
+        let id = try await peerlog.groupID(group)
+        let result = try await peerlog.put(key, cbor: cbor, in: id)
         printAppend(result, group: id, summary: "Set \"\(key)\"", json: json)
     }
 
@@ -74,7 +73,7 @@ struct Put: ParsableCommand {
             if n == 0 { break }
             bytes += chunk[0..<n]
             guard bytes.count <= maxValueFileBytes else {
-                throw CLIError("--value-file \(file) is over \(maxValueFileBytes) bytes, and a value must fit in a \(Receipt.maxPayloadBytes)-byte (64 KiB) receipt payload; "
+                throw CLIError("--value-file \(file) is over \(maxValueFileBytes) bytes, and a value must fit in a \(Peerlog.maxPayloadBytes)-byte (64 KiB) receipt payload; "
                     + "split it over several keys, or store the data elsewhere and put a reference to it (such as its hash or URL)")
             }
         }

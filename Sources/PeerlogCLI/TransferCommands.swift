@@ -1,9 +1,9 @@
 import ArgumentParser
+import Peerlog
 import PeerlogEncoding
-import PeerlogEngine
 import PeerlogModel
 
-struct Export: ParsableCommand {
+struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write everything this replica holds of a group to a file (JSON lines).",
         discussion: "The file is JSON lines with every receipt and envelope as signed bytes: carry it to another device and `peerlog import` it there. An existing file is never overwritten."
@@ -12,22 +12,17 @@ struct Export: ParsableCommand {
     @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
     @Argument(help: "The file to create.") var file: String
 
-    func run() throws {
+    func run() async throws {
+        // Checked before opening too, so that this is the error whatever else is wrong.
         if FileIO.exists(file) { throw CLIError("\(file) already exists; refusing to overwrite it") }
-        let node = try Node(home)
-        let id = try node.group(group)
-        // The whole export is built in memory, then written to a temporary file and renamed.
-        var bytes = [UInt8]()
-        let counts = try node.replica.export(group: id) { line in
-            bytes += line.utf8
-            bytes.append(0x0a)
-        }
-        try FileIO.writeNew(bytes, to: file, mode: 0o644)
+        let peerlog = try await home.open()
+        let id = try await peerlog.groupID(group)
+        let counts = try await peerlog.export(group: id, to: file)
         print("Exported \(counts.receipts) receipts and \(counts.envelopes) envelopes of \(id) to \(file)")
     }
 }
 
-struct Import: ParsableCommand {
+struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Verify and apply an export file from another replica.",
         discussion: "A malformed file is refused as a whole (exit status 1, nothing written). Importing the same file twice changes nothing."
@@ -36,16 +31,8 @@ struct Import: ParsableCommand {
     @Argument(help: "The export file.") var file: String
     @Flag(help: "Print JSON.") var json = false
 
-    /// Largest export file read.
-    static let maxFileBytes = 1 << 30
-
-    func run() throws {
-        let node = try Node(home)
-        let text = String(decoding: try FileIO.read(file, maxBytes: Self.maxFileBytes), as: UTF8.self)
-        // Empty lines are kept so that the line numbers in errors match the file.
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        let report: IngestReport
-        do { report = try node.replica.importExport(lines: lines) } catch { throw CLIError("\(file): \(error)") }
+    func run() async throws {
+        let report = try await home.open().import(from: file)
         let counts: [(String, Int)] = [
             ("stored", report.stored), ("duplicates", report.duplicates), ("committed", report.committed),
             ("queued", report.queued), ("ignored", report.ignored), ("rejected", report.rejected.count),
@@ -55,12 +42,12 @@ struct Import: ParsableCommand {
             print(JSON.object(counts.map { ($0.0, JSON.int($0.1)) } + [("rejections", rejected)]).serialized(pretty: true))
         } else {
             printRows(counts.map { ($0.0, String($0.1)) })
-            for (cid, reason) in report.rejected { print("rejected \(cid): \(reason)") }
+            for r in report.rejected { print("rejected \(r.cid): \(r.reason)") }
         }
     }
 }
 
-struct DeadLetters: ParsableCommand {
+struct DeadLetters: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dead-letters",
         abstract: "List receipts and envelopes given up on, and receipts refused as invalid (forgeries), with the reason.",
@@ -73,15 +60,15 @@ struct DeadLetters: ParsableCommand {
     @OptionGroup var home: HomeOptions
     @Flag(help: "Print JSON.") var json = false
 
-    func run() throws {
-        let replica = try Node(home).replica
-        let items = try replica.deadLetters()
-        let invalid = try replica.invalidReceipts()
+    func run() async throws {
+        let peerlog = try await home.open()
+        let items = try await peerlog.deadLetters()
+        let invalid = try await peerlog.invalidReceipts()
         if json {
             let dead: [JSON] = items.map { item in
                 .object([
                     ("kind", .string(item.kind)), ("group", .string(item.group.string)), ("cid", .string(item.cid.string)),
-                    ("retries", .int(item.retryCount)), ("reason", .string(item.reason)),
+                    ("retries", .int(item.retries)), ("reason", .string(item.reason)),
                     ("first_seen_ms", .int(item.firstSeenAt)), ("last_attempt_ms", .int(item.lastAttemptAt)),
                 ])
             }
@@ -98,7 +85,7 @@ struct DeadLetters: ParsableCommand {
         if items.isEmpty && invalid.isEmpty { print("No dead letters.") }
         if !items.isEmpty {
             printTable([["KIND", "GROUP", "CID", "RETRIES", "LAST ATTEMPT", "REASON"]] + items.map { item in
-                [item.kind, item.group.string, item.cid.string, String(item.retryCount), formatMillis(item.lastAttemptAt), item.reason]
+                [item.kind, item.group.string, item.cid.string, String(item.retries), formatMillis(item.lastAttemptAt), item.reason]
             })
         }
         if !invalid.isEmpty {
