@@ -97,7 +97,7 @@ public struct PacketFile {
                     let x = ByteReader(v)
                     return try x.u32(at: 0, bigEndian: bigEndian)
                 }
-                packets.append(Packet(interface: index, linkType: interfaces[index], time: Self.microseconds(ts, perSecond: resolution[interface]),
+                packets.append(Packet(interface: index, linkType: interfaces[index], time: try Self.microseconds(ts, perSecond: resolution[interface], at: body + 4),
                                       data: r.slice(dataStart, captured), flags: flags, offset: dataStart))
             default:
                 break  // section headers handled above; other blocks carry nothing we read
@@ -150,8 +150,24 @@ public struct PacketFile {
         return n
     }
 
-    private static func microseconds(_ ts: UInt64, perSecond: UInt64) -> UInt64 {
-        perSecond == 1_000_000 ? ts : UInt64((Double(ts) / Double(perSecond) * 1_000_000).rounded())
+    /// The timestamp in microseconds; an error when that does not fit 64 bits (a coarse
+    /// `if_tsresol` with a huge count: found by fuzzing).
+    static func microseconds(_ ts: UInt64, perSecond: UInt64, at offset: Int) throws -> UInt64 {
+        if perSecond == 1_000_000 { return ts }
+        let tooLarge = CaptureError(offset: offset, "timestamp \(ts) at \(perSecond) per second is beyond 2^64 microseconds")
+        // Decimal resolutions (the usual ones) exactly; binary ones through Double.
+        if perSecond < 1_000_000, 1_000_000 % perSecond == 0 {
+            let (micros, overflow) = ts.multipliedReportingOverflow(by: 1_000_000 / perSecond)
+            if overflow { throw tooLarge }
+            return micros
+        }
+        if perSecond > 1_000_000, perSecond % 1_000_000 == 0 {
+            let per = perSecond / 1_000_000
+            return ts / per + (ts % per >= per - per / 2 ? 1 : 0)
+        }
+        let micros = (Double(ts) / Double(perSecond) * 1_000_000).rounded()
+        guard micros < 18_446_744_073_709_551_616.0 else { throw tooLarge }
+        return UInt64(micros)
     }
 }
 
