@@ -58,7 +58,7 @@ public final class Peerlog: Sendable {
             guard create else { throw PeerlogError(.home, "\(home) has no Peerlog identity (open it with create: true, or run: peerlog init --home \(home))") }
             do {
                 try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-                let name = deviceName ?? ProcessInfo.processInfo.hostName
+                let name = deviceName ?? Self.hostName()
                 let generated = try LocalDevice.generate(name: String((name.isEmpty ? "device" : name).utf8.prefix(DeviceCertificate.maxNameBytes))!, createdAt: WallClock.nowMillis())
                 try generated.save(home: home)
             } catch let error as PeerlogError {
@@ -77,6 +77,14 @@ public final class Peerlog: Sendable {
         // Change rows compare with the maintained view: build any view an older binary left behind.
         if rebuildViews && replica.store.access == .readWrite { _ = try? replica.buildMissingTentativeViews() }
         replica.subscribe { [signal] _ in signal.fire() }
+    }
+
+    /// The host name, read with gethostname(2): Foundation's `ProcessInfo.hostName` is not
+    /// thread-safe on Linux (swift-corelibs-foundation#3194).
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "device" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     deinit {

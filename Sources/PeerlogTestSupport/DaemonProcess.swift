@@ -37,7 +37,7 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         process.standardInput = FileHandle.nullDevice
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        try process.run()
+        try TestSupport.launch(process)
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let out = stdout

@@ -17,7 +17,7 @@ public final class StartedPeerlog: @unchecked Sendable {
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/out"))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/err"))
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try TestSupport.launch(process)
     }
 
     public var stdout: String { (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? "" }

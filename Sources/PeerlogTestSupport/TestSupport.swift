@@ -34,6 +34,14 @@ public enum TestSupport {
     }
 
     /// Runs a program to completion with a time limit, feeding `input` to its stdin.
+    /// Starts `process`, one launch at a time in this test process: Foundation's `Process.run()`
+    /// on Linux has crashed (SIGSEGV) when many tests launched processes at once.
+    public static func launch(_ process: Process) throws {
+        try launchLock.withLock { try process.run() }
+    }
+
+    private static let launchLock = NSLock()
+
     public static func run(_ executable: String, _ arguments: [String], input: String = "", environment: [String: String] = [:], timeout: TimeInterval = 120) throws -> ProcessResult {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw ProcessError(description: "\(executable) is missing; run tools/setup.sh first")
@@ -51,7 +59,7 @@ public enum TestSupport {
         p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
-        try p.run()
+        try launch(p)
         let deadline = Date().addingTimeInterval(timeout)
         while p.isRunning {
             if Date() > deadline {

@@ -187,7 +187,7 @@ struct CaptureToolsTests {
         tshark.arguments = ["-e", "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die", "/usr/bin/tshark", "-i", "lo", "-f", "tcp port \(port)", "-w", raw, "-q"]
         tshark.standardError = FileHandle.nullDevice
         tshark.standardOutput = FileHandle.nullDevice
-        try tshark.run()
+        try TestSupport.launch(tshark)
         #expect(TestSupport.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: raw) }, "tshark started")
         usleep(500_000)
         let (_, _, _, capture) = try recordedSync(captureArgs: [], environment: ["PEERLOG_KEYLOGFILE": keyLog], aliceListen: port)

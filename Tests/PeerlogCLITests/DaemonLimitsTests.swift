@@ -41,7 +41,7 @@ struct DaemonLimitsTests {
         peer.standardError = peer.standardOutput
         let hold = Pipe()
         peer.standardInput = hold
-        try peer.run()
+        try TestSupport.launch(peer)
         defer { if peer.isRunning { peer.terminate() } }
         var peak = baseline
         let holding = TestSupport.waitUntil(timeout: 150) {

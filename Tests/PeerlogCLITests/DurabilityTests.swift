@@ -21,7 +21,7 @@ struct DurabilityTests {
             let out = Pipe()
             p.standardOutput = out
             p.standardError = FileHandle.nullDevice
-            try p.run()
+            try TestSupport.launch(p)
             usleep(UInt32.random(in: 150_000...600_000, using: &rng))
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()

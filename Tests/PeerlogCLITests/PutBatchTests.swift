@@ -163,7 +163,7 @@ struct PutBatchTests {
             p.arguments = ["put", "g", "--batch", batch, "--home", home]
             p.standardOutput = FileHandle.nullDevice
             p.standardError = FileHandle.nullDevice
-            try p.run()
+            try TestSupport.launch(p)
             // A debug build writes the batch in about 2 s: some kills land inside it, some after.
             usleep(UInt32.random(in: 100_000...2_500_000, using: &rng))
             kill(p.processIdentifier, SIGKILL)

@@ -18,7 +18,7 @@ final class NotesProcess: @unchecked Sendable {
         let out = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/out"))
         process.standardOutput = out
         process.standardError = out
-        try process.run()
+        try TestSupport.launch(process)
     }
 
     var screen: String { (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? "" }
