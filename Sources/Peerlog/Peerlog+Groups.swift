@@ -22,7 +22,7 @@ extension Peerlog {
         try call {
             let id: GroupID
             do { id = try replica.resolveGroup(idOrName) } catch { throw PeerlogError(.unknownGroup, "\(error)") }
-            guard try replica.groupIDs().contains(id) else { throw PeerlogError(.unknownGroup, "this replica holds no group \(id) (import an export of it first)") }
+            guard try replica.knowsGroup(id) else { throw PeerlogError(.unknownGroup, "this replica holds no group \(id) (import an export of it first)") }
             return id
         }
     }
@@ -125,7 +125,7 @@ extension Peerlog {
     }
 
     func requireHeld(_ group: GroupID) throws {
-        guard try replica.groupIDs().contains(group) else { throw PeerlogError(.unknownGroup, "this replica holds no group \(group)") }
+        guard try replica.knowsGroup(group) else { throw PeerlogError(.unknownGroup, "this replica holds no group \(group)") }
     }
 
     func summary(_ id: GroupID, view: View = .tentative) throws -> PeerlogGroup? {

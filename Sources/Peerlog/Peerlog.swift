@@ -56,10 +56,13 @@ public final class Peerlog: Sendable {
         let paths = LocalDevice.paths(home: home)
         if !FileManager.default.fileExists(atPath: paths.certificate) {
             guard create else { throw PeerlogError(.home, "\(home) has no Peerlog identity (open it with create: true, or run: peerlog init --home \(home))") }
+            let name = deviceName ?? DeviceCertificate.defaultName()
+            guard !name.isEmpty, name.utf8.count <= DeviceCertificate.maxNameBytes else {
+                throw PeerlogError(.home, "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)")
+            }
             do {
                 try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-                let name = deviceName ?? Self.hostName()
-                let generated = try LocalDevice.generate(name: String((name.isEmpty ? "device" : name).utf8.prefix(DeviceCertificate.maxNameBytes))!, createdAt: WallClock.nowMillis())
+                let generated = try LocalDevice.generate(name: name, createdAt: WallClock.nowMillis())
                 try generated.save(home: home)
             } catch let error as PeerlogError {
                 throw error
@@ -77,14 +80,6 @@ public final class Peerlog: Sendable {
         // Change rows compare with the maintained view: build any view an older binary left behind.
         if rebuildViews && replica.store.access == .readWrite { _ = try? replica.buildMissingTentativeViews() }
         replica.subscribe { [signal] _ in signal.fire() }
-    }
-
-    /// The host name, read with gethostname(2): Foundation's `ProcessInfo.hostName` is not
-    /// thread-safe on Linux (swift-corelibs-foundation#3194).
-    static func hostName() -> String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count) == 0 else { return "device" }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     deinit {

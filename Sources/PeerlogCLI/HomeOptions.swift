@@ -10,13 +10,7 @@ struct HomeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Node directory (default: $PEERLOG_HOME, else $XDG_DATA_HOME/peerlog, else ~/.local/share/peerlog).", valueName: "dir"))
     var home: String?
 
-    var path: String {
-        if let home { return home }
-        if let env = getenv("PEERLOG_HOME").map({ String(cString: $0) }), !env.isEmpty { return env }
-        if let xdg = getenv("XDG_DATA_HOME").map({ String(cString: $0) }), !xdg.isEmpty { return xdg + "/peerlog" }
-        let user = getenv("HOME").map { String(cString: $0) } ?? "."
-        return user + "/.local/share/peerlog"
-    }
+    var path: String { home ?? Peerlog.defaultHome }
 
     /// The replica in this home through the facade; the init hint when it has no identity. A
     /// home that is not writable opens read-only, for the reading commands.
@@ -34,13 +28,6 @@ struct HomeOptions: ParsableArguments {
             throw CLIError("\(path) is not initialised (run: \(initCommand) --home \(path))")
         }
     }
-}
-
-func hostName() -> String {
-    var buf = [CChar](repeating: 0, count: 256)
-    guard gethostname(&buf, buf.count) == 0 else { return "device" }
-    let name = buf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    return name.isEmpty ? "device" : String(name.prefix(DeviceCertificate.maxNameBytes))
 }
 
 /// Writes to standard error.

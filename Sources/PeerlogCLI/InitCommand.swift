@@ -15,7 +15,7 @@ struct Init: ParsableCommand {
     }
 
     func run() throws {
-        let device = try LocalDevice.generate(name: name ?? hostName(), createdAt: WallClock.nowMillis())
+        let device = try LocalDevice.generate(name: name ?? DeviceCertificate.defaultName(), createdAt: WallClock.nowMillis())
         try device.save(home: home.path)
         print("Initialised \(home.path)")
         print("identity: \(device.identity)")

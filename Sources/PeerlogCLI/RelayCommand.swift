@@ -35,7 +35,7 @@ struct RelayInit: ParsableCommand {
         if let keyFrom {
             do { device = try LocalDevice.load(home: keyFrom) } catch { throw CLIError("cannot read the relay keys in \(keyFrom): \(error)") }
         } else {
-            let label = name ?? "relay@\(hostName())"
+            let label = name ?? "relay@\(DeviceCertificate.defaultName())"
             guard !label.isEmpty, label.utf8.count <= DeviceCertificate.maxNameBytes else { throw CLIError("--name must be 1...\(DeviceCertificate.maxNameBytes) bytes") }
             device = try LocalDevice.generate(name: label, createdAt: WallClock.nowMillis())
         }

@@ -226,6 +226,9 @@ extension Replica {
     /// Groups this replica knows, by id.
     public func groupIDs() throws -> [GroupID] { try store.read { try $0.knownGroups().sorted() } }
 
+    /// Whether `groupIDs()` holds `group` (one lookup: what a write checks first).
+    public func knowsGroup(_ group: GroupID) throws -> Bool { try store.read { try $0.knowsGroup(group) } }
+
     /// Finds a group by id text or by (unique) name.
     public func resolveGroup(_ text: String) throws -> GroupID {
         if let id = try? GroupID(string: text) { return id }

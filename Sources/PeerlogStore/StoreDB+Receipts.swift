@@ -158,6 +158,15 @@ extension StoreDB {
     }
 
     /// Group ids this store knows: created ones, and any with receipts.
+    /// Whether `group` is among `knownGroups()`: three index probes, not a list of every group.
+    public func knowsGroup(_ group: GroupID) throws -> Bool {
+        try int("""
+            SELECT EXISTS(SELECT 1 FROM groups WHERE group_id = ?1)
+                OR EXISTS(SELECT 1 FROM receipts WHERE group_id = ?1 AND type = 'group.created')
+                OR EXISTS(SELECT 1 FROM tombstones WHERE group_id = ?1)
+            """, [group.bytes.blob]) == 1
+    }
+
     public func knownGroups() throws -> [GroupID] {
         try rows("SELECT group_id FROM groups UNION SELECT group_id FROM receipts WHERE type = 'group.created' UNION SELECT group_id FROM tombstones").map {
             try GroupID(bytes: ($0["group_id"] as Data).bytes)

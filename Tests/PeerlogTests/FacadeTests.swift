@@ -45,6 +45,18 @@ import Testing
         #expect(absent?.kind == .home)
     }
 
+    @Test func aDeviceNameOverTheLimitIsOneClearErrorAndCreatesNothing() async throws {
+        let home = NSTemporaryDirectory() + "peerlog-name-\(UUID())"
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        // 63 ASCII bytes then a 4-byte character: 67 bytes, over the 64 a certificate holds.
+        let name = String(repeating: "a", count: 63) + "🙂"
+        let refused = await #expect(throws: PeerlogError.self) { _ = try await Peerlog.open(home: home, deviceName: name) }
+        #expect(refused?.kind == .home)
+        #expect(!FileManager.default.fileExists(atPath: home + "/replica.sqlite"))
+        let log = try await Peerlog.open(home: home, deviceName: String(repeating: "a", count: 60) + "🙂")
+        #expect(log.deviceName.utf8.count == 64)
+    }
+
     @Test func groupsListNamesRolesAndCounts() async throws {
         let log = try await Peerlog.temporary()
         let group = try await log.createGroup(named: "team")
