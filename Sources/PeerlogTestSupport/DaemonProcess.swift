@@ -36,7 +36,7 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         process.standardInput = FileHandle.nullDevice
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        if !environment.isEmpty { process.environment = TestSupport.withEnvironmentLocked { ProcessInfo.processInfo.environment.merging(environment) { $1 } } }
         try TestSupport.launch(process)
         let deadline = Date().addingTimeInterval(timeout)
         while true {

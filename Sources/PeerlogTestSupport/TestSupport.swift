@@ -34,13 +34,20 @@ public enum TestSupport {
     }
 
     /// Runs a program to completion with a time limit, feeding `input` to its stdin.
-    /// Starts `process`, one launch at a time in this test process: Foundation's `Process.run()`
-    /// on Linux has crashed (SIGSEGV) when many tests launched processes at once.
+    /// Starts `process`, one launch at a time, never while a test changes the environment:
+    /// `Process.run()` copies `environ`, and a concurrent setenv(3) made it read freed memory
+    /// (SIGSEGV in memcpy).
     public static func launch(_ process: Process) throws {
-        try launchLock.withLock { try process.run() }
+        try environmentLock.withLock { try process.run() }
     }
 
-    private static let launchLock = NSLock()
+    /// Runs `body` (setenv, unsetenv, or reading the environment to pass on) while no process
+    /// is being launched and no other test changes the environment.
+    public static func withEnvironmentLocked<T>(_ body: () throws -> T) rethrows -> T {
+        try environmentLock.withLock(body)
+    }
+
+    private static let environmentLock = NSRecursiveLock()
 
     public static func run(_ executable: String, _ arguments: [String], input: String = "", environment: [String: String] = [:], timeout: TimeInterval = 120) throws -> ProcessResult {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
@@ -49,7 +56,7 @@ public enum TestSupport {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments
-        p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        p.environment = withEnvironmentLocked { ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let outPath = dir + "/out", errPath = dir + "/err", inPath = dir + "/in"

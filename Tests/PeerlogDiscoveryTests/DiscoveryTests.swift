@@ -1,6 +1,13 @@
 import Foundation
 import PeerlogDiscovery
+import PeerlogTestSupport
 import Testing
+
+/// Sets what `Discovery` would set on first use (it silences avahi's compatibility warning with
+/// setenv), under the lock process launches take: setenv racing `Process.run()` crashed the run.
+private func quietAvahi() {
+    TestSupport.withEnvironmentLocked { _ = setenv("AVAHI_COMPAT_NOWARN", "1", 0) }
+}
 
 private let inNamespace = ProcessInfo.processInfo.environment["PEERLOG_DISCOVERY_NS"] != nil
 
@@ -9,9 +16,12 @@ private let inNamespace = ProcessInfo.processInfo.environment["PEERLOG_DISCOVERY
     /// the process's first D-Bus user, so it cannot share a process with the live-avahi test.
     @Test(.disabled(if: inNamespace, "libdbus keeps the first bus address; run outside the namespace"))
     func reportsUnavailableOnceAndStopsPromptly() throws {
-        let saved = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/peerlog-test/bus", 1)
-        defer { if let saved { setenv("DBUS_SYSTEM_BUS_ADDRESS", saved, 1) } else { unsetenv("DBUS_SYSTEM_BUS_ADDRESS") } }
+        quietAvahi()
+        let saved = TestSupport.withEnvironmentLocked {
+            defer { setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/peerlog-test/bus", 1) }
+            return ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
+        }
+        defer { TestSupport.withEnvironmentLocked { if let saved { _ = setenv("DBUS_SYSTEM_BUS_ADDRESS", saved, 1) } else { _ = unsetenv("DBUS_SYSTEM_BUS_ADDRESS") } } }
 
         let log = EventLog()
         let discovery = Discovery(advertise: ServiceAdvertisement(name: "x", port: 1, txt: [:]), browse: true, handler: log.handler)
@@ -36,6 +46,7 @@ private let inNamespace = ProcessInfo.processInfo.environment["PEERLOG_DISCOVERY
         let name = "peerlog-test-\(getpid())"
         let txt = PeerlogService.txt(device: "dev=1", identity: "id-1", network: "")
         let advertiserLog = EventLog(), browserLog = EventLog()
+        quietAvahi()
         let advertiser = Discovery(advertise: ServiceAdvertisement(name: name, port: 4242, txt: txt), browse: false, handler: advertiserLog.handler)
         let browser = Discovery(advertise: nil, browse: true, handler: browserLog.handler)
         defer { advertiser.stop(); browser.stop() }
