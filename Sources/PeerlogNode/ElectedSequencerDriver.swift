@@ -8,24 +8,25 @@ import PeerlogSync
 /// one `ElectedSequencer` per group, persisted in the replica, ticked by the node, fed the
 /// voters' election messages. As leader it assigns seqs to tentative receipts and, once a
 /// majority has persisted them, signs their envelopes. Not thread-safe: the node calls it from
-/// its one serial queue. No I/O but the replica: what to send comes back as `Send`s.
-public final class ElectionCoordinator {
-    public typealias Machine = ElectedSequencer<DeviceID, CID>
+/// its one serial queue. No I/O but the replica; no clock (time is the node's ticks) and no
+/// randomness but the injected seed: what to send comes back as `Send`s.
+final class ElectedSequencerDriver {
+    typealias Machine = ElectedSequencer<DeviceID, CID>
 
-    public struct Send: Sendable {
-        public let to: DeviceID
-        public let group: GroupID
-        public let message: ElectionMessage
+    struct Send: Sendable {
+        let to: DeviceID
+        let group: GroupID
+        let message: SequencerMessage<CID>
     }
 
     /// What `status` shows for a group this device votes in.
-    public struct GroupView: Sendable, Equatable {
-        public let role: String
-        public let term: UInt64
-        public let leader: DeviceID?
-        public let voters: [DeviceID]
-        public let base: UInt64
-        public let commitSeq: UInt64
+    struct GroupView: Sendable, Equatable {
+        let role: SequencerRole
+        let term: UInt64
+        let leader: DeviceID?
+        let voters: [DeviceID]
+        let base: UInt64
+        let commitSeq: UInt64
     }
 
     struct Instance {
@@ -38,37 +39,41 @@ public final class ElectionCoordinator {
     /// The receipt a new leader writes when it inherited uncommitted assignments and has
     /// nothing of its own to assign: Raft commits earlier-term entries only together with one
     /// of the current term, and every seq must name a receipt (PROTOCOL.md §18.4).
-    public static let termMarkerType = "sequencer.term"
+    static let termMarkerType = "sequencer.term"
 
     let replica: Replica
     let me: DeviceID
     let timing: (election: ClosedRange<Int>, heartbeat: Int)
     var instances = [GroupID: Instance]()
-    var rng = SystemRandomNumberGenerator()
+    /// Draws each started machine's seed (its randomized election timeouts): equal seeds, equal runs.
+    var rng: SequencerRNG
     /// Groups whose envelopes this device just signed (the node pushes them at once).
-    public private(set) var signed = Set<GroupID>()
+    private(set) var signed = Set<GroupID>()
     /// Problems worth a log line (persist failures, peer violations), drained by the node.
-    public private(set) var problems = [String]()
+    private(set) var problems = [ElectionError]()
 
-    public init(replica: Replica, electionTimeoutTicks: ClosedRange<Int> = 6...12, heartbeatTicks: Int = 2) {
+    /// `seed`: where the election timeouts' randomness comes from (the node draws one at start;
+    /// tests fix it).
+    init(replica: Replica, seed: UInt64, electionTimeoutTicks: ClosedRange<Int> = 6...12, heartbeatTicks: Int = 2) {
         self.replica = replica
         me = replica.local.device
         timing = (electionTimeoutTicks, heartbeatTicks)
+        rng = SequencerRNG(seed: seed)
     }
 
-    public func takeSigned() -> Set<GroupID> {
+    func takeSigned() -> Set<GroupID> {
         defer { signed = [] }
         return signed
     }
 
-    public func takeProblems() -> [String] {
+    func takeProblems() -> [ElectionError] {
         defer { problems = [] }
         return problems
     }
 
     /// Starts, restarts or stops instances to match the committed authorities. Call when the
     /// replica changed (an authority changes only by a committed receipt).
-    public func refresh() {
+    func refresh() {
         let groups = (try? replica.groupIDs()) ?? []
         for group in groups {
             let authority = try? replica.electedAuthority(of: group)
@@ -80,7 +85,7 @@ public final class ElectionCoordinator {
             do {
                 instances[group] = try start(authority)
             } catch {
-                problems.append("cannot start the elected sequencer of group \(group): \(error)")
+                problems.append(ElectionError(.cannotStart, group: group, "cannot start the elected sequencer of group \(group): \(error)"))
                 instances[group] = nil
             }
         }
@@ -94,19 +99,19 @@ public final class ElectionCoordinator {
             try replica.resetSequencer(group: authority.group, base: authority.base, term: max(stored?.term ?? 0, authority.termFloor))
             stored = try replica.sequencerState(of: authority.group)
         }
-        guard let stored else { throw ElectionError("no sequencer state after reset") }
+        guard let stored else { throw ElectionError(.noSequencerState, group: authority.group, "no sequencer state after reset") }
         let persisted = SequencerPersistentState<DeviceID, CID>(
             currentTerm: max(stored.term, authority.termFloor), votedFor: stored.votedFor,
             entries: stored.entries.map { SequencerEntry(seq: $0.seq, item: $0.cid, term: $0.term) })
         let config = try SequencerConfig(voters: authority.voters, base: authority.base,
                                          electionTimeoutTicks: timing.election, heartbeatTicks: timing.heartbeat,
-                                         maxEntriesPerAppend: ElectionMessage.maxEntries)
-        let machine = try Machine(me: me, config: config, persisted: persisted, seed: UInt64.random(in: 0...UInt64.max, using: &rng))
+                                         maxEntriesPerAppend: SequencerMessage<CID>.maxEntries)
+        let machine = try Machine(me: me, config: config, persisted: persisted, seed: rng.next())
         return Instance(authority: authority, machine: machine)
     }
 
     /// One timer tick for every instance; leaders also assign seqs to what waits.
-    public func tick() -> [Send] {
+    func tick() -> [Send] {
         var out = [Send]()
         for group in instances.keys.sorted() {
             guard var instance = instances[group] else { continue }
@@ -119,18 +124,18 @@ public final class ElectionCoordinator {
     }
 
     /// A message from a connected peer's device (the transport authenticated it).
-    public func receive(group: GroupID, from device: DeviceID, _ message: ElectionMessage) -> [Send] {
+    func receive(group: GroupID, from device: DeviceID, _ message: SequencerMessage<CID>) -> [Send] {
         guard var instance = instances[group] else { return [] }
-        let effects = instance.machine.receive(Self.machineMessage(message), from: device)
+        let effects = instance.machine.receive(message, from: device)
         instances[group] = instance
         // Proposals wait for the next tick: replies arrive in bursts, the tentative set rarely
         // changes between them, and reading it is the expensive part.
         return perform(effects, group: group)
     }
 
-    public func view(of group: GroupID) -> GroupView? {
+    func view(of group: GroupID) -> GroupView? {
         guard let i = instances[group] else { return nil }
-        return GroupView(role: "\(i.machine.role)", term: i.machine.term, leader: i.machine.leader,
+        return GroupView(role: i.machine.role, term: i.machine.term, leader: i.machine.leader,
                          voters: i.authority.voters, base: i.authority.base, commitSeq: i.machine.commitSeq)
     }
 
@@ -139,7 +144,7 @@ public final class ElectionCoordinator {
         guard let instance = instances[group], instance.machine.isLeader else { return [] }
         let candidates: [Receipt]
         do { candidates = try replica.assignableReceipts(of: group) } catch {
-            problems.append("cannot read tentative receipts of \(group): \(error)")
+            problems.append(ElectionError(.cannotReadTentative, group: group, "cannot read tentative receipts of \(group): \(error)"))
             return []
         }
         let fresh = candidates.filter { !instance.machine.contains($0.cid) }
@@ -149,7 +154,7 @@ public final class ElectionCoordinator {
         var items = [CID]()
         var placed = Set<CID>()
         for r in fresh {
-            guard items.count < ElectionMessage.maxEntries else { break }
+            guard items.count < SequencerMessage<CID>.maxEntries else { break }
             let ready = r.parents.allSatisfy { p in placed.contains(p) || instance.machine.contains(p) || committedParents.contains(p) }
             guard ready else { continue }
             items.append(r.cid)
@@ -171,7 +176,7 @@ public final class ElectionCoordinator {
         do {
             try replica.append(.application(type: Self.termMarkerType, body: .textMap(["term": .unsigned(instance.machine.term)])), to: group)
         } catch {
-            problems.append("cannot write the term marker of \(group): \(error)")
+            problems.append(ElectionError(.cannotWriteTermMarker, group: group, "cannot write the term marker of \(group): \(error)"))
         }
         return []
     }
@@ -187,13 +192,13 @@ public final class ElectionCoordinator {
                     try replica.saveSequencer(group: group, term: change.currentTerm, votedFor: change.votedFor, truncatedAfter: change.truncatedAfter,
                                               appended: change.appended.map { (seq: $0.seq, cid: $0.item, term: $0.term) })
                 } catch {
-                    problems.append("cannot persist the sequencer state of \(group): \(error); dropping this step")
+                    problems.append(ElectionError(.cannotPersist, group: group, "cannot persist the sequencer state of \(group): \(error); dropping this step"))
                     // Not durable, so not said: restart from what the store holds.
                     if let authority = instances[group]?.authority { instances[group] = try? start(authority) }
                     return out
                 }
             case .send(let to, let message):
-                out.append(Send(to: to, group: group, message: Self.wireMessage(message)))
+                out.append(Send(to: to, group: group, message: message))
             case .committed(let entries, let asLeader):
                 guard asLeader, let term = instances[group]?.machine.term else { continue }
                 let committed = (try? replica.committedSeq(of: group)) ?? 0
@@ -203,43 +208,14 @@ public final class ElectionCoordinator {
                     try replica.commitElected(group: group, assignments: fresh, term: term)
                     signed.insert(group)
                 } catch {
-                    problems.append("cannot sign envelopes for \(group): \(error)")
+                    problems.append(ElectionError(.cannotSign, group: group, "cannot sign envelopes for \(group): \(error)"))
                 }
             case .roleChanged:
                 break
             case .violation(let error):
-                problems.append("election in group \(group): \(error)")
+                problems.append(ElectionError(.peerViolation, group: group, "election in group \(group): \(error)"))
             }
         }
         return out
     }
-
-    static func machineMessage(_ m: ElectionMessage) -> Machine.Message {
-        switch m {
-        case .requestVote(let term, let lastSeq, let lastTerm): .requestVote(term: term, lastSeq: lastSeq, lastTerm: lastTerm)
-        case .vote(let term, let granted): .vote(term: term, granted: granted)
-        case .preVoteRequest(let term, let lastSeq, let lastTerm): .preVoteRequest(term: term, lastSeq: lastSeq, lastTerm: lastTerm)
-        case .preVote(let term, let granted): .preVote(term: term, granted: granted)
-        case .append(let term, let prevSeq, let prevTerm, let entries, let commitSeq):
-            .append(term: term, prevSeq: prevSeq, prevTerm: prevTerm, entries: entries.map { SequencerEntry(seq: $0.seq, item: $0.cid, term: $0.term) }, commitSeq: commitSeq)
-        case .appendReply(let term, let success, let matchSeq): .appendReply(term: term, success: success, matchSeq: matchSeq)
-        }
-    }
-
-    static func wireMessage(_ m: Machine.Message) -> ElectionMessage {
-        switch m {
-        case .requestVote(let term, let lastSeq, let lastTerm): .requestVote(term: term, lastSeq: lastSeq, lastTerm: lastTerm)
-        case .vote(let term, let granted): .vote(term: term, granted: granted)
-        case .preVoteRequest(let term, let lastSeq, let lastTerm): .preVoteRequest(term: term, lastSeq: lastSeq, lastTerm: lastTerm)
-        case .preVote(let term, let granted): .preVote(term: term, granted: granted)
-        case .append(let term, let prevSeq, let prevTerm, let entries, let commitSeq):
-            .append(term: term, prevSeq: prevSeq, prevTerm: prevTerm, entries: entries.map { ElectionEntry(seq: $0.seq, cid: $0.item, term: $0.term) }, commitSeq: commitSeq)
-        case .appendReply(let term, let success, let matchSeq): .appendReply(term: term, success: success, matchSeq: matchSeq)
-        }
-    }
-}
-
-struct ElectionError: Error, CustomStringConvertible {
-    let description: String
-    init(_ d: String) { description = d }
 }
