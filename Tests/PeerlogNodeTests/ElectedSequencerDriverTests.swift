@@ -17,11 +17,13 @@ struct ElectedSequencerDriverTests {
 
         init(_ name: String, seed: UInt64) throws {
             device = try LocalDevice.deterministic(seed: Array("driver/\(name)".utf8), name: name, createdAt: 1)
-            replica = Replica(store: try Store(), device: device)
+            replica = Replica(store: try Store(), device: device, clock: { Voter.now })
             driver = ElectedSequencerDriver(replica: replica, seed: seed)
         }
 
         var id: DeviceID { device.device }
+        /// The replicas' injected clock: fixed, so what is stamped with it can be recognized.
+        static let now: UInt64 = 1_234_567_890
     }
 
     /// A group of `owner`'s with `others` as active members, whose committed authority is then
@@ -80,6 +82,9 @@ struct ElectedSequencerDriverTests {
         #expect(try alice.replica.committedSeq(of: g) == base + UInt64(SequencerMessage<CID>.maxEntries + extra))
         #expect(try alice.replica.tentativeCount(of: g) == 0)
         #expect(alice.driver.takeProblems().isEmpty)
+        // The envelopes are stamped by the replica's injected clock, not the wall clock.
+        let signed = try alice.replica.syncCommitted(group: g, fromSeq: base + 1, limit: 10).map { try Envelope(encoded: $0.envelope) }
+        #expect(!signed.isEmpty && signed.allSatisfy { $0.receivedAt == Voter.now })
     }
 
     @Test func theInjectedSeedDecidesWhenTheElectionStarts() throws {
