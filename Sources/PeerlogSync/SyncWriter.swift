@@ -27,7 +27,7 @@ extension SyncSession {
                 let outcome = Result { try writer.ingest(receipts: batch.receipts, envelopes: batch.envelopes, from: batch.from) }
                 out += settle(ingested(outcome), with: writer)
             case .recordPeerVector(let v):
-                try? writer.recordPeerVector(peer: v.peer, group: v.group, committed: v.committed, authors: v.dictionary)
+                try? writer.recordPeerVector(peer: v.peer, group: v.group, committed: v.committed, authors: v.countersByAuthor)
             case .send, .close, .event:
                 out.append(action)
             }
@@ -38,7 +38,7 @@ extension SyncSession {
 
 extension PeerVector {
     /// The authors' counters by author (the highest, should the peer list one twice).
-    public var dictionary: [DeviceID: UInt64] {
+    public var countersByAuthor: [DeviceID: UInt64] {
         Dictionary(authors.map { ($0.author, $0.counter) }, uniquingKeysWith: max)
     }
 }
