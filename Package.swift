@@ -52,18 +52,16 @@ let package = Package(
         // Net layer: pure state machines (Noise, secure channel, sync session), then NIO around them.
         .target(name: "PeerlogNoise", dependencies: ["PeerlogCrypto"]),
         .target(name: "PeerlogChannel", dependencies: ["PeerlogNoise", "PeerlogModel"]),
-        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding"]),
+        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogSequencer"]),
         .target(name: "PeerlogDiscovery", dependencies: ["CDNSSD"]),
         // Raft leader election restricted to sequence assignment (pure: ticks in, effects out).
         .target(name: "PeerlogSequencer"),
-        // Drives elected sequencers from the replica (persistence, proposals, envelopes).
-        .target(name: "PeerlogElection", dependencies: ["PeerlogSequencer", "PeerlogSync", "PeerlogEngine", "PeerlogModel"]),
         // Capture files (pcapng with Peerlog records), transcripts, offline replay, raw-capture decryption.
         .target(name: "PeerlogCapture", dependencies: ["PeerlogChannel", "PeerlogNoise", "PeerlogSync", "PeerlogEngine", "PeerlogModel"]),
         .target(
             name: "PeerlogNode",
             dependencies: [
-                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogDiscovery", "PeerlogCapture", "PeerlogElection",
+                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogDiscovery", "PeerlogCapture", "PeerlogSequencer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -112,19 +110,19 @@ let package = Package(
         .executableTarget(name: "PeerlogBench", dependencies: ["Peerlog", "PeerlogModel", "PeerlogEngine", "PeerlogNoise", "PeerlogChannel", "PeerlogSync", "PeerlogNode"]),
 
         // Test helpers (paths, seeded RNG, running Python interop peers and the built binary).
-        .target(name: "PeerlogTestSupport", path: "Sources/PeerlogTestSupport"),
+        .target(name: "PeerlogTestSupport", dependencies: ["PeerlogSequencer"], path: "Sources/PeerlogTestSupport"),
         .testTarget(name: "PeerlogCryptoTests", dependencies: ["PeerlogCrypto", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogEncodingTests", dependencies: ["PeerlogEncoding", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogModelTests", dependencies: ["PeerlogModel", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogEngineTests", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogNoiseTests", dependencies: ["PeerlogNoise", "PeerlogChannel", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogSyncTests", dependencies: ["PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogSyncTests", dependencies: ["PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogSequencer", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogDiscoveryTests", dependencies: ["PeerlogDiscovery", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogSequencerTests", dependencies: ["PeerlogSequencer"]),
         .testTarget(name: "PeerlogCaptureTests", dependencies: ["PeerlogCapture", "PeerlogEngine", "PeerlogSync", "PeerlogChannel", "PeerlogModel", "PeerlogTestSupport"]),
         // Compiled only with the PostgreSQL trait; needs the server tools/postgres.sh starts.
         .testTarget(name: "PeerlogRelayPostgresTests", dependencies: ["PeerlogRelayPostgres", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogSequencer", "PeerlogTestSupport"]),
         // The facade, driven as an app would (and, for other-process writes, the CLI binary).
         .testTarget(name: "PeerlogTests", dependencies: ["Peerlog", "PeerlogStore", "PeerlogCLI", "PeerlogNotes", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.

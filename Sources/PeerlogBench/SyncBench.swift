@@ -37,8 +37,8 @@ func syncCatchUpBench(count: Int) throws {
         route(a.start(), toOther: &toB)
         route(b.start(), toOther: &toA)
         while !toA.isEmpty || !toB.isEmpty {
-            if !toB.isEmpty { route(b.receive(toB.removeFirst()), toOther: &toA) }
-            if !toA.isEmpty { route(a.receive(toA.removeFirst()), toOther: &toB) }
+            if !toB.isEmpty { route(b.settle(b.receive(toB.removeFirst()), with: target), toOther: &toA) }
+            if !toA.isEmpty { route(a.settle(a.receive(toA.removeFirst()), with: source), toOther: &toB) }
         }
     }
     let converged = try target.vector(of: group) == source.vector(of: group)

@@ -108,7 +108,7 @@ public struct OfflineReplay {
         handle(session.start())
         for r in capture.records where r.connection == connection && r.kind == .message && r.direction == .inbound {
             clock.set(r.time / 1000)
-            handle(session.receive(r.data))
+            handle(session.settle(session.receive(r.data), with: replica))
             fed += 1
         }
         var groups = [GroupResult]()

@@ -12,7 +12,8 @@ public final class Replica: Sendable {
     public let store: Store
     public let local: LocalDevice
     public let limits: ReplicaLimits
-    private let clock: @Sendable () -> UInt64
+    /// The injected clock (milliseconds): the module reads time through it only.
+    let clock: @Sendable () -> UInt64
     /// Set on a relay that shares its store of record with other relay processes.
     public let sequenceGate: (any SequenceGate)?
     /// Internal for the local write path (Replica+LocalWrite.swift).

@@ -77,7 +77,7 @@ extension NodeHub {
         case .relay(let key, let address): s = SequencerStatus(authority: "relay", devices: [key.string], address: address, commitLag: tentative)
         }
         if let v = election.view(of: group) {
-            s.role = v.role
+            s.role = v.role.rawValue
             s.term = v.term
             s.leader = v.leader?.string
             s.base = v.base

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import Logging
 import PeerlogChannel
-import PeerlogElection
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
@@ -35,7 +34,7 @@ final class NodeHub: @unchecked Sendable {
 
     // Queue-confined state.
     /// This device's part in the elected sequencers of its groups.
-    let election: ElectionCoordinator
+    let election: ElectedSequencerDriver
     private var electionTimer: DispatchSourceTimer?
     private var connections: [UInt64: ConnectionRef] = [:]
     private var sessions: [UInt64: SyncSession] = [:]
@@ -61,7 +60,7 @@ final class NodeHub: @unchecked Sendable {
         self.device = device
         self.logger = logger
         self.capture = CaptureControl(logger: logger)
-        self.election = ElectionCoordinator(replica: replica)
+        self.election = ElectedSequencerDriver(replica: replica, seed: UInt64.random(in: 0...UInt64.max))
         self.extraAllowed = allow.union([device.identity])
         self.allowed = LockedValue(extraAllowed)
         self.openAdmission = openAdmission
@@ -189,7 +188,8 @@ final class NodeHub: @unchecked Sendable {
     // MARK: Sync
 
     private func perform(_ actions: [SyncAction], on connection: ConnectionRef) {
-        for action in actions {
+        // The session's writes (what the peer sent, its vectors) go to the replica first.
+        for action in sessions[connection.id]?.settle(actions, with: replica) ?? actions {
             switch action {
             case .send(let bytes):
                 connection.send(bytes)
@@ -200,6 +200,8 @@ final class NodeHub: @unchecked Sendable {
                 return
             case .event(let event):
                 handle(event, from: connection)
+            case .ingest, .recordPeerVector:
+                break  // settled above while the session lives; nothing to write for a dropped one
             }
         }
     }
@@ -313,7 +315,7 @@ final class NodeHub: @unchecked Sendable {
 
     /// Sends election messages to the voters that are connected (Raft tolerates the loss of
     /// the others), pushes envelopes just signed, and logs what went wrong.
-    private func route(_ sends: [ElectionCoordinator.Send]) {
+    private func route(_ sends: [ElectedSequencerDriver.Send]) {
         for send in sends {
             for (id, session) in sessions where connections[id]?.peer.device == send.to {
                 perform(session.sendElection(group: send.group, send.message), on: connections[id]!)

@@ -88,4 +88,13 @@ extension StoreDB {
         }
         return (committed, authors)
     }
+
+    /// Replaces everything recorded for `peer` in `group` with the vector it just sent: its
+    /// committed mark and one row per author it listed. One statement per author, so the cost
+    /// follows the vector, not the log.
+    public func replacePeerVector(peer: DeviceID, group: GroupID, committed: UInt64, authors: [DeviceID: UInt64], at now: UInt64) throws {
+        try execute("DELETE FROM peer_vectors WHERE peer = ? AND group_id = ?", [peer.bytes.blob, group.bytes.blob])
+        try setPeerVector(peer: peer, group: group, author: nil, counter: committed, at: now)
+        for (author, counter) in authors { try setPeerVector(peer: peer, group: group, author: author, counter: counter, at: now) }
+    }
 }

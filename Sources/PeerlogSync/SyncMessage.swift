@@ -1,5 +1,6 @@
 import PeerlogEncoding
 import PeerlogModel
+import PeerlogSequencer
 
 /// What a "request" asks for; each answers one kind of replica backfill action.
 public enum SyncRequest: Hashable, Sendable {
@@ -51,7 +52,7 @@ public enum SyncMessage: Hashable, Sendable {
     case done(group: GroupID, id: UInt64)
     case error(code: String, message: String)
     /// Between voters of an elected authority of the group (§18.3).
-    case election(group: GroupID, ElectionMessage)
+    case election(group: GroupID, SequencerMessage<CID>)
     /// The sender's sequencer refused receipts this peer sent it (§19.2); no credit needed.
     case refused(group: GroupID, items: [RefusedReceipt])
     /// The sender stops syncing the group with this peer (§15.2.11): the peer is no longer a

@@ -1,33 +1,14 @@
 import PeerlogEncoding
 import PeerlogModel
+import PeerlogSequencer
 
-/// One assignment in an elected voter's log: receipt `cid` at `seq`, appended in `term`.
-public struct ElectionEntry: Hashable, Sendable {
-    public let seq: UInt64
-    public let cid: CID
-    public let term: UInt64
-    public init(seq: UInt64, cid: CID, term: UInt64) {
-        self.seq = seq
-        self.cid = cid
-        self.term = term
-    }
-}
-
-/// Messages between the voters of an elected authority (docs/PROTOCOL.md §18.3), carried by
-/// the sync session as `{"t": "election", "group", "kind", …}`: Raft's RequestVote and
-/// AppendEntries restricted to seq assignment, and pre-vote.
-public enum ElectionMessage: Hashable, Sendable {
-    case requestVote(term: UInt64, lastSeq: UInt64, lastTerm: UInt64)
-    case vote(term: UInt64, granted: Bool)
-    /// `term` is the one the sender would campaign in (its own + 1); nothing is persisted.
-    case preVoteRequest(term: UInt64, lastSeq: UInt64, lastTerm: UInt64)
-    /// Granted: the request's `term`; denied: the replier's current term.
-    case preVote(term: UInt64, granted: Bool)
-    case append(term: UInt64, prevSeq: UInt64, prevTerm: UInt64, entries: [ElectionEntry], commitSeq: UInt64)
-    case appendReply(term: UInt64, success: Bool, matchSeq: UInt64)
-
+/// The wire form of the messages between the voters of an elected authority (docs/PROTOCOL.md
+/// §18.3), carried by the sync session as `{"t": "election", "group", "kind", …}`: Raft's
+/// RequestVote and AppendEntries restricted to seq assignment, and pre-vote. The items are
+/// receipt CIDs; an entry travels as `[seq, bstr(36) CID, term]`.
+extension SequencerMessage where Item == CID {
     /// Entries in one append (the sequencer's `maxEntriesPerAppend`).
-    public static let maxEntries = 256
+    public static var maxEntries: Int { 256 }
 
     var fields: [String: CBOR] {
         switch self {
@@ -42,24 +23,15 @@ public enum ElectionMessage: Hashable, Sendable {
         case .append(let term, let prevSeq, let prevTerm, let entries, let commitSeq):
             ["kind": "append", "term": .unsigned(term), "prev_seq": .unsigned(prevSeq), "prev_term": .unsigned(prevTerm),
              "commit": .unsigned(commitSeq),
-             "entries": .array(entries.map { .array([.unsigned($0.seq), .bytes($0.cid.bytes), .unsigned($0.term)]) })]
+             "entries": .array(entries.map { .array([.unsigned($0.seq), .bytes($0.item.bytes), .unsigned($0.term)]) })]
         case .appendReply(let term, let success, let matchSeq):
             ["kind": "append_reply", "term": .unsigned(term), "success": .bool(success), "match": .unsigned(matchSeq)]
         }
     }
 
-    /// Whether this is a pre-vote message, which only peers listing the `prevote` hello
-    /// capability understand (PROTOCOL.md §18.3).
-    public var isPreVote: Bool {
-        switch self {
-        case .preVoteRequest, .preVote: true
-        case .requestVote, .vote, .append, .appendReply: false
-        }
-    }
-
     /// The message, or nil for a `kind` this implementation does not know (a later version's;
     /// the session ignores it like an unknown message type).
-    static func decode(_ f: [String: CBOR]) throws(SyncCodecError) -> ElectionMessage? {
+    static func decode(_ f: [String: CBOR]) throws(SyncCodecError) -> SequencerMessage<CID>? {
         func uint(_ k: String) throws(SyncCodecError) -> UInt64 {
             guard let v = f[k]?.unsignedValue else { throw .malformed("election message lacks uint \"\(k)\"") }
             return v
@@ -78,14 +50,14 @@ public enum ElectionMessage: Hashable, Sendable {
         case "append":
             guard let list = f["entries"]?.arrayValue else { throw .malformed("election append lacks \"entries\"") }
             guard list.count <= maxEntries else { throw .limit("election append entries", list.count, maxEntries) }
-            var entries = [ElectionEntry]()
+            var entries = [SequencerEntry<CID>]()
             for item in list {
                 guard let e = item.arrayValue, e.count == 3, let seq = e[0].unsignedValue, let raw = e[1].bytesValue,
                       let cid = try? CID(bytes: raw), let term = e[2].unsignedValue else {
                     throw .malformed("election entries must be [seq, bstr(36) CID, term]")
                 }
                 if let last = entries.last, seq != last.seq + 1 { throw .malformed("election entries must have consecutive seqs") }
-                entries.append(ElectionEntry(seq: seq, cid: cid, term: term))
+                entries.append(SequencerEntry(seq: seq, item: cid, term: term))
             }
             let prevSeq = try uint("prev_seq")
             if let first = entries.first, first.seq != prevSeq + 1 { throw .malformed("the first election entry must follow prev_seq") }
