@@ -4,6 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 
+# The map stays true: links, docs paths and PROTOCOL.md § citations resolve (tools/check_links.sh).
+bash tools/check_links.sh
+
 log=$(mktemp)
 # The throwaway PostgreSQL server started below is stopped on the way out.
 trap 'rm -f "$log"; bash tools/postgres.sh stop >/dev/null 2>&1 || true' EXIT
