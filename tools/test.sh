@@ -6,6 +6,8 @@ bash tools/setup.sh
 
 # The map stays true: links, docs paths and PROTOCOL.md § citations resolve (tools/check_links.sh).
 bash tools/check_links.sh
+# Package.swift declares every module each target imports (tools/check_imports.sh).
+bash tools/check_imports.sh
 
 log=$(mktemp)
 # The throwaway PostgreSQL server started below is stopped on the way out.
