@@ -12,9 +12,12 @@ let package = Package(
         .library(name: "PeerlogModel", targets: ["PeerlogModel"]),
         .library(name: "PeerlogEngine", targets: ["PeerlogEngine"]),
         .library(name: "PeerlogNode", targets: ["PeerlogNode"]),
+        // For the benchmarks (Benchmarks/Package.swift), which measure the layers below the facade.
+        .library(name: "PeerlogNoise", targets: ["PeerlogNoise"]),
+        .library(name: "PeerlogChannel", targets: ["PeerlogChannel"]),
+        .library(name: "PeerlogSync", targets: ["PeerlogSync"]),
         .library(name: "PeerlogFuzzHarness", targets: ["PeerlogFuzzHarness"]),
         .executable(name: "peerlog", targets: ["PeerlogCLI"]),
-        .executable(name: "peerlog-bench", targets: ["PeerlogBench"]),
         .executable(name: "peerlog-notes", targets: ["PeerlogNotes"]),
     ],
     // PostgreSQL: the relay's shared store for several relay processes (postgres-nio). Off by
@@ -112,7 +115,6 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .executableTarget(name: "PeerlogBench", dependencies: ["Peerlog", "PeerlogModel", "PeerlogEngine", "PeerlogStore", "PeerlogNoise", "PeerlogChannel", "PeerlogSync", "PeerlogNode", "PeerlogEncoding", "PeerlogCrypto"]),
 
         // Test helpers (paths, seeded RNG, running Python interop peers and the built binary).
         .target(name: "PeerlogTestSupport", path: "Sources/PeerlogTestSupport"),
