@@ -11,6 +11,7 @@ import PackageDescription
 let package = Package(
     name: "PeerlogBenchmarks",
     platforms: [.macOS(.v14)],
+    products: [.executable(name: "peerlog-bench", targets: ["PeerlogBench"])],
     dependencies: [.package(name: "Peerlog", path: "..")],
     targets: [
         .executableTarget(
