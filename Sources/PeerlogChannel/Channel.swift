@@ -1,4 +1,4 @@
-// The Peerlog secure channel (docs/protocol-transport.md): Noise XX over a length-framed byte
+// The Peerlog secure channel (docs/PROTOCOL.md §14): Noise XX over a length-framed byte
 // stream, with certificate payloads, authorization, fragmentation, implicit rekey and close
 // records. A pure state machine: the NIO layer feeds bytes in and performs the returned actions.
 import PeerlogModel

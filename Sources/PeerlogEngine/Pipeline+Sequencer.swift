@@ -65,7 +65,6 @@ extension Pipeline {
                 if run.isEmpty { runStart = seq }
                 run.append(r.cid)
             }
-            try db.insertOutbox(kind: "envelope", group: group, cid: r.cid, seq: seq, at: now)
             placed.insert(r.cid)
             if let gate, gated.entries.count >= limits.maxReservationBatch {
                 // Refused: another relay process took one of these seqs or receipts; catch up first.

@@ -145,7 +145,7 @@ public final class Replica: Sendable {
                              envelopes: batch.envelopes, envelopeChecks: envelopeChecks, duplicates: batch.receipts.count - fresh.count)
     }
 
-    /// Writes a local receipt: the receipt, its effect and its outbox row commit in one
+    /// Writes a local receipt: the receipt, its effect and its change-log rows commit in one
     /// transaction, and this returns only after that commit. Refused with a clear error when
     /// the group's rules (as this replica sees them, tentative receipts included) forbid it.
     @discardableResult

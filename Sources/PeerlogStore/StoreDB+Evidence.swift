@@ -54,23 +54,6 @@ extension StoreDB {
         return out
     }
 
-    // MARK: Outbox (written in the same transaction as the change it announces)
-
-    public func insertOutbox(kind: String, group: GroupID, cid: CID, seq: UInt64?, at now: UInt64) throws {
-        try execute("INSERT INTO outbox (kind, group_id, cid, seq, created_at) VALUES (?, ?, ?, ?, ?)", [kind, group.bytes.blob, cid.bytes.blob, seq?.sql, now.sql])
-    }
-
-    public func outbox(limit: Int) throws -> [(id: Int64, kind: String, group: GroupID, cid: CID, seq: UInt64?)] {
-        try rows("SELECT id, kind, group_id, cid, seq FROM outbox ORDER BY id LIMIT ?", [limit]).map {
-            let seq: Int64? = $0["seq"]
-            return ($0["id"], $0["kind"], try GroupID(bytes: ($0["group_id"] as Data).bytes), try CID(bytes: ($0["cid"] as Data).bytes), seq.map(UInt64.init(sql:)))
-        }
-    }
-
-    public func deleteOutbox(upTo id: Int64) throws {
-        try execute("DELETE FROM outbox WHERE id <= ?", [id])
-    }
-
     // MARK: Per-peer sequence vectors (what a peer said it holds)
 
     /// Records a peer's vector entry; `author` nil means the committed high-water mark.

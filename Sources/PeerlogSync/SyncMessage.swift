@@ -55,7 +55,7 @@ public enum SyncMessage: Hashable, Sendable {
     case election(group: GroupID, SequencerMessage<CID>)
     /// The sender's sequencer refused receipts this peer sent it (§19.2); no credit needed.
     case refused(group: GroupID, items: [RefusedReceipt])
-    /// The sender stops syncing the group with this peer (§15.2.11): the peer is no longer a
+    /// The sender stops syncing the group with this peer (§15.2.10): the peer is no longer a
     /// member in the sender's view, or the group was deleted. No credit needed.
     case unshared(group: GroupID, reason: String)
     /// A well-formed map with a type this version does not know: ignored.

@@ -18,7 +18,7 @@ public final class SyncSession {
     /// Hello capability: "I understand the election kinds `pre_vote_request` and `pre_vote`".
     public static let preVoteCapability = "prevote"
     /// Hello capability: "I read batched envelopes (run items, §3.5)". Peers without it get
-    /// single envelopes (§15.2.6).
+    /// single envelopes (§15.2.4).
     public static let envelopeRunsCapability = "envelope_runs"
 
     enum Phase { case idle, started, open, closed }
@@ -148,7 +148,7 @@ public final class SyncSession {
     }
 
     /// Membership or authority may have changed (a group operation was stored or committed):
-    /// re-checks every group against the local view (§15.2.11). A group the peer may no longer
+    /// re-checks every group against the local view (§15.2.10). A group the peer may no longer
     /// have is withdrawn ("unshared" with the reason): nothing more is pushed, served or
     /// accepted for it. A group that became shared is offered.
     public func membershipChanged() -> [SyncAction] {

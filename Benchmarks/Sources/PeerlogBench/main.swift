@@ -1,7 +1,7 @@
 import Foundation
 
 // Prints figures and ratios measured in one run (build with -c release):
-//   swift run -c release peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
+//   swift run -c release --package-path Benchmarks peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
 //   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
 //   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
 //   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)

@@ -5,11 +5,21 @@ struct BenchDaemon {
     let process: Process
     let address: String
 
+    /// The `peerlog` binary: $PEERLOG_BIN, else one beside peerlog-bench, else the main package's
+    /// build in the same configuration (`.build/release/peerlog` in a directory above this one).
     static var binary: String {
         get throws {
-            let path = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerlog").path
-            guard FileManager.default.isExecutableFile(atPath: path) else { throw BenchError("\(path) is missing: build it in the same configuration (swift build -c release)") }
-            return path
+            if let path = ProcessInfo.processInfo.environment["PEERLOG_BIN"], !path.isEmpty { return path }
+            let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            let configuration = here.lastPathComponent
+            if FileManager.default.isExecutableFile(atPath: here.appendingPathComponent("peerlog").path) { return here.appendingPathComponent("peerlog").path }
+            var directory = here
+            while directory.path != "/" {
+                directory = directory.deletingLastPathComponent()
+                let path = directory.appendingPathComponent(".build/\(configuration)/peerlog").path
+                if FileManager.default.isExecutableFile(atPath: path) { return path }
+            }
+            throw BenchError("no peerlog binary: build it in the same configuration (swift build -c \(configuration) --product peerlog) or set PEERLOG_BIN")
         }
     }
 
