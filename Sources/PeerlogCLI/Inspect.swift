@@ -10,7 +10,7 @@ struct Inspect: ParsableCommand {
     )
 
     @Argument(help: "The file to inspect.") var file: String
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
     @Flag(help: "Print the signed payload in CBOR diagnostic notation.") var diag = false
 
     /// Largest file read: the biggest container Peerlog produces, with room to spare.
@@ -34,7 +34,7 @@ struct Inspect: ParsableCommand {
             }
         } catch let e as CLIError { throw e } catch { throw CLIError("\(file): \(error)") }
 
-        if json {
+        if output.json {
             print(report.json.serialized(pretty: true))
         } else {
             report.printText(diag: diag)

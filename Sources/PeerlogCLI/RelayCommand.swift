@@ -76,18 +76,14 @@ struct RelayRun: AsyncParsableCommand {
     static let defaultPort = 7350
 
     func run() async throws {
-        guard let level = Logger.Level(rawValue: logLevel) else { throw CLIError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))") }
+        let level = try NodeConfiguration.logLevel(named: logLevel, setting: "--log-level", failure: CLIError.init)
         var settings = NodeConfiguration()
         settings.listen = try PeerAddress(parsing: listen, listening: true)
         settings.discovery = false  // a relay is reached by its address, not found on a LAN
         settings.openAdmission = open
         for text in allow { settings.allow.insert(try parseIdentity(text)) }
         settings.logLevel = level
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        bootstrapLogging(level: level)
         let logger = Logger(label: "peerlog-relay")
         var opened: SharedRelayStore?
         if let postgres { opened = try await SharedRelayStore.open(url: postgres, logger: logger) }

@@ -29,7 +29,7 @@ struct Replay: ParsableCommand {
     @Option(help: ArgumentHelp("With --to: the peer's network id.", valueName: "id")) var network: String?
     @Option(help: ArgumentHelp("With --to: seconds to wait for the handshake, the peer's acceptance and its acknowledgements.", valueName: "s")) var timeout: Double = 30
     @OptionGroup var home: HomeOptions
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         guard (into == nil) != (to == nil) else { throw ValidationError("give exactly one of --into HOME and --to HOST:PORT") }
@@ -58,7 +58,7 @@ struct Replay: ParsableCommand {
         do { result = try OfflineReplay.run(capture: capture, connection: connection, into: replica, device: device, clock: clock) } catch let e as CaptureError {
             throw CLIError("\(e)")
         }
-        if json {
+        if output.json {
             print(JSON.object([
                 ("connection", .int(result.connection)), ("peer", .string(result.peer.string)),
                 ("messages", .int(result.messagesFed)), ("items", .int(result.itemsFed)),
@@ -114,7 +114,7 @@ struct Replay: ParsableCommand {
         }
         link.close(reason: "replay finished")
         _ = try? link.pump(until: Date().addingTimeInterval(0.2))
-        if json {
+        if output.json {
             print(JSON.object([("batches", .int(driver.sent)), ("items", .int(driver.itemsSent)), ("peer", .string(link.peer!.device.string))]).serialized(pretty: true))
         } else {
             print("sent \(driver.sent) batches (\(driver.itemsSent) items) to device \(link.peer!.device); all acknowledged")

@@ -7,8 +7,12 @@ import Glibc
 public enum ControlClient {
     public static let timeoutSeconds = 5
 
-    /// Sends one request line and returns the reply document.
-    public static func request(_ line: String, socketPath: String) throws -> [UInt8] {
+    /// Sends one request and returns the reply document.
+    public static func request(_ request: ControlRequest, socketPath: String) throws -> [UInt8] {
+        try exchange(request.line, socketPath: socketPath)
+    }
+
+    private static func exchange(_ line: String, socketPath: String) throws -> [UInt8] {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw NodeError.controlSocket("socket(): \(String(cString: strerror(errno)))") }
         defer { Glibc.close(fd) }
@@ -47,11 +51,11 @@ public enum ControlClient {
 
     /// Whether something answers at the path (a daemon already runs for this home).
     public static func isAnswering(socketPath: String) -> Bool {
-        (try? request("ping", socketPath: socketPath)) != nil
+        (try? request(.ping, socketPath: socketPath)) != nil
     }
 
     public static func status(socketPath: String) throws -> NodeStatus {
-        try decode(NodeStatus.self, request("status", socketPath: socketPath))
+        try decode(NodeStatus.self, request(.status, socketPath: socketPath))
     }
 
     /// A reply document as `T`, or the daemon's `{"error": …}` as a thrown error.
