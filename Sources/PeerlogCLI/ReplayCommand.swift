@@ -81,53 +81,18 @@ struct Replay: ParsableCommand {
 
     func live(_ capture: CaptureFile, to target: String) throws {
         let address = try PeerAddress(parsing: target)
-        let chosen: UInt64
-        do { chosen = try OfflineReplay.connection(in: capture, requested: connection) } catch let e as CaptureError { throw CLIError("\(e)") }
-        let driver: LiveReplayDriver
-        do { driver = try LiveReplayDriver(capture: capture, connection: chosen) } catch let e as CaptureError { throw CLIError("\(e)") }
+        let replay = try LiveReplayRun(capture: capture, connection: connection)
         var configuration = ChannelConfiguration()
         if let network { configuration.networkID = network }
-        let link = try SecureLink(host: address.host, port: address.port, device: try home.loadDevice(), configuration: configuration, timeout: timeout)
-        printError("replaying \(driver.batches.count) batches of connection \(chosen) to device \(link.peer!.device) at \(target)")
-        for m in driver.start() { try link.send(m) }
-        let started = Date()
-        let firstTime = driver.batches[0].time
-        var lastProgress = Date()
-        while !driver.acknowledged {
-            if let reason = link.closedReason { throw CLIError("the peer closed the connection after \(driver.sent) of \(driver.batches.count) batches: \(reason)") }
-            // Pace: a batch is due `(t − t0) / speed` after the start.
-            if !driver.done, speed > 0 {
-                let due = started.addingTimeInterval(Double(driver.batches[driver.sent].time &- firstTime) / 1_000_000 / speed)
-                if due > Date() { try link.pump(until: due); try handle(link, driver); continue }
-            }
-            if let messages = driver.next() {
-                for m in messages { try link.send(m) }
-                lastProgress = Date()
-                continue
-            }
-            try link.pump(until: Date().addingTimeInterval(0.2))
-            if try handle(link, driver) { lastProgress = Date() }
-            if Date().timeIntervalSince(lastProgress) > timeout {
-                let waiting = driver.unaccepted.isEmpty ? "credit or acknowledgements" : "acceptance of group \(driver.unaccepted.map(\.string).joined(separator: ", ")) (does the peer share it with this device?)"
-                throw CLIError("no progress for \(timeout) s after \(driver.sent) of \(driver.batches.count) batches: waiting for \(waiting)")
-            }
+        let result = try replay.run(
+            host: address.host, port: address.port, device: try home.loadDevice(), configuration: configuration, speed: speed, timeout: timeout
+        ) { peer in
+            printError("replaying \(replay.batches) batches of connection \(replay.connection) to device \(peer) at \(target)")
         }
-        link.close(reason: "replay finished")
-        _ = try? link.pump(until: Date().addingTimeInterval(0.2))
         if output.json {
-            print(JSON.object([("batches", .int(driver.sent)), ("items", .int(driver.itemsSent)), ("peer", .string(link.peer!.device.string))]).serialized(pretty: true))
+            print(JSON.object([("batches", .int(result.batches)), ("items", .int(result.items)), ("peer", .string(result.peer.string))]).serialized(pretty: true))
         } else {
-            print("sent \(driver.sent) batches (\(driver.itemsSent) items) to device \(link.peer!.device); all acknowledged")
+            print("sent \(result.batches) batches (\(result.items) items) to device \(result.peer); all acknowledged")
         }
-    }
-
-    /// Feeds what arrived to the driver and sends its replies; true if anything arrived.
-    @discardableResult
-    func handle(_ link: SecureLink, _ driver: LiveReplayDriver) throws -> Bool {
-        let messages = link.take()
-        for m in messages {
-            do { for reply in try driver.receive(m) { try link.send(reply) } } catch let f as LiveReplayDriver.Failure { throw CLIError("\(f)") }
-        }
-        return !messages.isEmpty
     }
 }

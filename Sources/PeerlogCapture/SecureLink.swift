@@ -5,21 +5,24 @@ import PeerlogModel
 import Glibc
 #endif
 
-/// A blocking client connection over the secure channel, for one-shot tools (`replay --to`):
+/// A blocking client connection over the secure channel, for one-shot tools (`LiveReplay`):
 /// TCP with poll() deadlines around the pure `SecureChannel`. The daemon uses NIO instead.
-final class SecureLink {
+public final class SecureLink {
     private let fd: Int32
     private var channel: SecureChannel
-    private(set) var peer: DeviceCertificate?
+    /// The peer's certificate once the handshake is done.
+    public private(set) var peer: DeviceCertificate?
     private var inbox = [[UInt8]]()
-    private(set) var closedReason: String?
+    /// Why the connection closed, once it has.
+    public private(set) var closedReason: String?
 
-    init(host: String, port: Int, device: LocalDevice, configuration: ChannelConfiguration, timeout: Double) throws {
+    /// Connects and completes the handshake as `device` within `timeout` seconds.
+    public init(host: String, port: Int, device: LocalDevice, configuration: ChannelConfiguration, timeout: Double) throws {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &list)
-        guard rc == 0, let first = list else { throw CLIError("cannot resolve \(host): \(String(cString: gai_strerror(rc)))") }
+        guard rc == 0, let first = list else { throw CaptureError(offset: nil, "cannot resolve \(host): \(String(cString: gai_strerror(rc)))") }
         defer { freeaddrinfo(list) }
         var fd: Int32 = -1
         var lastError = "no address"
@@ -32,7 +35,7 @@ final class SecureLink {
             fd = -1
             candidate = a.pointee.ai_next
         }
-        guard fd >= 0 else { throw CLIError("cannot connect to \(host):\(port): \(lastError)") }
+        guard fd >= 0 else { throw CaptureError(offset: nil, "cannot connect to \(host):\(port): \(lastError)") }
         self.fd = fd
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -40,27 +43,28 @@ final class SecureLink {
         try perform(channel.start())
         let deadline = Date().addingTimeInterval(timeout)
         while peer == nil {
-            if let closedReason { throw CLIError("handshake with \(host):\(port) failed: \(closedReason)") }
-            guard try pump(until: deadline) else { throw CLIError("handshake with \(host):\(port) timed out after \(timeout) s") }
+            if let closedReason { throw CaptureError(offset: nil, "handshake with \(host):\(port) failed: \(closedReason)") }
+            guard try pump(until: deadline) else { throw CaptureError(offset: nil, "handshake with \(host):\(port) timed out after \(timeout) s") }
         }
     }
 
     deinit { Glibc.close(fd) }
 
-    func send(_ message: [UInt8]) throws {
-        guard closedReason == nil else { throw CLIError("connection closed: \(closedReason!)") }
+    /// Sends one application message.
+    public func send(_ message: [UInt8]) throws {
+        guard closedReason == nil else { throw CaptureError(offset: nil, "connection closed: \(closedReason!)") }
         try perform(try channel.send(message))
     }
 
     /// Messages received so far (and clears them).
-    func take() -> [[UInt8]] {
+    public func take() -> [[UInt8]] {
         defer { inbox = [] }
         return inbox
     }
 
     /// Waits for input until `deadline`; false when it passed with nothing read.
     @discardableResult
-    func pump(until deadline: Date) throws -> Bool {
+    public func pump(until deadline: Date) throws -> Bool {
         let ms = max(0, Int32(deadline.timeIntervalSinceNow * 1000))
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let n = poll(&p, 1, ms)
@@ -75,7 +79,8 @@ final class SecureLink {
         return true
     }
 
-    func close(reason: String) {
+    /// Sends a close record (the peer then closes).
+    public func close(reason: String) {
         try? perform(channel.close(reason: reason))
     }
 
