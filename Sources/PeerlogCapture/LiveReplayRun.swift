@@ -70,6 +70,7 @@ public struct LiveReplayRun {
     }
 
     /// Feeds what arrived to the driver and sends its replies; true if anything arrived.
+    @discardableResult
     private func handle(_ link: SecureLink) throws -> Bool {
         let messages = link.take()
         for m in messages {

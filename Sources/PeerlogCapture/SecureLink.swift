@@ -1,14 +1,12 @@
 import Foundation
 import PeerlogChannel
 import PeerlogModel
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// A blocking client connection over the secure channel, for one-shot tools (`LiveReplay`):
-/// TCP with poll() deadlines around the pure `SecureChannel`. The daemon uses NIO instead.
+/// A blocking client connection over the secure channel, for one-shot tools (`LiveReplayRun`):
+/// a `BlockingSocket` with poll() deadlines around the pure `SecureChannel`. The daemon uses
+/// NIO instead.
 public final class SecureLink {
-    private let fd: Int32
+    private let socket: BlockingSocket
     private var channel: SecureChannel
     /// The peer's certificate once the handshake is done.
     public private(set) var peer: DeviceCertificate?
@@ -18,27 +16,9 @@ public final class SecureLink {
 
     /// Connects and completes the handshake as `device` within `timeout` seconds.
     public init(host: String, port: Int, device: LocalDevice, configuration: ChannelConfiguration, timeout: Double) throws {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &list)
-        guard rc == 0, let first = list else { throw CaptureError(offset: nil, "cannot resolve \(host): \(String(cString: gai_strerror(rc)))") }
-        defer { freeaddrinfo(list) }
-        var fd: Int32 = -1
-        var lastError = "no address"
-        var candidate: UnsafeMutablePointer<addrinfo>? = first
-        while let a = candidate {
-            fd = socket(a.pointee.ai_family, a.pointee.ai_socktype, a.pointee.ai_protocol)
-            if fd >= 0, connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 { break }
-            lastError = String(cString: strerror(errno))
-            if fd >= 0 { Glibc.close(fd) }
-            fd = -1
-            candidate = a.pointee.ai_next
+        do { socket = try BlockingSocket(host: host, port: port) } catch let failure as BlockingSocket.Failure {
+            throw CaptureError(offset: nil, failure.step == .resolve ? "cannot resolve \(host): \(failure)" : "cannot connect to \(host):\(port): \(failure)")
         }
-        guard fd >= 0 else { throw CaptureError(offset: nil, "cannot connect to \(host):\(port): \(lastError)") }
-        self.fd = fd
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         channel = SecureChannel(role: .initiator, device: device, configuration: configuration, authorize: { _ in .allow })
         try perform(channel.start())
         let deadline = Date().addingTimeInterval(timeout)
@@ -47,8 +27,6 @@ public final class SecureLink {
             guard try pump(until: deadline) else { throw CaptureError(offset: nil, "handshake with \(host):\(port) timed out after \(timeout) s") }
         }
     }
-
-    deinit { Glibc.close(fd) }
 
     /// Sends one application message.
     public func send(_ message: [UInt8]) throws {
@@ -65,16 +43,12 @@ public final class SecureLink {
     /// Waits for input until `deadline`; false when it passed with nothing read.
     @discardableResult
     public func pump(until deadline: Date) throws -> Bool {
-        let ms = max(0, Int32(deadline.timeIntervalSinceNow * 1000))
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let n = poll(&p, 1, ms)
-        guard n > 0 else { return false }
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        let got = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if got <= 0 {
+        guard socket.waitReadable(until: deadline) else { return false }
+        let got = (try? socket.receive()) ?? []
+        if got.isEmpty {
             try perform(channel.inputClosed())
         } else {
-            try perform(channel.receive(Array(buffer[..<got])))
+            try perform(channel.receive(got))
         }
         return true
     }
@@ -88,11 +62,9 @@ public final class SecureLink {
         for action in actions {
             switch action {
             case .write(let bytes):
-                var offset = 0
-                while offset < bytes.count {
-                    let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-                    guard n > 0 else { closedReason = "send failed: \(String(cString: strerror(errno)))"; return }
-                    offset += n
+                do { try socket.send(bytes) } catch {
+                    closedReason = "send failed: \(error)"
+                    return
                 }
             case .established(let cert): peer = cert
             case .deliver(let m): inbox.append(m)
