@@ -51,6 +51,18 @@ extension Peerlog {
         }
     }
 
+    /// Copies the keys of `source` (another home of the same device, e.g. another process of
+    /// one relay) into `home`, which must hold none yet: `peerlog relay init --key-from`.
+    @discardableResult
+    public static func initialize(home: String, copyingKeysFrom source: String) throws -> PeerlogDevice {
+        let device: LocalDevice
+        do { device = try LocalDevice.load(home: source) } catch {
+            throw PeerlogError(.home, "cannot read the relay keys in \(source): \(error)")
+        }
+        do { try device.save(home: home) } catch { throw PeerlogError(.home, "\(error)") }
+        return PeerlogDevice(device, home: home)
+    }
+
     /// The device whose keys `home` holds, read and cross-checked without opening the store:
     /// `peerlog id`. Fails when the home holds no identity or its keys do not match.
     public static func deviceInfo(home: String) throws -> PeerlogDevice {

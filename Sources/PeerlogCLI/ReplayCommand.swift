@@ -4,7 +4,6 @@ import PeerlogCapture
 import PeerlogChannel
 import PeerlogCrypto
 import PeerlogEncoding
-import PeerlogEngine
 import PeerlogModel
 import PeerlogNode
 
@@ -43,19 +42,8 @@ struct Replay: ParsableCommand {
     }
 
     func offline(_ capture: CaptureFile, home dir: String) throws {
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let device: LocalDevice
-        if FileManager.default.fileExists(atPath: LocalDevice.paths(home: dir).certificate) {
-            device = try LocalDevice.load(home: dir)
-        } else {
-            device = try LocalDevice.generate(name: "replay", createdAt: WallClock.nowMillis())
-            try device.save(home: dir)
-        }
-        let clock = ReplayClock()
-        let replica = try Replica(path: dir + "/replica.sqlite", device: device, clock: { clock.now() })
-        guard try replica.groupIDs().isEmpty else { throw CLIError("\(dir) already holds groups: replay into a fresh home") }
         let result: OfflineReplay.Result
-        do { result = try OfflineReplay.run(capture: capture, connection: connection, into: replica, device: device, clock: clock) } catch let e as CaptureError {
+        do { result = try OfflineReplay.run(capture: capture, connection: connection, intoHome: dir) } catch let e as CaptureError {
             throw CLIError("\(e)")
         }
         if output.json {

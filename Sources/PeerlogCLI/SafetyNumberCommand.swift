@@ -1,4 +1,5 @@
 import ArgumentParser
+import Peerlog
 import PeerlogEncoding
 import PeerlogModel
 
@@ -13,7 +14,7 @@ struct SafetyNumberCommand: ParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let me = try home.loadDevice().identity
+        let me = try Peerlog.deviceInfo(home: home.path).identity
         let them: IdentityID
         do { them = try IdentityID(string: other) } catch { throw CLIError("not an identity: \(error)") }
         let number = SafetyNumber(me, them)
