@@ -48,10 +48,7 @@ struct Daemon: AsyncParsableCommand {
     @OptionGroup var capture: DaemonCaptureOptions
 
     func run() async throws {
-        var options = NetworkOptions()
-        options.logLevel = .info
-        let defaultConfig = home.path + "/daemon.conf"
-        if let config { try options.load(file: config) } else if FileManager.default.fileExists(atPath: defaultConfig) { try options.load(file: defaultConfig) }
+        var options = try NetworkOptions.daemon(home: home.path, file: config)
         if let listen { options.listen = listen == "none" ? nil : try PeerAddress(parsing: listen, listening: true) }
         options.peers += try peers.map { try PeerAddress(parsing: $0) }
         for text in allow { options.allow.insert(try parseIdentity(text)) }

@@ -8,8 +8,11 @@ import PeerlogModel
 public struct LiveReplayRun {
     /// What was sent, once the peer acknowledged it all.
     public struct Result: Sendable {
+        /// Batches sent.
         public let batches: Int
+        /// Receipts and envelopes in them.
         public let items: Int
+        /// The peer's device.
         public let peer: DeviceID
     }
 

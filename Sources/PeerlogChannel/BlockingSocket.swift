@@ -9,10 +9,13 @@ import Glibc
 public final class BlockingSocket {
     /// A failed call: which step, and the system's reason.
     public struct Failure: Error, CustomStringConvertible, Sendable {
+        /// The call that failed (`path`: a Unix socket path too long for `sockaddr_un`).
         public enum Step: Sendable { case resolve, socket, path, connect, send, receive }
+        /// Where it failed.
         public let step: Step
         /// `strerror(3)` or `gai_strerror(3)` text, or what is wrong with the path.
         public let reason: String
+        /// The reason alone: callers say what they were doing.
         public var description: String { reason }
     }
 

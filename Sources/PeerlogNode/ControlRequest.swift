@@ -9,10 +9,13 @@
 /// `ControlClient` writes requests with `line` and the daemon reads them with `parse`, so both
 /// sides share one grammar. A failure is answered `{"error": "…"}`.
 public enum ControlRequest: Sendable, Hashable {
+    /// Whether a daemon answers.
     case ping
+    /// The daemon's `NodeStatus`.
     case status
-    /// `maxBytes` nil: no rotation; `path` must be absolute.
+    /// Start a capture to `path`; `maxBytes` nil: no rotation; `path` must be absolute.
     case captureStart(path: String, maxBytes: Int?, omitBodies: Bool)
+    /// Stop the running capture.
     case captureStop
 
     /// The request as sent (without the newline that ends it).
@@ -27,6 +30,7 @@ public enum ControlRequest: Sendable, Hashable {
 
     /// Why a line is not a request: the daemon's error reply says this.
     public struct Invalid: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The reply's sentence.
         public let description: String
     }
 
