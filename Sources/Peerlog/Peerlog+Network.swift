@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import PeerlogNode
 
@@ -36,6 +37,16 @@ public struct NetworkOptions: Sendable {
         var c = configuration
         do { try c.load(file: path) } catch { throw PeerlogError(.network, "\(error)") }
         self = NetworkOptions(c)
+    }
+
+    /// `peerlog daemon`'s settings before its options: log level info, then `file`, or
+    /// `HOME/daemon.conf` when none is given and it exists.
+    public static func daemon(home: String, file: String? = nil) throws -> NetworkOptions {
+        var options = NetworkOptions()
+        options.logLevel = .info
+        let defaultFile = home + "/daemon.conf"
+        if let file { try options.load(file: file) } else if FileManager.default.fileExists(atPath: defaultFile) { try options.load(file: defaultFile) }
+        return options
     }
 
     var configuration: NodeConfiguration {

@@ -1,17 +1,17 @@
 import ArgumentParser
 import Foundation
-import PeerlogNode
+import Peerlog
 
 /// `peerlog peers`: who the running daemon knows of and how.
 struct Peers: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the daemon's peers: discovered on the LAN, static (--peer) and inbound, with their state.")
 
     @OptionGroup var home: HomeOptions
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let status = try ControlClient.status(socketPath: home.path + "/peerlog.sock")
-        if json {
+        let status = try PeerlogDaemon(home: home.path).status()
+        if output.json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             print(String(decoding: try encoder.encode(status.peers), as: UTF8.self))

@@ -37,7 +37,7 @@ final class LanPeers: @unchecked Sendable {
         case .registered(let name):
             availability.value = nil
             unavailableReported.value = false
-            logger.info("advertising on the LAN as \"\(name)\" (\(PeerlogService.type))")
+            logger.info("advertising on the LAN as \"\(name)\" (\(PeerlogDNSSD.type))")
         case .unavailable(let why):
             availability.value = why
             // Said once per outage: static peers keep working without it.

@@ -1,4 +1,5 @@
 import Foundation
+import PeerlogCapture
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
@@ -7,17 +8,19 @@ extension NodeHub {
     /// Answers one control-socket request line (on the hub's queue: status reads the replica).
     func answer(_ line: String, reply: @escaping @Sendable ([UInt8]) -> Void) {
         queueAsync { [self] in
-            switch line {
-            case "ping":
+            switch ControlRequest.parse(line) {
+            case .success(.ping):
                 reply(Array(#"{"ok":true}"#.utf8))
-            case "status":
+            case .success(.status):
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                 reply((try? encoder.encode(buildStatus())).map { Array($0) } ?? ControlReply.error("cannot encode status"))
-            case _ where line.hasPrefix("capture "):
-                reply(answerCapture(String(line.dropFirst("capture ".count))))
-            default:
-                reply(ControlReply.error("unknown request \"\(line.prefix(64))\" (known: status, ping, capture start, capture stop)"))
+            case .success(.captureStart(let path, let maxBytes, let omitBodies)):
+                reply(startCapture(path: path, options: .init(maxBytes: maxBytes, omitBodies: omitBodies)))
+            case .success(.captureStop):
+                reply(stopCapture())
+            case .failure(let invalid):
+                reply(ControlReply.error(invalid.description))
             }
         }
     }
@@ -85,27 +88,19 @@ extension NodeHub {
         return s
     }
 
-    /// `start omit-bodies=0|1 max-bytes=N PATH` (N = 0: no rotation; PATH absolute, rest of
-    /// the line) or `stop`. Replies with the capture's status or an error.
-    private func answerCapture(_ request: String) -> [UInt8] {
-        let words = request.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: true).map(String.init)
+    /// Replies with the new capture's status or an error.
+    private func startCapture(path: String, options: CaptureWriter.Options) -> [UInt8] {
         do {
-            switch words.first {
-            case "stop":
-                guard let stopped = capture.stop() else { return ControlReply.error("no capture is running") }
-                return try Array(JSONEncoder().encode(stopped))
-            case "start":
-                guard words.count == 4, words[1].hasPrefix("omit-bodies="), words[2].hasPrefix("max-bytes="),
-                      let max = Int(words[2].dropFirst("max-bytes=".count)), words[3].hasPrefix("/") else {
-                    return ControlReply.error("usage: capture start omit-bodies=0|1 max-bytes=N /absolute/path")
-                }
-                try capture.start(path: words[3], options: .init(maxBytes: max == 0 ? nil : max, omitBodies: words[1] == "omit-bodies=1"))
-                return try Array(JSONEncoder().encode(capture.status))
-            default:
-                return ControlReply.error("unknown capture request (known: capture start, capture stop)")
-            }
+            try capture.start(path: path, options: options)
+            return try Array(JSONEncoder().encode(capture.status))
         } catch {
             return ControlReply.error("\(error)")
         }
+    }
+
+    /// Replies with the stopped capture's status or an error.
+    private func stopCapture() -> [UInt8] {
+        guard let stopped = capture.stop() else { return ControlReply.error("no capture is running") }
+        do { return try Array(JSONEncoder().encode(stopped)) } catch { return ControlReply.error("\(error)") }
     }
 }

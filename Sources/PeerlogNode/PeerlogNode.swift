@@ -151,7 +151,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
             ServiceAdvertisement(
                 name: configuration.serviceName ?? "\(device.certificate.name.prefix(40)) (\(device.device.short))",
                 port: address.port,
-                txt: PeerlogService.txt(device: device.device.string, identity: device.identity.string, network: configuration.channel.networkID)
+                txt: PeerlogDNSSD.txt(device: device.device.string, identity: device.identity.string, network: configuration.channel.networkID)
             )
         }
         let hub = hub

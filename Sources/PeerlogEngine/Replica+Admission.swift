@@ -25,16 +25,6 @@ extension Replica {
     }
 }
 
-/// A relay that sequences one of our groups: where to reach it and the key it must present.
-public struct RelayEndpoint: Sendable, Hashable {
-    public let key: DeviceID
-    public let address: String
-    public init(key: DeviceID, address: String) {
-        self.key = key
-        self.address = address
-    }
-}
-
 extension Replica {
     /// The relays named (in the tentative view) by groups where this identity is a pending or
     /// active member, other than this device itself: a node keeps them connected and lets them in.

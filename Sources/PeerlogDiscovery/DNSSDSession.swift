@@ -3,33 +3,9 @@
 import CDNSSD
 import Foundation
 
-/// One live DNSServiceRef and what it is for. Its address is the callback context, so the
-/// engine keeps it alive until after DNSServiceRefDeallocate.
-final class Operation {
-    enum Kind { case register, browse, resolve, query }
-    let kind: Kind
-    /// Key of the tracked service for resolve and query.
-    let service: String
-    unowned let engine: Engine
-    var ref: DNSServiceRef?
-    var retired = false
-
-    init(kind: Kind, service: String, engine: Engine) {
-        self.kind = kind
-        self.service = service
-        self.engine = engine
-    }
-
-    var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
-
-    static func from(_ context: UnsafeMutableRawPointer?) -> Operation? {
-        guard let context else { return nil }
-        let op = Unmanaged<Operation>.fromOpaque(context).takeUnretainedValue()
-        return op.retired ? nil : op
-    }
-}
-
-final class Engine {
+/// The DNS-SD library calls of one Discovery: registration, browsing, and (in
+/// `DNSSDSession+Tracking.swift`) resolving what it browsed. One per daemon connection.
+final class DNSSDSession {
     static let noError = DNSServiceErrorType(kDNSServiceErr_NoError)
     static let nameConflict = DNSServiceErrorType(kDNSServiceErr_NameConflict)
     static let maxRenames = 50
@@ -39,13 +15,13 @@ final class Engine {
     /// Set when the register or browse ref fails: the daemon connection is gone.
     var failure: DNSServiceErrorType?
     var advertisement: ServiceAdvertisement?
-    var registerOp: Operation?
+    var registerOp: DNSSDOperation?
     var registeredName: String?
     /// Name conflicts so far; the next registration uses "name #(conflicts + 1)".
     var conflicts = 0
-    var services: [String: Tracked] = [:]
-    private var live: [ObjectIdentifier: Operation] = [:]
-    private var retiredOps: [Operation] = []
+    var services: [String: TrackedService] = [:]
+    private var live: [ObjectIdentifier: DNSSDOperation] = [:]
+    private var retiredOps: [DNSSDOperation] = []
 
     init(type: String, emit: @escaping @Sendable (DiscoveryEvent) -> Void) {
         self.type = type
@@ -61,8 +37,8 @@ final class Engine {
         if browse {
             let err = begin(.browse, service: "") { ref, ctx in
                 DNSServiceBrowse(ref, 0, 0, self.type, nil, { _, flags, interface, err, name, type, domain, ctx in
-                    guard let op = Operation.from(ctx) else { return }
-                    op.engine.browseReply(flags: flags, interface: interface, error: err, name: name, type: type, domain: domain)
+                    guard let op = DNSSDOperation.from(ctx) else { return }
+                    op.session.browseReply(flags: flags, interface: interface, error: err, name: name, type: type, domain: domain)
                 }, ctx)
             }
             if let err { return err }
@@ -82,21 +58,21 @@ final class Engine {
             let name: String? = conflicts == 0 ? (ad.name.isEmpty ? nil : ad.name) : "\(base) #\(conflicts + 1)"
             let err = begin(.register, service: "") { ref, ctx in
                 DNSServiceRegister(ref, 0, 0, name, self.type, nil, nil, port, UInt16(txt.count), txt, { _, _, err, name, _, _, ctx in
-                    Operation.from(ctx)?.engine.registerReply(err, name: name.map { String(cString: $0) })
+                    DNSSDOperation.from(ctx)?.session.registerReply(err, name: name.map { String(cString: $0) })
                 }, ctx)
             }
-            guard err == Engine.nameConflict, conflicts < Engine.maxRenames else { return err }
+            guard err == DNSSDSession.nameConflict, conflicts < DNSSDSession.maxRenames else { return err }
             conflicts += 1
         }
     }
 
     /// Starts one operation; `call` gets the ref slot and the context pointer.
     @discardableResult
-    func begin(_ kind: Operation.Kind, service: String, _ call: (UnsafeMutablePointer<DNSServiceRef?>, UnsafeMutableRawPointer) -> DNSServiceErrorType) -> DNSServiceErrorType? {
-        let op = Operation(kind: kind, service: service, engine: self)
+    func begin(_ kind: DNSSDOperation.Kind, service: String, _ call: (UnsafeMutablePointer<DNSServiceRef?>, UnsafeMutableRawPointer) -> DNSServiceErrorType) -> DNSServiceErrorType? {
+        let op = DNSSDOperation(kind: kind, service: service, session: self)
         var ref: DNSServiceRef?
         let err = call(&ref, op.context)
-        guard err == Engine.noError, let ref else { return err == Engine.noError ? DNSServiceErrorType(kDNSServiceErr_Unknown) : err }
+        guard err == DNSSDSession.noError, let ref else { return err == DNSSDSession.noError ? DNSServiceErrorType(kDNSServiceErr_Unknown) : err }
         op.ref = ref
         live[ObjectIdentifier(op)] = op
         switch kind {
@@ -110,7 +86,7 @@ final class Engine {
 
     /// Marks an operation dead now (its callbacks are ignored) and frees it after the current
     /// batch, since it may be the ref whose DNSServiceProcessResult is on the stack.
-    func retire(_ op: Operation?) {
+    func retire(_ op: DNSSDOperation?) {
         guard let op, !op.retired else { return }
         op.retired = true
         retiredOps.append(op)
@@ -126,7 +102,7 @@ final class Engine {
         if poll(&fds, nfds_t(fds.count), timeoutMilliseconds) > 0 {
             for (i, op) in batch.enumerated() where fds[i + 1].revents != 0 && !op.retired {
                 let err = DNSServiceProcessResult(op.ref)
-                if err != Engine.noError { operationFailed(op, err) }
+                if err != DNSSDSession.noError { operationFailed(op, err) }
             }
         }
         freeRetired()
@@ -143,7 +119,7 @@ final class Engine {
         retiredOps.removeAll()
     }
 
-    func operationFailed(_ op: Operation, _ err: DNSServiceErrorType) {
+    func operationFailed(_ op: DNSSDOperation, _ err: DNSServiceErrorType) {
         switch op.kind {
         case .register, .browse: failure = failure ?? err
         case .resolve: resolveFailed(op)
@@ -162,13 +138,13 @@ final class Engine {
     }
 
     private func registerReply(_ err: DNSServiceErrorType, name: String?) {
-        if err == Engine.nameConflict, conflicts < Engine.maxRenames {
+        if err == DNSSDSession.nameConflict, conflicts < DNSSDSession.maxRenames {
             retire(registerOp)
             conflicts += 1
             if let err = register() { failure = failure ?? err }
             return
         }
-        guard err == Engine.noError else { failure = failure ?? err; return }
+        guard err == DNSSDSession.noError else { failure = failure ?? err; return }
         // avahi renames on conflict and calls again with the new name.
         if let name, name != registeredName {
             registeredName = name
