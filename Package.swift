@@ -64,6 +64,7 @@ let package = Package(
             name: "PeerlogNode",
             dependencies: [
                 "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogDiscovery", "PeerlogCapture", "PeerlogElection",
+                "PeerlogSequencer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,7 @@
 import Logging
 import PeerlogDiscovery
 import PeerlogModel
+import Synchronization
 
 /// Peers found by DNS-SD: one entry per device (several services or addresses of the same
 /// device merge), a dialer for each that may be let in on both sides, stopped when the
@@ -20,9 +21,9 @@ final class LanPeers: @unchecked Sendable {
     private let hub: NodeHub
     private let logger: Logger
     private let startDialer: @Sendable (Dialer) -> Task<Void, Never>
-    private let lock = LockedValue<[DeviceID: Entry]>([:])
-    private let unavailableReported = LockedValue(false)
-    let availability = LockedValue<String?>(nil)
+    private let lock = Mutex<[DeviceID: Entry]>([:])
+    private let unavailableReported = Mutex(false)
+    let availability = Mutex<String?>(nil)
 
     init(local: LocalDevice, network: String, hub: NodeHub, logger: Logger, startDialer: @escaping @Sendable (Dialer) -> Task<Void, Never>) {
         self.local = local
@@ -35,14 +36,14 @@ final class LanPeers: @unchecked Sendable {
     func handle(_ event: DiscoveryEvent) {
         switch event {
         case .registered(let name):
-            availability.value = nil
-            unavailableReported.value = false
+            availability.withLock { $0 = nil }
+            unavailableReported.withLock { $0 = false }
             logger.info("advertising on the LAN as \"\(name)\" (\(PeerlogService.type))")
         case .unavailable(let why):
-            availability.value = why
+            availability.withLock { $0 = why }
             // Said once per outage: static peers keep working without it.
-            if !unavailableReported.value {
-                unavailableReported.value = true
+            if !unavailableReported.withLock({ $0 }) {
+                unavailableReported.withLock { $0 = true }
                 logger.warning("LAN discovery is unavailable: \(why); static peers still work")
             }
         case .found(let service):
@@ -67,7 +68,7 @@ final class LanPeers: @unchecked Sendable {
         let target = PeerAddress(host: address, port: service.port)
         var toStart: Dialer?
         var toCancel: Task<Void, Never>?
-        lock.mutate { entries in
+        lock.withLock { entries in
             var e = entries[device] ?? Entry(device: device, identity: identity)
             e.services[service.name] = service
             e.identity = identity ?? e.identity
@@ -75,7 +76,7 @@ final class LanPeers: @unchecked Sendable {
             e.note = mayConnect ? nil : "not connecting: identity \(identity?.description ?? "unknown") shares no group with us"
             if mayConnect, e.dialer?.address != target {
                 toCancel = e.task
-                let dialer = Dialer(address: target, source: "mdns", expectedDevice: device)
+                let dialer = Dialer(address: target, source: .mdns, expectedDevice: device)
                 e.dialer = dialer
                 toStart = dialer
             }
@@ -85,13 +86,13 @@ final class LanPeers: @unchecked Sendable {
         if let dialer = toStart {
             logger.info("found \(device.short) on the LAN at \(target)")
             let task = startDialer(dialer)
-            lock.mutate { $0[device]?.task = task }
+            lock.withLock { $0[device]?.task = task }
         }
     }
 
     private func lost(_ name: String) {
         var cancel: [Task<Void, Never>] = []
-        lock.mutate { entries in
+        lock.withLock { entries in
             for (device, var e) in entries where e.services[name] != nil {
                 e.services[name] = nil
                 if e.services.isEmpty {
@@ -107,12 +108,12 @@ final class LanPeers: @unchecked Sendable {
 
     /// Membership changed: devices we skipped may be let in now.
     func recheck() {
-        let services = lock.value.values.flatMap(\.services.values)
+        let services = lock.withLock { $0.values.flatMap(\.services.values) }
         for s in services { found(s) }
     }
 
     func stopAll() {
-        let tasks = lock.mutate { entries -> [Task<Void, Never>] in
+        let tasks = lock.withLock { entries -> [Task<Void, Never>] in
             let t = entries.values.compactMap(\.task)
             entries = [:]
             return t
@@ -122,14 +123,14 @@ final class LanPeers: @unchecked Sendable {
 
     /// One row per discovered device, for `status` and `peers`.
     var status: [PeerStatus] {
-        lock.value.values.sorted { $0.device.string < $1.device.string }.map { e in
+        lock.withLock { $0 }.values.sorted { $0.device.string < $1.device.string }.map { e in
             if let d = e.dialer {
                 var s = d.status
                 s.device = e.device.string
                 return s
             }
             let address = e.services.values.first.map { "\($0.addresses.first ?? $0.host):\($0.port)" } ?? "?"
-            return PeerStatus(address: address, state: "discovered", direction: "outbound", source: "mdns", device: e.device.string, lastError: e.note)
+            return PeerStatus(address: address, state: .discovered, direction: .outbound, source: .mdns, device: e.device.string, lastError: e.note)
         }
     }
 }

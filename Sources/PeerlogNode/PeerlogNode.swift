@@ -8,6 +8,7 @@ import PeerlogDiscovery
 import PeerlogEngine
 import PeerlogModel
 import ServiceLifecycle
+import Synchronization
 
 /// A running Peerlog node: listens, dials static peers, syncs every shared group, answers the
 /// control socket. Embed it in a `ServiceGroup` (graceful shutdown closes every connection
@@ -20,8 +21,8 @@ public final class PeerlogNode: Service, @unchecked Sendable {
     private let logger: Logger
     private let hub: NodeHub
     private let tap: Tap?
-    private let nextConnectionID = LockedValue<UInt64>(0)
-    private let boundAddress = LockedValue<PeerAddress?>(nil)
+    private let nextConnectionID = Atomic<UInt64>(0)
+    private let boundAddress = Mutex<PeerAddress?>(nil)
     private let dialers: [Dialer]
     private let admission: ConnectionAdmission
     /// Called once the listener is bound (with the actual port when 0 was asked for).
@@ -41,7 +42,8 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         // gets it now, so sync and status reads do not fold every waiting receipt meanwhile.
         let built = try self.replica.buildMissingTentativeViews()
         if built > 0 { logger.info("built the tentative view of \(built) group(s) with receipts waiting") }
-        hub = NodeHub(replica: self.replica, device: device, allow: configuration.allow, openAdmission: configuration.openAdmission, logger: logger)
+        let cadence = NodeStateMachine.Cadence(poll: NodeHub.milliseconds(configuration.pollInterval), election: NodeHub.milliseconds(configuration.electionTick))
+        hub = NodeHub(replica: self.replica, device: device, allow: configuration.allow, openAdmission: configuration.openAdmission, logger: logger, cadence: cadence)
         dialers = configuration.peers.map { Dialer(address: $0) }
         admission = ConnectionAdmission(limits: configuration.limits, fileDescriptorLimit: FileDescriptorLimit.raiseToHard())
     }
@@ -60,7 +62,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
     public var status: NodeStatus { hub.buildStatus() }
 
     /// The address the listener is bound to, once running.
-    public var listeningAddress: PeerAddress? { boundAddress.value }
+    public var listeningAddress: PeerAddress? { boundAddress.withLock { $0 } }
 
     public func run() async throws {
         let controlPath = configuration.controlSocketPath(home: home)
@@ -84,7 +86,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
                     }
                     .bind(host: listen.host, port: listen.port).get()
                 servers.append(server)
-                boundAddress.value = PeerAddress(host: listen.host, port: server.localAddress?.port ?? listen.port)
+                boundAddress.withLock { $0 = PeerAddress(host: listen.host, port: server.localAddress?.port ?? listen.port) }
             }
             let control = try await ServerBootstrap(group: group)
                 .childChannelInitializer { [hub] channel in
@@ -100,20 +102,20 @@ public final class PeerlogNode: Service, @unchecked Sendable {
             try? await group.shutdownGracefully()
             throw error
         }
-        hub.listening.value = boundAddress.value?.description
+        hub.listening.withLock { $0 = boundAddress.withLock { $0 }?.description }
         let lan = LanPeers(local: device, network: configuration.channel.networkID, hub: hub, logger: logger) { [self] dialer in
             Task { await runDialer(dialer, group: group) }
         }
         let relays = RelayLinks(logger: logger, overrides: configuration.relayAddresses) { [self] dialer in
             Task { await runDialer(dialer, group: group) }
         }
-        hub.dialerStatus.value = { [dialers] in dialers.map(\.status) + relays.status + lan.status }
-        hub.onMembershipChange.value = { lan.recheck() }
-        hub.onRelaysChange.value = { relays.reconcile($0) }
-        hub.start(pollInterval: configuration.pollInterval, electionTick: configuration.electionTick)
+        hub.dialerStatus.withLock { $0 = { [dialers] in dialers.map(\.status) + relays.status + lan.status } }
+        hub.onMembershipChange.withLock { $0 = { lan.recheck() } }
+        hub.onRelaysChange.withLock { $0 = { relays.reconcile($0) } }
+        hub.start()
         let discovery = configuration.discovery ? startDiscovery(lan) : nil
-        logger.info("device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.value?.description ?? "nothing (dial only)"), control socket \(controlPath)")
-        onListening?(boundAddress.value)
+        logger.info("device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.withLock { $0 }?.description ?? "nothing (dial only)"), control socket \(controlPath)")
+        onListening?(boundAddress.withLock { $0 })
 
         await withTaskGroup(of: Void.self) { tasks in
             for dialer in dialers {
@@ -127,7 +129,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
             discovery?.stop()
             lan.stopAll()
             relays.stopAll()
-            hub.stop(reason: "shutting down")
+            hub.stop()
             tasks.cancelAll()
         }
 
@@ -146,8 +148,8 @@ public final class PeerlogNode: Service, @unchecked Sendable {
 
     /// Advertises our listener (when there is one) and browses for peers.
     private func startDiscovery(_ lan: LanPeers) -> Discovery {
-        hub.discoveryState.value = (true, nil)
-        let advertisement = boundAddress.value.map { address in
+        hub.discoveryState.withLock { $0 = (true, nil) }
+        let advertisement = boundAddress.withLock { $0 }.map { address in
             ServiceAdvertisement(
                 name: configuration.serviceName ?? "\(device.certificate.name.prefix(40)) (\(device.device.short))",
                 port: address.port,
@@ -157,8 +159,8 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         let hub = hub
         let discovery = Discovery(advertise: advertisement, browse: true) { event in
             switch event {
-            case .unavailable(let why): hub.discoveryState.value = (true, why)
-            case .registered: hub.discoveryState.value = (true, nil)
+            case .unavailable(let why): hub.discoveryState.withLock { $0 = (true, why) }
+            case .registered: hub.discoveryState.withLock { $0 = (true, nil) }
             default: break
             }
             lan.handle(event)
@@ -167,12 +169,12 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         return discovery
     }
 
-    private func makeHandler(outbound: Bool, established: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, closed: @escaping @Sendable (String) -> Void = { _ in }) -> PeerHandler {
-        let id = nextConnectionID.increment()
+    private func makeHandler(outbound: Bool, established: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, closed: @escaping @Sendable (ChannelCloseReason) -> Void = { _ in }) -> PeerHandler {
+        let id = nextConnectionID.add(1, ordering: .relaxed).newValue
         return PeerHandler(id: id, outbound: outbound, hub: hub, configuration: configuration.channel, admission: admission, tap: tap, logger: logger, onEstablished: established, onClosed: closed)
     }
 
-    private func dial(_ address: PeerAddress, group: EventLoopGroup, established: @escaping @Sendable (DeviceCertificate) -> Void, closed: @escaping @Sendable (String) -> Void) async throws -> Channel {
+    private func dial(_ address: PeerAddress, group: EventLoopGroup, established: @escaping @Sendable (DeviceCertificate) -> Void, closed: @escaping @Sendable (ChannelCloseReason) -> Void) async throws -> Channel {
         try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(5))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -185,6 +187,3 @@ public final class PeerlogNode: Service, @unchecked Sendable {
     }
 }
 
-extension LockedValue where T == UInt64 {
-    func increment() -> UInt64 { mutate { $0 += 1; return $0 } }
-}

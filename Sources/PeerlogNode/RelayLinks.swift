@@ -1,6 +1,7 @@
 import Logging
 import PeerlogEngine
 import PeerlogModel
+import Synchronization
 
 /// Keeps the relays our groups name connected (docs/PROTOCOL.md §19.1): one dialer per relay
 /// address and key, started when a group names it and stopped when none does any more.
@@ -13,9 +14,9 @@ final class RelayLinks: Sendable {
     private let logger: Logger
     private let startDialer: @Sendable (Dialer) -> Task<Void, Never>
     private let overrides: [DeviceID: PeerAddress]
-    private let links = LockedValue<[RelayEndpoint: Link]>([:])
+    private let links = Mutex<[RelayEndpoint: Link]>([:])
     /// Addresses that do not parse, said once each.
-    private let reported = LockedValue<Set<String>>([])
+    private let reported = Mutex<Set<String>>([])
 
     init(logger: Logger, overrides: [DeviceID: PeerAddress] = [:], startDialer: @escaping @Sendable (Dialer) -> Task<Void, Never>) {
         self.logger = logger
@@ -24,27 +25,27 @@ final class RelayLinks: Sendable {
     }
 
     func reconcile(_ endpoints: Set<RelayEndpoint>) {
-        let current = links.value
+        let current = links.withLock { $0 }
         for (endpoint, link) in current where !endpoints.contains(endpoint) {
             logger.info("no group names the relay \(endpoint.key.short) at \(endpoint.address) any more")
             link.task.cancel()
-            links.mutate { $0[endpoint] = nil }
+            links.withLock { $0[endpoint] = nil }
         }
         for endpoint in endpoints.sorted(by: { $0.address < $1.address }) where current[endpoint] == nil {
             guard let address = overrides[endpoint.key] ?? (try? PeerAddress(parsing: endpoint.address)) else {
-                if reported.mutate({ $0.insert(endpoint.address).inserted }) {
+                if reported.withLock({ $0.insert(endpoint.address).inserted }) {
                     logger.warning("a group names the relay \(endpoint.key.short) at \"\(endpoint.address)\", which is not HOST:PORT; not dialing it")
                 }
                 continue
             }
             logger.info("keeping the relay \(endpoint.key.short) at \(address) connected")
-            let dialer = Dialer(address: address, source: "relay", expectedDevice: endpoint.key)
-            links.mutate { $0[endpoint] = Link(dialer: dialer, task: startDialer(dialer)) }
+            let dialer = Dialer(address: address, source: .relay, expectedDevice: endpoint.key)
+            links.withLock { $0[endpoint] = Link(dialer: dialer, task: startDialer(dialer)) }
         }
     }
 
     func stopAll() {
-        let all = links.mutate { l -> [Link] in
+        let all = links.withLock { l -> [Link] in
             defer { l = [:] }
             return Array(l.values)
         }
@@ -52,7 +53,7 @@ final class RelayLinks: Sendable {
     }
 
     var status: [PeerStatus] {
-        links.value.sorted { $0.key.address < $1.key.address }.map { endpoint, link in
+        links.withLock { $0 }.sorted { $0.key.address < $1.key.address }.map { endpoint, link in
             var s = link.dialer.status
             s.device = s.device ?? endpoint.key.string
             return s
