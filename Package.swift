@@ -125,7 +125,15 @@ let package = Package(
         .testTarget(name: "PeerlogCaptureTests", dependencies: ["PeerlogCapture", "PeerlogEngine", "PeerlogSync", "PeerlogChannel", "PeerlogModel", "PeerlogTestSupport"]),
         // Compiled only with the PostgreSQL trait; needs the server tools/postgres.sh starts.
         .testTarget(name: "PeerlogRelayPostgresTests", dependencies: ["PeerlogRelayPostgres", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
+        .testTarget(
+            name: "PeerlogNodeTests",
+            dependencies: [
+                "PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel",
+                "PeerlogChannel", "PeerlogSequencer", "PeerlogEncoding",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
         // The facade, driven as an app would (and, for other-process writes, the CLI binary).
         .testTarget(name: "PeerlogTests", dependencies: ["Peerlog", "PeerlogStore", "PeerlogCLI", "PeerlogNotes", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
