@@ -33,6 +33,7 @@ final class Dialer: Sendable {
     private let state: Mutex<PeerStatus>
     private let device: Mutex<DeviceID?>
     private let retryAt = Mutex<UInt64?>(nil)
+    private let stopped = StopSignal()
 
     /// `expectedDevice`: known in advance for discovered peers, so the dialer waits while that
     /// device is connected some other way (its own dial, a static peer).
@@ -51,14 +52,17 @@ final class Dialer: Sendable {
         return s
     }
 
-    /// Runs until cancelled.
+    /// Ends `run` once the connection in progress (if any) ends; a backoff ends at once.
+    func stop() { stopped.fire() }
+
+    /// Runs until stopped or cancelled.
     func run(hub: NodeHub, connect: Connect, logger: Logger) async {
         var backoff = Backoff()
-        while !Task.isCancelled {
+        while !Task.isCancelled && !stopped.hasFired {
             if let known = device.withLock({ $0 }), hub.isConnected(device: known) {
                 // Connected through the peer's own dial (the tie-break kept that one).
                 state.withLock { $0.state = .connected }
-                try? await Task.sleep(for: .seconds(1))
+                await stopped.sleep(for: .seconds(1))
                 continue
             }
             state.withLock { $0.state = .connecting }
@@ -93,7 +97,7 @@ final class Dialer: Sendable {
             retryAt.withLock { $0 = WallClock.nowMillis() + ms }
             state.withLock { $0.state = .backoff }
             if !wasEstablished { logger.info("peer \(address): \(ended?.description ?? "closed"); retrying in \(ms) ms") }
-            try? await Task.sleep(for: delay)
+            await stopped.sleep(for: delay)
         }
     }
 }

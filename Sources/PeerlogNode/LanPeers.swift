@@ -12,7 +12,6 @@ final class LanPeers: @unchecked Sendable {
         var identity: IdentityID?
         var services: [String: DiscoveredService] = [:]
         var dialer: Dialer?
-        var task: Task<Void, Never>?
         var note: String?
     }
 
@@ -20,12 +19,12 @@ final class LanPeers: @unchecked Sendable {
     private let network: String
     private let hub: NodeHub
     private let logger: Logger
-    private let startDialer: @Sendable (Dialer) -> Task<Void, Never>
+    private let startDialer: @Sendable (Dialer) -> Void
     private let lock = Mutex<[DeviceID: Entry]>([:])
     private let unavailableReported = Mutex(false)
     let availability = Mutex<String?>(nil)
 
-    init(local: LocalDevice, network: String, hub: NodeHub, logger: Logger, startDialer: @escaping @Sendable (Dialer) -> Task<Void, Never>) {
+    init(local: LocalDevice, network: String, hub: NodeHub, logger: Logger, startDialer: @escaping @Sendable (Dialer) -> Void) {
         self.local = local
         self.network = network
         self.hub = hub
@@ -67,7 +66,7 @@ final class LanPeers: @unchecked Sendable {
         guard let address = service.addresses.first, (1...65535).contains(service.port) else { return }
         let target = PeerAddress(host: address, port: service.port)
         var toStart: Dialer?
-        var toCancel: Task<Void, Never>?
+        var toStop: Dialer?
         lock.withLock { entries in
             var e = entries[device] ?? Entry(device: device, identity: identity)
             e.services[service.name] = service
@@ -75,35 +74,34 @@ final class LanPeers: @unchecked Sendable {
             let mayConnect = identity.map { hub.mayConnect(identity: $0) } ?? false
             e.note = mayConnect ? nil : "not connecting: identity \(identity?.description ?? "unknown") shares no group with us"
             if mayConnect, e.dialer?.address != target {
-                toCancel = e.task
+                toStop = e.dialer
                 let dialer = Dialer(address: target, source: .mdns, expectedDevice: device)
                 e.dialer = dialer
                 toStart = dialer
             }
             entries[device] = e
         }
-        toCancel?.cancel()
+        toStop?.stop()
         if let dialer = toStart {
             logger.info("found \(device.short) on the LAN at \(target)")
-            let task = startDialer(dialer)
-            lock.withLock { $0[device]?.task = task }
+            startDialer(dialer)
         }
     }
 
     private func lost(_ name: String) {
-        var cancel: [Task<Void, Never>] = []
+        var stop: [Dialer] = []
         lock.withLock { entries in
             for (device, var e) in entries where e.services[name] != nil {
                 e.services[name] = nil
                 if e.services.isEmpty {
-                    if let t = e.task { cancel.append(t) }
+                    if let d = e.dialer { stop.append(d) }
                     entries[device] = nil
                 } else {
                     entries[device] = e
                 }
             }
         }
-        for t in cancel { t.cancel() }
+        for d in stop { d.stop() }
     }
 
     /// Membership changed: devices we skipped may be let in now.
@@ -113,12 +111,11 @@ final class LanPeers: @unchecked Sendable {
     }
 
     func stopAll() {
-        let tasks = lock.withLock { entries -> [Task<Void, Never>] in
-            let t = entries.values.compactMap(\.task)
-            entries = [:]
-            return t
+        let dialers = lock.withLock { entries -> [Dialer] in
+            defer { entries = [:] }
+            return entries.values.compactMap(\.dialer)
         }
-        for t in tasks { t.cancel() }
+        for d in dialers { d.stop() }
     }
 
     /// One row per discovered device, for `status` and `peers`.

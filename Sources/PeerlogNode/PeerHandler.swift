@@ -178,7 +178,7 @@ final class PeerHandler: ChannelDuplexHandler {
                 if KeyLogFile.path != nil, let keys = channel.transportKeys {
                     let me = hub.device.device
                     let entry = KeyLogEntry(keys: keys, initiator: outbound ? me : certificate.device, responder: outbound ? certificate.device : me)
-                    if let problem = KeyLogFile.append(entry) { logger.warning("\(problem)") }
+                    hub.capture.keyLog(entry)
                 }
                 onEstablished(certificate)
                 let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)

@@ -4,21 +4,21 @@ import PeerlogModel
 import Synchronization
 
 /// Keeps the relays our groups name connected (docs/PROTOCOL.md §19.1): one dialer per relay
-/// address and key, started when a group names it and stopped when none does any more.
+/// address and key, started (in the node's task group) when a group names it and stopped when
+/// none does any more.
 final class RelayLinks: Sendable {
     private struct Link {
         let dialer: Dialer
-        let task: Task<Void, Never>
     }
 
     private let logger: Logger
-    private let startDialer: @Sendable (Dialer) -> Task<Void, Never>
+    private let startDialer: @Sendable (Dialer) -> Void
     private let overrides: [DeviceID: PeerAddress]
     private let links = Mutex<[RelayEndpoint: Link]>([:])
     /// Addresses that do not parse, said once each.
     private let reported = Mutex<Set<String>>([])
 
-    init(logger: Logger, overrides: [DeviceID: PeerAddress] = [:], startDialer: @escaping @Sendable (Dialer) -> Task<Void, Never>) {
+    init(logger: Logger, overrides: [DeviceID: PeerAddress] = [:], startDialer: @escaping @Sendable (Dialer) -> Void) {
         self.logger = logger
         self.overrides = overrides
         self.startDialer = startDialer
@@ -28,7 +28,7 @@ final class RelayLinks: Sendable {
         let current = links.withLock { $0 }
         for (endpoint, link) in current where !endpoints.contains(endpoint) {
             logger.info("no group names the relay \(endpoint.key.short) at \(endpoint.address) any more")
-            link.task.cancel()
+            link.dialer.stop()
             links.withLock { $0[endpoint] = nil }
         }
         for endpoint in endpoints.sorted(by: { $0.address < $1.address }) where current[endpoint] == nil {
@@ -40,7 +40,8 @@ final class RelayLinks: Sendable {
             }
             logger.info("keeping the relay \(endpoint.key.short) at \(address) connected")
             let dialer = Dialer(address: address, source: .relay, expectedDevice: endpoint.key)
-            links.withLock { $0[endpoint] = Link(dialer: dialer, task: startDialer(dialer)) }
+            links.withLock { $0[endpoint] = Link(dialer: dialer) }
+            startDialer(dialer)
         }
     }
 
@@ -49,7 +50,7 @@ final class RelayLinks: Sendable {
             defer { l = [:] }
             return Array(l.values)
         }
-        for link in all { link.task.cancel() }
+        for link in all { link.dialer.stop() }
     }
 
     var status: [PeerStatus] {
