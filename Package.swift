@@ -134,7 +134,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogSequencer", "PeerlogTestSupport"]),
+        .testTarget(
+            name: "PeerlogNodeTests",
+            dependencies: [
+                "PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel",
+                "PeerlogChannel", "PeerlogSequencer", "PeerlogEncoding",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
         // The facade, driven as an app would (and, for other-process writes, the CLI binary).
         .testTarget(name: "PeerlogTests", dependencies: ["Peerlog", "PeerlogStore", "PeerlogCLI", "PeerlogNotes", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.

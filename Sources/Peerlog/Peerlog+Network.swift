@@ -84,8 +84,7 @@ extension Peerlog {
     /// per home (a daemon on the same home makes this throw).
     /// `onListening` gets the bound address (useful with port 0).
     public func run(_ options: NetworkOptions = NetworkOptions(), onListening: (@Sendable (PeerAddress?) -> Void)? = nil) async throws {
-        let service = try service(options)
-        if let onListening { service.onListening(onListening) }
+        let service = try service(options, onListening: onListening)
         try await service.run()
     }
 

@@ -66,9 +66,8 @@ struct Daemon: AsyncParsableCommand {
         let service: PeerlogService
         do {
             let peerlog = try await Peerlog.open(home: home.path, create: false)
-            service = try peerlog.service(options)
             let device = peerlog.deviceID
-            service.onListening { address in
+            service = try peerlog.service(options) { address in
                 // One parseable line on stdout: scripts and tests wait for it.
                 FileHandle.standardOutput.write(Data("peerlog daemon: device \(device) listening on \(address?.description ?? "none")\n".utf8))
             }

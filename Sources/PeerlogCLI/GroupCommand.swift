@@ -151,7 +151,7 @@ extension GroupCommand {
                     ("view", .string(view.view.rawValue)), ("max_members", .int(state.maxMembers)), ("created_by", .string(state.createdBy.string)),
                     ("sequencer", state.sequencer.json), ("committed_seq", .int(seq)), ("tentative", .int(tentative)),
                     ("election", live?.term.map { term in .object([
-                        ("role", .string(live?.role ?? "")), ("term", .int(term)), ("leader", live?.leader.map { .string($0) } ?? .null),
+                        ("role", .string(live?.role?.rawValue ?? "")), ("term", .int(term)), ("leader", live?.leader.map { .string($0) } ?? .null),
                     ]) } ?? .null),
                     ("members", .array(members.map(Self.memberJSON))),
                 ]).serialized(pretty: true))
@@ -161,7 +161,7 @@ extension GroupCommand {
                 ("group", id.string), ("name", state.name), ("status", state.status.rawValue), ("view", view.view.rawValue),
                 ("max members", String(state.maxMembers)), ("created by", state.createdBy.string), ("sequencer", state.sequencer.text),
                 ("committed seq", String(seq)), ("tentative", String(tentative)), ("members", String(members.count)),
-            ] + (live?.term.map { term in [("election", "term \(term), leader \(live?.leader ?? "unknown"), this device \(live?.role ?? "?")")] } ?? []))
+            ] + (live?.term.map { term in [("election", "term \(term), leader \(live?.leader ?? "unknown"), this device \(live?.role?.rawValue ?? "?")")] } ?? []))
             printTable(members.map { m in
                 [m.identity.string, m.role.rawValue, m.status.rawValue, Self.standing(m.seq)]
                     + (m.identity == peerlog.identity ? ["(you)"] : [])

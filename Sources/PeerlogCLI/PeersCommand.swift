@@ -26,7 +26,7 @@ struct Peers: ParsableCommand {
         }
         if status.peers.isEmpty { print("no peers yet") }
         for p in status.peers {
-            var line = "\(p.source.padding(toLength: 8, withPad: " ", startingAt: 0)) \(p.state.padding(toLength: 11, withPad: " ", startingAt: 0)) \(p.address)"
+            var line = "\(p.source.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(p.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)) \(p.address)"
             if let d = p.device { line += "  \(d)" + (p.name.map { " (\($0))" } ?? "") }
             if let e = p.lastError { line += "  — \(e)" }
             print(line)

@@ -91,15 +91,17 @@ struct RelayRun: AsyncParsableCommand {
         settings.sequenceGate = shared?.gate
         let node: PeerlogNode
         try home.requireIdentity(initCommand: "peerlog relay init")
-        do { node = try PeerlogNode(home: home.path, configuration: settings, logger: logger) } catch {
+        do {
+            let key = try LocalDevice.load(home: home.path).device
+            node = try PeerlogNode(home: home.path, configuration: settings, logger: logger, onListening: { address in
+                FileHandle.standardOutput.write(Data("peerlog relay: key \(key) listening on \(address?.description ?? "none")\n".utf8))
+            })
+        } catch {
             throw CLIError("cannot open the relay in \(home.path): \(error)")
         }
         if shared != nil { logger.info("store of record: PostgreSQL (shared with the relay's other processes)") }
         if !open && allow.isEmpty {
             logger.notice("no --allow or --open: only members of groups this relay already holds can connect")
-        }
-        node.onListening = { address in
-            FileHandle.standardOutput.write(Data("peerlog relay: key \(node.device.device) listening on \(address?.description ?? "none")\n".utf8))
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: node)]
         if let shared { services.append(.init(service: shared.follower(node.replica))) }

@@ -46,7 +46,7 @@ struct StatusWatch {
                 out += "\(time) \(g.name) \(g.id) committed \(g.committed)/\(target) tentative \(g.tentative) \(state), \(g.peers.count) peer(s)\n"
             }
         }
-        if !bars && s.groups.isEmpty { out += "\(time) no groups; \(s.peers.filter { $0.state == "connected" }.count) peer(s) connected\n" }
+        if !bars && s.groups.isEmpty { out += "\(time) no groups; \(s.peers.filter { $0.state == .connected }.count) peer(s) connected\n" }
         return out
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import PeerlogCapture
 import PeerlogEngine
 import PeerlogModel
+import PeerlogSequencer
 import PeerlogSync
 
 extension NodeHub {
@@ -27,15 +28,15 @@ extension NodeHub {
 
     /// Must run on the hub's queue.
     func buildStatus() -> NodeStatus {
-        let dialers = dialerStatus.value()
+        let dialers = dialerStatus.withLock { $0 }()
         var peers = dialers
         let dialedDevices = Set(dialers.compactMap(\.device))
         let sessionStatus = sessionsSnapshot()
         // Connections a dialer does not already show (inbound ones, mostly).
         for (connection, _) in sessionStatus where !dialedDevices.contains(connection.peer.device.string) {
             peers.append(PeerStatus(
-                address: connection.remote, state: "connected", direction: connection.outbound ? "outbound" : "inbound",
-                source: connection.outbound ? "static" : "inbound",
+                address: connection.remote, state: .connected, direction: connection.outbound ? .outbound : .inbound,
+                source: connection.outbound ? .static : .inbound,
                 device: connection.peer.device.string, name: connection.peer.name, connectedSince: connection.since
             ))
         }
@@ -60,9 +61,9 @@ extension NodeHub {
         }
         return NodeStatus(
             device: device.device.string, identity: device.identity.string, name: device.certificate.name,
-            listening: listening.value, peers: peers, groups: groups,
+            listening: listening.withLock { $0 }, peers: peers, groups: groups,
             recentlyClosed: recentCloses().map { ClosedStatus(device: $0.peer?.string, address: $0.remote, reason: $0.reason, at: $0.at) },
-            discoveryUnavailable: discoveryState.value.unavailable, discovery: discoveryState.value.enabled,
+            discoveryUnavailable: discoveryState.withLock { $0.unavailable }, discovery: discoveryState.withLock { $0.enabled },
             capture: capture.status,
             refusals: recentRefusals(),
             rejected: recentRejections(),
@@ -75,12 +76,12 @@ extension NodeHub {
         guard let authority = (try? replica.state(of: group, view: .committed))??.authority else { return nil }
         var s: SequencerStatus
         switch authority {
-        case .solo(let d): s = SequencerStatus(authority: "solo", devices: [d.string], commitLag: tentative)
-        case .elected(let voters): s = SequencerStatus(authority: "elected", devices: voters.map(\.string), commitLag: tentative)
-        case .relay(let key, let address): s = SequencerStatus(authority: "relay", devices: [key.string], address: address, commitLag: tentative)
+        case .solo(let d): s = SequencerStatus(authority: .solo, devices: [d.string], commitLag: tentative)
+        case .elected(let voters): s = SequencerStatus(authority: .elected, devices: voters.map(\.string), commitLag: tentative)
+        case .relay(let key, let address): s = SequencerStatus(authority: .relay, devices: [key.string], address: address, commitLag: tentative)
         }
         if let v = election.view(of: group) {
-            s.role = v.role.rawValue
+            s.role = v.role
             s.term = v.term
             s.leader = v.leader?.string
             s.base = v.base

@@ -83,7 +83,7 @@ func electedBench(count: Int, failovers: Int) throws {
         try wait("a leader to be known") {
             leader = (0..<3).first { i in
                 guard let s = try? ControlClient.status(socketPath: homes[i] + "/peerlog.sock") else { return false }
-                return s.groups.first?.sequencer?.role == "leader"
+                return s.groups.first?.sequencer?.role?.rawValue == "leader"
             }
             return leader != nil
         }
