@@ -141,6 +141,7 @@ let package = Package(
                 "PeerlogChannel", "PeerlogSequencer", "PeerlogEncoding",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The facade, driven as an app would (and, for other-process writes, the CLI binary).
