@@ -90,6 +90,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Entry points of the fuzz targets (Fuzz/) and of the tests that replay their findings.
@@ -111,8 +112,13 @@ let package = Package(
         ),
         .executableTarget(name: "PeerlogBench", dependencies: ["Peerlog", "PeerlogModel", "PeerlogEngine", "PeerlogNoise", "PeerlogChannel", "PeerlogSync", "PeerlogNode"]),
 
-        // Test helpers (paths, seeded RNG, running Python interop peers and the built binary).
-        .target(name: "PeerlogTestSupport", path: "Sources/PeerlogTestSupport"),
+        // Test helpers (paths, seeded RNG, running Python interop peers and the built binary,
+        // the `TestReplica` fixture and its `ManualClock`).
+        .target(
+            name: "PeerlogTestSupport",
+            dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto"],
+            path: "Sources/PeerlogTestSupport"
+        ),
         .testTarget(name: "PeerlogCryptoTests", dependencies: ["PeerlogCrypto", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogEncodingTests", dependencies: ["PeerlogEncoding", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogModelTests", dependencies: ["PeerlogModel", "PeerlogTestSupport"]),

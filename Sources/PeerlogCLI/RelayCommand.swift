@@ -105,10 +105,12 @@ struct RelayRun: AsyncParsableCommand {
         node.onListening = { address in
             FileHandle.standardOutput.write(Data("peerlog relay: key \(node.device.device) listening on \(address?.description ?? "none")\n".utf8))
         }
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: node)]
+        // Graceful shutdown goes in reverse order: the follower, the node, then the store's pool.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let shared { services.append(.init(service: shared.pool)) }
+        services.append(.init(service: node))
         if let shared { services.append(.init(service: shared.follower(node.replica))) }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        shared?.close()
     }
 }

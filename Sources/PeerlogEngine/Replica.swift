@@ -12,9 +12,13 @@ public final class Replica: Sendable {
     public let store: Store
     public let local: LocalDevice
     public let limits: ReplicaLimits
-    private let clock: @Sendable () -> UInt64
-    /// Set on a relay that shares its store of record with other relay processes.
+    let clock: @Sendable () -> UInt64
+    /// Set on a relay that shares its store of record with other relay processes: its
+    /// assignments are then committed by `runSequenceGate` (or `sequenceThroughGate`), after
+    /// the gate admits them, not by the write that stored their receipts.
     public let sequenceGate: (any SequenceGate)?
+    /// Groups with assignments waiting for the gate's driver (Replica+SequenceGate.swift).
+    let gateBacklog = GateBacklog()
     /// Internal for the local write path (Replica+LocalWrite.swift).
     let hlc = Mutex(HybridLogicalClock())
     private let subscribers = Mutex<[Int: @Sendable (ReplicaEvent) -> Void]>([:])
@@ -182,12 +186,13 @@ public final class Replica: Sendable {
     func write(_ body: (inout Pipeline) throws -> Void) throws -> IngestReport {
         let now = clock()
         let report = try store.write { db in
-            var p = try Pipeline(db: db, local: local, limits: limits, now: now, gate: sequenceGate)
+            var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: sequenceGate != nil)
             try body(&p)
             try p.settle()
             return p.report
         }
         deliver(report.events)
+        gateBacklog.add(report.gated)
         return report
     }
 
