@@ -92,6 +92,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Entry points of the fuzz targets (Fuzz/) and of the tests that replay their findings.
@@ -115,8 +116,13 @@ let package = Package(
             ]
         ),
 
-        // Test helpers (paths, seeded RNG, running Python interop peers and the built binary).
-        .target(name: "PeerlogTestSupport", dependencies: ["PeerlogSequencer"], path: "Sources/PeerlogTestSupport"),
+        // Test helpers (paths, seeded RNG, running Python interop peers and the built binary,
+        // the `TestReplica` fixture and its `ManualClock`).
+        .target(
+            name: "PeerlogTestSupport",
+            dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer"],
+            path: "Sources/PeerlogTestSupport"
+        ),
         .testTarget(name: "PeerlogCryptoTests", dependencies: ["PeerlogCrypto", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogEncodingTests", dependencies: ["PeerlogEncoding", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogModelTests", dependencies: ["PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogTestSupport"]),

@@ -103,10 +103,12 @@ struct RelayRun: AsyncParsableCommand {
         if !open && allow.isEmpty {
             logger.notice("no --allow or --open: only members of groups this relay already holds can connect")
         }
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: node)]
+        // Graceful shutdown goes in reverse order: the follower, the node, then the store's pool.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let shared { services.append(.init(service: shared.pool)) }
+        services.append(.init(service: node))
         if let shared { services.append(.init(service: shared.follower(node.replica))) }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        shared?.close()
     }
 }

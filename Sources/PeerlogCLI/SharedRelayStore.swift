@@ -7,18 +7,20 @@ import ServiceLifecycle
 struct SharedRelayStore: Sendable {
     /// Admits each assignment before the local replica commits it.
     let gate: any SequenceGate
-    /// Catches the local replica up with what the relay's other processes committed.
+    /// The store's connection pool, a service that goes before the node in the relay's
+    /// `ServiceGroup` (so it stops after the node and the follower).
+    let pool: any Service
+    /// Catches the local replica up with what the relay's other processes committed, and
+    /// commits the replica's assignments through the gate.
     let follower: @Sendable (Replica) -> any Service
-    let close: @Sendable () -> Void
 
     static func open(url: String, logger: Logger) async throws -> SharedRelayStore {
         #if PostgreSQL
         let store = try PostgresRelayStore(url: url, logger: logger)
         do { try await store.start() } catch {
-            store.shutdown()
             throw CLIError("cannot use PostgreSQL at \(url): \(error)")
         }
-        return SharedRelayStore(gate: store, follower: { FollowerService(follower: PostgresRelayFollower(replica: $0, store: store, logger: logger)) }, close: store.shutdown)
+        return SharedRelayStore(gate: store, pool: store, follower: { FollowerService(follower: PostgresRelayFollower(replica: $0, store: store, logger: logger)) })
         #else
         throw CLIError("this peerlog was built without PostgreSQL support; build it with `swift build --traits PostgreSQL`")
         #endif

@@ -3,36 +3,81 @@ import PeerlogEncoding
 import PeerlogModel
 import PeerlogStore
 
+/// What a sequencer pass would do in one group, in tentative order: refuse a receipt or give it
+/// the next seq. `Pipeline.planSequencing` computes it from the committed state without writing;
+/// a device on its own store applies it at once, a relay with a `SequenceGate` reserves its
+/// assignments first (`Replica+SequenceGate.swift`, docs/PROTOCOL.md §19.3).
+struct SequencingPlan: Sendable {
+    enum Step: Sendable {
+        case assign(seq: UInt64, receipt: Receipt)
+        case refuse(Receipt, reason: String)
+    }
+
+    let group: GroupID
+    var steps: [Step] = []
+    /// Parents of candidates that this store does not hold (to be requested).
+    var missingParents: [CID] = []
+    /// The pass met a committed state this device does not sequence (or a group no longer active).
+    var stopped = false
+    /// The pass ended at its limit of assignments: more may follow once these are committed.
+    var full = false
+    var assignments = 0
+
+    /// The steps before the first assignment: decided on the committed state alone.
+    var leadingRefusals: [(receipt: Receipt, reason: String)] {
+        var out = [(receipt: Receipt, reason: String)]()
+        for step in steps {
+            guard case .refuse(let r, let reason) = step else { break }
+            out.append((r, reason))
+        }
+        return out
+    }
+}
+
 extension Pipeline {
     /// When this device is the group's solo sequencer or its relay (or created the group and
     /// nothing is committed yet), assigns the next seqs to tentative receipts in tentative order and
     /// commits them. Receipts that the committed state does not authorize are refused, not
-    /// sequenced; receipts whose parents are not held yet wait.
+    /// sequenced; receipts whose parents are not held yet wait. With a `SequenceGate` nothing is
+    /// assigned here: refusals before the first assignment are recorded, and the group is left
+    /// to the gate's driver (`report.gated`), which reserves the assignments and then commits them.
     mutating func sequenceIfAuthority(_ group: GroupID) throws {
-        guard try !isTombstoned(group) else { return }
-        if let state = try committedState(group) {
-            guard sequencesHere(state) else { return }
-        } else if try !db.hasTentativeCreation(group: group, by: local.device) {
-            return  // not created yet, and not by us: someone else sequences seq 1
+        guard let plan = try planSequencing(group) else { return }
+        if gated {
+            for (r, reason) in plan.leadingRefusals { try refuse(r, reason: reason, group: group) }
+            if plan.assignments > 0, !reservedHere.contains(group) { report.gated.insert(group) }
+        } else {
+            try applyUngated(plan)
         }
+        if !plan.stopped, !plan.missingParents.isEmpty {
+            try request(.requestReceipts(group: group, cids: Array(Set(plan.missingParents)).sorted()))
+        }
+    }
+
+    /// The pass over `group` without writing anything, or nil where this device does not
+    /// sequence. The committed state advances in memory through each assignment (as `commit`
+    /// would advance it), so later receipts are judged as they will be at their seq. At most
+    /// `maxAssignments` assignments (`full` then says the pass stopped there).
+    mutating func planSequencing(_ group: GroupID, maxAssignments: Int = .max) throws -> SequencingPlan? {
+        guard try !isTombstoned(group) else { return nil }
+        var state = try committedState(group)
+        if let state {
+            guard sequencesHere(state) else { return nil }
+        } else if try !db.hasTentativeCreation(group: group, by: local.device) {
+            return nil  // not created yet, and not by us: someone else sequences seq 1
+        }
+        var plan = SequencingPlan(group: group)
         let refused = try db.refusals(group: group)
         let flagged = try db.flaggedAuthors(group: group)
         let candidates = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in
             refused[r.cid] == nil && (flagged[r.author].map { r.counter < $0 } ?? true)
         }
-        guard !candidates.isEmpty else { return }
+        guard !candidates.isEmpty else { return plan }
         var placed = Set<CID>()
-        var missingParents = [CID]()
-        // Seqs committed in this pass, signed together at its end (one signature per run).
-        var run = [CID](), runStart: UInt64 = 0
-        // With a shared store, assignments not reserved yet (signed single envelopes, §19.3).
-        var gated = GatedBatch()
-        if gate != nil { try openGatedBatch(&gated) }
-        var stopped = false
+        var seq = try db.committedSeq(group: group)
         for r in TentativeOrder.order(candidates) {
-            let state = try committedState(group)
             if let state {
-                guard sequencesHere(state), state.status == .active else { stopped = true; break }
+                guard sequencesHere(state), state.status == .active else { plan.stopped = true; break }
             } else if !(r.type == "group.created" && r.author == local.device) {
                 continue  // only the creating device may commit seq 1
             }
@@ -42,39 +87,76 @@ extension Pipeline {
                 if try db.committedSeq(of: p) == nil { missing.append(p) }
             }
             if !missing.isEmpty {
-                missingParents += try missing.filter { try !db.receiptExists($0) }
+                plan.missingParents += try missing.filter { try !db.receiptExists($0) }
                 continue
             }
-            if let reason = try authorizationProblem(r, state: state) {
-                try db.insertRefusal(r.cid, group: group, reason: reason, at: now)
-                report.events.append(.refused(group: group, cid: r.cid, reason: reason))
-                placed.insert(r.cid)
-                continue
+            switch Self.stateAfter(r, state: state) {
+            case .failure(let problem):
+                plan.steps.append(.refuse(r, reason: problem.reason))
+            case .success(let next):
+                guard plan.assignments < maxAssignments else { plan.full = true; return plan }
+                seq += 1
+                plan.steps.append(.assign(seq: seq, receipt: r))
+                plan.assignments += 1
+                state = next
             }
-            let seq = try db.committedSeq(group: group) + 1
-            if gate != nil {
-                // A shared store of record reserves each seq with its signed envelope: single form.
-                let envelope = try Envelope.sign(group: group, seq: seq, receipt: r.cid, term: 0, receivedAt: now, key: local.signingKey)
-                try commit(envelope, receipt: r)
-                gated.entries.append((envelope, r))
-            } else {
-                let (device, at) = (local.device, now)
+            placed.insert(r.cid)
+        }
+        return plan
+    }
+
+    /// A device on its own store: commits the plan's assignments now, with batched runs of
+    /// envelopes signed together at the end (one signature per run).
+    private mutating func applyUngated(_ plan: SequencingPlan) throws {
+        var run = [CID](), runStart: UInt64 = 0
+        let (device, at) = (local.device, now)
+        for step in plan.steps {
+            switch step {
+            case .refuse(let r, let reason):
+                try refuse(r, reason: reason, group: plan.group)
+            case .assign(let seq, let r):
                 try commit(seq: seq, receipt: r) { db, outcome, reason in
-                    try db.insertUnsignedEnvelope(group: group, seq: seq, cid: r.cid, term: 0, sequencer: device, receivedAt: at, outcome: outcome, reason: reason)
+                    try db.insertUnsignedEnvelope(group: r.group, seq: seq, cid: r.cid, term: 0, sequencer: device, receivedAt: at, outcome: outcome, reason: reason)
                 }
                 if run.isEmpty { runStart = seq }
                 run.append(r.cid)
             }
-            placed.insert(r.cid)
-            if let gate, gated.entries.count >= limits.maxReservationBatch {
-                // Refused: another relay process took one of these seqs or receipts; catch up first.
-                guard try closeGatedBatch(&gated, gate: gate, group: group) else { break }
-                try openGatedBatch(&gated)
+        }
+        try signRun(group: plan.group, firstSeq: runStart, receipts: run)
+    }
+
+    /// A relay with a shared store: commits a plan whose assignments the store admitted, each
+    /// with the signed envelope it holds. Checks first that nothing the plan relied on moved:
+    /// each seq is the next one here and its receipt is held and not committed (a seq already
+    /// committed with the same receipt was committed by an earlier pass, and is skipped). False
+    /// at the first that does not hold: the group is marked contended, and the rest is left to
+    /// the catch-up from the store, which holds the reserved rows.
+    mutating func commitReserved(_ plan: SequencingPlan, envelopes: [UInt64: Envelope]) throws -> Bool {
+        reservedHere.insert(plan.group)
+        var next = try db.committedSeq(group: plan.group) + 1
+        for step in plan.steps {
+            switch step {
+            case .refuse(let r, let reason):
+                guard try db.loadReceipt(r.cid)?.seq == nil, try db.refusals(group: plan.group)[r.cid] == nil else { continue }
+                try refuse(r, reason: reason, group: plan.group)
+            case .assign(let seq, let r):
+                let stored = try db.loadReceipt(r.cid)
+                if let committed = stored?.seq, committed == seq { continue }
+                guard let envelope = envelopes[seq], envelope.receipt == r.cid, seq == next, stored != nil, stored?.seq == nil else {
+                    report.contended.insert(plan.group)
+                    return false
+                }
+                try commit(envelope, receipt: r)
+                next += 1
             }
         }
-        if let gate { _ = try closeGatedBatch(&gated, gate: gate, group: group) }
-        try signRun(group: group, firstSeq: runStart, receipts: run)
-        if !stopped, !missingParents.isEmpty { try request(.requestReceipts(group: group, cids: Array(Set(missingParents)).sorted())) }
+        return true
+    }
+
+    /// Records that this sequencer does not sequence `r` (§19.1), with the rule it breaks.
+    private mutating func refuse(_ r: Receipt, reason: String, group: GroupID) throws {
+        try db.insertRefusal(r.cid, group: group, reason: reason, at: now)
+        report.events.append(.refused(group: group, cid: r.cid, reason: reason))
     }
 
     /// Signs the seqs committed in one pass (a single envelope for one seq, batched runs of
@@ -95,14 +177,15 @@ extension Pipeline {
         }
     }
 
-    /// Why the committed state would reject `r` at the next seq, or nil.
-    func authorizationProblem(_ r: Receipt, state: GroupState?) throws -> String? {
+    /// The committed state after `r` at the next seq (unchanged by an entity or application
+    /// write, as `commit` leaves it), or why the committed state rejects `r`.
+    static func stateAfter(_ r: Receipt, state: GroupState?) -> Result<GroupState?, RuleViolation> {
         do {
             let op = try GroupOperation(receiptType: r.type, body: r.body)
-            if case .failure(let v) = GroupRules.apply(op, sender: r.identity, device: r.author, group: r.group, to: state) { return v.reason }
-            return nil
+            return GroupRules.apply(op, sender: r.identity, device: r.author, group: r.group, to: state)
+                .map { next in op.changesGroupState ? next : state }
         } catch {
-            return error.reason
+            return .failure(error)
         }
     }
 }

@@ -11,14 +11,17 @@ struct Pipeline {
     let local: LocalDevice
     let limits: ReplicaLimits
     let now: UInt64
-    /// A shared relay store that must admit each assignment first (nil: this store decides).
-    let gate: (any SequenceGate)?
+    /// A shared relay store must admit each assignment first (`SequenceGate`): the pipeline
+    /// then plans its assignments and leaves them to the gate's driver.
+    let gated: Bool
     var report = IngestReport()
     /// The peer whose receipts are being ingested (nil: local, an import, a retry).
     var source: DeviceID?
 
     /// Groups whose envelopes or sequencing must be revisited at the end of the batch.
     var touched: [GroupID] = []
+    /// Groups whose reserved assignments this transaction commits (not planned again here).
+    var reservedHere: Set<GroupID> = []
     private var touchedSet: Set<GroupID> = []
     /// Committed group state, cached for the transaction (nil entries: group not created).
     var stateCache: [GroupID: GroupState?] = [:]
@@ -64,12 +67,12 @@ struct Pipeline {
     /// Receipt row ids at or above this were stored by this transaction.
     let firstNewReceiptID: Int64
 
-    init(db: StoreDB, local: LocalDevice, limits: ReplicaLimits, now: UInt64, gate: (any SequenceGate)? = nil) throws {
+    init(db: StoreDB, local: LocalDevice, limits: ReplicaLimits, now: UInt64, gated: Bool = false) throws {
         self.db = db
         self.local = local
         self.limits = limits
         self.now = now
-        self.gate = gate
+        self.gated = gated
         firstNewReceiptID = Int64(try db.count(rawSQL: "SELECT COALESCE(MAX(id), 0) FROM receipts")) + 1
     }
 

@@ -14,8 +14,12 @@ public final class Replica: Sendable {
     public let limits: ReplicaLimits
     /// The injected clock (milliseconds): the module reads time through it only.
     let clock: @Sendable () -> UInt64
-    /// Set on a relay that shares its store of record with other relay processes.
+    /// Set on a relay that shares its store of record with other relay processes: its
+    /// assignments are then committed by `runSequenceGate` (or `sequenceThroughGate`), after
+    /// the gate admits them, not by the write that stored their receipts.
     public let sequenceGate: (any SequenceGate)?
+    /// Groups with assignments waiting for the gate's driver (Replica+SequenceGate.swift).
+    let gateBacklog = GateBacklog()
     /// Internal for the local write path (Replica+LocalWrite.swift).
     let hlc = Mutex(HybridLogicalClock())
     private let subscribers = Mutex<[Int: @Sendable (ReplicaEvent) -> Void]>([:])
@@ -183,12 +187,13 @@ public final class Replica: Sendable {
     func write(_ body: (inout Pipeline) throws -> Void) throws -> IngestReport {
         let now = clock()
         let report = try store.write { db in
-            var p = try Pipeline(db: db, local: local, limits: limits, now: now, gate: sequenceGate)
+            var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: sequenceGate != nil)
             try body(&p)
             try p.settle()
             return p.report
         }
         deliver(report.events)
+        gateBacklog.add(report.gated)
         return report
     }
 

@@ -53,6 +53,9 @@ public struct IngestReport: Sendable, Equatable {
     /// Groups where a shared relay store refused an assignment (another relay process took
     /// the seq): catch up from that store, then sequencing resumes.
     public var contended: Set<GroupID> = []
+    /// Groups with assignments for the `SequenceGate`'s driver to reserve and commit
+    /// (`Replica.sequenceThroughGate`).
+    var gated: Set<GroupID> = []
 
     public init() {}
 
@@ -83,6 +86,7 @@ public struct IngestReport: Sendable, Equatable {
         actions += other.actions
         events += other.events
         contended.formUnion(other.contended)
+        gated.formUnion(other.gated)
     }
 }
 

@@ -19,7 +19,9 @@ public struct NodeConfiguration: Sendable {
     /// Where to reach a relay instead of the address its groups name (e.g. one process of a
     /// relay served by several, or an address inside the relay's own network).
     public var relayAddresses: [DeviceID: PeerAddress] = [:]
-    /// A relay's shared store of record (PostgreSQL), consulted before each assignment.
+    /// A relay's shared store of record (PostgreSQL), consulted before each assignment; its
+    /// assignments are committed by `replica.runSequenceGate()`, which the caller runs (the
+    /// relay's follower does).
     public var sequenceGate: (any SequenceGate)?
     public var channel = ChannelConfiguration()
     /// Bounds on memory, connections and handshakes peers can make the node hold.

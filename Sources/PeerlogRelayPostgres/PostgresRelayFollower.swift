@@ -7,8 +7,10 @@ import Synchronization
 
 /// Keeps one relay process's replica caught up with the shared table (§19.3): ingests the rows
 /// other processes committed, publishes group history the table lacks, and reruns the
-/// sequencer where it stopped on a taken seq. Replica work runs on a private queue, never on
-/// the cooperative pool: the gate blocks its caller while PostgreSQL answers.
+/// sequencer where it stopped on a taken seq. While it runs, the replica's gate driver
+/// (`Replica.runSequenceGate`) runs beside it: it reserves the replica's assignments in the
+/// table and commits them. Replica work (SQLite, which blocks its thread) runs on a private
+/// queue, never on the cooperative pool.
 ///
 /// Another process's assignments arrive as notifications naming their groups (LISTEN, see
 /// `PostgresRelayStore.listen`), which this ingests at once; a full pass over every group's
@@ -36,11 +38,19 @@ public final class PostgresRelayFollower: Sendable {
         self.interval = interval
     }
 
-    /// Follows the table until `stop()` or cancellation.
+    /// Follows the table, and runs the replica's gate driver, until `stop()` or cancellation.
     public func run() async {
-        let wakeup = wakeup
-        let listener = Task { await store.listen { wakeup.signal($0) } }
-        defer { listener.cancel() }
+        await withTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { [store, wakeup] in await store.listen { wakeup.signal($0) } }
+            tasks.addTask { [replica, logger] in
+                await replica.runSequenceGate { error in logger.warning("relay store: \(error); assigning again shortly") }
+            }
+            await follow()
+            tasks.cancelAll()
+        }
+    }
+
+    private func follow() async {
         var groups: Set<GroupID>? = nil
         while !stopped.load(ordering: .relaxed), !Task.isCancelled {
             var failed = false

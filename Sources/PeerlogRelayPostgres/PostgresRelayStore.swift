@@ -1,17 +1,20 @@
 #if PostgreSQL
-import Dispatch
 import Logging
 import NIOCore
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PostgresNIO
-import Synchronization
+import ServiceLifecycle
 
 /// The relay's store of record in PostgreSQL (docs/PROTOCOL.md §19.3), shared by every process
 /// of one relay: a row per assigned seq, `PRIMARY KEY(group_id, seq)` and `UNIQUE(group_id, cid)`.
 /// As a `SequenceGate` it admits each assignment before the local replica commits it.
-public final class PostgresRelayStore: SequenceGate, Sendable {
+///
+/// It is a `Service`: its connection pool (a `PostgresClient`) runs in `run()`, so put it in the
+/// relay's `ServiceGroup` (before the services that use it); queries wait until it runs.
+/// `start()` checks the server and creates the tables first, over a connection of its own.
+public final class PostgresRelayStore: SequenceGate, Service, Sendable {
     public static let schemaVersion = 1
     /// Tries of one statement that failed for a transient reason (lost connection, serialization).
     static let maxTries = 5
@@ -19,7 +22,6 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
     public let logger: Logger
     let client: PostgresClient
     let configuration: PostgresClient.Configuration
-    private let runner = Mutex<Task<Void, Never>?>(nil)
 
     public init(url: String, logger: Logger) throws {
         self.logger = logger
@@ -27,35 +29,36 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
-    /// Starts the connection pool and creates the table if it is missing.
+    /// Runs the connection pool until graceful shutdown or cancellation (once per store).
+    public func run() async {
+        await client.run()
+    }
+
+    /// Checks that the server answers and creates the tables if they are missing, over one
+    /// direct connection: at once, before `run` (a refused connection, a missing database or
+    /// a schema from a newer peerlog is said here, not a minute later by the pool).
     public func start() async throws {
-        let client = client
-        runner.withLock { $0 = $0 ?? Task { await client.run() } }
-        try await probe()
-        do { try await migrate() } catch {
+        let c = configuration
+        let host = c.host ?? "127.0.0.1", port = c.port ?? 5432
+        let config = PostgresConnection.Configuration(host: host, port: port, username: c.username, password: c.password, database: c.database, tls: .disable)
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(configuration: config, id: 0, logger: logger)
+        } catch {
+            throw RelayStoreError("cannot connect to PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?")): \(Self.describe(error))")
+        }
+        do {
+            try await migrate(connection)
+            try? await connection.close()
+        } catch {
+            try? await connection.close()
             if let refusal = (error as? PostgresTransactionError)?.closureError as? RelayStoreError { throw refusal }
             throw RelayStoreError("PostgreSQL: cannot create the relay tables: \(Self.describe(error))")
         }
     }
 
-    /// One direct connection first: the pool only reports a tripped circuit breaker, after a
-    /// minute, where this says at once why it cannot connect (refused, no such database, auth).
-    private func probe() async throws {
-        let c = configuration
-        let host = c.host ?? "127.0.0.1", port = c.port ?? 5432
-        let config = PostgresConnection.Configuration(host: host, port: port, username: c.username, password: c.password, database: c.database, tls: .disable)
-        do {
-            let connection = try await PostgresConnection.connect(configuration: config, id: 0, logger: logger)
-            try? await connection.close()
-        } catch {
-            throw RelayStoreError("cannot connect to PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?")): \(Self.describe(error))")
-        }
-    }
-
-    public func shutdown() { runner.withLock { $0?.cancel() } }
-
-    private func migrate() async throws {
-        try await client.withTransaction(logger: logger) { c in
+    private func migrate(_ connection: PostgresConnection) async throws {
+        try await connection.withTransaction(logger: logger) { c in
             // Two processes starting at once must not race on CREATE TABLE.
             try await c.query("SELECT pg_advisory_xact_lock(7350)", logger: logger)
             try await c.query("CREATE TABLE IF NOT EXISTS peerlog_relay_schema (version INT NOT NULL)", logger: logger)
@@ -77,20 +80,9 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
 
     // MARK: SequenceGate
 
-    /// Blocks the calling thread (the node's hub queue or the follower's queue, never the
-    /// cooperative pool) until the rows are stored or refused.
-    public func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws -> SequenceReservation {
-        let rows = try ReservationRows(batch)
-        let outcome = Mutex<Result<SequenceReservation, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let r: Result<SequenceReservation, any Error>
-            do { r = .success(try await insert(rows)) } catch { r = .failure(error) }
-            outcome.withLock { $0 = r }
-            done.signal()
-        }
-        done.wait()
-        return try outcome.withLock { $0! }.get()
+    /// Stores the batch's rows, or none of them (`.taken`), in one statement.
+    public func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) async throws -> SequenceReservation {
+        try await insert(ReservationRows(batch))
     }
 
     /// Stores every row in one statement (one round trip, one transaction, one WAL flush), or

@@ -43,18 +43,3 @@ extension StoreDB {
     public func execute(rawSQL sql: String) throws { try db.cachedStatement(sql: sql).execute() }
     public func count(rawSQL sql: String) throws -> Int { try Int.fetchOne(db.cachedStatement(sql: sql)) ?? 0 }
 }
-
-/// A named savepoint inside the write transaction: the work since it can be undone alone while
-/// the rest of the transaction stays (a relay pass whose assignments a shared store refused).
-extension StoreDB {
-    public func beginSavepoint(_ name: String) throws { try db.execute(sql: "SAVEPOINT \(name)") }
-
-    /// Keeps the work since the savepoint (it commits with the transaction) and forgets the savepoint.
-    public func releaseSavepoint(_ name: String) throws { try db.execute(sql: "RELEASE SAVEPOINT \(name)") }
-
-    /// Undoes the work since the savepoint and forgets the savepoint.
-    public func rollbackToSavepoint(_ name: String) throws {
-        try db.execute(sql: "ROLLBACK TRANSACTION TO SAVEPOINT \(name)")
-        try db.execute(sql: "RELEASE SAVEPOINT \(name)")
-    }
-}

@@ -3,6 +3,7 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
+import PeerlogTestSupport
 import Testing
 
 /// `Replica.appendBatch`: one transaction, each operation its own receipt, all or nothing.
@@ -12,7 +13,7 @@ struct BatchAppendTests {
     }
 
     @Test func batchWritesOneReceiptEachInOrderAsConsecutiveAppends() throws {
-        let alice = try Node("alice")
+        let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g")
         let ops: [GroupOperation] = [.entityPut(key: "a", value: 1), .entityPut(key: "b", value: "two"), .entityDelete(key: "a"), .renamed(name: "h")]
         let results = try alice.replica.appendBatch(ops, to: group)
@@ -29,13 +30,13 @@ struct BatchAppendTests {
         let committed = try alice.replica.changes(after: 0, group: group).filter { $0.kind == "committed" }
         #expect(committed.last.map { [$0.firstSeq, $0.lastSeq] } == [2, 5], "one settle commits the whole batch")
         // A peer takes them like any receipts.
-        let bob = try Node("bob")
+        let bob = try TestReplica("bob")
         try alice.send(group, to: bob)
         #expect(try bob.hashes(group) == alice.hashes(group))
     }
 
     @Test func aBatchCanCreateItsGroup() throws {
-        let alice = try Node("alice")
+        let alice = try TestReplica("alice")
         let group = GroupID.random()
         let results = try alice.replica.appendBatch([.created(name: "new", maxMembers: 3), .entityPut(key: "a", value: 1)], to: group)
         #expect(results.map(\.seq) == [1, 2])
@@ -44,7 +45,7 @@ struct BatchAppendTests {
     }
 
     @Test func batchIsOneTransactionSeenWholeAfterReopeningAndAFailureLeavesNothing() throws {
-        let dir = try PeerlogTestTemp.make()
+        let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let device = try LocalDevice.generate(name: "w", createdAt: 1)
         let path = dir + "/r.sqlite"
@@ -73,26 +74,21 @@ struct BatchAppendTests {
         #expect(try again.append(.entityPut(key: "after", value: 1), to: group).receipt.counter == 302)
     }
 
-    /// Fails the transaction while the batch is being committed, after its receipts are stored.
-    struct FailingGate: SequenceGate {
-        let failAt: UInt64
-        func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws -> SequenceReservation {
-            if batch.contains(where: { $0.envelope.seq == failAt }) { throw ReplicaError("injected failure at seq \(failAt)") }
-            return .reserved
-        }
-    }
-
     @Test func aFailureAfterHalfTheBatchWasStoredAndCommittedLeavesNothing() throws {
-        let dir = try PeerlogTestTemp.make()
+        let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let device = try LocalDevice.generate(name: "w", createdAt: 1)
         let path = dir + "/r.sqlite"
-        var limits = ReplicaLimits()
-        limits.maxReservationBatch = 50
-        let failing = try Replica(path: path, device: device, limits: limits, sequenceGate: FailingGate(failAt: 152))
+        let failing = try Replica(path: path, device: device)
         let group = try failing.createGroup(name: "g")
-        // 300 receipts stored, 150 of them committed and reserved (seqs 2...151, three batches)
-        // when the batch holding seq 152 fails.
+        // Fails the transaction once seq 152 is being committed: 300 receipts stored and 150
+        // of them committed by then (a trigger on the writer's connection only).
+        try failing.store.write { db in
+            try db.execute(rawSQL: """
+                CREATE TEMP TRIGGER fail_at_152 BEFORE UPDATE OF seq ON receipts WHEN NEW.seq = 152
+                BEGIN SELECT RAISE(ABORT, 'injected failure at seq 152'); END
+                """)
+        }
         #expect { try failing.appendBatch(Self.puts(300), to: group) } throws: { "\($0)".contains("injected failure at seq 152") }
         let reopened = try Replica(path: path, device: device)
         #expect(try reopened.log(of: group, view: .tentative).count == 1)
@@ -104,7 +100,7 @@ struct BatchAppendTests {
     }
 
     @Test func everyOperationSeesTheRulesAsTheEarlierOnesLeftThem() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try groupWith(owner: alice, members: [bob])
         let log = try bob.replica.log(of: group, view: .tentative)
         // Bob leaves at index 1: his next put is refused, so the whole batch is.
@@ -120,7 +116,7 @@ struct BatchAppendTests {
     }
 
     @Test func batchOfAMemberWhoIsNotTheSequencerStaysTentativeThenCommitsInOrder() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try groupWith(owner: alice, members: [bob])
         let results = try bob.replica.appendBatch(Self.puts(20), to: group)
         #expect(results.allSatisfy { $0.seq == nil })
@@ -136,7 +132,7 @@ struct BatchAppendTests {
     @Test func withMoreHeadsThanOneReceiptNamesEachNextReceiptTakesTheRestAsAppendWould() throws {
         // Two same replicas; 40 devices of their identity each write on the creation: 40 heads.
         let id = try GroupID(bytes: [UInt8](repeating: 4, count: 16))
-        let (batched, single) = (try Node("a"), try Node("a"))
+        let (batched, single) = (try TestReplica("a"), try TestReplica("a"))
         let (group, sameGroup) = (try batched.replica.createGroup(name: "g", id: id), try single.replica.createGroup(name: "g", id: id))
         let created = try batched.replica.log(of: group, view: .committed)[0].receipt.cid
         let writers = try (0..<40).map { try batched.device.additionalDevice(name: "d\($0)", createdAt: 1) }
@@ -160,22 +156,22 @@ struct BatchAppendTests {
         var limits = ReplicaLimits()
         #expect(limits.maxBatchOperations == 10_000 && limits.maxBatchPayloadBytes == 32 * 1_048_576)
         limits.maxBatchOperations = 5
-        let small = try Node("small", limits: limits)
+        let small = try TestReplica("small", limits: limits)
         let group = try small.replica.createGroup(name: "g")
         #expect(try small.replica.appendBatch(Self.puts(5), to: group).count == 5)
         #expect { try small.replica.appendBatch(Self.puts(6), to: group) } throws: { "\($0)".contains("at most 5 operations") && "\($0)".contains("split") }
         #expect(try small.replica.appendBatch([], to: group).isEmpty)
 
         // The payload limit: the sizes of a batch's receipts, then that sum as the limit, and one less.
-        let probe = try Node("probe")
+        let probe = try TestReplica("probe")
         let probeGroup = try probe.replica.createGroup(name: "g")
         let total = try probe.replica.appendBatch(Self.puts(10), to: probeGroup).reduce(0) { $0 + $1.receipt.payload.count }
         limits = ReplicaLimits()
         limits.maxBatchPayloadBytes = total
-        let exact = try Node("exact", limits: limits)
+        let exact = try TestReplica("exact", limits: limits)
         #expect(try exact.replica.appendBatch(Self.puts(10), to: exact.replica.createGroup(name: "g")).count == 10)
         limits.maxBatchPayloadBytes = total - 1
-        let under = try Node("under", limits: limits)
+        let under = try TestReplica("under", limits: limits)
         let underGroup = try under.replica.createGroup(name: "g")
         #expect { try under.replica.appendBatch(Self.puts(10), to: underGroup) } throws: {
             ($0 as? BatchError)?.index == 9 && "\($0)".contains("maxBatchPayloadBytes")

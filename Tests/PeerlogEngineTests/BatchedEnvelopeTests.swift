@@ -1,13 +1,14 @@
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
+import PeerlogTestSupport
 import Testing
 
 /// Batched envelopes through the replica (docs/PROTOCOL.md §3.5): a solo sequencer signs one
 /// run per pass, receivers commit from it, forks and tampering are refused.
 struct BatchedEnvelopeTests {
     @Test func soloSequencerSignsOneRunPerPassAndPeersCommitFromIt() throws {
-        let owner = try Node("owner"), reader = try Node("reader")
+        let owner = try TestReplica("owner"), reader = try TestReplica("reader")
         let group = try groupWith(owner: owner, members: [reader])
         try owner.replica.appendBatch((0..<300).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
         let envelopes = try owner.holdings(group).envelopes
@@ -25,7 +26,7 @@ struct BatchedEnvelopeTests {
     }
 
     @Test func aForkedRunIsRejectedLikeAForkedSingleEnvelope() throws {
-        let owner = try Node("owner"), reader = try Node("reader")
+        let owner = try TestReplica("owner"), reader = try TestReplica("reader")
         let group = try owner.replica.createGroup(name: "g")
         try owner.replica.appendBatch((0..<3).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
         try owner.send(group, to: reader)
@@ -41,7 +42,7 @@ struct BatchedEnvelopeTests {
     }
 
     @Test func aTamperedRunItemIsRejectedAndTheRestCommit() throws {
-        let owner = try Node("owner"), reader = try Node("reader")
+        let owner = try TestReplica("owner"), reader = try TestReplica("reader")
         let group = try owner.replica.createGroup(name: "g")
         try owner.replica.appendBatch((0..<4).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
         let h = try owner.holdings(group)

@@ -2,16 +2,17 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
+import PeerlogTestSupport
 import Testing
 
 /// The change log an app's change stream reads (docs/PROTOCOL.md §10.4).
 @Suite struct ChangeLogTests {
-    func rows(_ node: Node, after cursor: Int64 = 0, kind: ChangeLogKind? = nil) throws -> [ChangeLogRow] {
+    func rows(_ node: TestReplica, after cursor: Int64 = 0, kind: ChangeLogKind? = nil) throws -> [ChangeLogRow] {
         try node.replica.changes(after: cursor, limit: 10_000).filter { kind == nil || $0.kind == kind!.rawValue }
     }
 
     @Test func aLocalWriteInASoloGroupIsOneCommittedEntityChange() throws {
-        let alice = try Node("alice")
+        let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g")
         let start = try alice.replica.changeLogBounds().last
         try alice.replica.append(.entityPut(key: "k", value: "v1"), to: group)
@@ -29,7 +30,7 @@ import Testing
     }
 
     @Test func aMembersWriteIsTentativeThenTurnsCommittedWithTheSameValue() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try groupWith(owner: alice, members: [bob])
         let start = try bob.replica.changeLogBounds().last
         let w = try bob.replica.append(.entityPut(key: "k", value: "b"), to: group)
@@ -48,7 +49,7 @@ import Testing
     }
 
     @Test func aCommittedOrderOtherThanTheGuessNamesTheKeysItMoved() throws {
-        let alice = try Node("alice"), bob = try Node("bob"), carol = try Node("carol")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [bob, carol])
         try alice.send(group, to: carol)
         try bob.send(group, to: carol)
@@ -71,7 +72,7 @@ import Testing
     }
 
     @Test func anInvitationAMembershipChangeAndADeletionAreLogged() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         try alice.replica.append(.memberAdded(identity: bob.identity, role: .member), to: group)
         try alice.send(group, to: bob)
@@ -85,7 +86,7 @@ import Testing
     }
 
     @Test func rejectedReceiptsAreLoggedWithTheirReason() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try groupWith(owner: alice, members: [bob])
         // Bob's write is valid in his view; alice removes him before it arrives.
         let w = try bob.replica.append(.entityPut(key: "k", value: "late"), to: group)
@@ -99,7 +100,7 @@ import Testing
     @Test func retentionKeepsTheNewestRows() throws {
         var limits = ReplicaLimits()
         limits.changeLogRetention = 1_500
-        let alice = try Node("alice", limits: limits)
+        let alice = try TestReplica("alice", limits: limits)
         let group = try alice.replica.createGroup(name: "g")
         _ = try alice.replica.appendBatch((0..<1_200).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
         _ = try alice.replica.appendBatch((0..<1_200).map { .entityPut(key: "j\($0)", value: .int(Int64($0))) }, to: group)

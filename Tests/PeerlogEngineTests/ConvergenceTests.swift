@@ -12,9 +12,9 @@ import Testing
 struct ConvergenceTests {
     /// A history with concurrent writers, a removal, an unauthorized stranger, an equivocation,
     /// a rename and a role change, partly committed by the sequencer (alice), partly tentative.
-    static func history(seed: UInt64, carolEquivocates: Bool = false) throws -> (group: GroupID, receipts: [Receipt], envelopes: [Envelope], sequencer: Node) {
+    static func history(seed: UInt64, carolEquivocates: Bool = false) throws -> (group: GroupID, receipts: [Receipt], envelopes: [Envelope], sequencer: TestReplica) {
         var rng = SeededRandom(seed: seed)
-        let alice = try Node("alice", seed: seed), bob = try Node("bob", seed: seed), carol = try Node("carol", seed: seed), dave = try Node("dave", seed: seed)
+        let alice = try TestReplica("alice", seed: seed), bob = try TestReplica("bob", seed: seed), carol = try TestReplica("carol", seed: seed), dave = try TestReplica("dave", seed: seed)
         let group = try groupWith(owner: alice, members: [bob, carol], id: GroupID(bytes: Array(SHA256.hash(Array("group \(seed)".utf8)).prefix(16))))
         let writers = [alice, bob, carol]
         let keys = ["a", "b", "c", "d"]
@@ -65,9 +65,9 @@ struct ConvergenceTests {
 
     /// Delivers everything in a seeded random order, with duplicates, in random batches, with
     /// retry passes and clock jumps in between.
-    static func replay(_ h: (group: GroupID, receipts: [Receipt], envelopes: [Envelope], sequencer: Node), schedule: UInt64) throws -> Outcome {
+    static func replay(_ h: (group: GroupID, receipts: [Receipt], envelopes: [Envelope], sequencer: TestReplica), schedule: UInt64) throws -> Outcome {
         var rng = SeededRandom(seed: schedule)
-        let observer = try Node("observer")
+        let observer = try TestReplica("observer")
         enum Item { case r(Receipt), e(Envelope) }
         var items: [Item] = h.receipts.map(Item.r) + h.envelopes.map(Item.e)
         items += items.filter { _ in Int.random(in: 0..<4, using: &rng) == 0 }

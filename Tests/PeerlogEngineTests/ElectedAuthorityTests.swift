@@ -3,13 +3,14 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
+import PeerlogTestSupport
 import Testing
 
 /// Envelopes under an elected authority (docs/PROTOCOL.md §18.2): any voter may sign, but only
 /// with a term of the current authority; voter sets change one voter at a time.
 @Suite struct ElectedAuthorityTests {
     @Test func votersSignWithTermsOfTheCurrentAuthorityOnly() throws {
-        let ann = try Node("ann"), ben = try Node("ben"), eve = try Node("eve")
+        let ann = try TestReplica("ann"), ben = try TestReplica("ben"), eve = try TestReplica("eve")
         let group = try ann.replica.createGroup(name: "team")
         let voters = [ann.device.device, ben.device.device].sorted()
         let change = try ann.replica.append(.sequencerChanged(.elected(voters: voters)), to: group)
@@ -41,9 +42,9 @@ import Testing
     }
 
     @Test func voterSetsChangeOneVoterAtATime() throws {
-        let owner = try Node("owner")
+        let owner = try TestReplica("owner")
         let group = try owner.replica.createGroup(name: "team")
-        let d = try (1...4).map { try Node("v\($0)").device.device }
+        let d = try (1...4).map { try TestReplica("v\($0)").device.device }
         let start = [owner.device.device, d[0], d[1]].sorted()
         #expect(try owner.replica.append(.sequencerChanged(.elected(voters: start)), to: group).seq != nil)
         // Two voters at once: refused by the committed rules (no seq assigned, a rule violation).
@@ -54,7 +55,7 @@ import Testing
     }
 
     @Test func sequencerStateRoundTripsAndResets() throws {
-        let node = try Node("ann")
+        let node = try TestReplica("ann")
         let group = try node.replica.createGroup(name: "team")
         #expect(try node.replica.sequencerState(of: group) == nil)
         try node.replica.resetSequencer(group: group, base: 5, term: 5 << 20)

@@ -2,6 +2,7 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
+import PeerlogTestSupport
 import Synchronization
 import Testing
 
@@ -12,9 +13,14 @@ final class TableGate: SequenceGate {
     let rows = Mutex<[UInt64: CID]>([:])
     /// The seqs of every batch asked, in order.
     let asked = Mutex<[[UInt64]]>([])
+    /// A batch holding this seq fails once (the store unreachable), storing nothing.
+    let failOnce = Mutex<UInt64?>(nil)
 
-    func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws -> SequenceReservation {
+    func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) async throws -> SequenceReservation {
         asked.withLock { $0.append(batch.map(\.envelope.seq)) }
+        if let seq = failOnce.withLock({ f in batch.contains { $0.envelope.seq == f } ? f.take() : nil }) {
+            throw ReplicaError("injected failure at seq \(seq)")
+        }
         return rows.withLock { rows in
             if batch.allSatisfy({ rows[$0.envelope.seq] == $0.envelope.receipt }) { return .reserved }
             let held = Set(rows.values)
@@ -26,12 +32,13 @@ final class TableGate: SequenceGate {
 }
 
 /// A relay with a shared store reserves a pass's assignments in batches (docs/PROTOCOL.md
-/// §19.3): each batch is committed locally only if the store admits all of it, and a refused
-/// batch leaves nothing behind, in the store or in what the transaction reports.
+/// §19.3), between transactions: the write that stores receipts assigns nothing, the gate's
+/// driver then plans, reserves and commits; each batch is committed locally only if the store
+/// admits all of it, and a refused batch leaves nothing behind, in the store or in the report.
 @Suite struct GatedBatchTests {
     /// Alice's relayed group held by a relay replica with `gate`, and its committed seq.
-    static func relayed(_ alice: Node, gate: TableGate, limits: ReplicaLimits = ReplicaLimits()) throws -> (group: GroupID, relay: Replica, base: UInt64) {
-        let bob = try Node("bob"), probe = try Node("relay")
+    static func relayed(_ alice: TestReplica, gate: TableGate, limits: ReplicaLimits = ReplicaLimits()) throws -> (group: GroupID, relay: Replica, base: UInt64) {
+        let bob = try TestReplica("bob"), probe = try TestReplica("relay")
         let group = try RelayAuthorityTests.relayedGroup(alice: alice, bob: bob, relay: probe)
         let relay = Replica(store: try Store(), device: probe.device, limits: limits, sequenceGate: gate)
         let (receipts, envelopes) = try alice.holdings(group)
@@ -44,19 +51,25 @@ final class TableGate: SequenceGate {
         try relay.changes(after: cursor, limit: 100_000).filter { $0.kind == "committed" }
     }
 
-    @Test func aPassIsReservedInOneCall() throws {
-        let alice = try Node("alice"), gate = TableGate()
+    @Test func aPassIsReservedInOneCall() async throws {
+        let alice = try TestReplica("alice"), gate = TableGate()
         let (group, relay, base) = try Self.relayed(alice, gate: gate)
         let writes = try (1...20).map { try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt }
-        let report = try relay.ingest(receipts: writes)
+        let stored = try relay.ingest(receipts: writes)
+        #expect(stored.stored == 20 && stored.committed == 0, "the write assigns nothing")
+        #expect(gate.asked.withLock { $0 }.isEmpty)
+        let report = try await relay.sequenceThroughGate()
         #expect(report.committed == 20)
         #expect(gate.asked.withLock { $0 } == [Array((base + 1)...(base + 20))])
         #expect(try relay.log(of: group, view: .committed).suffix(20).map(\.receipt.cid) == writes.map(\.cid))
         #expect(try relay.replayedStateHash(of: group) == relay.stateHash(of: group, view: .committed))
+        // Nothing is left for the gate.
+        #expect(try await relay.sequenceThroughGate().committed == 0)
+        #expect(gate.asked.withLock { $0 }.count == 1)
     }
 
-    @Test func aRefusedBatchLeavesNothingAndTheNextPassCommitsItAll() throws {
-        let alice = try Node("alice"), carol = try Node("carol"), gate = TableGate()
+    @Test func aRefusedBatchLeavesNothingAndTheNextPassCommitsItAll() async throws {
+        let alice = try TestReplica("alice"), carol = try TestReplica("carol"), gate = TableGate()
         let (group, relay, base) = try Self.relayed(alice, gate: gate)
         // The relay holds these in its tentative view first (nothing to sequence: it is not caught up).
         let logged = try relay.changeLogBounds().last
@@ -66,11 +79,13 @@ final class TableGate: SequenceGate {
         // Another process holds base+1 with Alice's last write, which this relay has not seen.
         let other = try alice.replica.append(.entityPut(key: "other", value: "x"), to: group).receipt
         let otherEnvelope = try Envelope.sign(group: group, seq: base + 1, receipt: other.cid, term: 0, receivedAt: 1, key: relay.local.signingKey)
-        #expect(try gate.reserve(otherEnvelope, receipt: other) == .reserved)
-        #expect(try relay.ingest(receipts: early).contended == [group])
+        #expect(try await gate.reserve(otherEnvelope, receipt: other) == .reserved)
+        _ = try relay.ingest(receipts: early)
+        #expect(try await relay.sequenceThroughGate().contended == [group])
         // A group operation and an entity write in the next refused pass: neither may leak into
         // the committed state, the report, the change log or the maintained tentative view.
-        let report = try relay.ingest(receipts: [added, late])
+        _ = try relay.ingest(receipts: [added, late])
+        let report = try await relay.sequenceThroughGate()
         #expect(report.contended == [group] && report.committed == 0)
         #expect(!report.events.contains { if case .committed = $0 { true } else { false } }, "\(report.events)")
         #expect(try relay.committedSeq(of: group) == base)
@@ -82,8 +97,9 @@ final class TableGate: SequenceGate {
         #expect(gate.rows.withLock { $0.count } == 1)
 
         // Caught up with the other process's base+1, the relay assigns the rest in one batch.
-        let resumed = try relay.ingest(receipts: [other], envelopes: [otherEnvelope])
-        #expect(resumed.committed == 8 && resumed.contended.isEmpty)
+        let caughtUp = try relay.ingest(receipts: [other], envelopes: [otherEnvelope])
+        let resumed = try await relay.sequenceThroughGate()
+        #expect(caughtUp.committed == 1 && resumed.committed == 7 && resumed.contended.isEmpty)
         #expect(gate.asked.withLock { $0 }.last == Array((base + 2)...(base + 8)))
         #expect(try relay.log(of: group, view: .committed).suffix(8).map(\.receipt.cid) == [other.cid] + early.map(\.cid) + [added.cid, late.cid])
         let table = gate.rows.withLock { $0 }
@@ -97,16 +113,17 @@ final class TableGate: SequenceGate {
         #expect(try relay.checkTentativeOverlay(of: group) == .matches)
     }
 
-    @Test func aLongPassIsReservedInBoundedBatchesAndStopsAtTheFirstRefused() throws {
+    @Test func aLongPassIsReservedInBoundedBatchesAndStopsAtTheFirstRefused() async throws {
         var limits = ReplicaLimits()
         limits.maxReservationBatch = 3
-        let alice = try Node("alice"), gate = TableGate()
+        let alice = try TestReplica("alice"), gate = TableGate()
         let (group, relay, base) = try Self.relayed(alice, gate: gate, limits: limits)
         let writes = try (1...7).map { try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt }
         // Another process holds base+5 with a receipt this relay does not have.
         let stranger = try alice.replica.append(.entityPut(key: "stranger", value: "s"), to: group).receipt
         gate.rows.withLock { $0[base + 5] = stranger.cid }
-        let report = try relay.ingest(receipts: writes)
+        _ = try relay.ingest(receipts: writes)
+        let report = try await relay.sequenceThroughGate()
         // base+1…base+3 admitted and committed; base+4…base+6 refused whole: none of it kept.
         #expect(gate.asked.withLock { $0 } == [[base + 1, base + 2, base + 3], [base + 4, base + 5, base + 6]])
         #expect(report.committed == 3 && report.contended == [group])
@@ -114,5 +131,44 @@ final class TableGate: SequenceGate {
         #expect(try relay.log(of: group, view: .committed).suffix(3).map(\.receipt.cid) == Array(writes.prefix(3).map(\.cid)))
         #expect(try relay.tentativeCount(of: group) == 4)
         #expect(try relay.checkTentativeOverlay(of: group) == .matches)
+    }
+
+    @Test func aFailingGateKeepsTheAdmittedBatchesAndTheGroupIsTriedAgain() async throws {
+        var limits = ReplicaLimits()
+        limits.maxReservationBatch = 3
+        let alice = try TestReplica("alice"), gate = TableGate()
+        let (group, relay, base) = try Self.relayed(alice, gate: gate, limits: limits)
+        let writes = try (1...7).map { try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt }
+        gate.failOnce.withLock { $0 = base + 5 }
+        _ = try relay.ingest(receipts: writes)
+        await #expect { try await relay.sequenceThroughGate() } throws: { "\($0)".contains("injected failure at seq \(base + 5)") }
+        // The first batch was admitted and committed; nothing of the failed one is anywhere.
+        #expect(try relay.committedSeq(of: group) == base + 3)
+        #expect(gate.rows.withLock { $0.keys.sorted() } == [base + 1, base + 2, base + 3])
+        #expect(try relay.tentativeCount(of: group) == 4)
+        #expect(try relay.checkTentativeOverlay(of: group) == .matches)
+        // The group stays noted: the next call goes on from base+4.
+        let again = try await relay.sequenceThroughGate()
+        #expect(again.committed == 4 && again.contended.isEmpty)
+        #expect(try relay.log(of: group, view: .committed).suffix(7).map(\.receipt.cid) == writes.map(\.cid))
+        #expect(try relay.replayedStateHash(of: group) == relay.stateHash(of: group, view: .committed))
+    }
+
+    @Test func theDriverCommitsWhatWritesLeaveUntilCancelled() async throws {
+        let alice = try TestReplica("alice"), gate = TableGate()
+        let (group, relay, base) = try Self.relayed(alice, gate: gate)
+        let driver = Task { await relay.runSequenceGate() }
+        defer { driver.cancel() }
+        for round in 1...3 {
+            let writes = try (1...4).map { try alice.replica.append(.entityPut(key: "r\(round)-\($0)", value: "v"), to: group).receipt }
+            _ = try relay.ingest(receipts: writes)
+            let expected = base + UInt64(4 * round)
+            for _ in 0..<500 where try relay.committedSeq(of: group) < expected { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(try relay.committedSeq(of: group) == expected, "round \(round)")
+        }
+        driver.cancel()
+        await driver.value  // returns once cancelled, though nothing is waiting
+        #expect(gate.rows.withLock { $0.count } == 12)
+        #expect(try relay.replayedStateHash(of: group) == relay.stateHash(of: group, view: .committed))
     }
 }

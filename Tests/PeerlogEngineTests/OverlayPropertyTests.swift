@@ -34,7 +34,7 @@ import Testing
 /// One random schedule over a relay-sequenced group.
 struct OverlaySchedule {
     var rng: SeededRandom
-    let alice: Node, bob: Node, carol: Node
+    let alice: TestReplica, bob: TestReplica, carol: TestReplica
     let relay: LocalDevice
     /// A device of bob's identity that writes only through the store (as an older binary would).
     let bobOld: LocalDevice
@@ -54,9 +54,9 @@ struct OverlaySchedule {
 
     init(seed: UInt64) throws {
         rng = SeededRandom(seed: seed)
-        alice = try Node("alice", seed: seed)
-        bob = try Node("bob", seed: seed)
-        carol = try Node("carol", seed: seed)
+        alice = try TestReplica("alice", seed: seed)
+        bob = try TestReplica("bob", seed: seed)
+        carol = try TestReplica("carol", seed: seed)
         relay = try LocalDevice.deterministic(seed: Array("relay/\(seed)".utf8), name: "relay", createdAt: 1)
         bobOld = try bob.device.additionalDevice(name: "bob-old", createdAt: 1)
         observerDevice = try LocalDevice.deterministic(seed: Array("observer/\(seed)".utf8), name: "observer", createdAt: 1)
@@ -69,7 +69,7 @@ struct OverlaySchedule {
         try deliver(alice, to: observer, fraction: 1)
     }
 
-    var writers: [Node] { [alice, bob, carol] }
+    var writers: [TestReplica] { [alice, bob, carol] }
     var replicas: [(String, Replica)] { [("alice", alice.replica), ("bob", bob.replica), ("carol", carol.replica), ("observer", observer)] }
 
     mutating func run(steps: Int) throws {
@@ -147,7 +147,7 @@ struct OverlaySchedule {
     }
 
     /// Part of what `from` holds, shuffled, with duplicates, in a few batches.
-    mutating func deliver(_ from: Node, to: Replica, fraction: Double) throws {
+    mutating func deliver(_ from: TestReplica, to: Replica, fraction: Double) throws {
         let h = try from.holdings(group)
         var receipts = h.receipts.filter { _ in Double.random(in: 0..<1, using: &rng) < fraction }
         var envelopes = h.envelopes.filter { _ in Double.random(in: 0..<1, using: &rng) < fraction }

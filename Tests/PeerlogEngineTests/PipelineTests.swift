@@ -9,7 +9,7 @@ import Testing
 
 struct PipelineTests {
     @Test func soloGroupCommitsAtOnceOffline() throws {
-        let alice = try Node("alice")
+        let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "trip")
         let put = try alice.replica.append(.entityPut(key: "color", value: "blue"), to: group)
         #expect(put.seq == 2)
@@ -21,7 +21,7 @@ struct PipelineTests {
     }
 
     @Test func gapThenBackfillThenDrain() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         for i in 0..<5 { try alice.replica.append(.entityPut(key: "k\(i)", value: .int(Int64(i))), to: group) }
         let h = try alice.holdings(group)
@@ -42,7 +42,7 @@ struct PipelineTests {
     }
 
     @Test func outOfOrderAndDuplicatedEnvelopesCommitInSeqOrder() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         for i in 0..<8 { try alice.replica.append(.entityPut(key: "k", value: .int(Int64(i))), to: group) }
         let h = try alice.holdings(group)
@@ -58,8 +58,8 @@ struct PipelineTests {
     }
 
     @Test func duplicateReceiptsAndReplayAfterRestart() throws {
-        let dir = try PeerlogTestTemp.make()
-        let alice = try Node("alice")
+        let dir = try TestSupport.temporaryDirectory()
+        let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g")
         try alice.replica.append(.entityPut(key: "a", value: 1), to: group)
         let h = try alice.holdings(group)
@@ -76,7 +76,7 @@ struct PipelineTests {
     }
 
     @Test func tombstonedGroupIgnoresLateReceipts() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try groupWith(owner: alice, members: [bob])
         let late = try bob.replica.append(.entityPut(key: "late", value: 1), to: group)  // tentative on bob
         try alice.replica.append(.deleted, to: group)
@@ -91,7 +91,7 @@ struct PipelineTests {
     }
 
     @Test func equivocationKeepsEvidenceAndFlagsTheAuthor() throws {
-        let alice = try Node("alice"), bob = try Node("bob"), carol = try Node("carol")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [bob])
         try alice.send(group, to: carol)
         let counter = try bob.replica.vector(of: group).authors.first { $0.0 == bob.device.device }!.1 + 1
@@ -118,7 +118,7 @@ struct PipelineTests {
     @Test func deadLetterAfterTheRetryLimit() throws {
         var limits = ReplicaLimits()
         limits.maxPendingRetries = 3
-        let alice = try Node("alice"), bob = try Node("bob", limits: limits)
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob", limits: limits)
         let group = try alice.replica.createGroup(name: "g")
         let orphan = try handmade(alice.device, group: group, counter: 9, op: .entityPut(key: "z", value: 1))
         let first = try bob.replica.ingest(receipts: [orphan])
@@ -134,7 +134,7 @@ struct PipelineTests {
     }
 
     @Test func deadLetterAfterTheAgeLimit() throws {
-        let bob = try Node("bob"), alice = try Node("alice")
+        let bob = try TestReplica("bob"), alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g")
         _ = try bob.replica.ingest(receipts: [try handmade(alice.device, group: group, counter: 5, op: .entityPut(key: "z", value: 1))])
         bob.clock.advance(bob.replica.limits.maxPendingAgeMillis - 1)
@@ -148,8 +148,8 @@ struct PipelineTests {
     /// A buggy (or malicious) sequencer commits a receipt the rules forbid: every replica records
     /// it as rejected, with the same reason, and none applies it.
     @Test func unauthorizedCommittedReceiptIsRejectedIdenticallyEverywhere() throws {
-        let alice = try Node("alice"), mallory = try Node("mallory")
-        let r1 = try Node("r1"), r2 = try Node("r2")
+        let alice = try TestReplica("alice"), mallory = try TestReplica("mallory")
+        let r1 = try TestReplica("r1"), r2 = try TestReplica("r2")
         let group = try alice.replica.createGroup(name: "g")
         let forged = try handmade(mallory.device, group: group, counter: 1, op: .entityPut(key: "owned", value: "yes"), hlc: 5)
         let envelope = try Envelope.sign(group: group, seq: 2, receipt: forged.cid, term: 0, receivedAt: 9, key: alice.device.signingKey)
@@ -171,7 +171,7 @@ struct PipelineTests {
     }
 
     @Test func removedMembersLaterReceiptsAreRejected() throws {
-        let alice = try Node("alice"), bob = try Node("bob"), carol = try Node("carol")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [bob, carol])
         try bob.replica.append(.entityPut(key: "b", value: 1), to: group)
         try bob.send(group, to: alice)
@@ -194,7 +194,7 @@ struct PipelineTests {
     }
 
     @Test func envelopesFromAnyoneButTheAuthorityAreRefused() throws {
-        let alice = try Node("alice"), bob = try Node("bob"), eve = try Node("eve")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), eve = try TestReplica("eve")
         let group = try alice.replica.createGroup(name: "g")
         let put = try alice.replica.append(.entityPut(key: "k", value: 1), to: group)
         let h = try alice.holdings(group)
@@ -204,7 +204,7 @@ struct PipelineTests {
         #expect(try bob.replica.vector(of: group).committed == 1)
         #expect(try bob.replica.deadLetters().count == 1)
         // seq 1 must be the group.created, sequenced by its author.
-        let carol = try Node("carol")
+        let carol = try TestReplica("carol")
         let wrongFirst = try Envelope.sign(group: group, seq: 1, receipt: h.receipts[0].cid, term: 0, receivedAt: 1, key: eve.device.signingKey)
         #expect(try carol.replica.ingest(receipts: h.receipts, envelopes: [wrongFirst]).rejected.contains { $0.reason.contains("creating device") })
         // A forged signature is refused before anything else.
@@ -214,7 +214,7 @@ struct PipelineTests {
     }
 
     @Test func invalidReceiptsAreRejectedWithAReasonAndRemembered() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         let good = try alice.holdings(group).receipts[0]
         var sig = good.signature
@@ -227,7 +227,7 @@ struct PipelineTests {
     }
 
     @Test func applicationReceiptsReachSubscribersInCommittedOrder() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         for i in 0..<5 { try alice.replica.append(.application(type: "app.chat", body: .textMap(["n": .int(Int64(i))])), to: group) }
         let got = Mutex<[Int64]>([])
@@ -240,7 +240,7 @@ struct PipelineTests {
     }
 
     @Test func reorderingIsAnnounced() throws {
-        let alice = try Node("alice"), bob = try Node("bob"), carol = try Node("carol")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [bob, carol])
         try alice.send(group, to: carol)
         try bob.send(group, to: carol)
@@ -258,7 +258,7 @@ struct PipelineTests {
     }
 
     @Test func localWritesThatTheRulesForbidAreRefusedAndWriteNothing() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         try alice.send(group, to: bob)
         let before = try bob.hashes(group), logged = try bob.replica.changeLogBounds().last
@@ -269,15 +269,15 @@ struct PipelineTests {
     }
 
     @Test func memberLimitIsEnforcedAtTheBoundary() throws {
-        let alice = try Node("alice")
+        let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g", maxMembers: 3)
-        for i in 0..<2 { try alice.replica.append(.memberAdded(identity: try Node("x\(i)").identity, role: .member), to: group) }
-        #expect(throws: ReplicaError.self) { try alice.replica.append(.memberAdded(identity: try Node("y").identity, role: .member), to: group) }
+        for i in 0..<2 { try alice.replica.append(.memberAdded(identity: try TestReplica("x\(i)").identity, role: .member), to: group) }
+        #expect(throws: ReplicaError.self) { try alice.replica.append(.memberAdded(identity: try TestReplica("y").identity, role: .member), to: group) }
         #expect(try alice.replica.state(of: group, view: .committed)?.occupiedSeats == 3)
     }
 
     @Test func exportImportIsLosslessAndIdempotent() throws {
-        let alice = try Node("alice"), bob = try Node("bob"), carol = try Node("carol")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [bob])
         try bob.replica.append(.entityPut(key: "tentative", value: 1), to: group)
         try alice.replica.append(.entityPut(key: "committed", value: 2), to: group)
@@ -293,15 +293,11 @@ struct PipelineTests {
     }
 }
 
-enum PeerlogTestTemp {
-    static func make() throws -> String { try PeerlogTestSupport.TestSupport.temporaryDirectory() }
-}
-
 struct RetryCountingTests {
     /// Retries count time-driven passes (`retryPending`), not how often unrelated traffic for the
     /// group happened to arrive while an item waited: that would dead-letter healthy items on busy groups.
     @Test func unrelatedTrafficDoesNotUseUpRetries() throws {
-        let alice = try Node("alice"), bob = try Node("bob"), carol = try Node("carol")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [carol])
         let waiting = try alice.replica.append(.entityPut(key: "w", value: 1), to: group)
         let committed = try alice.holdings(group)

@@ -3,6 +3,7 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
+import PeerlogTestSupport
 import Synchronization
 import Testing
 
@@ -11,7 +12,7 @@ import Testing
 /// other, and a shared store (the gate) can stop an assignment another relay process made.
 @Suite struct RelayAuthorityTests {
     /// Alice's group, named to `relay`, with Bob invited and Alice's history in the relay.
-    static func relayedGroup(alice: Node, bob: Node, relay: Node) throws -> GroupID {
+    static func relayedGroup(alice: TestReplica, bob: TestReplica, relay: TestReplica) throws -> GroupID {
         let group = try alice.replica.createGroup(name: "trip")
         try alice.replica.append(.memberAdded(identity: bob.identity, role: .member), to: group)
         #expect(try alice.replica.append(.sequencerChanged(.relay(key: relay.device.device, address: "127.0.0.1:7350")), to: group).seq != nil)
@@ -22,7 +23,7 @@ import Testing
     }
 
     @Test func theRelaySequencesAndMembersAcceptOnlyItsEnvelopes() throws {
-        let alice = try Node("alice"), bob = try Node("bob"), relay = try Node("relay"), eve = try Node("eve")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), relay = try TestReplica("relay"), eve = try TestReplica("eve")
         let group = try Self.relayedGroup(alice: alice, bob: bob, relay: relay)
         let base = try alice.replica.committedSeq(of: group)
 
@@ -45,7 +46,7 @@ import Testing
     }
 
     @Test func theRelayRefusesAReceiptOfARemovedMember() throws {
-        let alice = try Node("alice"), bob = try Node("bob"), relay = try Node("relay")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), relay = try TestReplica("relay")
         let group = try Self.relayedGroup(alice: alice, bob: bob, relay: relay)
         // Bob joins through the relay.
         let (r0, e0) = try relay.holdings(group)
@@ -63,7 +64,7 @@ import Testing
     }
 
     @Test func relayAndMembersOfferTheGroupToEachOther() throws {
-        let alice = try Node("alice"), bob = try Node("bob"), relay = try Node("relay"), eve = try Node("eve")
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), relay = try TestReplica("relay"), eve = try TestReplica("eve")
         let group = try Self.relayedGroup(alice: alice, bob: bob, relay: relay)
         #expect(try alice.replica.syncOffers(group, to: relay.device.certificate))
         #expect(try relay.replica.syncOffers(group, to: alice.device.certificate))
@@ -74,10 +75,10 @@ import Testing
         #expect(try relay.replica.relayEndpoints().isEmpty)  // never dials itself
     }
 
-    @Test func aTakenSeqStopsTheRelayUntilItCatchesUp() throws {
-        let alice = try Node("alice"), bob = try Node("bob")
+    @Test func aTakenSeqStopsTheRelayUntilItCatchesUp() async throws {
+        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         // The group names this relay process's key; a second replica with the same key and a gate plays another process.
-        let probe = try Node("relay")
+        let probe = try TestReplica("relay")
         let group = try Self.relayedGroup(alice: alice, bob: bob, relay: probe)
         let base = try probe.replica.committedSeq(of: group)
         let relayDevice = probe.device
@@ -88,14 +89,16 @@ import Testing
         let writes = try (1...3).map { try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt }
         // Another process already holds base+1 (with the last write): the pass's batch is refused whole.
         let other = try Envelope.sign(group: group, seq: base + 1, receipt: writes[2].cid, term: 0, receivedAt: 1, key: relayDevice.signingKey)
-        #expect(try gate.reserve(other, receipt: writes[2]) == .reserved)
-        let report = try relay.ingest(receipts: writes)
+        #expect(try await gate.reserve(other, receipt: writes[2]) == .reserved)
+        _ = try relay.ingest(receipts: writes)
+        let report = try await relay.sequenceThroughGate()
         #expect(try relay.committedSeq(of: group) == base)
         #expect(report.contended == [group] && report.committed == 0)
         #expect(gate.asked.withLock { $0 } == [[base + 1], [base + 1, base + 2, base + 3]])
         // Once another process's base+1 arrives, sequencing continues from base+2 in one batch.
-        let resumed = try relay.ingest(receipts: [], envelopes: [other])
-        #expect(resumed.committed == 3 && resumed.contended.isEmpty)
+        #expect(try relay.ingest(receipts: [], envelopes: [other]).committed == 1)
+        let resumed = try await relay.sequenceThroughGate()
+        #expect(resumed.committed == 2 && resumed.contended.isEmpty)
         #expect(gate.asked.withLock { $0 }.last == [base + 2, base + 3])
         #expect(try relay.committedSeq(of: group) == base + 3)
         #expect(try relay.log(of: group, view: .committed).suffix(3).map(\.receipt.cid) == [writes[2].cid, writes[0].cid, writes[1].cid])

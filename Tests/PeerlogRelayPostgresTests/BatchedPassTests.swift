@@ -16,17 +16,15 @@ import Testing
 /// both replicas racing with large batches still give every seq exactly once.
 @Suite(.serialized)
 struct BatchedPassTests {
-    typealias Member = TwoRelayReplicasTests.Member
-
     /// Records the size of every batch asked and how many were refused.
     final class BatchGate: SequenceGate {
         let inner: PostgresRelayStore
         let sizes = Mutex<[Int]>([])
         let taken = Atomic<Int>(0)
         init(_ inner: PostgresRelayStore) { self.inner = inner }
-        func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws -> SequenceReservation {
+        func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) async throws -> SequenceReservation {
             sizes.withLock { $0.append(batch.count) }
-            let answer = try inner.reserve(batch)
+            let answer = try await inner.reserve(batch)
             if answer == .taken { taken.add(1, ordering: .relaxed) }
             return answer
         }
@@ -40,8 +38,8 @@ struct BatchedPassTests {
         let gates: [BatchGate]
         let relays: [Replica]
         let followers: [PostgresRelayFollower]
-        let alice: Member
-        let members: [Member]
+        let alice: TestReplica
+        let members: [TestReplica]
         let group: GroupID
         let base: UInt64
 
@@ -55,8 +53,8 @@ struct BatchedPassTests {
             let relayDevice = try LocalDevice.deterministic(seed: Array("\(name)/relay".utf8), name: "relay", createdAt: 1)
             let gates = stores.map(BatchGate.init)
             let relays = try (0..<2).map { try Replica(path: "\(dir)/relay\($0).sqlite", device: relayDevice, sequenceGate: gates[$0]) }
-            let alice = try Member("\(name)-alice")
-            let members = try ["bob", "carol", "dave"].map { try Member("\(name)-\($0)") }
+            let alice = try TwoRelayReplicasTests.member("\(name)-alice")
+            let members = try ["bob", "carol", "dave"].map { try TwoRelayReplicasTests.member("\(name)-\($0)") }
             let group = try alice.replica.createGroup(name: name)
             for m in members { try alice.replica.append(.memberAdded(identity: m.device.identity, role: .member), to: group) }
             for m in members {
@@ -76,7 +74,6 @@ struct BatchedPassTests {
         }
 
         func close() {
-            for s in stores { s.shutdown() }
             database.drop()
             try? FileManager.default.removeItem(atPath: dir)
         }
@@ -109,17 +106,23 @@ struct BatchedPassTests {
     @Test func aBatchPartlyTakenByAnotherProcessIsRefusedWholeThenTheRestCommits() async throws {
         let s = try await Setup("partly-taken")
         defer { s.close() }
+        try await withRunning(s.stores) { try await Self.partlyTaken(s) }
+    }
+
+    static func partlyTaken(_ s: Setup) async throws {
         let group = s.group
         let writes = try (1...10).map { try s.alice.replica.append(.entityPut(key: "w\($0)", value: .unsigned(UInt64($0))), to: group).receipt }
         let strangers = try (1...2).map { try s.members[0].replica.append(.entityPut(key: "s\($0)", value: "x"), to: group).receipt }
         // Relay 1 takes base+1…base+4: Alice's first two writes and two receipts relay 0 has never seen.
-        let first = try await TwoRelayReplicasTests.offPool { try s.relays[1].ingest(receipts: Array(writes.prefix(2)) + strangers) }
+        _ = try await TwoRelayReplicasTests.offPool { try s.relays[1].ingest(receipts: Array(writes.prefix(2)) + strangers) }
+        let first = try await s.relays[1].sequenceThroughGate()
         #expect(first.committed == 4 && first.contended.isEmpty)
         #expect(s.gates[1].sizes.withLock { $0 } == [4])
 
         // Relay 0's pass over all ten writes asks for base+1…base+10 at once and is refused whole.
         let logged = try s.relays[0].changeLogBounds().last
-        let refused = try await TwoRelayReplicasTests.offPool { try s.relays[0].ingest(receipts: writes) }
+        _ = try await TwoRelayReplicasTests.offPool { try s.relays[0].ingest(receipts: writes) }
+        let refused = try await s.relays[0].sequenceThroughGate()
         #expect(refused.contended == [group] && refused.committed == 0)
         #expect(!refused.events.contains { if case .committed = $0 { true } else { false } })
         #expect(s.gates[0].sizes.withLock { $0 } == [10] && s.gates[0].taken.load(ordering: .relaxed) == 1)
@@ -132,6 +135,7 @@ struct BatchedPassTests {
 
         // Caught up from the table, relay 0 assigns the eight writes left in one batch.
         try await s.followers[0].catchUp()
+        try await s.relays[0].sequenceThroughGate()
         #expect(try s.relays[0].committedSeq(of: group) == s.base + 12)
         #expect(s.gates[0].sizes.withLock { $0 } == [10, 8])
         try await s.followers[1].catchUp()
@@ -148,6 +152,10 @@ struct BatchedPassTests {
     @Test func twoRelaysRacingWithLargeBatchesTakeEverySeqOnce() async throws {
         let s = try await Setup("racing")
         defer { s.close() }
+        try await withRunning(s.stores) { try await Self.racing(s) }
+    }
+
+    static func racing(_ s: Setup) async throws {
         let group = s.group
         // 4 writers × 150 receipts, written first; each relay is then handed all of them, in
         // chunks of different sizes and writer order, while both followers run.

@@ -26,11 +26,8 @@ struct PostgresGateTests {
         try Envelope.sign(group: r.group, seq: seq, receipt: r.cid, term: 0, receivedAt: 1, key: Self.relay.signingKey)
     }
 
-    /// `reserve` blocks its thread until PostgreSQL answers: call it from a Dispatch thread,
-    /// as the node does, never from the cooperative pool (2 threads here).
     func reserve(_ store: PostgresRelayStore, _ r: Receipt, seq: UInt64) async throws -> SequenceReservation {
-        let e = try envelope(r, seq: seq)
-        return try await withCheckedThrowingContinuation { c in DispatchQueue.global().async { c.resume(with: Result { try store.reserve(e, receipt: r) }) } }
+        try await store.reserve(try envelope(r, seq: seq), receipt: r)
     }
 
     @Test func oneReceiptPerSeqAndOneSeqPerReceipt() async throws {
@@ -38,7 +35,10 @@ struct PostgresGateTests {
         defer { database.drop() }
         let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
         try await store.start()
-        defer { store.shutdown() }
+        try await withRunning([store]) { try await oneReceiptPerSeqAndOneSeqPerReceipt(store) }
+    }
+
+    func oneReceiptPerSeqAndOneSeqPerReceipt(_ store: PostgresRelayStore) async throws {
         let group = GroupID.random()
         let a = try receipt(group, 1), b = try receipt(group, 2)
         #expect(try await reserve(store, a, seq: 1) == .reserved)
@@ -57,10 +57,9 @@ struct PostgresGateTests {
         #expect(try await store.entries(group: group, after: 1, limit: 10).map(\.seq) == [2])
     }
 
-    /// A batch of (receipt, seq) reserved in one call, off the cooperative pool.
+    /// A batch of (receipt, seq) reserved in one call.
     func reserve(_ store: PostgresRelayStore, _ batch: [(Receipt, UInt64)]) async throws -> SequenceReservation {
-        let entries = try batch.map { (envelope: try envelope($0.0, seq: $0.1), receipt: $0.0) }
-        return try await withCheckedThrowingContinuation { c in DispatchQueue.global().async { c.resume(with: Result { try store.reserve(entries) }) } }
+        try await store.reserve(try batch.map { (envelope: try envelope($0.0, seq: $0.1), receipt: $0.0) })
     }
 
     @Test func aBatchIsStoredWholeOrNotAtAll() async throws {
@@ -68,7 +67,10 @@ struct PostgresGateTests {
         defer { database.drop() }
         let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
         try await store.start()
-        defer { store.shutdown() }
+        try await withRunning([store]) { try await aBatchIsStoredWholeOrNotAtAll(store, database) }
+    }
+
+    func aBatchIsStoredWholeOrNotAtAll(_ store: PostgresRelayStore, _ database: PostgresTestDatabase) async throws {
         let group = GroupID.random()
         let (a, b, c, d) = (try receipt(group, 1), try receipt(group, 2), try receipt(group, 3), try receipt(group, 4))
         func table() async throws -> [UInt64: CID] {
@@ -113,7 +115,6 @@ struct PostgresGateTests {
         defer { database.drop() }
         _ = try database.query("CREATE TABLE peerlog_relay_schema (version INT NOT NULL); INSERT INTO peerlog_relay_schema VALUES (99)")
         let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
-        defer { store.shutdown() }
         do {
             try await store.start()
             Issue.record("started on a newer schema")

@@ -17,7 +17,10 @@ struct PostgresNotifyTests {
         let listener = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
         try await writer.start()
         try await listener.start()
-        defer { writer.shutdown(); listener.shutdown() }
+        try await withRunning([writer]) { try await anInsertByAnotherStoreNotifiesItsGroup(writer: writer, listener: listener) }
+    }
+
+    func anInsertByAnotherStoreNotifiesItsGroup(writer: PostgresRelayStore, listener: PostgresRelayStore) async throws {
         let heard = Mutex<Set<GroupID>>([])
         let listening = Task { await listener.listen { groups in heard.withLock { $0.formUnion(groups ?? []) } } }
         defer { listening.cancel() }

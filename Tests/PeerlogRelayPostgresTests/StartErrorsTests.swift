@@ -15,7 +15,6 @@ struct StartErrorsTests {
         let missingDatabase = String(base[..<base.lastIndex(of: "/")!]) + "/peerlog_no_such_database"
         for (url, cause) in [("postgres://postgres@127.0.0.1:1/peerlog", "Connection refused"), (missingDatabase, "does not exist")] {
             let store = try PostgresRelayStore(url: url, logger: Logger(label: "test"))
-            defer { store.shutdown() }
             let began = ContinuousClock.now
             do {
                 try await store.start()

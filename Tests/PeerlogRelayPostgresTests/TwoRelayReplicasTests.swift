@@ -23,22 +23,15 @@ struct TwoRelayReplicasTests {
         let reserved = Atomic<Int>(0)
         let taken = Atomic<Int>(0)
         init(_ inner: PostgresRelayStore) { self.inner = inner }
-        func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws -> SequenceReservation {
-            let answer = try inner.reserve(batch)
+        func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) async throws -> SequenceReservation {
+            let answer = try await inner.reserve(batch)
             if answer == .taken { taken.add(1, ordering: .relaxed) } else { reserved.add(1, ordering: .relaxed) }
             return answer
         }
     }
 
     /// A member with an in-memory replica.
-    struct Member {
-        let device: LocalDevice
-        let replica: Replica
-        init(_ name: String) throws {
-            device = try LocalDevice.deterministic(seed: Array("two-replicas/\(name)".utf8), name: name, createdAt: 1)
-            replica = Replica(store: try Store(), device: device)
-        }
-    }
+    static func member(_ name: String) throws -> TestReplica { try TestReplica(name, keySeed: "two-replicas/\(name)") }
 
     /// The committed receipts and envelopes of a group, in seq order.
     static func committed(_ replica: Replica, _ group: GroupID) throws -> (receipts: [Receipt], envelopes: [Envelope]) {
@@ -47,7 +40,7 @@ struct TwoRelayReplicasTests {
         }
     }
 
-    /// Replica work that may call the gate runs off the cooperative pool: the gate blocks its thread.
+    /// Replica work (SQLite, which blocks its thread) runs off the cooperative pool.
     static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { c in DispatchQueue.global().async { c.resume(with: Result { try body() }) } }
     }
@@ -79,16 +72,19 @@ struct TwoRelayReplicasTests {
         logger.logLevel = .warning
 
         let stores = try (0..<2).map { _ in try PostgresRelayStore(url: database.url, logger: logger) }
-        defer { for s in stores { s.shutdown() } }
         for s in stores { try await s.start() }
+        try await withRunning(stores) { try await Self.agreeOnEverySeq(stores: stores, dir: dir, logger: logger) }
+    }
+
+    static func agreeOnEverySeq(stores: [PostgresRelayStore], dir: String, logger: Logger) async throws {
         let relayDevice = try LocalDevice.deterministic(seed: Array("two-replicas/relay".utf8), name: "relay", createdAt: 1)
         let gates = stores.map(CountingGate.init)
         let relays = try (0..<2).map { try Replica(path: "\(dir)/relay\($0).sqlite", device: relayDevice, sequenceGate: gates[$0]) }
         let followers = (0..<2).map { PostgresRelayFollower(replica: relays[$0], store: stores[$0], logger: logger) }
 
         // Alice's group with three members, handed to the relay; its history reaches everyone.
-        let alice = try Member("alice")
-        let members = try ["bob", "carol", "dave"].map(Member.init)
+        let alice = try Self.member("alice")
+        let members = try ["bob", "carol", "dave"].map(Self.member)
         let group = try alice.replica.createGroup(name: "shared")
         for m in members { try alice.replica.append(.memberAdded(identity: m.device.identity, role: .member), to: group) }
         for m in members {
@@ -110,18 +106,21 @@ struct TwoRelayReplicasTests {
         // receipt for base+1, is refused by the table and stops until it catches up.
         let first = try alice.replica.append(.entityPut(key: "first", value: "a"), to: group).receipt
         let second = try members[0].replica.append(.entityPut(key: "second", value: "b"), to: group).receipt
-        #expect(try await Self.offPool { try relays[0].ingest(receipts: [first]) }.committed == 1)
-        let refused = try await Self.offPool { try relays[1].ingest(receipts: [second]) }
+        _ = try await Self.offPool { try relays[0].ingest(receipts: [first]) }
+        #expect(try await relays[0].sequenceThroughGate().committed == 1)
+        _ = try await Self.offPool { try relays[1].ingest(receipts: [second]) }
+        let refused = try await relays[1].sequenceThroughGate()
         #expect(refused.contended == [group])
         #expect(try relays[1].committedSeq(of: group) == base)
         #expect(gates[1].taken.load(ordering: .relaxed) == 1)
         try await followers[1].catchUp()
+        try await relays[1].sequenceThroughGate()
         #expect(try relays[1].committedSeq(of: group) == base + 2, "relay 1 caught up with base+1 and then took base+2")
         try await followers[0].catchUp()
         #expect(try relays[0].committedSeq(of: group) == base + 2)
 
         // Then everyone writes at once; each receipt goes to relay 0, relay 1 or both, from
-        // its writer's thread, while both followers poll the table.
+        // its writer's thread, while both followers poll the table and run their relay's gate.
         let perWriter = 30
         let runs = followers.map { f in Task { await f.run() } }
         try await Self.concurrently(writers.count) { w in

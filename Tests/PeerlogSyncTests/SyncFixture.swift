@@ -3,36 +3,11 @@ import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
 import PeerlogSync
-import Synchronization
+import PeerlogTestSupport
 
-final class TestClock: Sendable {
-    private let value = Mutex<UInt64>(1_700_000_000_000)
-    func now() -> UInt64 { value.withLock { $0 } }
-    func advance(_ ms: UInt64) { value.withLock { $0 += ms } }
-}
-
-/// A device with its own in-memory replica; keys derive from the name.
-struct Peer {
-    let device: LocalDevice
-    let replica: Replica
-    let clock = TestClock()
-
-    init(_ name: String) throws {
-        device = try LocalDevice.deterministic(seed: Array("sync/\(name)".utf8), name: name, createdAt: 1)
-        let clock = self.clock
-        replica = Replica(store: try Store(), device: device, clock: { clock.now() })
-    }
-
-    var identity: IdentityID { device.identity }
-
-    func hashes(_ g: GroupID) throws -> [[UInt8]] {
-        [try replica.stateHash(of: g, view: .committed), try replica.stateHash(of: g, view: .tentative)]
-    }
-
-    func put(_ g: GroupID, _ key: String, _ value: Int64) throws {
-        try replica.append(.entityPut(key: key, value: .int(value)), to: g)
-    }
-}
+/// A device of the sync tests: the shared fixture of PeerlogTestSupport (its own in-memory
+/// replica on a `ManualClock`, keys from its name).
+typealias Peer = TestReplica
 
 /// Sessions between peers over in-memory queues, pumped until quiet. Like a node, it fans
 /// an ingest on one session out to the owner's other sessions as `localChanged`.

@@ -1,0 +1,140 @@
+import Dispatch
+import PeerlogModel
+import PeerlogStore
+import Synchronization
+
+/// The driver of a relay whose assignments a shared store admits first (`SequenceGate`,
+/// docs/PROTOCOL.md §19.3). A write on such a replica assigns nothing: it notes the groups with
+/// receipts to assign. The driver then, per group: plans the pass in a read transaction (the
+/// pipeline's `planSequencing`, at most `limits.maxReservationBatch` assignments), signs an
+/// envelope per seq, reserves them all in one call to the gate (no SQLite transaction is open
+/// meanwhile), and commits them in a write transaction of their own (`commitReserved`). A batch
+/// the gate refuses commits nothing and marks the group contended.
+extension Replica {
+    /// Plans, reserves and commits the passes of every group a write left for the gate, until
+    /// each is done or contended. Returns what the commits did (`contended`: groups where the
+    /// gate refused a batch; catch up from the shared store, then call this again). One caller
+    /// at a time (`runSequenceGate` is the usual one). Does nothing without a gate. After a
+    /// failure of the gate the groups not done stay noted for the next call.
+    @discardableResult
+    public func sequenceThroughGate() async throws -> IngestReport {
+        guard let gate = sequenceGate else { return IngestReport() }
+        var report = IngestReport()
+        var groups = gateBacklog.take().sorted()
+        while let group = groups.first {
+            do {
+                report.merge(try await passThroughGate(group, gate: gate))
+            } catch {
+                gateBacklog.add(Set(groups))
+                throw error
+            }
+            groups.removeFirst()
+        }
+        return report
+    }
+
+    /// Runs `sequenceThroughGate` whenever a write leaves work for the gate, until cancelled.
+    /// A failing gate is reported to `onError` and tried again after a pause (50 ms, doubling
+    /// up to 5 s).
+    public func runSequenceGate(onError: @escaping @Sendable (any Error) -> Void = { _ in }) async {
+        var pause = Duration.milliseconds(50)
+        while !Task.isCancelled {
+            await gateBacklog.wait()
+            guard !Task.isCancelled else { return }
+            do {
+                try await sequenceThroughGate()
+                pause = .milliseconds(50)
+            } catch {
+                onError(error)
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// One group: plan, reserve, commit, while the passes fill their batch.
+    private func passThroughGate(_ group: GroupID, gate: any SequenceGate) async throws -> IngestReport {
+        var report = IngestReport()
+        while true {
+            let now = clock()
+            let plan = try await offPool { [self] in
+                try store.read { db in
+                    var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: true)
+                    return try p.planSequencing(group, maxAssignments: limits.maxReservationBatch)
+                }
+            }
+            guard let plan, !plan.steps.isEmpty else { return report }
+            var envelopes = [UInt64: Envelope](), batch = [(envelope: Envelope, receipt: Receipt)]()
+            for case .assign(let seq, let r) in plan.steps {
+                let e = try Envelope.sign(group: group, seq: seq, receipt: r.cid, term: 0, receivedAt: now, key: local.signingKey)
+                envelopes[seq] = e
+                batch.append((e, r))
+            }
+            if !batch.isEmpty, try await gate.reserve(batch) == .taken {
+                report.contended.insert(group)
+                return report
+            }
+            let admitted = envelopes
+            let (committed, written) = try await offPool { [self] in
+                var committed = false
+                let written = try write { p in committed = try p.commitReserved(plan, envelopes: admitted) }
+                return (committed, written)
+            }
+            report.merge(written)
+            guard committed, plan.full else { return report }
+        }
+    }
+
+    /// Runs blocking store work on the driver's queue, not on the cooperative pool.
+    private func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { c in gateBacklog.queue.async { c.resume(with: Result { try body() }) } }
+    }
+}
+
+/// The groups waiting for the gate's driver, and the driver's wake-up (one driver waits).
+final class GateBacklog: Sendable {
+    private struct State {
+        var groups = Set<GroupID>()
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+    private let state = Mutex(State())
+    /// Where the driver's transactions run.
+    let queue = DispatchQueue(label: "peerlog.sequence-gate")
+
+    func add(_ groups: Set<GroupID>) {
+        guard !groups.isEmpty else { return }
+        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            s.groups.formUnion(groups)
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume()
+    }
+
+    func take() -> Set<GroupID> {
+        state.withLock { s in
+            defer { s.groups = [] }
+            return s.groups
+        }
+    }
+
+    /// Returns once a group is waiting, or the task is cancelled.
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { s -> Bool in
+                    guard s.groups.isEmpty, !Task.isCancelled else { return true }
+                    s.waiter = c
+                    return false
+                }
+                if ready { c.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s in
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume()
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+import PeerlogStore
+import Synchronization
+
+/// A clock a test moves by hand: milliseconds since the epoch, from `start`.
+public final class ManualClock: Sendable {
+    public static let start: UInt64 = 1_700_000_000_000
+    private let value: Mutex<UInt64>
+
+    public init(_ start: UInt64 = ManualClock.start) { value = Mutex(start) }
+
+    public func now() -> UInt64 { value.withLock { $0 } }
+    public func advance(_ ms: UInt64) { value.withLock { $0 += ms } }
+    public func set(_ ms: UInt64) { value.withLock { $0 = ms } }
+}
+
+/// A device with its own in-memory replica on a `ManualClock`: the test fixture of the engine,
+/// sync and capture tests. Its keys derive from its name (and `seed`), so histories are
+/// reproducible.
+public struct TestReplica: Sendable {
+    public let device: LocalDevice
+    public let replica: Replica
+    public let clock: ManualClock
+
+    /// Keys from "NAME/SEED".
+    public init(_ name: String, seed: UInt64 = 0, limits: ReplicaLimits = ReplicaLimits(), clock: ManualClock = ManualClock(),
+                sequenceGate: (any SequenceGate)? = nil) throws {
+        try self.init(name, keySeed: "\(name)/\(seed)", limits: limits, clock: clock, sequenceGate: sequenceGate)
+    }
+
+    /// Keys from `keySeed`.
+    public init(_ name: String, keySeed: String, limits: ReplicaLimits = ReplicaLimits(), clock: ManualClock = ManualClock(),
+                sequenceGate: (any SequenceGate)? = nil) throws {
+        device = try LocalDevice.deterministic(seed: Array(keySeed.utf8), name: name, createdAt: 1)
+        self.clock = clock
+        replica = Replica(store: try Store(), device: device, limits: limits, clock: { clock.now() }, sequenceGate: sequenceGate)
+    }
+
+    public var identity: IdentityID { device.identity }
+
+    /// Everything this replica holds of a group: receipts (in author-counter order, evidence
+    /// included) and committed envelopes (in seq order).
+    public func holdings(_ group: GroupID) throws -> (receipts: [Receipt], envelopes: [Envelope]) {
+        var receipts = [Receipt]()
+        var envelopes = [Envelope]()
+        try replica.export(group: group) { line in
+            let json = try JSON.parse(line)
+            guard case .string(let kind)? = json["kind"], case .string(let hex)? = json["data"], let data = bytes(fromHex: hex) else { return }
+            if kind == "receipt" { receipts.append(try Receipt(encoded: data)) }
+            if kind == "envelope" { envelopes.append(try Envelope(encoded: data)) }
+        }
+        return (receipts, envelopes)
+    }
+
+    /// Sends everything this replica holds of `group` to `other` (one sync round, one direction).
+    @discardableResult
+    public func send(_ group: GroupID, to other: TestReplica) throws -> IngestReport {
+        let h = try holdings(group)
+        return try other.replica.ingest(receipts: h.receipts, envelopes: h.envelopes)
+    }
+
+    /// The group's state hashes in both views.
+    public func hashes(_ group: GroupID) throws -> StateHashes {
+        StateHashes(committed: try replica.stateHash(of: group, view: .committed), tentative: try replica.stateHash(of: group, view: .tentative))
+    }
+
+    /// An entity's value in a view.
+    public func get(_ key: String, _ group: GroupID, _ view: View = .tentative) throws -> CBOR? {
+        try replica.entity(key, in: group, view: view)?.value
+    }
+
+    /// Writes an integer entity.
+    public func put(_ group: GroupID, _ key: String, _ value: Int64) throws {
+        try replica.append(.entityPut(key: key, value: .int(value)), to: group)
+    }
+}
+
+/// A group's state hash in the committed and in the tentative view.
+public struct StateHashes: Hashable, Sendable, CustomStringConvertible {
+    public let committed: [UInt8]
+    public let tentative: [UInt8]
+
+    public var description: String { "committed \(hexString(committed)), tentative \(hexString(tentative))" }
+}
