@@ -76,7 +76,7 @@ struct BatchAppendTests {
     struct FailingGate: SequenceGate {
         let failAt: UInt64
         func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws -> SequenceReservation {
-            if batch.contains(where: { $0.envelope.seq == failAt }) { throw ReplicaError("injected failure at seq \(failAt)") }
+            if batch.contains(where: { $0.envelope.seq == failAt }) { throw ReplicaError(.storeCorrupt, "injected failure at seq \(failAt)") }
             return .reserved
         }
     }
