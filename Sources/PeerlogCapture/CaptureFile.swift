@@ -22,9 +22,9 @@ public struct CaptureFile {
     }
 
     public init(path: String) throws {
-        guard let data = FileManager.default.contents(atPath: path) else { throw CaptureError(offset: nil, "cannot read \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw CaptureError(.unreadableFile, offset: nil, "cannot read \(path)") }
         do { try self.init(bytes: Array(data)) } catch var e as CaptureError {
-            e.file = path
+            e.path = path
             throw e
         }
     }

@@ -48,7 +48,7 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
             let connection = try await PostgresConnection.connect(configuration: config, id: 0, logger: logger)
             try? await connection.close()
         } catch {
-            throw RelayStoreError("cannot connect to PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?")): \(Self.describe(error))")
+            throw RelayStoreError("cannot connect to PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?")): \(Self.describe(error))", code: .unreachable)
         }
     }
 
@@ -62,7 +62,7 @@ public final class PostgresRelayStore: SequenceGate, Sendable {
             var found: Int?
             for try await v in try await c.query("SELECT version FROM peerlog_relay_schema", logger: logger).decode(Int.self) { found = v }
             if let found, found > Self.schemaVersion {
-                throw RelayStoreError("the database holds relay schema version \(found); this peerlog knows up to \(Self.schemaVersion)")
+                throw RelayStoreError("the database holds relay schema version \(found); this peerlog knows up to \(Self.schemaVersion)", code: .schemaVersion)
             }
             if found == nil { try await c.query("INSERT INTO peerlog_relay_schema (version) VALUES (\(Self.schemaVersion))", logger: logger) }
             try await c.query("""
