@@ -121,7 +121,7 @@ extension Peerlog {
         return try call {
             try requireHeld(group)
             do { return try replica.appendBatch(ops, to: group).map(PeerlogWrite.init) } catch let e as BatchError {
-                throw PeerlogError(.refused, "\(operations[e.index].key): \(e.reason)", batchEntry: .init(index: e.index, reason: e.reason))
+                throw PeerlogError(PeerlogError.Code(engine: e.code), "\(operations[e.index].key): \(e.reason)", batchEntry: .init(index: e.index, reason: e.reason))
             }
         }
     }
@@ -159,7 +159,7 @@ enum ValueMapping {
             let data = try encoder.encode(value)
             return try CBOR(json: try JSON.parse(String(decoding: data, as: UTF8.self)), allowFloats: false)
         } catch {
-            throw PeerlogError(.value, "the value for \"\(key)\" cannot be stored: \(error)")
+            throw PeerlogError(.invalidValue, "the value for \"\(key)\" cannot be stored: \(error)")
         }
     }
 
@@ -167,7 +167,7 @@ enum ValueMapping {
         do {
             return try JSONDecoder().decode(T.self, from: Data(value.json.serialized().utf8))
         } catch {
-            throw PeerlogError(.value, "the value of \"\(key)\" is not a \(T.self): \(error)")
+            throw PeerlogError(.invalidValue, "the value of \"\(key)\" is not a \(T.self): \(error)")
         }
     }
 }

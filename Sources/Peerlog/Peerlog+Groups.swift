@@ -21,8 +21,8 @@ extension Peerlog {
     public func groupID(_ idOrName: String) async throws -> GroupID {
         try call {
             let id: GroupID
-            do { id = try replica.resolveGroup(idOrName) } catch { throw PeerlogError(.unknownGroup, "\(error)") }
-            guard try replica.knowsGroup(id) else { throw PeerlogError(.unknownGroup, "this replica holds no group \(id) (import an export of it first)") }
+            do { id = try replica.resolveGroup(idOrName) } catch let e as ReplicaError { throw PeerlogError(PeerlogError.Code(engine: e.code), "\(e)") }
+            guard try replica.knowsGroup(id) else { throw PeerlogError(.groupNotFound, "this replica holds no group \(id) (import an export of it first)") }
             return id
         }
     }
@@ -53,8 +53,8 @@ extension Peerlog {
     public func group(_ idOrName: String) async throws -> PeerlogGroup {
         try call {
             let id: GroupID
-            do { id = try replica.resolveGroup(idOrName) } catch { throw PeerlogError(.unknownGroup, "\(error)") }
-            guard let found = try summary(id) else { throw PeerlogError(.unknownGroup, "this replica holds no group \(idOrName)") }
+            do { id = try replica.resolveGroup(idOrName) } catch let e as ReplicaError { throw PeerlogError(PeerlogError.Code(engine: e.code), "\(e)") }
+            guard let found = try summary(id) else { throw PeerlogError(.groupNotFound, "this replica holds no group \(idOrName)") }
             return found
         }
     }
@@ -125,7 +125,7 @@ extension Peerlog {
     }
 
     func requireHeld(_ group: GroupID) throws {
-        guard try replica.knowsGroup(group) else { throw PeerlogError(.unknownGroup, "this replica holds no group \(group)") }
+        guard try replica.knowsGroup(group) else { throw PeerlogError(.groupNotFound, "this replica holds no group \(group)") }
     }
 
     func summary(_ id: GroupID, view: View = .tentative) throws -> PeerlogGroup? {

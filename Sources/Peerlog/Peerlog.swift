@@ -94,11 +94,11 @@ public final class Peerlog: Sendable {
     public var deviceName: String { device.certificate.name }
 
     /// Runs `body`, turning lower-level errors into `PeerlogError`s.
-    func call<T>(_ kind: PeerlogError.Kind = .storage, _ body: () throws -> T) throws -> T {
+    func call<T>(_ code: PeerlogError.Code = .storage, _ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as PeerlogError { throw error } catch let error as ReplicaError {
-            throw PeerlogError(error.description.contains("bytes") || error.description.contains("limit") ? .limit : .refused, error.description)
+            throw PeerlogError(PeerlogError.Code(engine: error.code), error.description)
         } catch {
-            throw PeerlogError(kind, "\(error)")
+            throw PeerlogError(code, "\(error)")
         }
     }
 }

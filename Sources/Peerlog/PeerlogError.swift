@@ -1,28 +1,72 @@
-/// Why a facade call failed: a kind an app can switch on, and one sentence for people.
-public struct PeerlogError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What went wrong, for code to switch on.
-    public enum Kind: String, Sendable, Equatable {
-        /// The home folder has no identity and `create` was false, or cannot be created.
-        case home
+import PeerlogEngine
+
+/// Why a facade call failed: a ``code`` an app can switch on, and one sentence for people.
+///
+/// ```swift
+/// do {
+///     try await peerlog.put("note/1", note, in: group)
+/// } catch let error as PeerlogError {
+///     switch error.code {
+///     case .notAMember: showJoinScreen()
+///     case .payloadTooLarge: storeElsewhere(note)
+///     default: show(error.description)
+///     }
+/// }
+/// ```
+///
+/// Codes are static members of a struct, not enum cases, so new ones can be added without
+/// breaking a `switch` (which needs a `default:`). Equality is on ``code`` only. A description
+/// names ids, group names, paths and counts; it never holds keys or SQL arguments.
+public struct PeerlogError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, for code to switch on; compare against the static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
+            case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The home folder has no identity and `create` was false, or cannot be created or opened.
+        public static let home = Code(.home)
         /// No group with that id or name is held here.
-        case unknownGroup
-        /// The group's rules (as this replica sees them) refuse the write.
-        case refused
-        /// A value the JSON mapping cannot hold (floats, non-finite numbers) or cannot decode.
-        case value
-        /// A limit was exceeded (payload size, batch size).
-        case limit
+        public static let groupNotFound = Code(.groupNotFound)
+        /// Several groups have that name; use the group id.
+        public static let ambiguousGroupName = Code(.ambiguousGroupName)
+        /// The group was deleted; nothing more can be written to it.
+        public static let groupDeleted = Code(.groupDeleted)
+        /// This device's identity (or the identity the operation names) is not an active member
+        /// of the group.
+        public static let notAMember = Code(.notAMember)
+        /// This identity's role does not allow the operation (only an owner or admin may …).
+        public static let notPermitted = Code(.notPermitted)
+        /// Every seat of the group is taken.
+        public static let groupFull = Code(.groupFull)
+        /// Another rule of the group (as this replica sees it) refuses the write, or an operation
+        /// is malformed; the description says which.
+        public static let refused = Code(.refused)
+        /// A value the JSON mapping cannot hold (floats, non-finite numbers) or cannot decode,
+        /// or an argument that is not what it should be (a device id, a voter list).
+        public static let invalidValue = Code(.invalidValue)
+        /// A receipt's payload (64 KiB), or a batch's payloads together, would be over the limit.
+        public static let payloadTooLarge = Code(.payloadTooLarge)
+        /// A batch holds more operations than ``Peerlog/maxBatchOperations``.
+        public static let batchTooLarge = Code(.batchTooLarge)
         /// Storage or another lower-level failure.
-        case storage
+        public static let storage = Code(.storage)
         /// Networking failed to start (address in use, another node on this home).
-        case network
+        public static let network = Code(.network)
         /// A file to read or write: it exists already (exports never overwrite), cannot be
         /// read or written, or is malformed (an import names the line).
-        case file
+        public static let file = Code(.file)
+
+        /// The code's name, e.g. `notAMember`.
+        public var description: String { "\(base)" }
     }
 
     /// Which operation of a batch was refused, and why.
-    public struct BatchEntry: Sendable, Equatable {
+    public struct BatchEntry: Sendable, Hashable {
         /// Its index in the batch (0-based).
         public let index: Int
         /// Why it was refused.
@@ -30,20 +74,51 @@ public struct PeerlogError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// What went wrong.
-    public let kind: Kind
+    public let code: Code
     /// One sentence for people: what failed and what to do.
     public let description: String
     /// For a refused batch: the operation that was refused (nothing was written).
     public let batchEntry: BatchEntry?
+    /// Where the error was raised.
+    public let file: String
+    /// Where the error was raised.
+    public let line: Int
 
-    /// An error of `kind` saying `description`.
-    public init(_ kind: Kind, _ description: String) {
-        self.init(kind, description, batchEntry: nil)
+    /// An error of `code` saying `description`.
+    public init(_ code: Code, _ description: String, file: String = #fileID, line: Int = #line) {
+        self.init(code, description, batchEntry: nil, file: file, line: line)
     }
 
-    init(_ kind: Kind, _ description: String, batchEntry: BatchEntry?) {
-        self.kind = kind
+    init(_ code: Code, _ description: String, batchEntry: BatchEntry?, file: String = #fileID, line: Int = #line) {
+        self.code = code
         self.description = description
         self.batchEntry = batchEntry
+        self.file = file
+        self.line = line
+    }
+
+    /// Errors are equal when their codes are.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code only, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+extension PeerlogError.Code {
+    /// The facade's code for an engine error's code.
+    init(engine code: ReplicaError.Code) {
+        self = switch code {
+        case .groupNotFound: .groupNotFound
+        case .ambiguousGroupName: .ambiguousGroupName
+        case .groupDeleted: .groupDeleted
+        case .notAMember: .notAMember
+        case .notPermitted: .notPermitted
+        case .groupFull: .groupFull
+        case .invalidOperation: .invalidValue
+        case .payloadTooLarge: .payloadTooLarge
+        case .batchTooLarge: .batchTooLarge
+        case .invalidImport: .file
+        case .storeCorrupt: .storage
+        default: .refused
+        }
     }
 }

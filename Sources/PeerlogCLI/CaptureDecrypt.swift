@@ -29,7 +29,7 @@ struct CaptureDecrypt: ParsableCommand {
             guard !entries.isEmpty else { throw CLIError("\(keylog) has no \(KeyLogEntry.label) lines") }
             decrypted = try RawDecrypt(file: PacketFile(bytes: Array(rawBytes)), keyLog: entries, side: side, rekeyInterval: rekeyInterval)
         } catch var e as CaptureError {
-            e.file = e.file ?? raw
+            e.path = e.path ?? raw
             throw CLIError("\(e)")
         }
         guard !decrypted.connections.isEmpty else { throw CLIError("no Peerlog connections found in \(raw) (is it a capture of the peers' TCP port?)") }

@@ -59,7 +59,7 @@ struct Daemon: AsyncParsableCommand {
         }
         if let network { options.networkID = network }
         if noDiscovery { options.discovery = false }
-        if let logLevel { options.logLevel = try NodeConfiguration.logLevel(named: logLevel, setting: "--log-level", failure: CLIError.init) }
+        if let logLevel { options.logLevel = try NodeConfiguration.logLevel(named: logLevel, setting: "--log-level", failure: { CLIError($0) }) }
         bootstrapLogging(level: options.logLevel)
         try home.requireIdentity(initCommand: "peerlog init")
         // The daemon is the library's node (Peerlog.service) with signals and a printed address.

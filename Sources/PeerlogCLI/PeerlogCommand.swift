@@ -14,13 +14,42 @@ struct PeerlogCommand: AsyncParsableCommand {
     )
 
     static func main() async {
-        if let problem = RawArguments.invalidUTF8Problem() { exit(withError: CLIError(problem)) }
+        if let problem = RawArguments.invalidUTF8Problem() { exit(withError: CLIError(problem, code: .invalidArguments)) }
         await main(nil)
     }
 }
 
-/// A failure reported to the user as one line.
-struct CLIError: Error, CustomStringConvertible {
+/// A failure reported to the user as one line (ArgumentParser prints it and exits with 1).
+/// The CLI's one error type, in the shape of `SequencerError`: a ``code``, where it was raised,
+/// and equality on the code only; the line itself is the user's.
+struct CLIError: Error, Hashable, CustomStringConvertible {
+    /// What went wrong; compare against the static members.
+    struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable { case invalidArguments, failed }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The arguments cannot be used as given (bad UTF-8, a flag combination, a bad file).
+        static let invalidArguments = Code(.invalidArguments)
+        /// The command could not do its work (the line says why).
+        static let failed = Code(.failed)
+
+        var description: String { "\(base)" }
+    }
+
+    let code: Code
     let description: String
-    init(_ message: String) { description = message }
+    let file: String
+    let line: Int
+
+    init(_ message: String, code: Code = .failed, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        description = message
+        self.file = file
+        self.line = line
+    }
+
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

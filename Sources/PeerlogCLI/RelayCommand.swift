@@ -76,7 +76,7 @@ struct RelayRun: AsyncParsableCommand {
     static let defaultPort = 7350
 
     func run() async throws {
-        let level = try NodeConfiguration.logLevel(named: logLevel, setting: "--log-level", failure: CLIError.init)
+        let level = try NodeConfiguration.logLevel(named: logLevel, setting: "--log-level", failure: { CLIError($0) })
         var settings = NodeConfiguration()
         settings.listen = try PeerAddress(parsing: listen, listening: true)
         settings.discovery = false  // a relay is reached by its address, not found on a LAN

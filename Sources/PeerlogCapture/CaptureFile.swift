@@ -28,9 +28,9 @@ public struct CaptureFile {
     /// Reads the capture file at `path`, as `init(bytes:)` does.
     /// - Throws: `CaptureError` when the file cannot be read, or `init(bytes:)`'s error with `file` set to `path`.
     public init(path: String) throws {
-        guard let data = FileManager.default.contents(atPath: path) else { throw CaptureError(offset: nil, "cannot read \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw CaptureError(.unreadableFile, offset: nil, "cannot read \(path)") }
         do { try self.init(bytes: Array(data)) } catch var e as CaptureError {
-            e.file = path
+            e.path = path
             throw e
         }
     }

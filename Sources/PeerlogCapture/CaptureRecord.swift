@@ -97,18 +97,65 @@ public struct CaptureRecord: Hashable, Sendable {
     }
 }
 
-/// A capture file problem, with the byte offset where it was found.
-public struct CaptureError: Error, CustomStringConvertible, Sendable {
+/// The one error type of `PeerlogCapture`, in the shape of `SequencerError`: a ``code`` over a
+/// private enum (so codes can be added), the byte offset where a file problem was found, where
+/// it was raised, and equality on the code only. Descriptions never hold key-log secrets.
+public struct CaptureError: Error, Hashable, CustomStringConvertible, Sendable {
+    /// What went wrong; compare against the static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case malformedFile, unreadableFile, unwritableFile, malformedKeyLog, notDecryptable, notReplayable, invalidOption
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The capture (pcap, pcapng or a Peerlog record in it) is truncated or corrupt.
+        public static let malformedFile = Code(.malformedFile)
+        /// The file cannot be read.
+        public static let unreadableFile = Code(.unreadableFile)
+        /// The file cannot be created or written.
+        public static let unwritableFile = Code(.unwritableFile)
+        /// A key log line is malformed.
+        public static let malformedKeyLog = Code(.malformedKeyLog)
+        /// A raw capture cannot be decrypted with the key log (a gap, a wrong key, a link type).
+        public static let notDecryptable = Code(.notDecryptable)
+        /// The capture does not hold what a replay needs (the connection, its peer, bodies).
+        public static let notReplayable = Code(.notReplayable)
+        /// An option is out of range (a rotation size).
+        public static let invalidOption = Code(.invalidOption)
+
+        /// The code's name, e.g. `malformedFile`.
+        public var description: String { "\(base)" }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// The byte offset in the file, when the problem is at one.
     public let offset: Int?
     public let message: String
-    /// The file, when known.
-    public var file: String?
-    public init(offset: Int?, _ message: String, file: String? = nil) {
+    /// The capture file, when known.
+    public var path: String?
+    /// Where the error was raised.
+    public let file: String
+    /// Where the error was raised.
+    public let line: Int
+
+    public init(_ code: Code = .malformedFile, offset: Int?, _ message: String, path: String? = nil, file: String = #fileID, line: Int = #line) {
+        self.code = code
         self.offset = offset
         self.message = message
+        self.path = path
         self.file = file
+        self.line = line
     }
+
+    /// Errors are equal when their codes are.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code only, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
     public var description: String {
-        (file.map { "\($0): " } ?? "") + (offset.map { "offset \($0): " } ?? "") + message
+        (path.map { "\($0): " } ?? "") + (offset.map { "offset \($0): " } ?? "") + message
     }
 }

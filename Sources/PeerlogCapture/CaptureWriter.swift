@@ -67,7 +67,7 @@ public final class CaptureWriter: @unchecked Sendable {
     ///   the file system's error when the header cannot be written.
     public init(path: String, options: Options = .init()) throws {
         if let max = options.maxBytes, max < Self.minRotationBytes {
-            throw CaptureError(offset: nil, "capture rotation size \(max) is below the minimum of \(Self.minRotationBytes) bytes")
+            throw CaptureError(.invalidOption, offset: nil, "capture rotation size \(max) is below the minimum of \(Self.minRotationBytes) bytes")
         }
         self.path = path
         self.options = options
@@ -172,7 +172,7 @@ public final class CaptureWriter: @unchecked Sendable {
     private func open(_ file: String) throws {
         unlink(file)
         let fd = Foundation.open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw CaptureError(offset: nil, "cannot create \(file): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw CaptureError(.unwritableFile, offset: nil, "cannot create \(file): \(String(cString: strerror(errno)))") }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         let header = Pcapng.sectionHeader(application: Self.application)
         try handle.write(contentsOf: header)

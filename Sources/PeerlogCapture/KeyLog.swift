@@ -51,7 +51,7 @@ public struct KeyLogEntry: Hashable, Sendable {
             guard words.first == label else { continue }
             guard words.count == 6, let e = bytes(words[1]), let i2r = bytes(words[2]), let r2i = bytes(words[3]),
                   let initiator = try? DeviceID(string: words[4]), let responder = try? DeviceID(string: words[5]) else {
-                throw CaptureError(offset: nil, "key log line \(n + 1) is malformed (expected \(label) and five fields)")
+                throw CaptureError(.malformedKeyLog, offset: nil, "key log line \(n + 1) is malformed (expected \(label) and five fields)")
             }
             out.append(KeyLogEntry(keys: TransportKeys(initiatorEphemeral: e, initiatorToResponder: i2r, responderToInitiator: r2i), initiator: initiator, responder: responder))
         }

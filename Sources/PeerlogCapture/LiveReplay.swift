@@ -46,7 +46,7 @@ public final class LiveReplayDriver {
     /// The recorded batches of `connection` in `direction` (default: what its peer sent us).
     public init(capture: CaptureFile, connection: UInt64, direction: CaptureRecord.Direction = .inbound) throws {
         if capture.records.contains(where: \.bodiesOmitted) {
-            throw CaptureError(offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed")
+            throw CaptureError(.notReplayable, offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed")
         }
         var batches = [Batch]()
         for r in capture.records where r.connection == connection && r.kind == .message && r.direction == direction {
@@ -56,7 +56,7 @@ public final class LiveReplayDriver {
             default: break
             }
         }
-        guard !batches.isEmpty else { throw CaptureError(offset: nil, "connection \(connection) has no recorded receipts or envelopes to replay") }
+        guard !batches.isEmpty else { throw CaptureError(.notReplayable, offset: nil, "connection \(connection) has no recorded receipts or envelopes to replay") }
         self.batches = batches
         var seen = Set<GroupID>()
         groups = batches.compactMap { seen.insert($0.group).inserted ? $0.group : nil }

@@ -41,7 +41,7 @@ public struct OfflineReplay {
     public static func connection(in capture: CaptureFile, requested: UInt64?) throws -> UInt64 {
         if let requested {
             guard capture.connections.contains(requested) else {
-                throw CaptureError(offset: nil, "no connection \(requested) in the capture (it has \(capture.connections.map(String.init).joined(separator: ", ")))")
+                throw CaptureError(.notReplayable, offset: nil, "no connection \(requested) in the capture (it has \(capture.connections.map(String.init).joined(separator: ", ")))")
             }
             return requested
         }
@@ -52,14 +52,14 @@ public struct OfflineReplay {
             }
             if received { return c }
         }
-        throw CaptureError(offset: nil, "no connection in the capture received any receipts or envelopes")
+        throw CaptureError(.notReplayable, offset: nil, "no connection in the capture received any receipts or envelopes")
     }
 
     /// The peer's certificate: from the `opened` record, else from a receipt it authored.
     static func peerCertificate(_ capture: CaptureFile, connection: UInt64) throws -> DeviceCertificate {
         let records = capture.records.filter { $0.connection == connection }
         if let opened = records.first(where: { $0.kind == .opened }) { return try DeviceCertificate(encoded: opened.data) }
-        guard let peer = records.first?.peer else { throw CaptureError(offset: nil, "connection \(connection) has no records") }
+        guard let peer = records.first?.peer else { throw CaptureError(.notReplayable, offset: nil, "connection \(connection) has no records") }
         for r in records where r.kind == .message {
             if let m = try? SyncMessage.decode(r.data, limits: SyncLimits()) {
                 for bytes in Self.receiptItems(m) {
@@ -67,7 +67,7 @@ public struct OfflineReplay {
                 }
             }
         }
-        throw CaptureError(offset: nil, "the capture started after connection \(connection) opened and holds no receipt by its peer \(peer): the peer's certificate is unknown, so its session cannot be replayed")
+        throw CaptureError(.notReplayable, offset: nil, "the capture started after connection \(connection) opened and holds no receipt by its peer \(peer): the peer's certificate is unknown, so its session cannot be replayed")
     }
 
     static func receiptItems(_ m: SyncMessage) -> [[UInt8]] {
@@ -86,7 +86,7 @@ public struct OfflineReplay {
     ///   not in the capture; the certificate's parse error; the replica's errors while reading the result.
     public static func run(capture: CaptureFile, connection requested: UInt64?, into replica: Replica, device: LocalDevice, clock: ReplayClock) throws -> Result {
         if capture.records.contains(where: \.bodiesOmitted) {
-            throw CaptureError(offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed")
+            throw CaptureError(.notReplayable, offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed")
         }
         let connection = try connection(in: capture, requested: requested)
         let peer = try peerCertificate(capture, connection: connection)

@@ -102,7 +102,7 @@ public struct RawDecrypt {
         let handshakeFrames = fromInitiator ? 2 : 1
         while offset + 2 <= bytes.count {
             let n = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
-            guard n > 0 else { throw CaptureError(offset: nil, "\(stream.flow.source): zero-length frame at stream offset \(offset)") }
+            guard n > 0 else { throw CaptureError(.notDecryptable, offset: nil, "\(stream.flow.source): zero-length frame at stream offset \(offset)") }
             guard offset + 2 + n <= bytes.count else { break }  // cut off at the end of the capture
             let body = Array(bytes[(offset + 2)..<(offset + 2 + n)])
             let time = stream.time(ofByte: offset + 1 + n)
@@ -111,12 +111,12 @@ public struct RawDecrypt {
             if frameIndex <= handshakeFrames { continue }
             let record: [UInt8]
             do { record = try cipher.decrypt(body) } catch {
-                throw CaptureError(offset: nil, "\(stream.flow.source): transport frame \(framesDecrypted + 1) does not decrypt with the logged key (wrong key log entry or rekey interval?)")
+                throw CaptureError(.notDecryptable, offset: nil, "\(stream.flow.source): transport frame \(framesDecrypted + 1) does not decrypt with the logged key (wrong key log entry or rekey interval?)")
             }
             framesDecrypted += 1
             if rekeyInterval > 0, framesDecrypted % rekeyInterval == 0 { cipher.rekey() }
             guard let type = record.first.flatMap(ChannelWire.RecordType.init(rawValue:)) else {
-                throw CaptureError(offset: nil, "\(stream.flow.source): unknown record type in transport frame \(framesDecrypted)")
+                throw CaptureError(.notDecryptable, offset: nil, "\(stream.flow.source): unknown record type in transport frame \(framesDecrypted)")
             }
             let data = Array(record.dropFirst())
             func emit(_ kind: CaptureRecord.Kind, _ data: [UInt8]) {

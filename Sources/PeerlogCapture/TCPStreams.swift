@@ -129,7 +129,7 @@ public struct TCPStreams {
         case 228: ip = 0; version = 4
         case 229: ip = 0; version = 6
         default:
-            throw CaptureError(offset: p.offset, "link type \(p.linkType) is not supported for decryption (supported: 0, 1, 101, 113, 228, 229, 276)")
+            throw CaptureError(.notDecryptable, offset: p.offset, "link type \(p.linkType) is not supported for decryption (supported: 0, 1, 101, 113, 228, 229, 276)")
         }
         guard d.count > ip else { return nil }
         let v = version ?? d[ip] >> 4

@@ -1,16 +1,52 @@
-/// Errors thrown to the local caller of `send`; the connection itself is unaffected.
-public enum ChannelError: Error, Equatable, Sendable, CustomStringConvertible {
-    case notEstablished
-    case closed
-    case emptyMessage
-    case messageTooLarge(size: Int, limit: Int)
+/// Errors thrown to the local caller of `send`; the connection itself is unaffected. The one
+/// error type of `PeerlogChannel`, in the shape of `SequencerError`: a ``code`` over a private
+/// enum (so codes can be added), where it was raised, and equality on the code only.
+public struct ChannelError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong; compare against the static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable { case notEstablished, closed, emptyMessage, messageTooLarge }
 
-    public var description: String {
-        switch self {
-        case .notEstablished: "channel is not established"
-        case .closed: "channel is closed"
-        case .emptyMessage: "empty application messages are invalid"
-        case .messageTooLarge(let size, let limit): "message of \(size) bytes exceeds \(limit) bytes"
-        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The handshake has not completed yet.
+        public static let notEstablished = Code(.notEstablished)
+        /// The channel was closed.
+        public static let closed = Code(.closed)
+        /// Application messages must hold at least one byte.
+        public static let emptyMessage = Code(.emptyMessage)
+        /// The message is over the configured `maxMessageBytes`.
+        public static let messageTooLarge = Code(.messageTooLarge)
+
+        /// The code's name, e.g. `messageTooLarge`.
+        public var description: String { "\(base)" }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// The sentence for people (sizes, never contents).
+    public let description: String
+    /// Where the error was raised.
+    public let file: String
+    /// Where the error was raised.
+    public let line: Int
+
+    init(_ code: Code, _ description: String, file: String, line: Int) {
+        self.code = code
+        self.description = description
+        self.file = file
+        self.line = line
+    }
+
+    /// Errors are equal when their codes are.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code only, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    package static func notEstablished(file: String = #fileID, line: Int = #line) -> Self { Self(.notEstablished, "channel is not established", file: file, line: line) }
+    package static func closed(file: String = #fileID, line: Int = #line) -> Self { Self(.closed, "channel is closed", file: file, line: line) }
+    package static func emptyMessage(file: String = #fileID, line: Int = #line) -> Self { Self(.emptyMessage, "empty application messages are invalid", file: file, line: line) }
+    package static func messageTooLarge(size: Int, limit: Int, file: String = #fileID, line: Int = #line) -> Self {
+        Self(.messageTooLarge, "message of \(size) bytes exceeds \(limit) bytes", file: file, line: line)
     }
 }

@@ -5,7 +5,7 @@ extension SecureChannel {
     /// XX: msg1 (empty payload) →, ← msg2 (responder certificate), msg3 (initiator certificate) →.
     mutating func receiveHandshake(_ body: [UInt8]) -> [ChannelAction] {
         let payload: [UInt8]
-        do { payload = try handshake.readMessage(body) } catch NoiseError.decryptFailed {
+        do { payload = try handshake.readMessage(body) } catch let error as NoiseError where error.code == .decryptFailed {
             return fail(.protocolError("handshake failed: decrypt failed (wrong network id or corrupted message)"))
         } catch {
             return fail(.protocolError("handshake failed: \(error)"))

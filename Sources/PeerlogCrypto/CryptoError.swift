@@ -1,4 +1,6 @@
-/// The one error type of `PeerlogCrypto`. Descriptions never contain key material.
+/// The one error type of `PeerlogCrypto`, in the shape of `SequencerError`: a ``code`` over a
+/// private enum (so codes can be added), where it was raised, and equality on the code only.
+/// Descriptions never contain key material.
 public struct CryptoError: Error, Hashable, CustomStringConvertible, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Base: Hashable, Sendable {
@@ -37,10 +39,16 @@ public struct CryptoError: Error, Hashable, CustomStringConvertible, Sendable {
     public let code: Code
     /// Extra context for logs; never secret.
     public let detail: String
+    /// Where the error was raised.
+    public let file: String
+    /// Where the error was raised.
+    public let line: Int
 
-    public init(_ code: Code, _ detail: String = "") {
+    public init(_ code: Code, _ detail: String = "", file: String = #fileID, line: Int = #line) {
         self.code = code
         self.detail = detail
+        self.file = file
+        self.line = line
     }
 
     public var description: String { detail.isEmpty ? code.description : "\(code): \(detail)" }

@@ -26,20 +26,6 @@ public enum Base32 {
         return String(decoding: out, as: UTF8.self)
     }
 
-    public enum DecodingError: Error, Equatable, CustomStringConvertible, Sendable {
-        case invalidCharacter(offset: Int)
-        case invalidLength(Int)
-        case nonZeroTrailingBits
-
-        public var description: String {
-            switch self {
-            case .invalidCharacter(let o): "invalid base32 character at offset \(o) (expected a-z or 2-7)"
-            case .invalidLength(let n): "invalid base32 length \(n)"
-            case .nonZeroTrailingBits: "base32 text has non-zero trailing bits (not canonical)"
-            }
-        }
-    }
-
     /// Strict decoding: lower-case only, no padding, canonical trailing bits.
     public static func decode(_ text: some StringProtocol) throws(DecodingError) -> [UInt8] {
         let chars = Array(text.utf8)
@@ -59,7 +45,7 @@ public enum Base32 {
                 out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
             }
         }
-        guard buffer & ((1 << UInt32(bits)) - 1) == 0 else { throw .nonZeroTrailingBits }
+        guard buffer & ((1 << UInt32(bits)) - 1) == 0 else { throw .nonZeroTrailingBits() }
         return out
     }
 }

@@ -32,10 +32,6 @@ extension CBOR {
         }
     }
 
-    public struct JSONConversionError: Error, CustomStringConvertible, Sendable {
-        public let description: String
-    }
-
     /// The inverse of `json`. Numbers with a fraction or exponent become floats unless
     /// `allowFloats` is false (receipt bodies), in which case they are refused.
     public init(json: JSON, allowFloats: Bool = true) throws(JSONConversionError) {

@@ -38,36 +38,10 @@ public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The text form (`string`).
     public var description: String { string }
 
-    public enum ParseError: Error, Equatable, CustomStringConvertible, Sendable {
-        case empty
-        case unsupportedMultibase(Character)
-        case invalidBase32(Base32.DecodingError)
-        case malformedVarint(field: String)
-        case unsupportedVersion(UInt64)
-        case unsupportedCodec(UInt64)
-        case unsupportedHash(UInt64)
-        case wrongDigestLength(UInt64)
-        case trailingBytes(Int)
-
-        public var description: String {
-            switch self {
-            case .empty: "empty CID"
-            case .unsupportedMultibase(let c): "unsupported multibase prefix '\(c)' (expected 'b', base32 lower-case)"
-            case .invalidBase32(let e): "invalid CID text: \(e)"
-            case .malformedVarint(let f): "malformed varint in CID \(f)"
-            case .unsupportedVersion(let v): "unsupported CID version \(v) (expected 1)"
-            case .unsupportedCodec(let c): "unsupported CID codec 0x\(String(c, radix: 16)) (expected 0x71 dag-cbor)"
-            case .unsupportedHash(let h): "unsupported multihash 0x\(String(h, radix: 16)) (expected 0x12 sha2-256)"
-            case .wrongDigestLength(let n): "multihash digest length \(n) (expected 32)"
-            case .trailingBytes(let n): "\(n) bytes after the CID"
-            }
-        }
-    }
-
     /// Parses the text form (docs/PROTOCOL.md §2): `b`, then lower-case unpadded base32 of the
     /// binary form. Throws `ParseError` naming the unsupported or malformed part.
     public init(string: String) throws(ParseError) {
-        guard let first = string.first else { throw .empty }
+        guard let first = string.first else { throw .empty() }
         guard first == "b" else { throw .unsupportedMultibase(first) }
         let raw: [UInt8]
         do { raw = try Base32.decode(string.dropFirst()) } catch { throw .invalidBase32(error) }
@@ -83,7 +57,7 @@ public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
             guard let v = Varint.decode(raw, offset: &offset) else { throw .malformedVarint(field: name) }
             return v
         }
-        guard !raw.isEmpty else { throw .empty }
+        guard !raw.isEmpty else { throw .empty() }
         let version = try field("version")
         guard version == Self.version else { throw .unsupportedVersion(version) }
         let codec = try field("codec")
@@ -101,7 +75,7 @@ public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// Parses a dag-cbor link (tag 42).
     public init(cborLink value: CBOR) throws(ParseError) {
-        guard case .tagged(Self.cborLinkTag, .bytes(let b)) = value, b.first == 0x00 else { throw .empty }
+        guard case .tagged(Self.cborLinkTag, .bytes(let b)) = value, b.first == 0x00 else { throw .empty() }
         try self.init(bytes: Array(b.dropFirst()))
     }
 

@@ -101,12 +101,6 @@ extension JSON: CustomStringConvertible {
 
 // MARK: - Parsing
 
-public struct JSONParseError: Error, Equatable, CustomStringConvertible, Sendable {
-    public let offset: Int
-    public let reason: String
-    public var description: String { "invalid JSON at offset \(offset): \(reason)" }
-}
-
 extension JSON {
     /// Maximum nesting accepted by the parser.
     public static let maxDepth = 64
@@ -128,7 +122,7 @@ private struct JSONParser {
     let bytes: [UInt8]
     var i = 0
 
-    func fail(_ reason: String) -> JSONParseError { JSONParseError(offset: i, reason: reason) }
+    func fail(_ reason: String, file: String = #fileID, line: Int = #line) -> JSONParseError { JSONParseError(offset: i, reason: reason, file: file, line: line) }
 
     mutating func skipSpace() {
         while i < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[i]) { i += 1 }

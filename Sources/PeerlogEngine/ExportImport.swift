@@ -43,35 +43,35 @@ extension Replica {
     /// changes nothing. A malformed line fails the whole import before anything is written.
     public func importExport(lines: [String]) throws -> IngestReport {
         let content = lines.enumerated().filter { !$0.element.allSatisfy(\.isWhitespace) }
-        guard let (headerIndex, headerLine) = content.first else { throw ReplicaError("import: the file is empty") }
+        guard let (headerIndex, headerLine) = content.first else { throw ReplicaError(.invalidImport, "import: the file is empty") }
         let at = "import line \(headerIndex + 1)"
         let header: JSON
-        do { header = try JSON.parse(headerLine) } catch { throw ReplicaError("\(at): \(error)") }
-        guard header["format"] == .string(Self.exportFormat) else { throw ReplicaError("\(at): not a peerlog export (no \"format\": \"\(Self.exportFormat)\")") }
-        guard header["version"] == .int(Self.exportVersion) else { throw ReplicaError("\(at): unsupported export version \(header["version"].map(\.description) ?? "?")") }
+        do { header = try JSON.parse(headerLine) } catch { throw ReplicaError(.invalidImport, "\(at): \(error)") }
+        guard header["format"] == .string(Self.exportFormat) else { throw ReplicaError(.invalidImport, "\(at): not a peerlog export (no \"format\": \"\(Self.exportFormat)\")") }
+        guard header["version"] == .int(Self.exportVersion) else { throw ReplicaError(.invalidImport, "\(at): unsupported export version \(header["version"].map(\.description) ?? "?")") }
         var receipts = [Receipt]()
         var envelopes = [Envelope]()
         guard case .number(let r)? = header["receipts"], let expectedReceipts = Int(r), case .number(let e)? = header["envelopes"], let expectedEnvelopes = Int(e) else {
-            throw ReplicaError("\(at): header lacks the receipt and envelope counts")
+            throw ReplicaError(.invalidImport, "\(at): header lacks the receipt and envelope counts")
         }
         for (index, line) in content.dropFirst() {
             let where_ = "import line \(index + 1)"
             let json: JSON
-            do { json = try JSON.parse(line) } catch { throw ReplicaError("\(where_): \(error)") }
+            do { json = try JSON.parse(line) } catch { throw ReplicaError(.invalidImport, "\(where_): \(error)") }
             guard case .string(let kind)? = json["kind"], case .string(let hex)? = json["data"], let data = PeerlogCrypto.bytes(fromHex: hex) else {
-                throw ReplicaError("\(where_): expected {\"kind\", \"data\"}")
+                throw ReplicaError(.invalidImport, "\(where_): expected {\"kind\", \"data\"}")
             }
             do {
                 switch kind {
                 case "receipt": receipts.append(try Receipt(encoded: data))
                 case "envelope": envelopes.append(try Envelope(encoded: data))
-                default: throw ReplicaError("unknown kind \"\(kind)\"")
+                default: throw ReplicaError(.invalidImport, "unknown kind \"\(kind)\"")
                 }
-            } catch { throw ReplicaError("\(where_): \(error)") }
+            } catch { throw ReplicaError(.invalidImport, "\(where_): \(error)") }
         }
         // A file cut off at a line boundary parses; the header's counts catch it.
         guard receipts.count == expectedReceipts, envelopes.count == expectedEnvelopes else {
-            throw ReplicaError("import: the file is incomplete: the header announces \(expectedReceipts) receipts and \(expectedEnvelopes) envelopes, it holds \(receipts.count) and \(envelopes.count)")
+            throw ReplicaError(.invalidImport, "import: the file is incomplete: the header announces \(expectedReceipts) receipts and \(expectedEnvelopes) envelopes, it holds \(receipts.count) and \(envelopes.count)")
         }
         return try ingest(receipts: receipts, envelopes: envelopes)
     }

@@ -11,13 +11,13 @@ extension GroupState {
               let name = s["name"]?.textValue, let status = s["status"]?.textValue.flatMap(GroupStatus.init(rawValue:)),
               let maxMembers = s["max_members"]?.unsignedValue, let createdBy = s["created_by"]?.bytesValue,
               let authorityValue = s["authority"], let rows = s["members"]?.arrayValue
-        else { throw ReplicaError("stored group state is malformed") }
+        else { throw ReplicaError(.storeCorrupt, "stored group state is malformed") }
         let authority = try SequencerAuthority(cborValue: authorityValue)
         var members = [IdentityID: Member]()
         for row in rows {
             guard let cells = row.arrayValue, cells.count == 3, let id = cells[0].bytesValue,
                   let role = cells[1].textValue.flatMap(Role.init(rawValue:)), let st = cells[2].textValue.flatMap(MemberStatus.init(rawValue:))
-            else { throw ReplicaError("stored member row is malformed") }
+            else { throw ReplicaError(.storeCorrupt, "stored member row is malformed") }
             let identity = try IdentityID(bytes: id)
             members[identity] = Member(identity: identity, role: role, status: st)
         }

@@ -4,15 +4,19 @@ import PeerlogModel
 import PeerlogStore
 import Synchronization
 
-/// Why `Replica.appendBatch` refused a batch: the operation at `index` (0-based) and the
-/// reason. Nothing of the batch was written.
+/// Why `Replica.appendBatch` refused a batch: the operation at `index` (0-based), the
+/// reason, and its ``ReplicaError/Code`` (`notAMember`, `payloadTooLarge`, …). Nothing of the
+/// batch was written.
 public struct BatchError: Error, Hashable, CustomStringConvertible, Sendable {
     public let index: Int
     public let reason: String
+    /// What kind of refusal, as ``ReplicaError/code`` would say for a single write.
+    public let code: ReplicaError.Code
 
-    public init(index: Int, reason: String) {
+    public init(index: Int, reason: String, code: ReplicaError.Code = .ruleViolation) {
         self.index = index
         self.reason = reason
+        self.code = code
     }
 
     public var description: String { "operation \(index): \(reason)" }
@@ -31,13 +35,13 @@ extension Replica {
     @discardableResult
     public func appendBatch(_ ops: [GroupOperation], to group: GroupID) throws -> [AppendResult] {
         guard ops.count <= limits.maxBatchOperations else {
-            throw ReplicaError("a batch holds at most \(limits.maxBatchOperations) operations (maxBatchOperations), this one \(ops.count): split it into several batches")
+            throw ReplicaError(.batchTooLarge, "a batch holds at most \(limits.maxBatchOperations) operations (maxBatchOperations), this one \(ops.count): split it into several batches")
         }
         guard !ops.isEmpty else { return [] }
         var receipts = [Receipt]()
         var seqs = [CID: UInt64]()
         _ = try write { p in
-            if try p.isTombstoned(group) { throw ReplicaError("group \(group) was deleted") }
+            if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
             let payloads = try self.batchPayloads(ops, to: group, pipeline: p)
             receipts = try self.signInParallel(payloads)
             for r in receipts { try self.storeLocal(r, in: &p) }
@@ -66,12 +70,12 @@ extension Replica {
                 let payload = try Receipt.payload(of: localDraft(op, to: group, at: position, wall: p.now), certificate: local.certificate)
                 payloadBytes += payload.count
                 guard payloadBytes <= limits.maxBatchPayloadBytes else {
-                    throw ReplicaError("the batch's receipts reach \(payloadBytes) payload bytes, over the limit of \(limits.maxBatchPayloadBytes) (maxBatchPayloadBytes): split it into several batches")
+                    throw ReplicaError(.payloadTooLarge, "the batch's receipts reach \(payloadBytes) payload bytes, over the limit of \(limits.maxBatchPayloadBytes) (maxBatchPayloadBytes): split it into several batches")
                 }
                 position.advance(past: CID(hashing: payload))
                 payloads.append(payload)
             } catch {
-                throw BatchError(index: index, reason: Self.reason(error))
+                throw BatchError(index: index, reason: Self.reason(error), code: Self.code(error))
             }
         }
         return payloads
@@ -90,7 +94,7 @@ extension Replica {
             results.withLock { for (i, r) in signed { $0[i] = r } }
         }
         return try results.withLock { $0 }.enumerated().map { i, r in
-            do { return try r!.get() } catch { throw BatchError(index: i, reason: Self.reason(error)) }
+            do { return try r!.get() } catch { throw BatchError(index: i, reason: Self.reason(error), code: Self.code(error)) }
         }
     }
 
@@ -99,6 +103,15 @@ extension Replica {
         case let v as RuleViolation: v.reason
         case let e as ReplicaError: e.description
         default: "\(error)"
+        }
+    }
+
+    private static func code(_ error: any Error) -> ReplicaError.Code {
+        switch error {
+        case let v as RuleViolation: v.code
+        case let e as ReplicaError: e.code
+        case let e as ModelError where e.code == .sizeLimitExceeded: .payloadTooLarge
+        default: .invalidOperation
         }
     }
 }

@@ -50,7 +50,8 @@ extension Replica {
     /// caller has checked the rules.
     func signAndStore(_ op: GroupOperation, to group: GroupID, at position: inout LocalWritePosition, in p: inout Pipeline) throws -> Receipt {
         // `sign` refuses a payload over `Receipt.maxPayloadBytes`, saying what to do instead.
-        let receipt = try local.sign(localDraft(op, to: group, at: position, wall: p.now))
+        let receipt: Receipt
+        do { receipt = try local.sign(localDraft(op, to: group, at: position, wall: p.now)) } catch let e as ModelError where e.code == .sizeLimitExceeded { throw ReplicaError(.payloadTooLarge, e.detail) }
         try storeLocal(receipt, in: &p)
         position.advance(past: receipt.cid)
         return receipt

@@ -156,10 +156,10 @@ public final class Replica: Sendable {
     public func append(_ op: GroupOperation, to group: GroupID) throws -> AppendResult {
         var result: AppendResult?
         let report = try write { p in
-            if try p.isTombstoned(group) { throw ReplicaError("group \(group) was deleted") }
+            if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
             let view = try self.fold(group: group, view: .tentative, db: p.db, entities: .none)
             if case .failure(let v) = GroupRules.apply(op, sender: self.local.identity, device: self.local.device, group: group, to: view.state) {
-                throw ReplicaError(v.reason)
+                throw ReplicaError(v)
             }
             var position = try self.localWritePosition(in: group, pipeline: p)
             let receipt = try self.signAndStore(op, to: group, at: &position, in: &p)
@@ -240,8 +240,8 @@ extension Replica {
         if let id = try? GroupID(string: text) { return id }
         var matches = [GroupID]()
         for id in try groupIDs() where try state(of: id, view: .tentative)?.name == text { matches.append(id) }
-        guard let first = matches.first else { throw ReplicaError("no group named or with id \"\(text)\"") }
-        guard matches.count == 1 else { throw ReplicaError("several groups are named \"\(text)\"; use the group id") }
+        guard let first = matches.first else { throw ReplicaError(.groupNotFound, "no group named or with id \"\(text)\"") }
+        guard matches.count == 1 else { throw ReplicaError(.ambiguousGroupName, "several groups are named \"\(text)\"; use the group id") }
         return first
     }
 

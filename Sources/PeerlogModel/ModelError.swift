@@ -1,26 +1,72 @@
 /// The one error type of `PeerlogModel`: malformed or invalid receipts, envelopes,
-/// certificates and key files. Descriptions never include secrets.
+/// certificates and key files. In the shape of `SequencerError`: a ``code`` over a private
+/// enum (so codes can be added), where it was raised, and equality on the code only.
+/// Descriptions never include secrets.
 public struct ModelError: Error, Hashable, CustomStringConvertible, Sendable {
-    public enum Code: String, Hashable, Sendable {
-        case malformedEncoding = "malformed CBOR"
-        case wrongShape = "wrong structure"
-        case unsupportedVersion = "unsupported version"
-        case fieldOutOfRange = "field out of range"
-        case sizeLimitExceeded = "size limit exceeded"
-        case badSignature = "signature does not verify"
-        case certificateMismatch = "certificate does not match"
-        case keyFile = "key file problem"
+    /// What went wrong; compare against the static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case malformedEncoding, wrongShape, unsupportedVersion, fieldOutOfRange, sizeLimitExceeded
+            case badSignature, certificateMismatch, keyFile
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The bytes are not the strict CBOR this format needs.
+        public static let malformedEncoding = Code(.malformedEncoding)
+        /// A field is missing, extra or of the wrong type.
+        public static let wrongShape = Code(.wrongShape)
+        /// A version this implementation does not read.
+        public static let unsupportedVersion = Code(.unsupportedVersion)
+        /// A field's value is out of its range.
+        public static let fieldOutOfRange = Code(.fieldOutOfRange)
+        /// An object (or a local write's payload) is over its size limit.
+        public static let sizeLimitExceeded = Code(.sizeLimitExceeded)
+        /// A signature does not verify.
+        public static let badSignature = Code(.badSignature)
+        /// A certificate does not match the keys or the author it should.
+        public static let certificateMismatch = Code(.certificateMismatch)
+        /// A key file is missing, exists already or cannot be used.
+        public static let keyFile = Code(.keyFile)
+
+        /// The code in words, e.g. `wrong structure` (the prefix of a description).
+        public var text: String {
+            switch base {
+            case .malformedEncoding: "malformed CBOR"
+            case .wrongShape: "wrong structure"
+            case .unsupportedVersion: "unsupported version"
+            case .fieldOutOfRange: "field out of range"
+            case .sizeLimitExceeded: "size limit exceeded"
+            case .badSignature: "signature does not verify"
+            case .certificateMismatch: "certificate does not match"
+            case .keyFile: "key file problem"
+            }
+        }
+
+        /// The code's name, e.g. `wrongShape`.
+        public var description: String { "\(base)" }
     }
 
+    /// The kind of failure.
     public let code: Code
+    /// What exactly (field names, sizes, paths; never key material).
     public let detail: String
+    /// Where the error was raised.
+    public let file: String
+    /// Where the error was raised.
+    public let line: Int
 
-    public init(_ code: Code, _ detail: String) {
+    public init(_ code: Code, _ detail: String, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.detail = detail
+        self.file = file
+        self.line = line
     }
 
-    public var description: String { "\(code.rawValue): \(detail)" }
+    public var description: String { "\(code.text): \(detail)" }
+    /// Errors are equal when their codes are.
     public static func == (l: ModelError, r: ModelError) -> Bool { l.code == r.code }
+    /// Hashes the code only, consistent with `==`.
     public func hash(into h: inout Hasher) { h.combine(code) }
 }

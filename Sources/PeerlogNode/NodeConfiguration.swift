@@ -47,13 +47,13 @@ public struct NodeConfiguration: Sendable {
     public mutating func load(file path: String) throws {
         let text: String
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw NodeError.invalidConfiguration(file: path, line: 0, "cannot read: \(error.localizedDescription)")
+            throw NodeError.invalidConfiguration(path: path, configurationLine: 0, "cannot read: \(error.localizedDescription)")
         }
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty { continue }
-            let fail = { (why: String) in NodeError.invalidConfiguration(file: path, line: index + 1, why) }
+            let fail = { (why: String) in NodeError.invalidConfiguration(path: path, configurationLine: index + 1, why) }
             guard let eq = trimmed.firstIndex(of: "=") else { throw fail("expected key = value") }
             let key = trimmed[..<eq].trimmingCharacters(in: .whitespaces)
             let value = trimmed[trimmed.index(after: eq)...].trimmingCharacters(in: .whitespaces)
@@ -72,7 +72,7 @@ public struct NodeConfiguration: Sendable {
                 default: throw fail("unknown key \"\(key)\"")
                 }
             } catch let error as NodeError {
-                if case .invalidConfiguration = error { throw error }
+                if error.code == .invalidConfiguration { throw error }
                 throw fail("\(error)")
             } catch {
                 throw fail("\(key): \(error)")

@@ -1,16 +1,67 @@
-/// Errors of the node layer, each one line for the user.
-public enum NodeError: Error, CustomStringConvertible, Equatable {
-    case invalidAddress(String, String)
-    case invalidConfiguration(file: String, line: Int, String)
-    case controlSocket(String)
-    case alreadyRunning(String)
+/// The one error type of `PeerlogNode`, in the shape of `SequencerError`: a ``code`` over a
+/// private enum (so codes can be added), one line for the user, where it was raised, and
+/// equality on the code only. Descriptions name addresses and paths, never keys.
+public struct NodeError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong; compare against the static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable { case invalidAddress, invalidConfiguration, controlSocket, alreadyRunning }
 
-    public var description: String {
-        switch self {
-        case .invalidAddress(let text, let why): "invalid address \"\(text)\": \(why)"
-        case .invalidConfiguration(let file, let line, let why): "\(file):\(line): \(why)"
-        case .controlSocket(let why): "control socket: \(why)"
-        case .alreadyRunning(let path): "a daemon already runs for this home (control socket \(path) answers)"
-        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// An address is not HOST:PORT (or [IPV6]:PORT) with a valid port.
+        public static let invalidAddress = Code(.invalidAddress)
+        /// A configuration file cannot be read or has a bad line (``configurationLine``).
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// The control socket cannot be reached or answered badly.
+        public static let controlSocket = Code(.controlSocket)
+        /// A daemon already runs for this home.
+        public static let alreadyRunning = Code(.alreadyRunning)
+
+        /// The code's name, e.g. `invalidAddress`.
+        public var description: String { "\(base)" }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// Why, without the location prefix (for `invalidConfiguration`: the line's problem).
+    public let detail: String
+    /// For `invalidConfiguration`: the configuration file.
+    public let configurationFile: String?
+    /// For `invalidConfiguration`: the 1-based line, or 0 when the file cannot be read.
+    public let configurationLine: Int?
+    /// One line for the user.
+    public let description: String
+    /// Where the error was raised.
+    public let file: String
+    /// Where the error was raised.
+    public let line: Int
+
+    init(_ code: Code, _ detail: String, description: String, configuration: (file: String, line: Int)? = nil, file: String, line: Int) {
+        self.code = code
+        self.detail = detail
+        self.description = description
+        configurationFile = configuration?.file
+        configurationLine = configuration?.line
+        self.file = file
+        self.line = line
+    }
+
+    /// Errors are equal when their codes are.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code only, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    static func invalidAddress(_ text: String, _ why: String, file: String = #fileID, line: Int = #line) -> Self {
+        Self(.invalidAddress, why, description: "invalid address \"\(text)\": \(why)", file: file, line: line)
+    }
+    static func invalidConfiguration(path: String, configurationLine: Int, _ why: String, file: String = #fileID, line: Int = #line) -> Self {
+        Self(.invalidConfiguration, why, description: "\(path):\(configurationLine): \(why)", configuration: (path, configurationLine), file: file, line: line)
+    }
+    static func controlSocket(_ why: String, file: String = #fileID, line: Int = #line) -> Self {
+        Self(.controlSocket, why, description: "control socket: \(why)", file: file, line: line)
+    }
+    static func alreadyRunning(_ path: String, file: String = #fileID, line: Int = #line) -> Self {
+        Self(.alreadyRunning, path, description: "a daemon already runs for this home (control socket \(path) answers)", file: file, line: line)
     }
 }

@@ -38,11 +38,11 @@ public struct NoiseCipherState: Sendable {
     /// exceed 65535 bytes or the nonce is exhausted.
     public mutating func encrypt(ad: [UInt8] = [], _ plaintext: [UInt8]) throws -> [UInt8] {
         guard let key else {
-            guard plaintext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
+            guard plaintext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
             return plaintext
         }
-        guard plaintext.count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        guard plaintext.count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
         let out = try ChaChaPoly.seal(plaintext, key: key, nonce: Self.nonceBytes(nonce), authenticating: ad)
         nonce += 1
         return out
@@ -53,12 +53,12 @@ public struct NoiseCipherState: Sendable {
     /// `NoiseError` when the input exceeds 65535 bytes, the nonce is exhausted or the tag does not
     /// verify.
     public mutating func decrypt(ad: [UInt8] = [], _ ciphertext: [UInt8]) throws -> [UInt8] {
-        guard ciphertext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
+        guard ciphertext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
         guard let key else { return ciphertext }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
         let plaintext: [UInt8]
         do { plaintext = try ChaChaPoly.open(ciphertext, key: key, nonce: Self.nonceBytes(nonce), authenticating: ad) } catch {
-            throw NoiseError.decryptFailed
+            throw NoiseError.decryptFailed()
         }
         nonce += 1
         return plaintext
@@ -68,8 +68,8 @@ public struct NoiseCipherState: Sendable {
     /// tag goes into the 16 bytes after it. Same nonce rules as `encrypt`.
     public mutating func encrypt(inPlace buffer: inout [UInt8], range: Range<Int>) throws {
         guard let key else { throw NoiseError.missingKey("in-place encryption needs a key") }
-        guard range.count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        guard range.count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
         try ChaChaPoly.sealInPlace(&buffer, range: range, key: key, nonce: Self.nonceBytes(nonce))
         nonce += 1
     }
@@ -79,10 +79,10 @@ public struct NoiseCipherState: Sendable {
     /// is zeroed, so callers that might retry keep their own copy).
     public mutating func decrypt(inPlace buffer: inout [UInt8], range: Range<Int>) throws {
         guard let key else { throw NoiseError.missingKey("in-place decryption needs a key") }
-        guard range.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        guard range.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
         do { try ChaChaPoly.openInPlace(&buffer, range: range, key: key, nonce: Self.nonceBytes(nonce)) } catch {
-            throw NoiseError.decryptFailed
+            throw NoiseError.decryptFailed()
         }
         nonce += 1
     }
@@ -91,8 +91,8 @@ public struct NoiseCipherState: Sendable {
     /// written into the 16 bytes after them: the pointer form of `encrypt(inPlace:range:)`.
     public mutating func encrypt(inPlace text: UnsafeMutableRawPointer, count: Int) throws {
         guard let key else { throw NoiseError.missingKey("in-place encryption needs a key") }
-        guard count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        guard count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
         try ChaChaPoly.sealInPlace(text, count: count, key: key, nonce: nonce)
         nonce += 1
     }
@@ -101,10 +101,10 @@ public struct NoiseCipherState: Sendable {
     /// bytes; the ciphertext is left as it was). A failure leaves the nonce unchanged.
     public mutating func decrypt(_ sealed: UnsafeRawBufferPointer, into plaintext: UnsafeMutableRawPointer) throws {
         guard let key else { throw NoiseError.missingKey("decryption into a buffer needs a key") }
-        guard sealed.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted }
+        guard sealed.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
+        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
         do { try ChaChaPoly.open(sealed, into: plaintext, key: key, nonce: nonce) } catch {
-            throw NoiseError.decryptFailed
+            throw NoiseError.decryptFailed()
         }
         nonce += 1
     }

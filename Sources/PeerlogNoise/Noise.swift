@@ -4,32 +4,79 @@
 /// The largest Noise message (handshake or transport), spec §3.
 public let noiseMaxMessageLength = 65535
 
-public enum NoiseError: Error, Equatable, Sendable, CustomStringConvertible {
-    case decryptFailed
-    case nonceExhausted
-    case lowOrderPublicKey
-    case messageTooShort
-    case messageOutOfTurn
-    case messageTooLong
-    case unsupportedProtocol(String)
-    case missingKey(String)
-    case handshakeNotComplete
-    /// A previous step of this handshake failed; a failed handshake cannot continue.
-    case handshakeAborted
-
-    public var description: String {
-        switch self {
-        case .decryptFailed: "decrypt failed"
-        case .nonceExhausted: "nonce exhausted"
-        case .lowOrderPublicKey: "low-order public key"
-        case .messageTooShort: "handshake message too short"
-        case .messageOutOfTurn: "message out of turn"
-        case .messageTooLong: "message longer than 65535 bytes"
-        case .unsupportedProtocol(let name): "unsupported Noise protocol \"\(name)\""
-        case .missingKey(let which): "missing key: \(which)"
-        case .handshakeNotComplete: "handshake not complete"
-        case .handshakeAborted: "handshake aborted after an earlier failure"
+/// The one error type of `PeerlogNoise`, in the shape of `SequencerError`: a ``code`` to
+/// compare against the static members of ``Code`` (which can grow without breaking clients),
+/// where it was raised, and equality on the code only. Descriptions never hold key material.
+public struct NoiseError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong; compare against the static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case decryptFailed, nonceExhausted, lowOrderPublicKey, messageTooShort, messageOutOfTurn, messageTooLong
+            case unsupportedProtocol, missingKey, handshakeNotComplete, handshakeAborted
         }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// AEAD decryption failed: wrong key, nonce, associated data or tag.
+        public static let decryptFailed = Code(.decryptFailed)
+        /// The cipher's nonce reached 2^64-1; the session must end.
+        public static let nonceExhausted = Code(.nonceExhausted)
+        /// A peer's Diffie-Hellman key is a low-order point.
+        public static let lowOrderPublicKey = Code(.lowOrderPublicKey)
+        /// A handshake message is shorter than its pattern requires.
+        public static let messageTooShort = Code(.messageTooShort)
+        /// A handshake message was written or read when it was the other side's turn.
+        public static let messageOutOfTurn = Code(.messageOutOfTurn)
+        /// A message is longer than 65535 bytes.
+        public static let messageTooLong = Code(.messageTooLong)
+        /// A protocol name this implementation does not support.
+        public static let unsupportedProtocol = Code(.unsupportedProtocol)
+        /// A key the pattern needs was not given.
+        public static let missingKey = Code(.missingKey)
+        /// `split()` before the handshake completed.
+        public static let handshakeNotComplete = Code(.handshakeNotComplete)
+        /// A previous step of this handshake failed; a failed handshake cannot continue.
+        public static let handshakeAborted = Code(.handshakeAborted)
+
+        /// The code's name, e.g. `decryptFailed`.
+        public var description: String { "\(base)" }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// The sentence for people (never key material).
+    public let description: String
+    /// Where the error was raised.
+    public let file: String
+    /// Where the error was raised.
+    public let line: Int
+
+    init(_ code: Code, _ description: String, file: String, line: Int) {
+        self.code = code
+        self.description = description
+        self.file = file
+        self.line = line
+    }
+
+    /// Errors are equal when their codes are.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code only, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    package static func decryptFailed(file: String = #fileID, line: Int = #line) -> Self { Self(.decryptFailed, "decrypt failed", file: file, line: line) }
+    package static func nonceExhausted(file: String = #fileID, line: Int = #line) -> Self { Self(.nonceExhausted, "nonce exhausted", file: file, line: line) }
+    package static func lowOrderPublicKey(file: String = #fileID, line: Int = #line) -> Self { Self(.lowOrderPublicKey, "low-order public key", file: file, line: line) }
+    package static func messageTooShort(file: String = #fileID, line: Int = #line) -> Self { Self(.messageTooShort, "handshake message too short", file: file, line: line) }
+    package static func messageOutOfTurn(file: String = #fileID, line: Int = #line) -> Self { Self(.messageOutOfTurn, "message out of turn", file: file, line: line) }
+    package static func messageTooLong(file: String = #fileID, line: Int = #line) -> Self { Self(.messageTooLong, "message longer than 65535 bytes", file: file, line: line) }
+    package static func unsupportedProtocol(_ name: String, file: String = #fileID, line: Int = #line) -> Self {
+        Self(.unsupportedProtocol, "unsupported Noise protocol \"\(name)\"", file: file, line: line)
+    }
+    package static func missingKey(_ which: String, file: String = #fileID, line: Int = #line) -> Self { Self(.missingKey, "missing key: \(which)", file: file, line: line) }
+    package static func handshakeNotComplete(file: String = #fileID, line: Int = #line) -> Self { Self(.handshakeNotComplete, "handshake not complete", file: file, line: line) }
+    package static func handshakeAborted(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.handshakeAborted, "handshake aborted after an earlier failure", file: file, line: line)
     }
 }
 

@@ -45,7 +45,7 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
         do {
             connection = try await PostgresConnection.connect(configuration: config, id: 0, logger: logger)
         } catch {
-            throw RelayStoreError("cannot connect to PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?")): \(Self.describe(error))")
+            throw RelayStoreError("cannot connect to PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?")): \(Self.describe(error))", code: .unreachable)
         }
         do {
             try await migrate(connection)
@@ -65,7 +65,7 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
             var found: Int?
             for try await v in try await c.query("SELECT version FROM peerlog_relay_schema", logger: logger).decode(Int.self) { found = v }
             if let found, found > Self.schemaVersion {
-                throw RelayStoreError("the database holds relay schema version \(found); this peerlog knows up to \(Self.schemaVersion)")
+                throw RelayStoreError("the database holds relay schema version \(found); this peerlog knows up to \(Self.schemaVersion)", code: .schemaVersion)
             }
             if found == nil { try await c.query("INSERT INTO peerlog_relay_schema (version) VALUES (\(Self.schemaVersion))", logger: logger) }
             try await c.query("""

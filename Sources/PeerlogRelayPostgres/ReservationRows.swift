@@ -12,7 +12,7 @@ struct ReservationRows: Sendable, CustomStringConvertible {
     let description: String
 
     init(_ batch: [(envelope: Envelope, receipt: Receipt)]) throws {
-        for (e, _) in batch where e.seq > UInt64(Int64.max) { throw RelayStoreError("seq \(e.seq) does not fit PostgreSQL's BIGINT") }
+        for (e, _) in batch where e.seq > UInt64(Int64.max) { throw RelayStoreError("seq \(e.seq) does not fit PostgreSQL's BIGINT", code: .outOfRange) }
         groups = batch.map { ByteBuffer(bytes: $0.envelope.group.bytes) }
         seqs = batch.map { Int64($0.envelope.seq) }
         cids = batch.map { ByteBuffer(bytes: $0.envelope.receipt.bytes) }

@@ -13,7 +13,7 @@ extension SyncMessage {
                                                                maxCollectionCount: widest + 1, maxInputBytes: limits.maxMessageBytes))
         let value: CBOR
         do { value = try decoder.decode(bytes) } catch {
-            if error.code == .sizeLimitExceeded || error.code == .depthLimitExceeded { throw SyncCodecError(code: "limit", message: "\(error)") }
+            if error.code == .sizeLimitExceeded || error.code == .depthLimitExceeded { throw SyncCodecError(.limit, "\(error)") }
             throw .malformed("not deterministic CBOR: \(error)")
         }
         guard let map = value.mapValue else { throw .malformed("a message must be a map") }

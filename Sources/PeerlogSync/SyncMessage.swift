@@ -145,13 +145,59 @@ public enum SyncMessage: Hashable, Sendable {
     }
 }
 
-/// Why a message was refused: `code` is "malformed" or "limit" (the "error" message's code).
+/// Why a message was refused; the one error type of `PeerlogSync`, in the shape of
+/// `SequencerError`: a ``code`` over a private enum (so codes can be added), where it was
+/// raised, and equality on the code only. The code's ``Code/wireName`` is the "error"
+/// message's code (docs/PROTOCOL.md §15.1): "malformed" or "limit".
 public struct SyncCodecError: Error, Hashable, CustomStringConvertible, Sendable {
-    public let code: String
+    /// What went wrong; compare against the static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable { case malformed, limit }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The message does not parse or has the wrong structure.
+        public static let malformed = Code(.malformed)
+        /// The message (or a list or string in it) is over one of the `SyncLimits`.
+        public static let limit = Code(.limit)
+
+        /// The code sent in the "error" message: `malformed` or `limit`.
+        public var wireName: String {
+            switch base {
+            case .malformed: "malformed"
+            case .limit: "limit"
+            }
+        }
+
+        /// The code's name, e.g. `limit`.
+        public var description: String { "\(base)" }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// What was wrong (names of fields and limits, and sizes; never the message's contents).
     public let message: String
-    public var description: String { "\(code): \(message)" }
-    static func malformed(_ m: String) -> SyncCodecError { SyncCodecError(code: "malformed", message: m) }
-    static func limit(_ name: String, _ value: Int, _ max: Int) -> SyncCodecError {
-        SyncCodecError(code: "limit", message: "\(name) is \(value), limit \(max)")
+    /// Where the error was raised.
+    public let file: String
+    /// Where the error was raised.
+    public let line: Int
+
+    init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.message = message
+        self.file = file
+        self.line = line
+    }
+
+    /// Errors are equal when their codes are.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code only, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    public var description: String { "\(code.wireName): \(message)" }
+    static func malformed(_ m: String, file: String = #fileID, line: Int = #line) -> SyncCodecError { SyncCodecError(.malformed, m, file: file, line: line) }
+    static func limit(_ name: String, _ value: Int, _ max: Int, file: String = #fileID, line: Int = #line) -> SyncCodecError {
+        SyncCodecError(.limit, "\(name) is \(value), limit \(max)", file: file, line: line)
     }
 }

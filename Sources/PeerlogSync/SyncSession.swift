@@ -102,7 +102,7 @@ public final class SyncSession {
         var out = phase == .idle ? start() : []
         run(&out) { out in
             let m: SyncMessage
-            do { m = try SyncMessage.decode(message, limits: limits) } catch let e as SyncCodecError { throw SyncFailure(e.code, e.message) }
+            do { m = try SyncMessage.decode(message, limits: limits) } catch let e as SyncCodecError { throw SyncFailure(e.code.wireName, e.message) }
             try handle(m, size: message.count, into: &out)
             if awaitingIngest == nil { try pump(into: &out) }
         }

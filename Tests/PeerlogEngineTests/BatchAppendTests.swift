@@ -64,7 +64,7 @@ struct BatchAppendTests {
         let big = CBOR.text(String(repeating: "x", count: Receipt.maxPayloadBytes))
         #expect {
             try reopened.appendBatch(Self.puts(299, prefix: "n") + [.entityPut(key: "big", value: big)], to: group)
-        } throws: { ($0 as? BatchError)?.index == 299 && "\($0)".contains("over the limit") }
+        } throws: { ($0 as? BatchError)?.index == 299 && ($0 as? BatchError)?.code == .payloadTooLarge && "\($0)".contains("over the limit") }
         let again = try Replica(path: path, device: device)
         #expect(try again.log(of: group, view: .tentative).count == 301)
         #expect(try again.stateHash(of: group, view: .tentative) == before)
@@ -106,7 +106,7 @@ struct BatchAppendTests {
         // Bob leaves at index 1: his next put is refused, so the whole batch is.
         #expect {
             try bob.replica.appendBatch([.entityPut(key: "a", value: 1), .memberLeft, .entityPut(key: "b", value: 2)], to: group)
-        } throws: { ($0 as? BatchError)?.index == 2 && ($0 as? BatchError)?.reason.contains("member") == true }
+        } throws: { ($0 as? BatchError)?.index == 2 && ($0 as? BatchError)?.code == .notAMember }
         #expect(try bob.replica.log(of: group, view: .tentative) == log)
         // A body every replica would refuse is refused here too.
         #expect {
@@ -159,7 +159,7 @@ struct BatchAppendTests {
         let small = try TestReplica("small", limits: limits)
         let group = try small.replica.createGroup(name: "g")
         #expect(try small.replica.appendBatch(Self.puts(5), to: group).count == 5)
-        #expect { try small.replica.appendBatch(Self.puts(6), to: group) } throws: { "\($0)".contains("at most 5 operations") && "\($0)".contains("split") }
+        #expect { try small.replica.appendBatch(Self.puts(6), to: group) } throws: { ($0 as? ReplicaError)?.code == .batchTooLarge && "\($0)".contains("at most 5 operations") && "\($0)".contains("split") }
         #expect(try small.replica.appendBatch([], to: group).isEmpty)
 
         // The payload limit: the sizes of a batch's receipts, then that sum as the limit, and one less.
@@ -174,7 +174,7 @@ struct BatchAppendTests {
         let under = try TestReplica("under", limits: limits)
         let underGroup = try under.replica.createGroup(name: "g")
         #expect { try under.replica.appendBatch(Self.puts(10), to: underGroup) } throws: {
-            ($0 as? BatchError)?.index == 9 && "\($0)".contains("maxBatchPayloadBytes")
+            ($0 as? BatchError)?.index == 9 && ($0 as? BatchError)?.code == .payloadTooLarge && "\($0)".contains("maxBatchPayloadBytes")
         }
         #expect(try under.replica.log(of: underGroup, view: .tentative).count == 1)
     }

@@ -19,7 +19,7 @@ final class TableGate: SequenceGate {
     func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) async throws -> SequenceReservation {
         asked.withLock { $0.append(batch.map(\.envelope.seq)) }
         if let seq = failOnce.withLock({ f in batch.contains { $0.envelope.seq == f } ? f.take() : nil }) {
-            throw ReplicaError("injected failure at seq \(seq)")
+            throw ReplicaError(.storeCorrupt, "injected failure at seq \(seq)")
         }
         return rows.withLock { rows in
             if batch.allSatisfy({ rows[$0.envelope.seq] == $0.envelope.receipt }) { return .reserved }

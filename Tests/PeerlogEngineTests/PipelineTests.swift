@@ -262,8 +262,8 @@ struct PipelineTests {
         let group = try alice.replica.createGroup(name: "g")
         try alice.send(group, to: bob)
         let before = try bob.hashes(group), logged = try bob.replica.changeLogBounds().last
-        #expect(throws: ReplicaError("sender is not an active member")) { try bob.replica.append(.entityPut(key: "k", value: 1), to: group) }
-        #expect(throws: ReplicaError.self) { try bob.replica.append(.renamed(name: "mine"), to: group) }
+        #expect(throws: ReplicaError(.notAMember, "sender is not an active member")) { try bob.replica.append(.entityPut(key: "k", value: 1), to: group) }
+        #expect(throws: ReplicaError(.notAMember, "")) { try bob.replica.append(.renamed(name: "mine"), to: group) }
         #expect(try bob.hashes(group) == before)
         #expect(try bob.replica.changeLogBounds().last == logged, "a refused write logs no change")
     }
@@ -272,7 +272,7 @@ struct PipelineTests {
         let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g", maxMembers: 3)
         for i in 0..<2 { try alice.replica.append(.memberAdded(identity: try TestReplica("x\(i)").identity, role: .member), to: group) }
-        #expect(throws: ReplicaError.self) { try alice.replica.append(.memberAdded(identity: try TestReplica("y").identity, role: .member), to: group) }
+        #expect(throws: ReplicaError(.groupFull, "")) { try alice.replica.append(.memberAdded(identity: try TestReplica("y").identity, role: .member), to: group) }
         #expect(try alice.replica.state(of: group, view: .committed)?.occupiedSeats == 3)
     }
 
@@ -288,8 +288,8 @@ struct PipelineTests {
         #expect(try carol.hashes(group).committed == alice.hashes(group).committed)
         let second = try carol.replica.importExport(lines: lines)
         #expect(second.stored == 0 && second.committed == 0 && second.duplicates == lines.count - 1)
-        #expect(throws: ReplicaError.self) { try carol.replica.importExport(lines: [lines[0], "{not json"]) }
-        #expect(throws: ReplicaError.self) { try carol.replica.importExport(lines: ["{\"format\":\"other\"}"]) }
+        #expect(throws: ReplicaError(.invalidImport, "")) { try carol.replica.importExport(lines: [lines[0], "{not json"]) }
+        #expect(throws: ReplicaError(.invalidImport, "")) { try carol.replica.importExport(lines: ["{\"format\":\"other\"}"]) }
     }
 }
 

@@ -66,7 +66,7 @@ struct StoreTests {
         let reader = try Replica(path: path, device: device, access: .readOnly)
         #expect(try reader.groupIDs() == [group])
         #expect(try reader.store.integrityCheck() == "ok")
-        #expect(throws: StoreError.self) { try reader.createGroup(name: "h") }
+        #expect { try reader.createGroup(name: "h") } throws: { ($0 as? StoreError)?.code == .readOnly }
         do { _ = try reader.createGroup(name: "h") } catch { #expect("\(error)".hasPrefix("\(dir) is read-only")) }
         #expect(try Replica(path: dir + "/absent.sqlite", device: device, access: .readOnly).groupIDs().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: dir + "/absent.sqlite"))

@@ -100,12 +100,14 @@ struct PostgresGateTests {
 
     @Test func badURLsGetOneClearError() {
         for (url, words) in [("mysql://u@h/db", "postgres://"), ("postgres://127.0.0.1:55432/db", "no user"),
-                             ("postgres://u@127.0.0.1:55432/", "no database"), ("not a url at all", "is not a URL")] {
+                             ("postgres://u@127.0.0.1:55432/", "no database"), ("not a url at all", "is not a URL"),
+                             ("postgres://u:hunter2 x@127.0.0.1:5432/db", "is not a URL")] {
             do {
                 _ = try PostgresRelayStore(url: url, logger: Logger(label: "test"))
                 Issue.record("accepted \(url)")
             } catch {
                 #expect("\(error)".contains(words), "\(url): \(error)")
+                #expect((error as? RelayStoreError)?.code == .invalidURL && !"\(error)".contains("hunter2"), "\(url): \(error)")
             }
         }
     }

@@ -49,7 +49,7 @@ struct SyncCodecTests {
             let m = try SyncMessage.decode(bytes, limits: limits)
             Issue.record("accepted \(m) \(comment.map { "\($0)" } ?? "")")
         } catch {
-            #expect(error.code == code, "\(error) \(comment.map { "\($0)" } ?? "")")
+            #expect(error.code.wireName == code, "\(error) \(comment.map { "\($0)" } ?? "")")
         }
     }
 

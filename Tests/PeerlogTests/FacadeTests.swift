@@ -17,7 +17,7 @@ import Testing
         try await log.put("note/1", note, in: group)
         #expect(try await log.get("note/1", as: Note.self, in: group) == note)
         let refused = await #expect(throws: PeerlogError.self) { try await log.put("price", 1.5, in: group) }
-        #expect(refused?.kind == .value)
+        #expect(refused?.code == .invalidValue)
         #expect(refused?.description.contains("floating-point") == true)
         #expect(try await log.keys(in: group) == ["note/1"], "nothing was written")
         await #expect(throws: PeerlogError.self) { _ = try await log.get("note/1", as: Int.self, in: group) }
@@ -36,13 +36,13 @@ import Testing
         let log = try await Peerlog.temporary(), other = try await Peerlog.temporary()
         let theirs = try await other.createGroup(named: "theirs")
         let missing = await #expect(throws: PeerlogError.self) { try await log.put("k", "v", in: theirs) }
-        #expect(missing?.kind == .unknownGroup)
+        #expect(missing?.code == .groupNotFound)
         let group = try await log.createGroup(named: "mine")
         try await log.deleteGroup(group)
         let refused = await #expect(throws: PeerlogError.self) { try await log.put("k", "v", in: group) }
-        #expect(refused?.kind == .refused)
+        #expect(refused?.code == .groupDeleted)
         let absent = await #expect(throws: PeerlogError.self) { _ = try await Peerlog.open(home: NSTemporaryDirectory() + "no-such-\(UUID())", create: false) }
-        #expect(absent?.kind == .home)
+        #expect(absent?.code == .home)
     }
 
     @Test func aDeviceNameOverTheLimitIsOneClearErrorAndCreatesNothing() async throws {
@@ -51,7 +51,7 @@ import Testing
         // 63 ASCII bytes then a 4-byte character: 67 bytes, over the 64 a certificate holds.
         let name = String(repeating: "a", count: 63) + "🙂"
         let refused = await #expect(throws: PeerlogError.self) { _ = try await Peerlog.open(home: home, deviceName: name) }
-        #expect(refused?.kind == .home)
+        #expect(refused?.code == .home)
         #expect(!FileManager.default.fileExists(atPath: home + "/replica.sqlite"))
         let log = try await Peerlog.open(home: home, deviceName: String(repeating: "a", count: 60) + "🙂")
         #expect(log.deviceName.utf8.count == 64)

@@ -18,7 +18,7 @@ import Testing
         #expect(try await log.groupID("team") == group)
         #expect(try await log.groupID(group.string) == group)
         let unknown = await #expect(throws: PeerlogError.self) { _ = try await log.groupID("nope") }
-        #expect(unknown?.kind == .unknownGroup)
+        #expect(unknown?.code == .groupNotFound)
         let other = try await Peerlog.temporary().createGroup(named: "elsewhere")
         let missing = await #expect(throws: PeerlogError.self) { _ = try await log.groupID(other.string) }
         #expect(missing?.description == "this replica holds no group \(other) (import an export of it first)")
@@ -42,7 +42,7 @@ import Testing
         let refused = await #expect(throws: PeerlogError.self) {
             try await log.putBatch([.put(key: "a", value: .int(1)), .put(key: "b", value: big), .delete(key: "c")], in: group)
         }
-        #expect(refused?.kind == .refused && refused?.batchEntry?.index == 1)
+        #expect(refused?.code == .payloadTooLarge && refused?.batchEntry?.index == 1)
         #expect(refused?.description.hasPrefix("b: ") == true)
         #expect(try await log.keys(in: group).isEmpty)
         let writes = try await log.putBatch([.put(key: "a", value: .int(1)), .delete(key: "a")], in: group)
@@ -74,7 +74,7 @@ import Testing
         let counts = try await alice.export(group: group, to: file)
         #expect(counts.receipts == 3 && counts.envelopes == 3)
         let again = await #expect(throws: PeerlogError.self) { _ = try await alice.export(group: group, to: file) }
-        #expect(again?.kind == .file && again?.description == "\(file) already exists; refusing to overwrite it")
+        #expect(again?.code == .file && again?.description == "\(file) already exists; refusing to overwrite it")
 
         let report = try await bob.import(from: file)
         #expect(report.stored == 3 && report.committed == 3 && report.duplicates == 0 && report.rejected.isEmpty, "\(report)")
@@ -100,10 +100,10 @@ import Testing
         lines[3] = "{not json"
         try lines.joined(separator: "\n").write(toFile: bad, atomically: true, encoding: .utf8)
         let refused = await #expect(throws: PeerlogError.self) { _ = try await bob.import(from: bad) }
-        #expect(refused?.kind == .file && refused?.description.hasPrefix(bad + ": ") == true && refused?.description.contains("line 4") == true)
+        #expect(refused?.code == .file && refused?.description.hasPrefix(bad + ": ") == true && refused?.description.contains("line 4") == true)
         #expect(try await bob.groupIDs().isEmpty)
         let absent = await #expect(throws: PeerlogError.self) { _ = try await bob.import(from: bad + ".missing") }
-        #expect(absent?.kind == .file)
+        #expect(absent?.code == .file)
     }
 
     @Test func sequencerAuthoritiesFromWords() async throws {
@@ -123,7 +123,7 @@ import Testing
         ]
         for (kind, words, message) in cases {
             let error = #expect(throws: PeerlogError.self) { _ = try SequencerAuthority(kind: kind, arguments: words) }
-            #expect(error?.kind == .value && error?.description == message, "\(kind) \(words)")
+            #expect(error?.code == .invalidValue && error?.description == message, "\(kind) \(words)")
         }
         let notDevice = #expect(throws: PeerlogError.self) { _ = try SequencerAuthority(kind: "solo", arguments: ["nope"]) }
         #expect(notDevice?.description.hasPrefix("nope is not a device id") == true)

@@ -1,11 +1,21 @@
 import PeerlogModel
 
 /// Why a receipt is refused: a malformed body or a rule of docs/PROTOCOL.md §9 it breaks.
-/// The reason is a short sentence for people; it is the same on every replica.
+/// The reason is a short sentence for people; it is the same on every replica (it is stored
+/// as the receipt's rejection), so equality is on the reason. ``code`` is the
+/// ``ReplicaError/Code`` a local write refused by it throws (``ReplicaError/init(_:file:line:)``).
 public struct RuleViolation: Error, Hashable, Sendable, CustomStringConvertible {
     public let reason: String
+    /// What kind of refusal: `notAMember`, `groupDeleted`, `notPermitted`, …
+    public let code: ReplicaError.Code
 
-    public init(_ reason: String) { self.reason = reason }
+    public init(_ reason: String, code: ReplicaError.Code = .ruleViolation) {
+        self.reason = reason
+        self.code = code
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.reason == rhs.reason }
+    public func hash(into hasher: inout Hasher) { hasher.combine(reason) }
 
     public var description: String { reason }
 }
@@ -29,7 +39,7 @@ public enum GroupRules {
     ) throws(RuleViolation) -> GroupState {
         try op.validate()
         guard var state else {
-            guard case .created(let name, let maxMembers) = op else { throw RuleViolation("group does not exist") }
+            guard case .created(let name, let maxMembers) = op else { throw RuleViolation("group does not exist", code: .groupNotFound) }
             return GroupState(
                 group: group, name: name, status: .active, maxMembers: maxMembers, createdBy: sender,
                 authority: .solo(device), members: [sender: Member(identity: sender, role: .owner, status: .active)])
@@ -39,7 +49,7 @@ public enum GroupRules {
         }
         // Checked before "already exists": a deleted group's id is never reused either way,
         // and "deleted" is the more useful thing to tell.
-        guard state.status == .active else { throw RuleViolation("group is deleted") }
+        guard state.status == .active else { throw RuleViolation("group is deleted", code: .groupDeleted) }
 
         switch op {
         case .created:
@@ -54,7 +64,7 @@ public enum GroupRules {
 
         case .memberLeft:
             guard let me = state.members[sender], me.status == .pending || me.status == .active else {
-                throw RuleViolation("sender is not a member")
+                throw RuleViolation("sender is not a member", code: .notAMember)
             }
             if me.status == .active, me.role == .owner, state.activeOwnerCount < 2 {
                 throw RuleViolation("the last active owner may not leave; transfer ownership first")
@@ -63,9 +73,9 @@ public enum GroupRules {
 
         case .memberAdded(let target, let role):
             let senderRole = try activeRole(of: sender, in: state)
-            guard senderRole != .member else { throw RuleViolation("only an owner or admin may add members") }
+            guard senderRole != .member else { throw RuleViolation("only an owner or admin may add members", code: .notPermitted) }
             guard senderRole == .owner || role == .member else {
-                throw RuleViolation("an admin may add only members; only an owner may add an \(role.rawValue)")
+                throw RuleViolation("an admin may add only members; only an owner may add an \(role.rawValue)", code: .notPermitted)
             }
             switch state.members[target]?.status {
             case .active: throw RuleViolation("identity \(target.short) is already a member")
@@ -74,31 +84,31 @@ public enum GroupRules {
             }
             // Pending invitations hold a seat, so accepting can never overfill the group.
             guard state.occupiedSeats < state.maxMembers else {
-                throw RuleViolation("group is full: all \(state.maxMembers) seats (max_members) are taken by active and pending members")
+                throw RuleViolation("group is full: all \(state.maxMembers) seats (max_members) are taken by active and pending members", code: .groupFull)
             }
             state.members[target] = Member(identity: target, role: role, status: .pending)
 
         case .memberRemoved(let target):
             let senderRole = try activeRole(of: sender, in: state)
-            guard senderRole != .member else { throw RuleViolation("only an owner or admin may remove members") }
+            guard senderRole != .member else { throw RuleViolation("only an owner or admin may remove members", code: .notPermitted) }
             // Owners cannot remove themselves, so removal can never take away the last owner.
             guard target != sender else { throw RuleViolation("a member cannot remove themselves; use group.member_left") }
             guard let t = state.members[target], t.status == .pending || t.status == .active else {
-                throw RuleViolation("identity \(target.short) is not a member")
+                throw RuleViolation("identity \(target.short) is not a member", code: .notAMember)
             }
-            guard senderRole == .owner || t.role == .member else { throw RuleViolation("an admin may remove only members") }
+            guard senderRole == .owner || t.role == .member else { throw RuleViolation("an admin may remove only members", code: .notPermitted) }
             state.members[target]!.status = .removed
 
         case .renamed(let name):
             guard try activeRole(of: sender, in: state) != .member else {
-                throw RuleViolation("only an owner or admin may rename the group")
+                throw RuleViolation("only an owner or admin may rename the group", code: .notPermitted)
             }
             state.name = name
 
         case .roleChanged(let target, let role):
-            guard try activeRole(of: sender, in: state) == .owner else { throw RuleViolation("only an owner may change roles") }
+            guard try activeRole(of: sender, in: state) == .owner else { throw RuleViolation("only an owner may change roles", code: .notPermitted) }
             guard let t = state.members[target], t.status == .active else {
-                throw RuleViolation("identity \(target.short) is not an active member")
+                throw RuleViolation("identity \(target.short) is not an active member", code: .notAMember)
             }
             guard t.role != role else { throw RuleViolation("identity \(target.short) is already \(role.rawValue)") }
             if t.role == .owner, state.activeOwnerCount < 2 {
@@ -108,7 +118,7 @@ public enum GroupRules {
 
         case .sequencerChanged(let authority):
             guard try activeRole(of: sender, in: state) == .owner else {
-                throw RuleViolation("only an owner may change the sequencer")
+                throw RuleViolation("only an owner may change the sequencer", code: .notPermitted)
             }
             // Voter sets change one voter at a time (docs/PROTOCOL.md §18.4).
             if case .elected(let old) = state.authority, case .elected(let new) = authority,
@@ -118,7 +128,7 @@ public enum GroupRules {
             state.authority = authority
 
         case .deleted:
-            guard try activeRole(of: sender, in: state) == .owner else { throw RuleViolation("only an owner may delete the group") }
+            guard try activeRole(of: sender, in: state) == .owner else { throw RuleViolation("only an owner may delete the group", code: .notPermitted) }
             state.status = .deleted
 
         case .entityPut, .entityDelete, .application:
@@ -129,7 +139,7 @@ public enum GroupRules {
 
     /// The sender's role, if the sender is an active member; refused otherwise.
     static func activeRole(of sender: IdentityID, in state: GroupState) throws(RuleViolation) -> Role {
-        guard let role = state.activeRole(of: sender) else { throw RuleViolation("sender is not an active member") }
+        guard let role = state.activeRole(of: sender) else { throw RuleViolation("sender is not an active member", code: .notAMember) }
         return role
     }
 }
