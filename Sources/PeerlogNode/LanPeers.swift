@@ -6,7 +6,7 @@ import Synchronization
 /// Peers found by DNS-SD: one entry per device (several services or addresses of the same
 /// device merge), a dialer for each that may be let in on both sides, stopped when the
 /// device's last service goes away.
-final class LanPeers: @unchecked Sendable {
+final class LanPeers: Sendable {
     struct Entry {
         var device: DeviceID
         var identity: IdentityID?

@@ -13,7 +13,7 @@ import Synchronization
 /// A running Peerlog node: listens, dials static peers, syncs every shared group, answers the
 /// control socket. Embed it in a `ServiceGroup` (graceful shutdown closes every connection
 /// with a close record) or use `peerlog daemon`.
-public final class PeerlogNode: Service, @unchecked Sendable {
+public final class PeerlogNode: Service, Sendable {
     public let home: String
     public let configuration: NodeConfiguration
     public let device: LocalDevice
