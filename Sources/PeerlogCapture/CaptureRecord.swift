@@ -3,16 +3,16 @@ import PeerlogModel
 /// One record of a Peerlog capture: a decrypted protocol message, or a connection opening or
 /// closing. Stored as the packet data of a pcapng enhanced packet block whose interface has
 /// link type `CaptureRecord.linkType` (docs/PROTOCOL.md §17).
-public struct CaptureRecord: Hashable, Sendable {
+package struct CaptureRecord: Hashable, Sendable {
     /// LINKTYPE_USER0: pcapng's first link type reserved for private use.
-    public static let linkType: UInt16 = 147
+    package static let linkType: UInt16 = 147
     /// The record format version (§17.2, byte 0) this code writes and reads; other versions are refused.
-    public static let version: UInt8 = 1
+    package static let version: UInt8 = 1
     /// version, kind, direction, flags, connection (8), local (32), peer (32).
-    public static let headerBytes = 76
+    package static let headerBytes = 76
 
     /// What a record holds (§17.2, byte 1); the raw value is the byte in the file.
-    public enum Kind: UInt8, Sendable, CaseIterable {
+    package enum Kind: UInt8, Sendable, CaseIterable {
         /// `data` is one application message (a sync message).
         case message = 0
         /// The connection was established; `data` is the peer's certificate container.
@@ -22,7 +22,7 @@ public struct CaptureRecord: Hashable, Sendable {
     }
 
     /// Which way a record went, seen from the recording node (§17.2, byte 2); the raw value is the byte in the file.
-    public enum Direction: UInt8, Sendable {
+    package enum Direction: UInt8, Sendable {
         /// Received from the peer (for `opened`: the peer dialed us).
         case inbound = 0
         /// Sent to the peer (for `opened`: we dialed).
@@ -30,25 +30,25 @@ public struct CaptureRecord: Hashable, Sendable {
     }
 
     /// Microseconds since the Unix epoch.
-    public var time: UInt64
+    package var time: UInt64
     /// What `data` holds.
-    public var kind: Kind
+    package var kind: Kind
     /// Which way the message went (for `opened`: who dialed).
-    public var direction: Direction
+    package var direction: Direction
     /// Receipt bodies were left out of this record's message (`--capture-omit-bodies`).
-    public var bodiesOmitted: Bool
+    package var bodiesOmitted: Bool
     /// The connection's id as the recording node numbered it, unique while that node runs (§17.2); all of a
     /// connection's records share it.
-    public var connection: UInt64
+    package var connection: UInt64
     /// The recording node's device.
-    public var local: DeviceID
+    package var local: DeviceID
     /// The device at the other end of the connection.
-    public var peer: DeviceID
+    package var peer: DeviceID
     /// The payload, by `kind`: the message's bytes, the peer's certificate container, or the UTF-8 close reason.
-    public var data: [UInt8]
+    package var data: [UInt8]
 
     /// A record from its fields; nothing is checked.
-    public init(time: UInt64, kind: Kind, direction: Direction, bodiesOmitted: Bool = false, connection: UInt64, local: DeviceID, peer: DeviceID, data: [UInt8]) {
+    package init(time: UInt64, kind: Kind, direction: Direction, bodiesOmitted: Bool = false, connection: UInt64, local: DeviceID, peer: DeviceID, data: [UInt8]) {
         self.time = time
         self.kind = kind
         self.direction = direction
@@ -60,7 +60,7 @@ public struct CaptureRecord: Hashable, Sendable {
     }
 
     /// The packet data: the 76-byte header, then `data`.
-    public var packet: [UInt8] {
+    package var packet: [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(Self.headerBytes + data.count)
         out += [Self.version, kind.rawValue, direction.rawValue, bodiesOmitted ? 1 : 0]
@@ -72,7 +72,7 @@ public struct CaptureRecord: Hashable, Sendable {
     }
 
     /// Parses packet data; `offset` (of the packet in its file) only names where a problem is.
-    public init(packet: [UInt8], time: UInt64, offset: Int) throws {
+    package init(packet: [UInt8], time: UInt64, offset: Int) throws {
         guard packet.count >= Self.headerBytes else {
             throw CaptureError(offset: offset, "peerlog record is \(packet.count) bytes, shorter than its \(Self.headerBytes)-byte header")
         }
@@ -100,9 +100,9 @@ public struct CaptureRecord: Hashable, Sendable {
 /// The one error type of `PeerlogCapture`, in the shape of `SequencerError`: a ``code`` over a
 /// private enum (so codes can be added), the byte offset where a file problem was found, where
 /// it was raised, and equality on the code only. Descriptions never hold key-log secrets.
-public struct CaptureError: Error, Hashable, CustomStringConvertible, Sendable {
+package struct CaptureError: Error, Hashable, CustomStringConvertible, Sendable {
     /// What went wrong; compare against the static members.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: Hashable, Sendable {
             case malformedFile, unreadableFile, unwritableFile, malformedKeyLog, notDecryptable, notReplayable, invalidOption
         }
@@ -111,37 +111,37 @@ public struct CaptureError: Error, Hashable, CustomStringConvertible, Sendable {
         private init(_ base: Base) { self.base = base }
 
         /// The capture (pcap, pcapng or a Peerlog record in it) is truncated or corrupt.
-        public static let malformedFile = Code(.malformedFile)
+        package static let malformedFile = Code(.malformedFile)
         /// The file cannot be read.
-        public static let unreadableFile = Code(.unreadableFile)
+        package static let unreadableFile = Code(.unreadableFile)
         /// The file cannot be created or written.
-        public static let unwritableFile = Code(.unwritableFile)
+        package static let unwritableFile = Code(.unwritableFile)
         /// A key log line is malformed.
-        public static let malformedKeyLog = Code(.malformedKeyLog)
+        package static let malformedKeyLog = Code(.malformedKeyLog)
         /// A raw capture cannot be decrypted with the key log (a gap, a wrong key, a link type).
-        public static let notDecryptable = Code(.notDecryptable)
+        package static let notDecryptable = Code(.notDecryptable)
         /// The capture does not hold what a replay needs (the connection, its peer, bodies).
-        public static let notReplayable = Code(.notReplayable)
+        package static let notReplayable = Code(.notReplayable)
         /// An option is out of range (a rotation size).
-        public static let invalidOption = Code(.invalidOption)
+        package static let invalidOption = Code(.invalidOption)
 
         /// The code's name, e.g. `malformedFile`.
-        public var description: String { "\(base)" }
+        package var description: String { "\(base)" }
     }
 
     /// The kind of failure.
-    public let code: Code
+    package let code: Code
     /// The byte offset in the file, when the problem is at one.
-    public let offset: Int?
-    public let message: String
+    package let offset: Int?
+    package let message: String
     /// The capture file, when known.
-    public var path: String?
+    package var path: String?
     /// Where the error was raised.
-    public let file: String
+    package let file: String
     /// Where the error was raised.
-    public let line: Int
+    package let line: Int
 
-    public init(_ code: Code = .malformedFile, offset: Int?, _ message: String, path: String? = nil, file: String = #fileID, line: Int = #line) {
+    package init(_ code: Code = .malformedFile, offset: Int?, _ message: String, path: String? = nil, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.offset = offset
         self.message = message
@@ -151,11 +151,11 @@ public struct CaptureError: Error, Hashable, CustomStringConvertible, Sendable {
     }
 
     /// Errors are equal when their codes are.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    package static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    package func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    public var description: String {
+    package var description: String {
         (path.map { "\($0): " } ?? "") + (offset.map { "offset \($0): " } ?? "") + message
     }
 }

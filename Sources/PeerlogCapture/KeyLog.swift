@@ -10,41 +10,41 @@ import PeerlogModel
 ///
 /// (keys as 64 lowercase hex digits, devices in text form). Anyone holding the file can
 /// decrypt the logged connections, so it is never written unless asked for.
-public struct KeyLogEntry: Hashable, Sendable {
+package struct KeyLogEntry: Hashable, Sendable {
     /// The first word of a key log line (§17.5); `parse` skips lines with another first word.
-    public static let label = "PEERLOG_NOISE_KEYS"
+    package static let label = "PEERLOG_NOISE_KEYS"
     /// The environment variable naming the key log file; unset or empty: no key log.
-    public static let environmentVariable = "PEERLOG_KEYLOGFILE"
+    package static let environmentVariable = "PEERLOG_KEYLOGFILE"
 
-    /// The initiator's ephemeral public key and the transport keys at nonce 0 of both directions (Split's c1 and c2,
+    /// The initiator's ephemeral package key and the transport keys at nonce 0 of both directions (Split's c1 and c2,
     /// §14.3), 32 bytes each.
-    public let keys: TransportKeys
+    package let keys: TransportKeys
     /// The device that dialed (sent handshake message 1).
-    public let initiator: DeviceID
+    package let initiator: DeviceID
     /// The device that accepted the connection.
-    public let responder: DeviceID
+    package let responder: DeviceID
 
     /// An entry from its parts; nothing is checked (`parse` checks what it reads).
-    public init(keys: TransportKeys, initiator: DeviceID, responder: DeviceID) {
+    package init(keys: TransportKeys, initiator: DeviceID, responder: DeviceID) {
         self.keys = keys
         self.initiator = initiator
         self.responder = responder
     }
 
     /// The entry as one key log line (§17.5), without the newline.
-    public var line: String {
+    package var line: String {
         [Self.label, hexString(keys.initiatorEphemeral), hexString(keys.initiatorToResponder), hexString(keys.responderToInitiator),
          initiator.string, responder.string].joined(separator: " ")
     }
 
     /// Equal when the lines are: same keys and devices.
-    public static func == (l: KeyLogEntry, r: KeyLogEntry) -> Bool { l.line == r.line }
+    package static func == (l: KeyLogEntry, r: KeyLogEntry) -> Bool { l.line == r.line }
     /// Hashes the line, like `==` compares it.
-    public func hash(into h: inout Hasher) { h.combine(line) }
+    package func hash(into h: inout Hasher) { h.combine(line) }
 
     /// Parses a key log; other lines (comments, other labels) are skipped, malformed ones of
     /// our label are an error naming the line.
-    public static func parse(_ text: String) throws -> [KeyLogEntry] {
+    package static func parse(_ text: String) throws -> [KeyLogEntry] {
         var out = [KeyLogEntry]()
         for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let words = raw.split(separator: " ").map(String.init)
@@ -72,9 +72,9 @@ public struct KeyLogEntry: Hashable, Sendable {
 
 /// Appends key log lines to the file named by `PEERLOG_KEYLOGFILE` (mode 0600, O_APPEND so
 /// several processes can share it).
-public enum KeyLogFile {
+package enum KeyLogFile {
     /// The file `PEERLOG_KEYLOGFILE` names, read from the environment on each call; nil when unset or empty.
-    public static var path: String? {
+    package static var path: String? {
         ProcessInfo.processInfo.environment[KeyLogEntry.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
     }
 
@@ -83,7 +83,7 @@ public enum KeyLogFile {
     /// Logs one established connection if the key log is on; errors are returned, not thrown
     /// (a key log must never break a connection).
     @discardableResult
-    public static func append(_ entry: KeyLogEntry) -> String? {
+    package static func append(_ entry: KeyLogEntry) -> String? {
         guard let path else { return nil }
         lock.lock()
         defer { lock.unlock() }

@@ -7,35 +7,35 @@ import PeerlogSync
 /// peer has accepted its group (sent its vector) and granted credit. It never sends a vector,
 /// so the peer sends it nothing back but credit, vectors and requests; requests are answered
 /// with `done` (a replayer serves nothing).
-public final class LiveReplayDriver {
+package final class LiveReplayDriver {
     /// One recorded batch (`receipts`, `envelopes` or `commits`) to re-send.
-    public struct Batch: Sendable {
+    package struct Batch: Sendable {
         /// Microseconds since the Unix epoch, when it was recorded.
-        public let time: UInt64
+        package let time: UInt64
         /// The batch's group.
-        public let group: GroupID
+        package let group: GroupID
         /// The batch as recorded.
-        public let message: SyncMessage
+        package let message: SyncMessage
     }
 
     /// Why `receive` ended the replay: the peer sent an undecodable message, no common version, an `error` or
     /// `unshared`.
-    public enum Failure: Error, CustomStringConvertible {
+    package enum Failure: Error, CustomStringConvertible {
         case peer(String)
         /// The reason, as a sentence.
-        public var description: String { switch self { case .peer(let s): s } }
+        package var description: String { switch self { case .peer(let s): s } }
     }
 
     /// The batches to send, in recorded order.
-    public let batches: [Batch]
+    package let batches: [Batch]
     /// The batches' groups in order of first appearance; our hello offers them.
-    public let groups: [GroupID]
+    package let groups: [GroupID]
     /// Batches handed out by `next()` so far (the index of the next one).
-    public private(set) var sent = 0
+    package private(set) var sent = 0
     /// Receipts the peer's sequencer refused (a replay into a relay, say), with its reasons.
-    public private(set) var refusals: [RefusedReceipt] = []
+    package private(set) var refusals: [RefusedReceipt] = []
     /// Receipts and envelopes in the messages handed out so far.
-    public private(set) var itemsSent = 0
+    package private(set) var itemsSent = 0
     private var credit: UInt64 = 0
     private var peerInitialCredit: UInt64?
     private var peerHello = false
@@ -44,7 +44,7 @@ public final class LiveReplayDriver {
     private let limits = SyncLimits()
 
     /// The recorded batches of `connection` in `direction` (default: what its peer sent us).
-    public init(capture: CaptureFile, connection: UInt64, direction: CaptureRecord.Direction = .inbound) throws {
+    package init(capture: CaptureFile, connection: UInt64, direction: CaptureRecord.Direction = .inbound) throws {
         if capture.records.contains(where: \.bodiesOmitted) {
             throw CaptureError(.notReplayable, offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed")
         }
@@ -63,13 +63,13 @@ public final class LiveReplayDriver {
     }
 
     /// Our hello and initial credit.
-    public func start() -> [[UInt8]] {
+    package func start() -> [[UInt8]] {
         [SyncMessage.hello(versions: SyncSession.versions, capabilities: [], groups: groups).encoded(),
          SyncMessage.credit(limits.initialCredit).encoded()]
     }
 
     /// Handles one message from the peer; returns what to send back.
-    public func receive(_ bytes: [UInt8]) throws -> [[UInt8]] {
+    package func receive(_ bytes: [UInt8]) throws -> [[UInt8]] {
         let m: SyncMessage
         do { m = try SyncMessage.decode(bytes, limits: limits) } catch { throw Failure.peer("peer sent an undecodable message: \(error)") }
         switch m {
@@ -99,14 +99,14 @@ public final class LiveReplayDriver {
     }
 
     /// Every batch has been handed out (not necessarily ingested: see `acknowledged`).
-    public var done: Bool { sent == batches.count }
+    package var done: Bool { sent == batches.count }
 
     /// All sent and every batch acknowledged (the peer's credit is back to its initial grant).
-    public var acknowledged: Bool { done && peerInitialCredit.map { credit >= $0 } == true }
+    package var acknowledged: Bool { done && peerInitialCredit.map { credit >= $0 } == true }
 
     /// The next batch, if the peer may take it now; nil while waiting for hello, the group's
     /// acceptance or credit. Each returned message costs one credit.
-    public func next() -> [[UInt8]]? {
+    package func next() -> [[UInt8]]? {
         guard sent < batches.count, peerHello else { return nil }
         let b = batches[sent]
         guard accepted.contains(b.group) else { return nil }
@@ -131,5 +131,5 @@ public final class LiveReplayDriver {
     }
 
     /// Groups the peer has not accepted (yet).
-    public var unaccepted: [GroupID] { groups.filter { !accepted.contains($0) } }
+    package var unaccepted: [GroupID] { groups.filter { !accepted.contains($0) } }
 }

@@ -5,36 +5,36 @@ import PeerlogModel
 /// `peerlog replay FILE --to HOST:PORT`: drives a `LiveReplayDriver` over a `SecureLink` to
 /// a running peer, pacing batches at a multiple of the recorded speed, until the peer has
 /// acknowledged every batch. Blocking; every wait is bounded by `timeout`.
-public struct LiveReplayRun {
+package struct LiveReplayRun {
     /// What was sent, once the peer acknowledged it all.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// Batches sent.
-        public let batches: Int
+        package let batches: Int
         /// Receipts and envelopes in them.
-        public let items: Int
+        package let items: Int
         /// The peer's device.
-        public let peer: DeviceID
+        package let peer: DeviceID
     }
 
     /// The connection replayed (the one asked for, or the first that received batches).
-    public let connection: UInt64
+    package let connection: UInt64
     let driver: LiveReplayDriver
 
     /// The recorded batches of `connection` (default: the first that received receipts or
     /// envelopes). Fails when there is no such connection or nothing to replay.
-    public init(capture: CaptureFile, connection: UInt64?) throws {
+    package init(capture: CaptureFile, connection: UInt64?) throws {
         self.connection = try OfflineReplay.connection(in: capture, requested: connection)
         driver = try LiveReplayDriver(capture: capture, connection: self.connection)
     }
 
     /// Batches to send.
-    public var batches: Int { driver.batches.count }
+    package var batches: Int { driver.batches.count }
 
     /// Connects as `device`, then sends every batch: a batch is due `(t − t0) / speed` after
     /// the start (`speed` 0: as fast as the peer's credit allows). `connected` is called once
     /// the handshake is done, with the peer's device. Fails when the peer closes, or when
     /// nothing moves for `timeout` seconds.
-    public func run(
+    package func run(
         host: String, port: Int, device: LocalDevice, configuration: ChannelConfiguration, speed: Double, timeout: Double,
         connected: (DeviceID) -> Void = { _ in }
     ) throws -> Result {

@@ -5,7 +5,7 @@ import PeerlogModel
 extension OfflineReplay {
     /// Replays into the home `dir`: created if needed, given a new identity named "replay" if
     /// it has none, and refused if its replica holds any group (a replay needs a fresh one).
-    public static func run(capture: CaptureFile, connection: UInt64?, intoHome dir: String) throws -> Result {
+    package static func run(capture: CaptureFile, connection: UInt64?, intoHome dir: String) throws -> Result {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let device: LocalDevice
         if FileManager.default.fileExists(atPath: LocalDevice.paths(home: dir).certificate) {

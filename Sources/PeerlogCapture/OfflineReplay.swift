@@ -6,39 +6,39 @@ import PeerlogSync
 /// `peerlog replay FILE --into HOME`: feeds one connection's recorded inbound messages into a
 /// fresh sync session and replica, in file order, with the replica's clock set to each
 /// record's time, so the same capture always yields the same state.
-public struct OfflineReplay {
+package struct OfflineReplay {
     /// One group of the replica after a replay.
-    public struct GroupResult: Sendable {
+    package struct GroupResult: Sendable {
         /// The group's id.
-        public let group: GroupID
+        package let group: GroupID
         /// The highest committed sequence number (the group vector's `committed`).
-        public let committed: UInt64
+        package let committed: UInt64
         /// Entries in the tentative view past the committed ones.
-        public let tentative: UInt64
+        package let tentative: UInt64
         /// The committed view's state hash (§12), 32 bytes (`peerlog state-hash` prints it in hex).
-        public let committedHash: [UInt8]
+        package let committedHash: [UInt8]
         /// The tentative view's state hash (§12), 32 bytes.
-        public let tentativeHash: [UInt8]
+        package let tentativeHash: [UInt8]
     }
 
     /// What a replay fed and the state it left (docs/TOOLS.md "Offline, into a fresh home").
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The connection replayed.
-        public let connection: UInt64
+        package let connection: UInt64
         /// The connection's peer device, whose certificate the session was opened with.
-        public let peer: DeviceID
+        package let peer: DeviceID
         /// Inbound `message` records fed to the session.
-        public let messagesFed: Int
+        package let messagesFed: Int
         /// Items the session's ingests reported as stored, duplicate or queued.
-        public let itemsFed: Int
+        package let itemsFed: Int
         /// Protocol errors the session reported (the original receiver may have seen the same).
-        public let sessionErrors: [String]
+        package let sessionErrors: [String]
         /// Every group the replica holds afterwards.
-        public let groups: [GroupResult]
+        package let groups: [GroupResult]
     }
 
     /// Picks the connection: the one asked for, else the first with inbound batches.
-    public static func connection(in capture: CaptureFile, requested: UInt64?) throws -> UInt64 {
+    package static func connection(in capture: CaptureFile, requested: UInt64?) throws -> UInt64 {
         if let requested {
             guard capture.connections.contains(requested) else {
                 throw CaptureError(.notReplayable, offset: nil, "no connection \(requested) in the capture (it has \(capture.connections.map(String.init).joined(separator: ", ")))")
@@ -84,7 +84,7 @@ public struct OfflineReplay {
     /// dropped. For a reproducible result `replica` must hold no groups and take its time from `clock`.
     /// - Throws: `CaptureError` when bodies were omitted, there is no such connection or the peer's certificate is
     ///   not in the capture; the certificate's parse error; the replica's errors while reading the result.
-    public static func run(capture: CaptureFile, connection requested: UInt64?, into replica: Replica, device: LocalDevice, clock: ReplayClock) throws -> Result {
+    package static func run(capture: CaptureFile, connection requested: UInt64?, into replica: Replica, device: LocalDevice, clock: ReplayClock) throws -> Result {
         if capture.records.contains(where: \.bodiesOmitted) {
             throw CaptureError(.notReplayable, offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed")
         }
@@ -124,13 +124,13 @@ public struct OfflineReplay {
 }
 
 /// The replica's clock during a replay: the time of the record being fed.
-public final class ReplayClock: @unchecked Sendable {
+package final class ReplayClock: @unchecked Sendable {
     private let lock = NSLock()
     private var millis: UInt64 = 0
     /// A clock that reads 0 until set.
-    public init() {}
+    package init() {}
     /// Sets the time, in milliseconds since the Unix epoch.
-    public func set(_ value: UInt64) { lock.lock(); millis = value; lock.unlock() }
+    package func set(_ value: UInt64) { lock.lock(); millis = value; lock.unlock() }
     /// The time last set, in milliseconds since the Unix epoch: the replica's clock.
-    public func now() -> UInt64 { lock.lock(); defer { lock.unlock() }; return millis }
+    package func now() -> UInt64 { lock.lock(); defer { lock.unlock() }; return millis }
 }

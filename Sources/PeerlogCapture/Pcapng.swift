@@ -1,7 +1,7 @@
 /// pcapng block encoding (draft-ietf-opsawg-pcapng), little-endian as written by this host.
 /// Only what a Peerlog capture needs: section header, interface description and enhanced
 /// packet blocks, with a few standard options.
-public enum Pcapng {
+package enum Pcapng {
     static let sectionHeaderType: UInt32 = 0x0A0D_0D0A
     static let interfaceType: UInt32 = 0x0000_0001
     static let enhancedPacketType: UInt32 = 0x0000_0006
@@ -10,12 +10,12 @@ public enum Pcapng {
     static let byteOrderMagic: UInt32 = 0x1A2B_3C4D
 
     /// epb_flags direction bits: 01 inbound, 10 outbound.
-    public static let inboundFlag: UInt32 = 1
+    package static let inboundFlag: UInt32 = 1
     /// epb_flags direction bits `10`: outbound.
-    public static let outboundFlag: UInt32 = 2
+    package static let outboundFlag: UInt32 = 2
 
     /// A section header block: version 1.0, section length unknown (−1), `application` as `shb_userappl` (§17.1).
-    public static func sectionHeader(application: String) -> [UInt8] {
+    package static func sectionHeader(application: String) -> [UInt8] {
         var body = [UInt8]()
         body.le32(byteOrderMagic)
         body.le16(1)  // major
@@ -27,7 +27,7 @@ public enum Pcapng {
     }
 
     /// Interface with microsecond timestamps (the default resolution), no snap length limit.
-    public static func interface(linkType: UInt16, name: String, description: String) -> [UInt8] {
+    package static func interface(linkType: UInt16, name: String, description: String) -> [UInt8] {
         var body = [UInt8]()
         body.le16(linkType)
         body.le16(0)
@@ -41,7 +41,7 @@ public enum Pcapng {
     /// An enhanced packet block (§17.1): `interface` indexes the section's interface blocks, `microseconds` since
     /// the Unix epoch (the default resolution), captured length = original length = `data.count` (which must
     /// fit 32 bits), `flags` written as `epb_flags` when given.
-    public static func enhancedPacket(interface: UInt32, microseconds: UInt64, data: [UInt8], flags: UInt32?) -> [UInt8] {
+    package static func enhancedPacket(interface: UInt32, microseconds: UInt64, data: [UInt8], flags: UInt32?) -> [UInt8] {
         var body = [UInt8]()
         body.reserveCapacity(data.count + 40)
         body.le32(interface)

@@ -5,17 +5,17 @@ import PeerlogModel
 /// A blocking client connection over the secure channel, for one-shot tools (`LiveReplayRun`):
 /// a `BlockingSocket` with poll() deadlines around the pure `SecureChannel`. The daemon uses
 /// NIO instead.
-public final class SecureLink {
+package final class SecureLink {
     private let socket: BlockingSocket
     private var channel: SecureChannel
     /// The peer's certificate once the handshake is done.
-    public private(set) var peer: DeviceCertificate?
+    package private(set) var peer: DeviceCertificate?
     private var inbox = [[UInt8]]()
     /// Why the connection closed, once it has.
-    public private(set) var closedReason: String?
+    package private(set) var closedReason: String?
 
     /// Connects and completes the handshake as `device` within `timeout` seconds.
-    public init(host: String, port: Int, device: LocalDevice, configuration: ChannelConfiguration, timeout: Double) throws {
+    package init(host: String, port: Int, device: LocalDevice, configuration: ChannelConfiguration, timeout: Double) throws {
         do { socket = try BlockingSocket(host: host, port: port) } catch let failure as BlockingSocket.Failure {
             throw CaptureError(offset: nil, failure.step == .resolve ? "cannot resolve \(host): \(failure)" : "cannot connect to \(host):\(port): \(failure)")
         }
@@ -29,20 +29,20 @@ public final class SecureLink {
     }
 
     /// Sends one application message.
-    public func send(_ message: [UInt8]) throws {
+    package func send(_ message: [UInt8]) throws {
         guard closedReason == nil else { throw CaptureError(offset: nil, "connection closed: \(closedReason!)") }
         try perform(try channel.send(message))
     }
 
     /// Messages received so far (and clears them).
-    public func take() -> [[UInt8]] {
+    package func take() -> [[UInt8]] {
         defer { inbox = [] }
         return inbox
     }
 
     /// Waits for input until `deadline`; false when it passed with nothing read.
     @discardableResult
-    public func pump(until deadline: Date) throws -> Bool {
+    package func pump(until deadline: Date) throws -> Bool {
         guard socket.waitReadable(until: deadline) else { return false }
         let got = (try? socket.receive()) ?? []
         if got.isEmpty {
@@ -54,7 +54,7 @@ public final class SecureLink {
     }
 
     /// Sends a close record (the peer then closes).
-    public func close(reason: String) {
+    package func close(reason: String) {
         try? perform(channel.close(reason: reason))
     }
 

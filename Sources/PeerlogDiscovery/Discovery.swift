@@ -5,7 +5,7 @@ import Foundation
 ///
 /// The handler runs on that thread, so it should return quickly; it is never called after
 /// `stop()` returns (unless `stop()` was called from the handler itself).
-public final class Discovery: @unchecked Sendable {
+package final class Discovery: @unchecked Sendable {
     private let advertise: ServiceAdvertisement?
     private let browse: Bool
     private let type: String
@@ -14,7 +14,7 @@ public final class Discovery: @unchecked Sendable {
     private var control: LoopControl?
     private var thread: Thread?
 
-    public init(advertise: ServiceAdvertisement?, browse: Bool, type: String = PeerlogDNSSD.type, handler: @escaping @Sendable (DiscoveryEvent) -> Void) {
+    package init(advertise: ServiceAdvertisement?, browse: Bool, type: String = PeerlogDNSSD.type, handler: @escaping @Sendable (DiscoveryEvent) -> Void) {
         self.advertise = advertise
         self.browse = browse
         self.type = type
@@ -25,7 +25,7 @@ public final class Discovery: @unchecked Sendable {
 
     /// Starts the loop; a no-op when already running. Never throws: an unreachable daemon is
     /// reported as `.unavailable` and retried every 10 s until `stop()`.
-    public func start() {
+    package func start() {
         Discovery.silenceCompatWarning
         lock.lock()
         defer { lock.unlock() }
@@ -39,7 +39,7 @@ public final class Discovery: @unchecked Sendable {
     }
 
     /// Deregisters, stops browsing and waits for the thread to finish. Idempotent.
-    public func stop() {
+    package func stop() {
         lock.lock()
         let control = self.control, thread = self.thread
         self.control = nil

@@ -2,7 +2,7 @@
 // and its tests never need the C library.
 
 /// What Discovery reports, on its own thread.
-public enum DiscoveryEvent: Sendable, Equatable {
+package enum DiscoveryEvent: Sendable, Equatable {
     /// Our advertisement is live under this (possibly renamed) instance name.
     case registered(name: String)
     /// A service was resolved, or resolved again with a changed address, port or TXT.

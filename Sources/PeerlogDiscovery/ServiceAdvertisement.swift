@@ -2,13 +2,13 @@
 // and its tests never need the C library.
 
 /// A service this process publishes.
-public struct ServiceAdvertisement: Sendable, Equatable {
+package struct ServiceAdvertisement: Sendable, Equatable {
     /// Instance name; the daemon may rename it on conflict (reported via `.registered`).
-    public var name: String
-    public var port: Int
-    public var txt: [String: String]
+    package var name: String
+    package var port: Int
+    package var txt: [String: String]
 
-    public init(name: String, port: Int, txt: [String: String]) {
+    package init(name: String, port: Int, txt: [String: String]) {
         self.name = name
         self.port = port
         self.txt = txt

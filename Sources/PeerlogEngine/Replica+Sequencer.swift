@@ -6,25 +6,25 @@ import PeerlogStore
 /// What an elected sequencer's driver needs from the replica (docs/PROTOCOL.md §18).
 extension Replica {
     /// The group's elected authority in the committed state, or nil (solo, relay, unknown).
-    public func electedAuthority(of group: GroupID) throws -> ElectedAuthority? {
+    package func electedAuthority(of group: GroupID) throws -> ElectedAuthority? {
         try store.read { db in
             guard case .elected(let voters)? = try committedFold(group: group, db: db, entities: .none).state?.authority else { return nil }
             return ElectedAuthority(group: group, voters: voters, base: try db.authorityChange(group: group)?.seq ?? 0)
         }
     }
 
-    public func sequencerState(of group: GroupID) throws -> StoredSequencerState? {
+    package func sequencerState(of group: GroupID) throws -> StoredSequencerState? {
         try store.read { try $0.sequencerState(group: group) }
     }
 
     /// Starts the voter's state over for an authority beginning after `base`.
-    public func resetSequencer(group: GroupID, base: UInt64, term: UInt64) throws {
+    package func resetSequencer(group: GroupID, base: UInt64, term: UInt64) throws {
         let now = clock()
         try store.write { try $0.resetSequencer(group: group, base: base, term: term, at: now) }
     }
 
     /// Persists one change (durable when this returns: SQLite commits with fsync in WAL mode).
-    public func saveSequencer(group: GroupID, term: UInt64, votedFor: DeviceID?, truncatedAfter: UInt64?, appended: [(seq: UInt64, cid: CID, term: UInt64)]) throws {
+    package func saveSequencer(group: GroupID, term: UInt64, votedFor: DeviceID?, truncatedAfter: UInt64?, appended: [(seq: UInt64, cid: CID, term: UInt64)]) throws {
         let now = clock()
         try store.write { try $0.saveSequencer(group: group, term: term, votedFor: votedFor, truncatedAfter: truncatedAfter, appended: appended, at: now) }
     }
@@ -32,7 +32,7 @@ extension Replica {
     /// As the elected leader of `term`: signs an envelope for each committed assignment and
     /// applies them like any envelope (peers then receive them by sync).
     @discardableResult
-    public func commitElected(group: GroupID, assignments: [(seq: UInt64, cid: CID)], term: UInt64) throws -> IngestReport {
+    package func commitElected(group: GroupID, assignments: [(seq: UInt64, cid: CID)], term: UInt64) throws -> IngestReport {
         let now = clock()
         // Consecutive seqs share one signature (batched runs, §3.5); a gap starts a new run.
         var envelopes = [Envelope]()
@@ -48,7 +48,7 @@ extension Replica {
     /// Tentative receipts a leader may assign next, in tentative order (§11): not refused, not
     /// from an author flagged for equivocation at or below their counter. Only the `limit`
     /// earliest by HLC are read, so a large backlog costs the same per step as a small one.
-    public func assignableReceipts(of group: GroupID, limit: Int = 1024) throws -> [Receipt] {
+    package func assignableReceipts(of group: GroupID, limit: Int = 1024) throws -> [Receipt] {
         try store.read { db in
             let refused = try db.refusals(group: group)
             let flagged = try db.flaggedAuthors(group: group)
@@ -72,7 +72,7 @@ extension Replica {
     /// Runs the local sequencer over `groups` again (e.g. after a relay caught up from the
     /// shared store following a contended assignment). Does nothing where we do not sequence.
     @discardableResult
-    public func resequence(_ groups: [GroupID]) throws -> IngestReport {
+    package func resequence(_ groups: [GroupID]) throws -> IngestReport {
         try write { p in for g in groups { p.touch(g) } }
     }
 }

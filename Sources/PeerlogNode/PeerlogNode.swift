@@ -55,13 +55,13 @@ public final class PeerlogNode: Service, Sendable {
 
     /// Starts recording every decrypted message in and out to a pcapng file (docs/TOOLS.md),
     /// replacing a capture in progress. The file holds decrypted traffic.
-    public func startCapture(path: String, options: CaptureWriter.Options) throws {
+    package func startCapture(path: String, options: CaptureWriter.Options) throws {
         try hub.capture.start(path: path, options: options)
     }
 
     /// Stops the capture in progress; returns what it wrote, or nil if none ran.
     @discardableResult
-    public func stopCapture() -> CaptureStatus? { hub.capture.stop() }
+    package func stopCapture() -> CaptureStatus? { hub.capture.stop() }
 
     /// What the node is doing now: peers, groups with their lag, discovery, capture.
     public var status: NodeStatus { hub.buildStatus() }
