@@ -142,7 +142,7 @@ func buildMillionStore(path: String, owner: LocalDevice) throws {
         try replica.store.write { db in
             for (r, e) in zip(receipts, envelopes) {
                 try db.insertReceipt(r, receivedAt: 1)
-                try db.insertEnvelope(e, outcome: "applied", reason: nil)
+                try db.insertEnvelope(e, outcome: .applied, reason: nil)
                 try db.setReceiptSeq(r.cid, seq: e.seq)
                 if case .entityPut(let key, let value) = try GroupOperation(receiptType: r.type, body: r.body) {
                     try db.putEntity(group: group, key: key, value: CBOREncoder.encode(value), cid: r.cid, seq: e.seq)

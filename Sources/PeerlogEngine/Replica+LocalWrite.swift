@@ -44,7 +44,7 @@ extension Replica {
     /// device is the sequencer) is the caller's.
     func storeLocal(_ receipt: Receipt, in p: inout Pipeline) throws {
         try p.ingest(receipt: receipt, verified: true)
-        try p.db.insertOutbox(kind: OutboxKind.receipt.rawValue, group: receipt.group, cid: receipt.cid, seq: nil, at: p.now)
+        try p.db.insertOutbox(kind: .receipt, group: receipt.group, cid: receipt.cid, seq: nil, at: p.now)
     }
 
     /// Signs `op` as the receipt at `position`, stores it, and moves `position` past it. The

@@ -1,5 +1,6 @@
 import PeerlogEncoding
 import PeerlogModel
+import PeerlogStore
 
 /// Which state a query sees.
 public enum View: String, Sendable, CaseIterable {
@@ -34,7 +35,7 @@ public enum ReplicaEvent: Hashable, Sendable {
     /// The local sequencer refused to sequence a receipt.
     case refused(group: GroupID, cid: CID, reason: String)
     /// A queued item gave up and went to dead letters.
-    case deadLettered(kind: String, cid: CID, reason: String)
+    case deadLettered(kind: QueuedKind, cid: CID, reason: String)
 }
 
 /// The result of one `ingest` call.

@@ -56,8 +56,8 @@ extension StoreDB {
 
     // MARK: Outbox (written in the same transaction as the change it announces)
 
-    public func insertOutbox(kind: String, group: GroupID, cid: CID, seq: UInt64?, at now: UInt64) throws {
-        try execute("INSERT INTO outbox (kind, group_id, cid, seq, created_at) VALUES (?, ?, ?, ?, ?)", [kind, group.bytes.blob, cid.bytes.blob, seq?.sql, now.sql])
+    public func insertOutbox(kind: OutboxKind, group: GroupID, cid: CID, seq: UInt64?, at now: UInt64) throws {
+        try execute("INSERT INTO outbox (kind, group_id, cid, seq, created_at) VALUES (?, ?, ?, ?, ?)", [kind.rawValue, group.bytes.blob, cid.bytes.blob, seq?.sql, now.sql])
     }
 
     public func outbox(limit: Int) throws -> [(id: Int64, kind: String, group: GroupID, cid: CID, seq: UInt64?)] {
