@@ -12,9 +12,12 @@ let package = Package(
         .library(name: "PeerlogModel", targets: ["PeerlogModel"]),
         .library(name: "PeerlogEngine", targets: ["PeerlogEngine"]),
         .library(name: "PeerlogNode", targets: ["PeerlogNode"]),
+        // For the benchmarks (Benchmarks/Package.swift), which measure the layers below the facade.
+        .library(name: "PeerlogNoise", targets: ["PeerlogNoise"]),
+        .library(name: "PeerlogChannel", targets: ["PeerlogChannel"]),
+        .library(name: "PeerlogSync", targets: ["PeerlogSync"]),
         .library(name: "PeerlogFuzzHarness", targets: ["PeerlogFuzzHarness"]),
         .executable(name: "peerlog", targets: ["PeerlogCLI"]),
-        .executable(name: "peerlog-bench", targets: ["PeerlogBench"]),
         .executable(name: "peerlog-notes", targets: ["PeerlogNotes"]),
     ],
     // PostgreSQL: the relay's shared store for several relay processes (postgres-nio). Off by
@@ -47,23 +50,22 @@ let package = Package(
         .target(name: "PeerlogEncoding", dependencies: ["PeerlogCrypto"], linkerSettings: [.linkedLibrary("m")]),
         // Core layer.
         .target(name: "PeerlogModel", dependencies: ["PeerlogCrypto", "PeerlogEncoding"]),
-        .target(name: "PeerlogStore", dependencies: ["PeerlogModel", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "PeerlogEngine", dependencies: ["PeerlogStore", "PeerlogModel"]),
+        .target(name: "PeerlogStore", dependencies: ["PeerlogModel", "PeerlogEncoding", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "PeerlogEngine", dependencies: ["PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto"]),
         // Net layer: pure state machines (Noise, secure channel, sync session), then NIO around them.
         .target(name: "PeerlogNoise", dependencies: ["PeerlogCrypto"]),
-        .target(name: "PeerlogChannel", dependencies: ["PeerlogNoise", "PeerlogModel"]),
-        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding"]),
+        .target(name: "PeerlogChannel", dependencies: ["PeerlogNoise", "PeerlogModel", "PeerlogCrypto"]),
+        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogSequencer"]),
         .target(name: "PeerlogDiscovery", dependencies: ["CDNSSD"]),
         // Raft leader election restricted to sequence assignment (pure: ticks in, effects out).
         .target(name: "PeerlogSequencer"),
-        // Drives elected sequencers from the replica (persistence, proposals, envelopes).
-        .target(name: "PeerlogElection", dependencies: ["PeerlogSequencer", "PeerlogSync", "PeerlogEngine", "PeerlogModel"]),
         // Capture files (pcapng with Peerlog records), transcripts, offline replay, raw-capture decryption.
-        .target(name: "PeerlogCapture", dependencies: ["PeerlogChannel", "PeerlogNoise", "PeerlogSync", "PeerlogEngine", "PeerlogModel"]),
+        .target(name: "PeerlogCapture", dependencies: ["PeerlogChannel", "PeerlogNoise", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto"]),
         .target(
             name: "PeerlogNode",
             dependencies: [
-                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogDiscovery", "PeerlogCapture", "PeerlogElection",
+                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogDiscovery", "PeerlogCapture",
+                "PeerlogSequencer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -104,37 +106,54 @@ let package = Package(
                 "PeerlogEngine",
                 "PeerlogNode",
                 "PeerlogCapture",
+                "PeerlogChannel",
+                "PeerlogEncoding",
+                "PeerlogCrypto",
                 "PeerlogRelayPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .executableTarget(name: "PeerlogBench", dependencies: ["Peerlog", "PeerlogModel", "PeerlogEngine", "PeerlogNoise", "PeerlogChannel", "PeerlogSync", "PeerlogNode"]),
 
         // Test helpers (paths, seeded RNG, running Python interop peers and the built binary,
         // the `TestReplica` fixture and its `ManualClock`).
         .target(
             name: "PeerlogTestSupport",
-            dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto"],
+            dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer"],
             path: "Sources/PeerlogTestSupport"
         ),
         .testTarget(name: "PeerlogCryptoTests", dependencies: ["PeerlogCrypto", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogEncodingTests", dependencies: ["PeerlogEncoding", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogModelTests", dependencies: ["PeerlogModel", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogEngineTests", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogNoiseTests", dependencies: ["PeerlogNoise", "PeerlogChannel", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogSyncTests", dependencies: ["PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogModelTests", dependencies: ["PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogEngineTests", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogNoiseTests", dependencies: ["PeerlogNoise", "PeerlogChannel", "PeerlogModel", "PeerlogCrypto", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogSyncTests", dependencies: ["PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogDiscoveryTests", dependencies: ["PeerlogDiscovery", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogSequencerTests", dependencies: ["PeerlogSequencer"]),
-        .testTarget(name: "PeerlogCaptureTests", dependencies: ["PeerlogCapture", "PeerlogEngine", "PeerlogSync", "PeerlogChannel", "PeerlogModel", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogCaptureTests", dependencies: ["PeerlogCapture", "PeerlogEngine", "PeerlogSync", "PeerlogChannel", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogTestSupport"]),
         // Compiled only with the PostgreSQL trait; needs the server tools/postgres.sh starts.
-        .testTarget(name: "PeerlogRelayPostgresTests", dependencies: ["PeerlogRelayPostgres", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogNodeTests", dependencies: ["PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport"]),
+        .testTarget(
+            name: "PeerlogRelayPostgresTests",
+            dependencies: [
+                "PeerlogRelayPostgres", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "PeerlogNodeTests",
+            dependencies: [
+                "PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel",
+                "PeerlogChannel", "PeerlogSequencer", "PeerlogEncoding",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The facade, driven as an app would (and, for other-process writes, the CLI binary).
         .testTarget(name: "PeerlogTests", dependencies: ["Peerlog", "PeerlogStore", "PeerlogCLI", "PeerlogNotes", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
-        .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogEngine", "PeerlogEncoding", "PeerlogCLI", "PeerlogTestSupport"]),
+        .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogEngine", "PeerlogEncoding", "PeerlogNode", "PeerlogCLI", "PeerlogTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,6 +4,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 
+# The map stays true: links, docs paths and PROTOCOL.md § citations resolve (tools/check_links.sh).
+bash tools/check_links.sh
+# Package.swift declares every module each target imports (tools/check_imports.sh).
+bash tools/check_imports.sh
+
 log=$(mktemp)
 # The throwaway PostgreSQL server started below is stopped on the way out.
 trap 'rm -f "$log"; bash tools/postgres.sh stop >/dev/null 2>&1 || true' EXIT
@@ -48,6 +53,18 @@ echo "test: the PostgreSQL relay tests passed"
 # The spin model of election and assignment (docs/MODEL.md): exhaustive within its bounds.
 bash tools/model-check.sh
 echo "test: the sequencer model holds"
+
+# The benchmarks, a package of their own (Benchmarks/, like Fuzz/): built, so they cannot rot.
+swift build --package-path Benchmarks 2>&1 | tee "$log" | grep -E 'error|Build complete' || true
+if grep -E "^$(pwd)/(Sources|Benchmarks/Sources)/.*(warning|error):" "$log" | sort -u | grep .; then
+  echo "test: the benchmark package has warnings or errors in our code (above)" >&2
+  exit 1
+fi
+if ! grep -q "Build complete" "$log"; then
+  echo "test: the benchmark package did not build (above)" >&2
+  exit 1
+fi
+echo "test: the benchmarks build"
 
 # The fuzz targets, bounded in time; a crash fails the run and its input stays in Fuzz/Regressions.
 bash tools/fuzz.sh "${PEERLOG_FUZZ_SECONDS:-30}"

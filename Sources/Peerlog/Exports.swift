@@ -11,3 +11,4 @@
 @_exported import enum PeerlogEngine.SequencerAuthority
 @_exported import struct PeerlogNode.NodeStatus
 @_exported import struct PeerlogNode.PeerAddress
+@_exported import struct PeerlogNode.CaptureStatus

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import PeerlogNode
 
@@ -38,6 +39,16 @@ public struct NetworkOptions: Sendable {
         self = NetworkOptions(c)
     }
 
+    /// `peerlog daemon`'s settings before its options: log level info, then `file`, or
+    /// `HOME/daemon.conf` when none is given and it exists.
+    public static func daemon(home: String, file: String? = nil) throws -> NetworkOptions {
+        var options = NetworkOptions()
+        options.logLevel = .info
+        let defaultFile = home + "/daemon.conf"
+        if let file { try options.load(file: file) } else if FileManager.default.fileExists(atPath: defaultFile) { try options.load(file: defaultFile) }
+        return options
+    }
+
     var configuration: NodeConfiguration {
         var c = NodeConfiguration()
         c.listen = listen
@@ -73,8 +84,7 @@ extension Peerlog {
     /// per home (a daemon on the same home makes this throw).
     /// `onListening` gets the bound address (useful with port 0).
     public func run(_ options: NetworkOptions = NetworkOptions(), onListening: (@Sendable (PeerAddress?) -> Void)? = nil) async throws {
-        let service = try service(options)
-        if let onListening { service.onListening(onListening) }
+        let service = try service(options, onListening: onListening)
         try await service.run()
     }
 

@@ -15,10 +15,6 @@ public final class PeerlogService: Service, Sendable {
         self.node = node
     }
 
-    /// Called once the listener is bound, with the actual address (port 0 asks for any).
-    /// Set it before `run`.
-    public func onListening(_ body: @escaping @Sendable (PeerAddress?) -> Void) { node.onListening = body }
-
     /// Records every decrypted message in and out to a pcapng file (docs/TOOLS.md); the file
     /// holds plaintext. `maxBytes` rotates files, `omitBodies` leaves receipt bodies out.
     public func startCapture(path: String, maxBytes: Int? = nil, omitBodies: Bool = false) throws {
@@ -44,13 +40,14 @@ public final class PeerlogService: Service, Sendable {
 
 extension Peerlog {
     /// The node for this replica as a `Service`, configured by `options`. The home must be
-    /// writable.
-    public func service(_ options: NetworkOptions = NetworkOptions()) throws -> PeerlogService {
+    /// writable. `onListening` is called once the listener is bound, with the actual address
+    /// (port 0 asks for any).
+    public func service(_ options: NetworkOptions = NetworkOptions(), onListening: (@Sendable (PeerAddress?) -> Void)? = nil) throws -> PeerlogService {
         guard replica.store.access == .readWrite else { throw PeerlogError(.home, "\(home) is read-only: a node must write its store") }
         var logger = Logger(label: "peerlog")
         logger.logLevel = options.logLevel
         do {
-            return PeerlogService(peerlog: self, node: try PeerlogNode(home: home, configuration: options.configuration, logger: logger, replica: replica))
+            return PeerlogService(peerlog: self, node: try PeerlogNode(home: home, configuration: options.configuration, logger: logger, replica: replica, onListening: onListening))
         } catch {
             throw PeerlogError(.network, "cannot start the node in \(home): \(error)")
         }

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import PeerlogCapture
 import PeerlogEncoding
-import PeerlogNode
+import Peerlog
 
 /// `peerlog capture …`: record, inspect and decrypt protocol traffic (docs/TOOLS.md).
 struct CaptureCommand: ParsableCommand {
@@ -43,8 +43,7 @@ struct CaptureStart: ParsableCommand {
     @Argument(help: "The pcapng file to write (replaced if it exists).") var path: String
 
     func run() throws {
-        let line = "capture start omit-bodies=\(file.omitBodies ? 1 : 0) max-bytes=\(file.maxBytes ?? 0) \(absolutePath(path))"
-        let status = try ControlClient.decode(CaptureStatus.self, ControlClient.request(line, socketPath: home.path + "/peerlog.sock"))
+        let status = try PeerlogDaemon(home: home.path).startCapture(path: absolutePath(path), maxBytes: file.maxBytes, omitBodies: file.omitBodies)
         printError(captureWarning)  // once the capture runs: a refused start is one error line
         print("capturing to \(status.path)")
     }
@@ -55,7 +54,7 @@ struct CaptureStop: ParsableCommand {
     @OptionGroup var home: HomeOptions
 
     func run() throws {
-        let status = try ControlClient.decode(CaptureStatus.self, ControlClient.request("capture stop", socketPath: home.path + "/peerlog.sock"))
+        let status = try PeerlogDaemon(home: home.path).stopCapture()
         print("stopped: \(status.records) records in \(status.files.joined(separator: ", "))")
     }
 }

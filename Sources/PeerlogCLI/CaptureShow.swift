@@ -24,10 +24,11 @@ struct CaptureShow: ParsableCommand {
         let capture: CaptureFile
         do { capture = try CaptureFile(path: file) } catch let e as CaptureError { throw CLIError("\(e)") }
         let start = capture.records.first?.time ?? 0
+        let filter = RecordFilter(connection: connection, types: type, peer: peer, group: group)
         var shown = 0
         for (i, record) in capture.records.enumerated() {
             let view = RecordView(index: i + 1, record: record)
-            guard matches(view) else { continue }
+            guard filter.matches(view) else { continue }
             shown += 1
             if json {
                 print(jsonLine(view, start: start).serialized())
@@ -37,18 +38,6 @@ struct CaptureShow: ParsableCommand {
             }
         }
         if !json, shown == 0 { printError("no records match (the capture has \(capture.records.count))") }
-    }
-
-    func matches(_ v: RecordView) -> Bool {
-        if let connection, v.record.connection != connection { return false }
-        if !type.isEmpty, !type.flatMap({ $0.split(separator: ",").map(String.init) }).contains(v.type) { return false }
-        if let peer, !matchesID(v.record.peer.string, peer) { return false }
-        if let group { guard let g = v.group, matchesID(g.string, group) else { return false } }
-        return true
-    }
-
-    func matchesID(_ full: String, _ asked: String) -> Bool {
-        full.hasPrefix(asked) || full.dropFirst().hasPrefix(asked)
     }
 
     func line(_ v: RecordView, start: UInt64) -> String {

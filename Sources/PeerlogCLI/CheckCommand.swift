@@ -13,7 +13,7 @@ struct Check: AsyncParsableCommand {
     )
 
     @OptionGroup var home: HomeOptions
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         // As found: opening normally would rebuild views an older binary left stale.
@@ -30,12 +30,12 @@ struct Check: AsyncParsableCommand {
                 ("materialized", .string(hexString(g.materialized))), ("replayed", .string(hexString(g.replayed))), ("match", .bool(g.committedMatches)),
                 ("tentative", .string(tentative)),
             ]))
-            if !json {
+            if !output.json {
                 let committed = g.committedMatches ? "ok" : "MISMATCH: materialized state differs from a replay of the log"
                 print("\(g.group)  seq \(g.committedSeq)  \(committed)  tentative view: \(tentative == "matches" ? "ok" : tentative)")
             }
         }
-        if json {
+        if output.json {
             print(JSON.object([("integrity", .string(report.integrity)), ("groups", .array(rows)), ("consistent", .bool(report.isConsistent))]).serialized(pretty: true))
         } else {
             print("integrity: \(report.integrity)")

@@ -45,20 +45,10 @@ struct Daemon: AsyncParsableCommand {
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: String?
 
-    @Option(help: ArgumentHelp("Record every decrypted message in and out to this pcapng file (docs/TOOLS.md).", valueName: "file"))
-    var capture: String?
-
-    @Option(help: ArgumentHelp("With --capture: start FILE.1, FILE.2, … when a file reaches this size.", valueName: "bytes"))
-    var captureMaxBytes: Int?
-
-    @Flag(help: "With --capture: leave receipt bodies out of the capture.")
-    var captureOmitBodies = false
+    @OptionGroup var capture: DaemonCaptureOptions
 
     func run() async throws {
-        var options = NetworkOptions()
-        options.logLevel = .info
-        let defaultConfig = home.path + "/daemon.conf"
-        if let config { try options.load(file: config) } else if FileManager.default.fileExists(atPath: defaultConfig) { try options.load(file: defaultConfig) }
+        var options = try NetworkOptions.daemon(home: home.path, file: config)
         if let listen { options.listen = listen == "none" ? nil : try PeerAddress(parsing: listen, listening: true) }
         options.peers += try peers.map { try PeerAddress(parsing: $0) }
         for text in allow { options.allow.insert(try parseIdentity(text)) }
@@ -69,40 +59,47 @@ struct Daemon: AsyncParsableCommand {
         }
         if let network { options.networkID = network }
         if noDiscovery { options.discovery = false }
-        if let logLevel {
-            guard let level = Logger.Level(rawValue: logLevel) else { throw CLIError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))") }
-            options.logLevel = level
-        }
-        let level = options.logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        if let logLevel { options.logLevel = try NodeConfiguration.logLevel(named: logLevel, setting: "--log-level", failure: CLIError.init) }
+        bootstrapLogging(level: options.logLevel)
         try home.requireIdentity(initCommand: "peerlog init")
         // The daemon is the library's node (Peerlog.service) with signals and a printed address.
         let service: PeerlogService
         do {
             let peerlog = try await Peerlog.open(home: home.path, create: false)
-            service = try peerlog.service(options)
             let device = peerlog.deviceID
-            service.onListening { address in
+            service = try peerlog.service(options) { address in
                 // One parseable line on stdout: scripts and tests wait for it.
                 FileHandle.standardOutput.write(Data("peerlog daemon: device \(device) listening on \(address?.description ?? "none")\n".utf8))
             }
         } catch {
             throw CLIError("cannot open the node in \(home.path): \(error)")
         }
-        if let capture {
-            printError(captureWarning)
-            try service.startCapture(path: absolutePath(capture), maxBytes: captureMaxBytes, omitBodies: captureOmitBodies)
-        }
+        try capture.start(on: service)
         let services = ServiceGroup(configuration: .init(
             services: [.init(service: service)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: Logger(label: "peerlog")
         ))
         try await services.run()
+    }
+}
+
+/// `--capture FILE` and its settings: the daemon records from its start.
+struct DaemonCaptureOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Record every decrypted message in and out to this pcapng file (docs/TOOLS.md).", valueName: "file"))
+    var capture: String?
+
+    @Option(help: ArgumentHelp("With --capture: start FILE.1, FILE.2, … when a file reaches this size.", valueName: "bytes"))
+    var captureMaxBytes: Int?
+
+    @Flag(help: "With --capture: leave receipt bodies out of the capture.")
+    var captureOmitBodies = false
+
+    /// Starts the capture on `service` when `--capture` was given (with the warning).
+    func start(on service: PeerlogService) throws {
+        guard let capture else { return }
+        printError(captureWarning)
+        try service.startCapture(path: absolutePath(capture), maxBytes: captureMaxBytes, omitBodies: captureOmitBodies)
     }
 }
 
@@ -128,16 +125,13 @@ struct Status: ParsableCommand {
     var count: Int?
 
     func run() throws {
-        let path = control ?? home.path + "/peerlog.sock"
+        let daemon = PeerlogDaemon(home: home.path, controlSocket: control)
         if watch {
-            try StatusWatch(socketPath: path, interval: interval, count: count).run()
-            return
+            try StatusWatch(daemon: daemon, interval: interval, count: count).run()
+        } else if json {
+            print(try daemon.statusDocument(), terminator: "")
+        } else {
+            print(StatusText.render(try daemon.status()), terminator: "")
         }
-        if json {
-            let reply = try ControlClient.request("status", socketPath: path)
-            print(String(decoding: reply, as: UTF8.self), terminator: "")
-            return
-        }
-        print(StatusText.render(try ControlClient.status(socketPath: path)), terminator: "")
     }
 }

@@ -9,14 +9,14 @@ struct Get: AsyncParsableCommand {
         discussion: "Exit status 1 when the key has no value in the view."
     )
     @OptionGroup var home: HomeOptions
-    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @OptionGroup var group: GroupArgument
     @Argument(help: "The entity key.") var key: String
     @OptionGroup var view: ViewOptions
     @Flag(help: "Print JSON: key, value, cid, status, seq.") var json = false
 
     func run() async throws {
         let peerlog = try await home.open()
-        let id = try await peerlog.groupID(group)
+        let id = try await group.resolve(in: peerlog)
         guard let entity = try await peerlog.entry(key, in: id, view: view.view) else {
             throw CLIError("no value for \"\(key)\" in the \(view.view.rawValue) view of \(id)")
         }
@@ -33,15 +33,15 @@ struct Get: AsyncParsableCommand {
 struct DeleteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete an entity from a group.")
     @OptionGroup var home: HomeOptions
-    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @OptionGroup var group: GroupArgument
     @Argument(help: "The entity key.") var key: String
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         let peerlog = try await home.open()
-        let id = try await peerlog.groupID(group)
+        let id = try await group.resolve(in: peerlog)
         let result = try await peerlog.delete(key, in: id)
-        printAppend(result, group: id, summary: "Deleted \"\(key)\"", json: json)
+        printAppend(result, group: id, summary: "Deleted \"\(key)\"", json: output.json)
     }
 }
 
@@ -52,13 +52,13 @@ struct LogCommand: AsyncParsableCommand {
         discussion: "Columns: seq (~ when tentative), C (committed) or T (tentative), type, author device (short), author counter, receipt CID, and REJECTED: reason for a receipt without effect."
     )
     @OptionGroup var home: HomeOptions
-    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @OptionGroup var group: GroupArgument
     @OptionGroup var view: ViewOptions
     @Flag(help: "Print a JSON array.") var json = false
 
     func run() async throws {
         let peerlog = try await home.open()
-        let items = try await peerlog.log(of: try await peerlog.groupID(group), view: view.view)
+        let items = try await peerlog.log(of: try await group.resolve(in: peerlog), view: view.view)
         if json {
             print(JSON.array(items.map(Self.json)).serialized(pretty: true))
             return
@@ -84,15 +84,15 @@ struct StateHash: AsyncParsableCommand {
         abstract: "Print the group's state hash in both views; replicas holding the same receipts print the same hashes."
     )
     @OptionGroup var home: HomeOptions
-    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var group: GroupArgument
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         let peerlog = try await home.open()
-        let id = try await peerlog.groupID(group)
+        let id = try await group.resolve(in: peerlog)
         let committed = hexString(try await peerlog.stateHash(of: id, view: .committed))
         let tentative = hexString(try await peerlog.stateHash(of: id, view: .tentative))
-        if json {
+        if output.json {
             print(JSON.object([("group", .string(id.string)), ("committed", .string(committed)), ("tentative", .string(tentative))]).serialized(pretty: true))
         } else {
             print("committed \(committed)")

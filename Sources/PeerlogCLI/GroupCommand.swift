@@ -7,7 +7,10 @@ struct GroupCommand: AsyncParsableCommand {
         commandName: "group",
         abstract: "Create groups, manage their members, and show them.",
         discussion: "GROUP is a group id (b…) or the name of a group this replica knows, if no other group has it.",
-        subcommands: [Create.self, Add.self, Accept.self, Remove.self, Leave.self, Rename.self, Delete.self, RoleCommand.self, Sequencer.self, List.self, Show.self]
+        subcommands: [
+            Create.self, GroupWrite<Add>.self, GroupWrite<Accept>.self, GroupWrite<Remove>.self, GroupWrite<Leave>.self, GroupWrite<Rename>.self,
+            GroupWrite<Delete>.self, GroupWrite<RoleCommand>.self, GroupWrite<Sequencer>.self, List.self, Show.self,
+        ]
     )
 
     struct Create: AsyncParsableCommand {
@@ -15,12 +18,12 @@ struct GroupCommand: AsyncParsableCommand {
         @OptionGroup var home: HomeOptions
         @Argument(help: "The group's name.") var name: String
         @Option(help: "Most members, pending invitations included.") var maxMembers = Peerlog.defaultMaxMembers
-        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let peerlog = try await home.open()
             let group = try await peerlog.createGroup(named: name, maxMembers: maxMembers)
-            if json {
+            if output.json {
                 print(JSON.object([("id", .string(group.string)), ("name", .string(name)), ("max_members", .int(maxMembers))]).serialized(pretty: true))
             } else {
                 print("Created group \"\(name)\" (up to \(maxMembers) members): \(group)")
@@ -28,105 +31,69 @@ struct GroupCommand: AsyncParsableCommand {
         }
     }
 
-    struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Invite an identity; it becomes a member when it accepts.")
-        @OptionGroup var home: HomeOptions
-        @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    /// `group add GROUP IDENTITY [--role ROLE]`.
+    struct Add: GroupWriteArguments {
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Invite an identity; it becomes a member when it accepts.")
         @Argument(help: "The identity to invite, as printed by `peerlog id`.") var identity: String
         @Option(help: "member, admin or owner.") var role = "member"
-        @Flag(help: "Print JSON.") var json = false
 
-        func run() async throws {
+        func write() throws -> GroupWriteStep {
             let who = try parseIdentity(identity), role = try parseRole(role)
-            try await groupWrite(home, group, json: json, { try await $0.invite(who, to: $1, as: role) }) { "Invited \(who) to \"\($0)\" as \(role.rawValue)" }
+            return GroupWriteStep({ try await $0.invite(who, to: $1, as: role) }) { "Invited \(who) to \"\($0)\" as \(role.rawValue)" }
         }
     }
 
-    struct Accept: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Accept this identity's pending invitation to a group.")
-        @OptionGroup var home: HomeOptions
-        @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
-        @Flag(help: "Print JSON.") var json = false
-
-        func run() async throws {
-            try await groupWrite(home, group, json: json, { try await $0.acceptInvitation(to: $1) }) { "Accepted the invitation to \"\($0)\"" }
-        }
+    /// `group accept GROUP`.
+    struct Accept: GroupWriteArguments {
+        static let configuration = CommandConfiguration(commandName: "accept", abstract: "Accept this identity's pending invitation to a group.")
+        func write() -> GroupWriteStep { GroupWriteStep({ try await $0.acceptInvitation(to: $1) }) { "Accepted the invitation to \"\($0)\"" } }
     }
 
-    struct Remove: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a member or withdraw an invitation.")
-        @OptionGroup var home: HomeOptions
-        @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    /// `group remove GROUP IDENTITY`.
+    struct Remove: GroupWriteArguments {
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a member or withdraw an invitation.")
         @Argument(help: "The identity to remove.") var identity: String
-        @Flag(help: "Print JSON.") var json = false
 
-        func run() async throws {
+        func write() throws -> GroupWriteStep {
             let who = try parseIdentity(identity)
-            try await groupWrite(home, group, json: json, { try await $0.remove(who, from: $1) }) { "Removed \(who) from \"\($0)\"" }
+            return GroupWriteStep({ try await $0.remove(who, from: $1) }) { "Removed \(who) from \"\($0)\"" }
         }
     }
 
-    struct Leave: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Leave a group, or decline a pending invitation.")
-        @OptionGroup var home: HomeOptions
-        @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
-        @Flag(help: "Print JSON.") var json = false
-
-        func run() async throws {
-            try await groupWrite(home, group, json: json, { try await $0.leave($1) }) { "Left \"\($0)\"" }
-        }
+    /// `group leave GROUP`.
+    struct Leave: GroupWriteArguments {
+        static let configuration = CommandConfiguration(commandName: "leave", abstract: "Leave a group, or decline a pending invitation.")
+        func write() -> GroupWriteStep { GroupWriteStep({ try await $0.leave($1) }) { "Left \"\($0)\"" } }
     }
 
-    struct Rename: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Rename a group (owners and admins).")
-        @OptionGroup var home: HomeOptions
-        @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    /// `group rename GROUP NAME`.
+    struct Rename: GroupWriteArguments {
+        static let configuration = CommandConfiguration(commandName: "rename", abstract: "Rename a group (owners and admins).")
         @Argument(help: "The new name.") var name: String
-        @Flag(help: "Print JSON.") var json = false
 
-        func run() async throws {
-            try await groupWrite(home, group, json: json, { try await $0.rename($1, to: name) }) { "Renamed \"\($0)\" to \"\(name)\"" }
+        func write() -> GroupWriteStep { GroupWriteStep({ try await $0.rename($1, to: name) }) { "Renamed \"\($0)\" to \"\(name)\"" } }
+    }
+
+    /// `group delete GROUP`.
+    struct Delete: GroupWriteArguments {
+        static let configuration = CommandConfiguration(
+            commandName: "delete", abstract: "Delete a group for every member (owners only; no confirmation, cannot be undone).")
+        func write() -> GroupWriteStep {
+            GroupWriteStep({ try await $0.deleteGroup($1) }) { "Deleted group \"\($0)\": once committed, its entities are gone and it accepts no more receipts" }
         }
     }
 
-    struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a group for every member (owners only; no confirmation, cannot be undone).")
-        @OptionGroup var home: HomeOptions
-        @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
-        @Flag(help: "Print JSON.") var json = false
-
-        func run() async throws {
-            try await groupWrite(home, group, json: json, { try await $0.deleteGroup($1) }) {
-                "Deleted group \"\($0)\": once committed, its entities are gone and it accepts no more receipts"
-            }
-        }
-    }
-
-    struct RoleCommand: AsyncParsableCommand {
+    /// `group role GROUP IDENTITY ROLE`.
+    struct RoleCommand: GroupWriteArguments {
         static let configuration = CommandConfiguration(commandName: "role", abstract: "Change an active member's role (owners only).")
-        @OptionGroup var home: HomeOptions
-        @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
         @Argument(help: "The member's identity.") var identity: String
         @Argument(help: "member, admin or owner.") var role: String
-        @Flag(help: "Print JSON.") var json = false
 
-        func run() async throws {
+        func write() throws -> GroupWriteStep {
             let who = try parseIdentity(identity), role = try parseRole(role)
-            try await groupWrite(home, group, json: json, { try await $0.setRole(role, of: who, in: $1) }) { "\(who) is now \(role.rawValue) of \"\($0)\"" }
+            return GroupWriteStep({ try await $0.setRole(role, of: who, in: $1) }) { "\(who) is now \(role.rawValue) of \"\($0)\"" }
         }
     }
-}
-
-/// Makes a group write through the facade and reports it; `summary` gets the group's name
-/// before the write.
-func groupWrite(
-    _ home: HomeOptions, _ groupText: String, json: Bool, _ write: (Peerlog, GroupID) async throws -> PeerlogWrite, summary: (String) -> String
-) async throws {
-    let peerlog = try await home.open()
-    let group = try await peerlog.groupID(groupText)
-    let name = try await peerlog.group(group)?.name ?? group.string
-    let result = try await write(peerlog, group)
-    printAppend(result, group: group, summary: summary(name), json: json)
 }
 
 extension GroupCommand {
@@ -134,7 +101,7 @@ extension GroupCommand {
         static let configuration = CommandConfiguration(abstract: "List the groups this replica knows.")
         @OptionGroup var home: HomeOptions
         @OptionGroup var view: ViewOptions
-        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let peerlog = try await home.open()
@@ -151,7 +118,7 @@ extension GroupCommand {
                     ("members", .int(active)), ("committed_seq", .int(seq)), ("tentative", .int(tentative)),
                 ]))
             }
-            if json {
+            if output.json {
                 print(JSON.array(objects).serialized(pretty: true))
             } else if rows.isEmpty {
                 print("No groups yet (create one with `peerlog group create NAME`, or import an export).")
@@ -164,13 +131,13 @@ extension GroupCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show a group: its settings, sequencer and members.")
         @OptionGroup var home: HomeOptions
-        @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+        @OptionGroup var group: GroupArgument
         @OptionGroup var view: ViewOptions
-        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let peerlog = try await home.open()
-            let id = try await peerlog.groupID(group)
+            let id = try await group.resolve(in: peerlog)
             guard let state = try await peerlog.group(id, view: view.view) else {
                 throw CLIError("group \(id) has no state yet in the \(view.view.rawValue) view (its group.created receipt is not held)")
             }
@@ -178,13 +145,13 @@ extension GroupCommand {
             let seq = state.committedSeq, tentative = state.tentativeCount
             // The election's view (leader, term) lives in the running daemon, if one runs.
             let live = await peerlog.daemonStatus()?.groups.first { $0.id == id.string }?.sequencer
-            if json {
+            if output.json {
                 print(JSON.object([
                     ("id", .string(id.string)), ("name", .string(state.name)), ("status", .string(state.status.rawValue)),
                     ("view", .string(view.view.rawValue)), ("max_members", .int(state.maxMembers)), ("created_by", .string(state.createdBy.string)),
                     ("sequencer", state.sequencer.json), ("committed_seq", .int(seq)), ("tentative", .int(tentative)),
                     ("election", live?.term.map { term in .object([
-                        ("role", .string(live?.role ?? "")), ("term", .int(term)), ("leader", live?.leader.map { .string($0) } ?? .null),
+                        ("role", .string(live?.role?.rawValue ?? "")), ("term", .int(term)), ("leader", live?.leader.map { .string($0) } ?? .null),
                     ]) } ?? .null),
                     ("members", .array(members.map(Self.memberJSON))),
                 ]).serialized(pretty: true))
@@ -194,7 +161,7 @@ extension GroupCommand {
                 ("group", id.string), ("name", state.name), ("status", state.status.rawValue), ("view", view.view.rawValue),
                 ("max members", String(state.maxMembers)), ("created by", state.createdBy.string), ("sequencer", state.sequencer.text),
                 ("committed seq", String(seq)), ("tentative", String(tentative)), ("members", String(members.count)),
-            ] + (live?.term.map { term in [("election", "term \(term), leader \(live?.leader ?? "unknown"), this device \(live?.role ?? "?")")] } ?? []))
+            ] + (live?.term.map { term in [("election", "term \(term), leader \(live?.leader ?? "unknown"), this device \(live?.role?.rawValue ?? "?")")] } ?? []))
             printTable(members.map { m in
                 [m.identity.string, m.role.rawValue, m.status.rawValue, Self.standing(m.seq)]
                     + (m.identity == peerlog.identity ? ["(you)"] : [])

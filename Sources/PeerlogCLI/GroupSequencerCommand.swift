@@ -3,8 +3,9 @@ import Peerlog
 
 extension GroupCommand {
     /// `peerlog group sequencer GROUP solo DEVICE | elected DEVICE… | relay ADDRESS KEY`.
-    struct Sequencer: AsyncParsableCommand {
+    struct Sequencer: GroupWriteArguments {
         static let configuration = CommandConfiguration(
+            commandName: "sequencer",
             abstract: "Propose a new sequencer authority for a group (owners only).",
             discussion: """
             solo DEVICE: one device assigns seqs. elected DEVICE…: 1–9 voter devices elect a leader per term, which \
@@ -13,15 +14,12 @@ extension GroupCommand {
             after the one the current sequencer commits it at. Devices are device ids (`peerlog id` shows yours).
             """
         )
-        @OptionGroup var home: HomeOptions
-        @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
         @Argument(help: "solo, elected or relay.") var kind: String
         @Argument(help: "solo: one device; elected: the voter devices; relay: ADDRESS KEY.") var values: [String] = []
-        @Flag(help: "Print JSON.") var json = false
 
-        func run() async throws {
+        func write() throws -> GroupWriteStep {
             let authority = try SequencerAuthority(kind: kind, arguments: values)
-            try await groupWrite(home, group, json: json, { try await $0.setSequencer(of: $1, to: authority) }) { "sequencer of \"\($0)\" → \(authority.text)" }
+            return GroupWriteStep({ try await $0.setSequencer(of: $1, to: authority) }) { "sequencer of \"\($0)\" → \(authority.text)" }
         }
     }
 }

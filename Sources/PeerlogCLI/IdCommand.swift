@@ -1,34 +1,33 @@
 import ArgumentParser
 import PeerlogCrypto
 import PeerlogEncoding
-import PeerlogModel
+import Peerlog
 
 struct Id: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print this node's identity, device id and certificate.")
 
     @OptionGroup var home: HomeOptions
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let d = try home.loadDevice()
-        let cert = d.certificate
-        if json {
+        let d = try Peerlog.deviceInfo(home: home.path)
+        if output.json {
             print(JSON.object([
                 ("identity", .string(d.identity.string)),
                 ("device", .string(d.device.string)),
-                ("name", .string(cert.name)),
-                ("noise_key", .string(hexString(cert.noiseKey.rawRepresentation))),
-                ("created_ms", .int(cert.createdAt)),
-                ("certificate_cid", .string(cert.cid.string)),
-                ("certificate", .string(hexString(cert.encoded))),
+                ("name", .string(d.name)),
+                ("noise_key", .string(hexString(d.noiseKey))),
+                ("created_ms", .int(d.createdAt)),
+                ("certificate_cid", .string(d.certificateCID.string)),
+                ("certificate", .string(hexString(d.certificate))),
             ]).serialized(pretty: true))
         } else {
             print("identity:    \(d.identity)")
             print("device:      \(d.device)")
-            print("name:        \(cert.name)")
-            print("noise key:   \(hexString(cert.noiseKey.rawRepresentation))")
-            print("created:     \(formatMillis(cert.createdAt))")
-            print("certificate: \(cert.cid) (\(LocalDevice.paths(home: home.path).certificate))")
+            print("name:        \(d.name)")
+            print("noise key:   \(hexString(d.noiseKey))")
+            print("created:     \(formatMillis(d.createdAt))")
+            print("certificate: \(d.certificateCID) (\(d.certificatePath))")
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Peerlog
 import PeerlogModel
 
 struct Init: ParsableCommand {
@@ -15,10 +16,9 @@ struct Init: ParsableCommand {
     }
 
     func run() throws {
-        let device = try LocalDevice.generate(name: name ?? DeviceCertificate.defaultName(), createdAt: WallClock.nowMillis())
-        try device.save(home: home.path)
+        let device = try Peerlog.initialize(home: home.path, deviceName: name)
         print("Initialised \(home.path)")
         print("identity: \(device.identity)")
-        print("device:   \(device.device) (\(device.certificate.name))")
+        print("device:   \(device.device) (\(device.name))")
     }
 }

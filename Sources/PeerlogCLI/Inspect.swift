@@ -10,7 +10,7 @@ struct Inspect: ParsableCommand {
     )
 
     @Argument(help: "The file to inspect.") var file: String
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
     @Flag(help: "Print the signed payload in CBOR diagnostic notation.") var diag = false
 
     /// Largest file read: the biggest container Peerlog produces, with room to spare.
@@ -20,21 +20,20 @@ struct Inspect: ParsableCommand {
         let data = try FileIO.read(file, maxBytes: Self.maxFileBytes)
         let outer: CBOR
         do { outer = try CBORDecoder.decodeStrict(data) } catch { throw CLIError("\(file): \(error)") }
-        let keys = Set(outer.mapValue?.keys.compactMap(\.textValue) ?? [])
+        guard let kind = SignedObjectKind(container: outer) else {
+            let keys = SignedObjectKind.keys(of: outer).sorted().joined(separator: ", ")
+            throw CLIError("\(file): not a receipt, envelope or certificate (top-level keys: \(keys))")
+        }
         let report: InspectReport
         do {
-            if keys.contains("receipt") {
-                report = InspectReport(receipt: try Receipt(encoded: data))
-            } else if keys.contains("envelope") {
-                report = InspectReport(envelope: try Envelope(encoded: data))
-            } else if keys.contains("certificate") {
-                report = InspectReport(certificate: try DeviceCertificate(encoded: data))
-            } else {
-                throw CLIError("\(file): not a receipt, envelope or certificate (top-level keys: \(keys.sorted().joined(separator: ", ")))")
+            report = switch kind {
+            case .receipt: InspectReport(receipt: try Receipt(encoded: data))
+            case .envelope: InspectReport(envelope: try Envelope(encoded: data))
+            case .certificate: InspectReport(certificate: try DeviceCertificate(encoded: data))
             }
-        } catch let e as CLIError { throw e } catch { throw CLIError("\(file): \(error)") }
+        } catch { throw CLIError("\(file): \(error)") }
 
-        if json {
+        if output.json {
             print(report.json.serialized(pretty: true))
         } else {
             report.printText(diag: diag)
@@ -51,11 +50,7 @@ struct InspectReport {
     let payload: CBOR
 
     init(receipt r: Receipt) {
-        kind = "receipt"
-        cid = r.cid
-        verification = r.verify()
-        payload = r.payloadValue
-        fields = [
+        self.init(kind: "receipt", cid: r.cid, verification: r.verify(), payload: r.payloadValue, fields: [
             ("group", .string(r.group.string)),
             ("type", .string(r.type)),
             ("author", .string(r.author.string)),
@@ -66,14 +61,10 @@ struct InspectReport {
             ("hlc_time", .string(formatMillis(r.hlc.physical))),
             ("parents", .array(r.parents.map { .string($0.string) })),
             ("body", r.body.json),
-        ]
+        ])
     }
 
     init(envelope e: Envelope) {
-        kind = "envelope"
-        cid = CID(hashing: e.payload)
-        verification = e.verify()
-        payload = e.payloadValue
         var fields: [(String, JSON)] = [
             ("group", .string(e.group.string)),
             ("seq", .int(e.seq)),
@@ -88,22 +79,26 @@ struct InspectReport {
             fields += [("run_first_seq", .int(run.firstSeq)), ("run_count", .int(run.count)), ("run_root", .string(hexString(run.root))),
                        ("path_hashes", .int(UInt64(e.path.count)))]
         }
-        self.fields = fields
+        self.init(kind: "envelope", cid: CID(hashing: e.payload), verification: e.verify(), payload: e.payloadValue, fields: fields)
     }
 
     init(certificate c: DeviceCertificate) {
-        kind = "certificate"
-        cid = c.cid
-        verification = c.verify()
-        payload = c.payloadValue
-        fields = [
+        self.init(kind: "certificate", cid: c.cid, verification: c.verify(), payload: c.payloadValue, fields: [
             ("identity", .string(c.identity.string)),
             ("device", .string(c.device.string)),
             ("name", .string(c.name)),
             ("noise_key", .string(hexString(c.noiseKey.rawRepresentation))),
             ("created", .int(c.createdAt)),
             ("created_time", .string(formatMillis(c.createdAt))),
-        ]
+        ])
+    }
+
+    init(kind: String, cid: CID, verification: VerificationResult, payload: CBOR, fields: [(String, JSON)]) {
+        self.kind = kind
+        self.cid = cid
+        self.verification = verification
+        self.payload = payload
+        self.fields = fields
     }
 
     var signatureText: String {

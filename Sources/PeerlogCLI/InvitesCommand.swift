@@ -10,12 +10,12 @@ struct Invites: AsyncParsableCommand {
     )
 
     @OptionGroup var home: HomeOptions
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         let peerlog = try await home.open()
         let rows = try await peerlog.invitations().map { ($0.id, $0.name, $0.invitedRole?.rawValue ?? "") }
-        if json {
+        if output.json {
             print(JSON.array(rows.map { .object([("group", .string($0.0.string)), ("name", .string($0.1)), ("role", .string($0.2))]) }).serialized(pretty: true))
             return
         }

@@ -25,7 +25,7 @@ enum PutBatch {
         let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
         guard !lines.isEmpty else { throw CLIError("--batch \(file) holds no operations") }
         let peerlog = try await put.home.open()
-        let id = try await peerlog.groupID(put.group)
+        let id = try await put.group.resolve(in: peerlog)
         let results: [PeerlogWrite]
         do {
             results = try await peerlog.putBatch(lines.map(\.op), in: id)
@@ -33,7 +33,7 @@ enum PutBatch {
             guard let entry = e.batchEntry else { throw e }
             throw CLIError("--batch \(file): line \(lines[entry.index].number): \(entry.reason); nothing was written")
         }
-        printBatch(results, group: id, json: put.json)
+        printBatch(results, group: id, json: put.output.json)
     }
 
     /// Every line checked before anything is written: the first bad one fails the batch.

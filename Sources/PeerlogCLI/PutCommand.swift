@@ -23,7 +23,7 @@ struct Put: AsyncParsableCommand {
         """
     )
     @OptionGroup var home: HomeOptions
-    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @OptionGroup var group: GroupArgument
     @Argument(help: "The entity key (not with --batch).") var key: String?
     @Argument(help: "The value: a string, or JSON with --json-value.") var value: String?
     @Option(help: ArgumentHelp("Read the value from this file (- for standard input) instead of VALUE, exactly as it is (a final newline included).", valueName: "file"))
@@ -31,7 +31,7 @@ struct Put: AsyncParsableCommand {
     @Flag(help: "Parse the value as JSON (integers, strings, arrays, objects, true/false/null; {\"$bytes\": hex}; no floats).") var jsonValue = false
     @Option(help: ArgumentHelp("Write the operations of this file (- for standard input), one JSON object a line, in one transaction.", valueName: "file"))
     var batch: String?
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     /// Larger files cannot fit in a payload even as JSON with hex bytes, so they are not read whole.
     static let maxValueFileBytes = 4 * Peerlog.maxPayloadBytes
@@ -54,9 +54,9 @@ struct Put: AsyncParsableCommand {
             cbor = .text(text)
         }
         let peerlog = try await home.open()
-        let id = try await peerlog.groupID(group)
+        let id = try await group.resolve(in: peerlog)
         let result = try await peerlog.put(key, cbor: cbor, in: id)
-        printAppend(result, group: id, summary: "Set \"\(key)\"", json: json)
+        printAppend(result, group: id, summary: "Set \"\(key)\"", json: output.json)
     }
 
     /// The file's (or standard input's) bytes as text; they must be UTF-8.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Peerlog
 import PeerlogModel
 import PeerlogNode
 import PeerlogRelayPostgres
@@ -31,15 +32,14 @@ struct RelayInit: ParsableCommand {
     var keyFrom: String?
 
     func run() throws {
-        let device: LocalDevice
+        let device: PeerlogDevice
         if let keyFrom {
-            do { device = try LocalDevice.load(home: keyFrom) } catch { throw CLIError("cannot read the relay keys in \(keyFrom): \(error)") }
+            device = try Peerlog.initialize(home: home.path, copyingKeysFrom: keyFrom)
         } else {
             let label = name ?? "relay@\(DeviceCertificate.defaultName())"
             guard !label.isEmpty, label.utf8.count <= DeviceCertificate.maxNameBytes else { throw CLIError("--name must be 1...\(DeviceCertificate.maxNameBytes) bytes") }
-            device = try LocalDevice.generate(name: label, createdAt: WallClock.nowMillis())
+            device = try Peerlog.initialize(home: home.path, deviceName: label)
         }
-        try device.save(home: home.path)
         print("Initialised relay \(home.path)")
         print("relay key: \(device.device)")
         print("groups use it with: peerlog group sequencer GROUP relay HOST:PORT \(device.device)")
@@ -49,7 +49,7 @@ struct RelayInit: ParsableCommand {
 struct RelayKey: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "key", abstract: "Print the relay's key (what groups name).")
     @OptionGroup var home: HomeOptions
-    func run() throws { print(try home.loadDevice().device) }
+    func run() throws { print(try Peerlog.deviceInfo(home: home.path).device) }
 }
 
 struct RelayRun: AsyncParsableCommand {
@@ -76,18 +76,14 @@ struct RelayRun: AsyncParsableCommand {
     static let defaultPort = 7350
 
     func run() async throws {
-        guard let level = Logger.Level(rawValue: logLevel) else { throw CLIError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))") }
+        let level = try NodeConfiguration.logLevel(named: logLevel, setting: "--log-level", failure: CLIError.init)
         var settings = NodeConfiguration()
         settings.listen = try PeerAddress(parsing: listen, listening: true)
         settings.discovery = false  // a relay is reached by its address, not found on a LAN
         settings.openAdmission = open
         for text in allow { settings.allow.insert(try parseIdentity(text)) }
         settings.logLevel = level
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        bootstrapLogging(level: level)
         let logger = Logger(label: "peerlog-relay")
         var opened: SharedRelayStore?
         if let postgres { opened = try await SharedRelayStore.open(url: postgres, logger: logger) }
@@ -95,15 +91,17 @@ struct RelayRun: AsyncParsableCommand {
         settings.sequenceGate = shared?.gate
         let node: PeerlogNode
         try home.requireIdentity(initCommand: "peerlog relay init")
-        do { node = try PeerlogNode(home: home.path, configuration: settings, logger: logger) } catch {
+        do {
+            let key = try LocalDevice.load(home: home.path).device
+            node = try PeerlogNode(home: home.path, configuration: settings, logger: logger, onListening: { address in
+                FileHandle.standardOutput.write(Data("peerlog relay: key \(key) listening on \(address?.description ?? "none")\n".utf8))
+            })
+        } catch {
             throw CLIError("cannot open the relay in \(home.path): \(error)")
         }
         if shared != nil { logger.info("store of record: PostgreSQL (shared with the relay's other processes)") }
         if !open && allow.isEmpty {
             logger.notice("no --allow or --open: only members of groups this relay already holds can connect")
-        }
-        node.onListening = { address in
-            FileHandle.standardOutput.write(Data("peerlog relay: key \(node.device.device) listening on \(address?.description ?? "none")\n".utf8))
         }
         // Graceful shutdown goes in reverse order: the follower, the node, then the store's pool.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []

@@ -4,7 +4,6 @@ import PeerlogCapture
 import PeerlogChannel
 import PeerlogCrypto
 import PeerlogEncoding
-import PeerlogEngine
 import PeerlogModel
 import PeerlogNode
 
@@ -29,7 +28,7 @@ struct Replay: ParsableCommand {
     @Option(help: ArgumentHelp("With --to: the peer's network id.", valueName: "id")) var network: String?
     @Option(help: ArgumentHelp("With --to: seconds to wait for the handshake, the peer's acceptance and its acknowledgements.", valueName: "s")) var timeout: Double = 30
     @OptionGroup var home: HomeOptions
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         guard (into == nil) != (to == nil) else { throw ValidationError("give exactly one of --into HOME and --to HOST:PORT") }
@@ -43,22 +42,11 @@ struct Replay: ParsableCommand {
     }
 
     func offline(_ capture: CaptureFile, home dir: String) throws {
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let device: LocalDevice
-        if FileManager.default.fileExists(atPath: LocalDevice.paths(home: dir).certificate) {
-            device = try LocalDevice.load(home: dir)
-        } else {
-            device = try LocalDevice.generate(name: "replay", createdAt: WallClock.nowMillis())
-            try device.save(home: dir)
-        }
-        let clock = ReplayClock()
-        let replica = try Replica(path: dir + "/replica.sqlite", device: device, clock: { clock.now() })
-        guard try replica.groupIDs().isEmpty else { throw CLIError("\(dir) already holds groups: replay into a fresh home") }
         let result: OfflineReplay.Result
-        do { result = try OfflineReplay.run(capture: capture, connection: connection, into: replica, device: device, clock: clock) } catch let e as CaptureError {
+        do { result = try OfflineReplay.run(capture: capture, connection: connection, intoHome: dir) } catch let e as CaptureError {
             throw CLIError("\(e)")
         }
-        if json {
+        if output.json {
             print(JSON.object([
                 ("connection", .int(result.connection)), ("peer", .string(result.peer.string)),
                 ("messages", .int(result.messagesFed)), ("items", .int(result.itemsFed)),
@@ -81,53 +69,18 @@ struct Replay: ParsableCommand {
 
     func live(_ capture: CaptureFile, to target: String) throws {
         let address = try PeerAddress(parsing: target)
-        let chosen: UInt64
-        do { chosen = try OfflineReplay.connection(in: capture, requested: connection) } catch let e as CaptureError { throw CLIError("\(e)") }
-        let driver: LiveReplayDriver
-        do { driver = try LiveReplayDriver(capture: capture, connection: chosen) } catch let e as CaptureError { throw CLIError("\(e)") }
+        let replay = try LiveReplayRun(capture: capture, connection: connection)
         var configuration = ChannelConfiguration()
         if let network { configuration.networkID = network }
-        let link = try SecureLink(host: address.host, port: address.port, device: try home.loadDevice(), configuration: configuration, timeout: timeout)
-        printError("replaying \(driver.batches.count) batches of connection \(chosen) to device \(link.peer!.device) at \(target)")
-        for m in driver.start() { try link.send(m) }
-        let started = Date()
-        let firstTime = driver.batches[0].time
-        var lastProgress = Date()
-        while !driver.acknowledged {
-            if let reason = link.closedReason { throw CLIError("the peer closed the connection after \(driver.sent) of \(driver.batches.count) batches: \(reason)") }
-            // Pace: a batch is due `(t − t0) / speed` after the start.
-            if !driver.done, speed > 0 {
-                let due = started.addingTimeInterval(Double(driver.batches[driver.sent].time &- firstTime) / 1_000_000 / speed)
-                if due > Date() { try link.pump(until: due); try handle(link, driver); continue }
-            }
-            if let messages = driver.next() {
-                for m in messages { try link.send(m) }
-                lastProgress = Date()
-                continue
-            }
-            try link.pump(until: Date().addingTimeInterval(0.2))
-            if try handle(link, driver) { lastProgress = Date() }
-            if Date().timeIntervalSince(lastProgress) > timeout {
-                let waiting = driver.unaccepted.isEmpty ? "credit or acknowledgements" : "acceptance of group \(driver.unaccepted.map(\.string).joined(separator: ", ")) (does the peer share it with this device?)"
-                throw CLIError("no progress for \(timeout) s after \(driver.sent) of \(driver.batches.count) batches: waiting for \(waiting)")
-            }
+        let result = try replay.run(
+            host: address.host, port: address.port, device: try home.loadDevice(), configuration: configuration, speed: speed, timeout: timeout
+        ) { peer in
+            printError("replaying \(replay.batches) batches of connection \(replay.connection) to device \(peer) at \(target)")
         }
-        link.close(reason: "replay finished")
-        _ = try? link.pump(until: Date().addingTimeInterval(0.2))
-        if json {
-            print(JSON.object([("batches", .int(driver.sent)), ("items", .int(driver.itemsSent)), ("peer", .string(link.peer!.device.string))]).serialized(pretty: true))
+        if output.json {
+            print(JSON.object([("batches", .int(result.batches)), ("items", .int(result.items)), ("peer", .string(result.peer.string))]).serialized(pretty: true))
         } else {
-            print("sent \(driver.sent) batches (\(driver.itemsSent) items) to device \(link.peer!.device); all acknowledged")
+            print("sent \(result.batches) batches (\(result.items) items) to device \(result.peer); all acknowledged")
         }
-    }
-
-    /// Feeds what arrived to the driver and sends its replies; true if anything arrived.
-    @discardableResult
-    func handle(_ link: SecureLink, _ driver: LiveReplayDriver) throws -> Bool {
-        let messages = link.take()
-        for m in messages {
-            do { for reply in try driver.receive(m) { try link.send(reply) } } catch let f as LiveReplayDriver.Failure { throw CLIError("\(f)") }
-        }
-        return !messages.isEmpty
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Peerlog
 import PeerlogEncoding
 import PeerlogModel
 
@@ -10,14 +11,14 @@ struct SafetyNumberCommand: ParsableCommand {
 
     @OptionGroup var home: HomeOptions
     @Argument(help: "The other identity, as printed by `peerlog id`.") var other: String
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let me = try home.loadDevice().identity
+        let me = try Peerlog.deviceInfo(home: home.path).identity
         let them: IdentityID
         do { them = try IdentityID(string: other) } catch { throw CLIError("not an identity: \(error)") }
         let number = SafetyNumber(me, them)
-        if json {
+        if output.json {
             print(JSON.object([("identities", .array([.string(me.string), .string(them.string)])), ("safety_number", .string(number.description))]).serialized())
         } else {
             print("Safety number for \(me.short) and \(them.short):")

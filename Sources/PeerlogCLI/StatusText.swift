@@ -59,8 +59,8 @@ enum StatusText {
     static func sequencerLine(_ q: SequencerStatus) -> String {
         var line: String
         switch q.authority {
-        case "elected": line = "elected among \(q.devices.count) voters"
-        case "relay": line = "relay \(q.devices.first ?? "?") at \(q.address ?? "?")"
+        case .elected: line = "elected among \(q.devices.count) voters"
+        case .relay: line = "relay \(q.devices.first ?? "?") at \(q.address ?? "?")"
         default: line = "solo \(q.devices.first ?? "?")"
         }
         if let role = q.role, let term = q.term {

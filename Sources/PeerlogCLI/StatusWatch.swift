@@ -1,5 +1,5 @@
 import Foundation
-import PeerlogNode
+import Peerlog
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,7 +7,7 @@ import Glibc
 /// `peerlog status --watch`: on a terminal, redraws in place with a progress bar per group that
 /// is catching up; otherwise prints one plain line per group and peer per update.
 struct StatusWatch {
-    let socketPath: String
+    let daemon: PeerlogDaemon
     let interval: Double
     let count: Int?
 
@@ -15,7 +15,7 @@ struct StatusWatch {
         let tty = isatty(1) == 1
         var n = 0
         while count.map({ n < $0 }) ?? true {
-            let status = try ControlClient.status(socketPath: socketPath)
+            let status = try daemon.status()
             if tty {
                 print("\u{1b}[H\u{1b}[2J" + StatusText.render(status) + Self.progress(status, bars: true), terminator: "")
             } else {
@@ -46,7 +46,7 @@ struct StatusWatch {
                 out += "\(time) \(g.name) \(g.id) committed \(g.committed)/\(target) tentative \(g.tentative) \(state), \(g.peers.count) peer(s)\n"
             }
         }
-        if !bars && s.groups.isEmpty { out += "\(time) no groups; \(s.peers.filter { $0.state == "connected" }.count) peer(s) connected\n" }
+        if !bars && s.groups.isEmpty { out += "\(time) no groups; \(s.peers.filter { $0.state == .connected }.count) peer(s) connected\n" }
         return out
     }
 }

@@ -9,14 +9,14 @@ struct Export: AsyncParsableCommand {
         discussion: "The file is JSON lines with every receipt and envelope as signed bytes: carry it to another device and `peerlog import` it there. An existing file is never overwritten."
     )
     @OptionGroup var home: HomeOptions
-    @Argument(help: "The group: its id, or its name if no other group has it.") var group: String
+    @OptionGroup var group: GroupArgument
     @Argument(help: "The file to create.") var file: String
 
     func run() async throws {
         // Checked before opening too, so that this is the error whatever else is wrong.
         if FileIO.exists(file) { throw CLIError("\(file) already exists; refusing to overwrite it") }
         let peerlog = try await home.open()
-        let id = try await peerlog.groupID(group)
+        let id = try await group.resolve(in: peerlog)
         let counts = try await peerlog.export(group: id, to: file)
         print("Exported \(counts.receipts) receipts and \(counts.envelopes) envelopes of \(id) to \(file)")
     }
@@ -29,7 +29,7 @@ struct Import: AsyncParsableCommand {
     )
     @OptionGroup var home: HomeOptions
     @Argument(help: "The export file.") var file: String
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         let report = try await home.open().import(from: file)
@@ -37,7 +37,7 @@ struct Import: AsyncParsableCommand {
             ("stored", report.stored), ("duplicates", report.duplicates), ("committed", report.committed),
             ("queued", report.queued), ("ignored", report.ignored), ("rejected", report.rejected.count),
         ]
-        if json {
+        if output.json {
             let rejected = JSON.array(report.rejected.map { .object([("cid", .string($0.cid.string)), ("reason", .string($0.reason))]) })
             print(JSON.object(counts.map { ($0.0, JSON.int($0.1)) } + [("rejections", rejected)]).serialized(pretty: true))
         } else {
@@ -58,13 +58,13 @@ struct DeadLetters: AsyncParsableCommand {
             """
     )
     @OptionGroup var home: HomeOptions
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         let peerlog = try await home.open()
         let items = try await peerlog.deadLetters()
         let invalid = try await peerlog.invalidReceipts()
-        if json {
+        if output.json {
             let dead: [JSON] = items.map { item in
                 .object([
                     ("kind", .string(item.kind)), ("group", .string(item.group.string)), ("cid", .string(item.cid.string)),

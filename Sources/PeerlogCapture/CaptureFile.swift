@@ -2,10 +2,14 @@ import Foundation
 
 /// The Peerlog records of a capture file, in file order.
 public struct CaptureFile {
+    /// The records of link type 147 (§17.1), in file order.
     public let records: [CaptureRecord]
     /// Packets of other link types (e.g. a raw TCP capture), which hold no Peerlog records.
     public let otherPackets: Int
 
+    /// Reads the records of a capture file's bytes (pcapng, or classic pcap: §17.1).
+    /// - Throws: `CaptureError` naming the byte offset when the file or a record is malformed (§17.1, §17.2),
+    ///   or when it has packets but none of link type 147 (a raw capture: decrypt it first).
     public init(bytes: [UInt8]) throws {
         let file = try PacketFile(bytes: bytes)
         var records = [CaptureRecord]()
@@ -21,6 +25,8 @@ public struct CaptureFile {
         otherPackets = other
     }
 
+    /// Reads the capture file at `path`, as `init(bytes:)` does.
+    /// - Throws: `CaptureError` when the file cannot be read, or `init(bytes:)`'s error with `file` set to `path`.
     public init(path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else { throw CaptureError(offset: nil, "cannot read \(path)") }
         do { try self.init(bytes: Array(data)) } catch var e as CaptureError {

@@ -6,10 +6,12 @@ import PeerlogModel
 public struct CaptureRecord: Hashable, Sendable {
     /// LINKTYPE_USER0: pcapng's first link type reserved for private use.
     public static let linkType: UInt16 = 147
+    /// The record format version (§17.2, byte 0) this code writes and reads; other versions are refused.
     public static let version: UInt8 = 1
     /// version, kind, direction, flags, connection (8), local (32), peer (32).
     public static let headerBytes = 76
 
+    /// What a record holds (§17.2, byte 1); the raw value is the byte in the file.
     public enum Kind: UInt8, Sendable, CaseIterable {
         /// `data` is one application message (a sync message).
         case message = 0
@@ -19,6 +21,7 @@ public struct CaptureRecord: Hashable, Sendable {
         case closed = 2
     }
 
+    /// Which way a record went, seen from the recording node (§17.2, byte 2); the raw value is the byte in the file.
     public enum Direction: UInt8, Sendable {
         /// Received from the peer (for `opened`: the peer dialed us).
         case inbound = 0
@@ -28,15 +31,23 @@ public struct CaptureRecord: Hashable, Sendable {
 
     /// Microseconds since the Unix epoch.
     public var time: UInt64
+    /// What `data` holds.
     public var kind: Kind
+    /// Which way the message went (for `opened`: who dialed).
     public var direction: Direction
     /// Receipt bodies were left out of this record's message (`--capture-omit-bodies`).
     public var bodiesOmitted: Bool
+    /// The connection's id as the recording node numbered it, unique while that node runs (§17.2); all of a
+    /// connection's records share it.
     public var connection: UInt64
+    /// The recording node's device.
     public var local: DeviceID
+    /// The device at the other end of the connection.
     public var peer: DeviceID
+    /// The payload, by `kind`: the message's bytes, the peer's certificate container, or the UTF-8 close reason.
     public var data: [UInt8]
 
+    /// A record from its fields; nothing is checked.
     public init(time: UInt64, kind: Kind, direction: Direction, bodiesOmitted: Bool = false, connection: UInt64, local: DeviceID, peer: DeviceID, data: [UInt8]) {
         self.time = time
         self.kind = kind

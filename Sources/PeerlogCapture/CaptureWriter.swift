@@ -11,18 +11,22 @@ import PeerlogModel
 /// left. The queue is bounded: past `maxPendingBytes` the tapping thread writes the batch
 /// itself rather than let a slow disk grow memory without limit.
 public final class CaptureWriter: @unchecked Sendable {
+    /// How a capture is written: rotation size and whether receipt bodies are left out (docs/TOOLS.md "Recording").
     public struct Options: Sendable {
         /// Rotate when a file reaches this size (nil: never). At least 64 KiB.
         public var maxBytes: Int?
         /// Replace receipt bodies by their size (§17.3); such captures cannot be replayed.
         public var omitBodies = false
+        /// Options as given; `CaptureWriter.init` checks `maxBytes` (bytes; nil: one file, never rotated).
         public init(maxBytes: Int? = nil, omitBodies: Bool = false) {
             self.maxBytes = maxBytes
             self.omitBodies = omitBodies
         }
     }
 
+    /// The smallest `Options.maxBytes` accepted: 65,536 bytes (docs/TOOLS.md "Limits").
     public static let minRotationBytes = 64 << 10
+    /// The `shb_userappl` option of every file's section header (§17.1).
     public static let application = "peerlog capture (docs/PROTOCOL.md §17)"
 
     /// How long a record may wait before the writer's queue writes it.
@@ -30,7 +34,9 @@ public final class CaptureWriter: @unchecked Sendable {
     static let flushBytes = 256 << 10
     static let maxPendingBytes = 8 << 20
 
+    /// The first file; rotation continues in `path.1`, `path.2`, ….
     public let path: String
+    /// The options the writer was opened with.
     public let options: Options
     private let queue = DispatchQueue(label: "peerlog.capture.writer")
     /// Guards the queued records, the counters and the failure.
@@ -56,6 +62,9 @@ public final class CaptureWriter: @unchecked Sendable {
     /// Every file opened so far (more than one after rotation).
     public var files: [String] { lock.withLock { filesOpened } }
 
+    /// Creates `path` (replacing any file there) with mode 0600 and writes its section header.
+    /// - Throws: `CaptureError` when `options.maxBytes` is below `minRotationBytes` or the file cannot be created;
+    ///   the file system's error when the header cannot be written.
     public init(path: String, options: Options = .init()) throws {
         if let max = options.maxBytes, max < Self.minRotationBytes {
             throw CaptureError(offset: nil, "capture rotation size \(max) is below the minimum of \(Self.minRotationBytes) bytes")

@@ -11,25 +11,35 @@ import PeerlogModel
 /// (keys as 64 lowercase hex digits, devices in text form). Anyone holding the file can
 /// decrypt the logged connections, so it is never written unless asked for.
 public struct KeyLogEntry: Hashable, Sendable {
+    /// The first word of a key log line (§17.5); `parse` skips lines with another first word.
     public static let label = "PEERLOG_NOISE_KEYS"
+    /// The environment variable naming the key log file; unset or empty: no key log.
     public static let environmentVariable = "PEERLOG_KEYLOGFILE"
 
+    /// The initiator's ephemeral public key and the transport keys at nonce 0 of both directions (Split's c1 and c2,
+    /// §14.3), 32 bytes each.
     public let keys: TransportKeys
+    /// The device that dialed (sent handshake message 1).
     public let initiator: DeviceID
+    /// The device that accepted the connection.
     public let responder: DeviceID
 
+    /// An entry from its parts; nothing is checked (`parse` checks what it reads).
     public init(keys: TransportKeys, initiator: DeviceID, responder: DeviceID) {
         self.keys = keys
         self.initiator = initiator
         self.responder = responder
     }
 
+    /// The entry as one key log line (§17.5), without the newline.
     public var line: String {
         [Self.label, hexString(keys.initiatorEphemeral), hexString(keys.initiatorToResponder), hexString(keys.responderToInitiator),
          initiator.string, responder.string].joined(separator: " ")
     }
 
+    /// Equal when the lines are: same keys and devices.
     public static func == (l: KeyLogEntry, r: KeyLogEntry) -> Bool { l.line == r.line }
+    /// Hashes the line, like `==` compares it.
     public func hash(into h: inout Hasher) { h.combine(line) }
 
     /// Parses a key log; other lines (comments, other labels) are skipped, malformed ones of
@@ -63,6 +73,7 @@ public struct KeyLogEntry: Hashable, Sendable {
 /// Appends key log lines to the file named by `PEERLOG_KEYLOGFILE` (mode 0600, O_APPEND so
 /// several processes can share it).
 public enum KeyLogFile {
+    /// The file `PEERLOG_KEYLOGFILE` names, read from the environment on each call; nil when unset or empty.
     public static var path: String? {
         ProcessInfo.processInfo.environment[KeyLogEntry.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
     }

@@ -8,23 +8,33 @@ import PeerlogSync
 /// so the peer sends it nothing back but credit, vectors and requests; requests are answered
 /// with `done` (a replayer serves nothing).
 public final class LiveReplayDriver {
+    /// One recorded batch (`receipts`, `envelopes` or `commits`) to re-send.
     public struct Batch: Sendable {
         /// Microseconds since the Unix epoch, when it was recorded.
         public let time: UInt64
+        /// The batch's group.
         public let group: GroupID
+        /// The batch as recorded.
         public let message: SyncMessage
     }
 
+    /// Why `receive` ended the replay: the peer sent an undecodable message, no common version, an `error` or
+    /// `unshared`.
     public enum Failure: Error, CustomStringConvertible {
         case peer(String)
+        /// The reason, as a sentence.
         public var description: String { switch self { case .peer(let s): s } }
     }
 
+    /// The batches to send, in recorded order.
     public let batches: [Batch]
+    /// The batches' groups in order of first appearance; our hello offers them.
     public let groups: [GroupID]
+    /// Batches handed out by `next()` so far (the index of the next one).
     public private(set) var sent = 0
     /// Receipts the peer's sequencer refused (a replay into a relay, say), with its reasons.
     public private(set) var refusals: [RefusedReceipt] = []
+    /// Receipts and envelopes in the messages handed out so far.
     public private(set) var itemsSent = 0
     private var credit: UInt64 = 0
     private var peerInitialCredit: UInt64?
@@ -88,6 +98,7 @@ public final class LiveReplayDriver {
         return []
     }
 
+    /// Every batch has been handed out (not necessarily ingested: see `acknowledged`).
     public var done: Bool { sent == batches.count }
 
     /// All sent and every batch acknowledged (the peer's credit is back to its initial grant).

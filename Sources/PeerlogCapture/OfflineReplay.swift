@@ -7,21 +7,33 @@ import PeerlogSync
 /// fresh sync session and replica, in file order, with the replica's clock set to each
 /// record's time, so the same capture always yields the same state.
 public struct OfflineReplay {
+    /// One group of the replica after a replay.
     public struct GroupResult: Sendable {
+        /// The group's id.
         public let group: GroupID
+        /// The highest committed sequence number (the group vector's `committed`).
         public let committed: UInt64
+        /// Entries in the tentative view past the committed ones.
         public let tentative: UInt64
+        /// The committed view's state hash (§12), 32 bytes (`peerlog state-hash` prints it in hex).
         public let committedHash: [UInt8]
+        /// The tentative view's state hash (§12), 32 bytes.
         public let tentativeHash: [UInt8]
     }
 
+    /// What a replay fed and the state it left (docs/TOOLS.md "Offline, into a fresh home").
     public struct Result: Sendable {
+        /// The connection replayed.
         public let connection: UInt64
+        /// The connection's peer device, whose certificate the session was opened with.
         public let peer: DeviceID
+        /// Inbound `message` records fed to the session.
         public let messagesFed: Int
+        /// Items the session's ingests reported as stored, duplicate or queued.
         public let itemsFed: Int
         /// Protocol errors the session reported (the original receiver may have seen the same).
         public let sessionErrors: [String]
+        /// Every group the replica holds afterwards.
         public let groups: [GroupResult]
     }
 
@@ -66,6 +78,12 @@ public struct OfflineReplay {
         }
     }
 
+    /// Replays one connection (picked as `connection(in:requested:)` does) into `replica` (§17.4): a `SyncSession`
+    /// as `device`, with the peer's certificate from the `opened` record or a receipt it authored, is fed each
+    /// inbound message in file order with `clock` set to the record's time in milliseconds; what it sends is
+    /// dropped. For a reproducible result `replica` must hold no groups and take its time from `clock`.
+    /// - Throws: `CaptureError` when bodies were omitted, there is no such connection or the peer's certificate is
+    ///   not in the capture; the certificate's parse error; the replica's errors while reading the result.
     public static func run(capture: CaptureFile, connection requested: UInt64?, into replica: Replica, device: LocalDevice, clock: ReplayClock) throws -> Result {
         if capture.records.contains(where: \.bodiesOmitted) {
             throw CaptureError(offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed")
@@ -90,7 +108,7 @@ public struct OfflineReplay {
         handle(session.start())
         for r in capture.records where r.connection == connection && r.kind == .message && r.direction == .inbound {
             clock.set(r.time / 1000)
-            handle(session.receive(r.data))
+            handle(session.settle(session.receive(r.data), with: replica))
             fed += 1
         }
         var groups = [GroupResult]()
@@ -109,7 +127,10 @@ public struct OfflineReplay {
 public final class ReplayClock: @unchecked Sendable {
     private let lock = NSLock()
     private var millis: UInt64 = 0
+    /// A clock that reads 0 until set.
     public init() {}
+    /// Sets the time, in milliseconds since the Unix epoch.
     public func set(_ value: UInt64) { lock.lock(); millis = value; lock.unlock() }
+    /// The time last set, in milliseconds since the Unix epoch: the replica's clock.
     public func now() -> UInt64 { lock.lock(); defer { lock.unlock() }; return millis }
 }

@@ -4,9 +4,11 @@ import PeerlogCrypto
 public struct Packet: Sendable {
     /// Index of the interface (pcapng) or 0 (pcap).
     public let interface: Int
+    /// The LINKTYPE_ value of the packet's interface (147: a Peerlog record, §17.1).
     public let linkType: UInt16
     /// Microseconds since the Unix epoch.
     public let time: UInt64
+    /// The captured bytes (the captured length, which can be less than the packet's original length).
     public let data: [UInt8]
     /// epb_flags when present (direction bits 0–1).
     public let flags: UInt32?
@@ -18,15 +20,22 @@ public struct Packet: Sendable {
 /// pcap file (microsecond or nanosecond). Every length is checked against what is left, so a
 /// truncated or corrupt file is one `CaptureError` naming the offset, never a crash.
 public struct PacketFile {
+    /// The largest pcapng block or pcap record read: 64 MiB (§17.1); a larger one is a `CaptureError`.
     public static let maxBlockBytes = 64 << 20
 
+    /// Every enhanced packet block (pcapng) or record (pcap), in file order; simple and obsolete packet
+    /// blocks are skipped.
     public private(set) var packets: [Packet] = []
     /// The link type of each pcapng interface, in order of appearance.
     public private(set) var interfaces: [UInt16] = []
     /// Interface names (if_name), where given.
     public private(set) var interfaceNames: [String?] = []
+    /// `"pcapng"` or `"pcap"`.
     public let format: String
 
+    /// Reads a whole pcapng or classic pcap file.
+    /// - Throws: `CaptureError` naming the byte offset when the file is neither, or a block, record or option is
+    ///   truncated, inconsistent, of an unsupported version or larger than `maxBlockBytes`.
     public init(bytes: [UInt8]) throws {
         guard bytes.count >= 4 else { throw CaptureError(offset: 0, "file is \(bytes.count) bytes: too short to be pcap or pcapng") }
         let r = ByteReader(bytes)

@@ -11,8 +11,10 @@ public enum Pcapng {
 
     /// epb_flags direction bits: 01 inbound, 10 outbound.
     public static let inboundFlag: UInt32 = 1
+    /// epb_flags direction bits `10`: outbound.
     public static let outboundFlag: UInt32 = 2
 
+    /// A section header block: version 1.0, section length unknown (−1), `application` as `shb_userappl` (§17.1).
     public static func sectionHeader(application: String) -> [UInt8] {
         var body = [UInt8]()
         body.le32(byteOrderMagic)
@@ -36,6 +38,9 @@ public enum Pcapng {
         return block(interfaceType, body)
     }
 
+    /// An enhanced packet block (§17.1): `interface` indexes the section's interface blocks, `microseconds` since
+    /// the Unix epoch (the default resolution), captured length = original length = `data.count` (which must
+    /// fit 32 bits), `flags` written as `epb_flags` when given.
     public static func enhancedPacket(interface: UInt32, microseconds: UInt64, data: [UInt8], flags: UInt32?) -> [UInt8] {
         var body = [UInt8]()
         body.reserveCapacity(data.count + 40)

@@ -8,22 +8,38 @@ import PeerlogNoise
 /// transport keys, following §14: three handshake frames, then transport frames, rekeyed every
 /// `rekeyInterval` frames per direction, records reassembled into messages.
 public struct RawDecrypt {
+    /// Whose view the records take (`--side`): the initiator's (the dialer) or the responder's. It decides each
+    /// record's `local`, `peer` and direction.
     public enum Side: String, Sendable { case initiator, responder }
 
+    /// One TCP connection that starts like a Peerlog handshake, decrypted or skipped.
     public struct Connection: Sendable {
+        /// The `connection` of its records: its 1-based position in `connections`.
         public let id: UInt64
+        /// The dialing endpoint (for a skipped connection: the one that sent the connection's first packet).
         public let initiator: Endpoint
+        /// The accepting endpoint (for a skipped connection: the other one).
         public let responder: Endpoint
         /// Nil when no key log entry matched (the connection is skipped).
         public let entry: KeyLogEntry?
+        /// Records decrypted from the connection (its messages, plus a `closed` per close record seen).
         public let messages: Int
         /// Why decryption stopped early, if it did.
         public let problem: String?
     }
 
+    /// The records of every decrypted connection, sorted by time; there are no `opened` records (docs/TOOLS.md).
     public private(set) var records: [CaptureRecord] = []
+    /// Every TCP connection with a 32-byte first frame (§14.2, §14.3) in either direction, in order of first
+    /// packet; other TCP connections are left out.
     public private(set) var connections: [Connection] = []
 
+    /// Decrypts each connection of `file` whose initiator ephemeral key is in `keyLog` (§17.5), calling REKEY
+    /// after every `rekeyInterval`-th frame per direction (0: never; must match the peers, default 4096).
+    /// A direction that fails part-way (a frame that does not decrypt, an unknown record type) stops there and
+    /// `Connection.problem` says why; that is not thrown.
+    /// - Throws: `CaptureError` when `TCPStreams` cannot rebuild the streams (unsupported link type, a gap);
+    ///   `NoiseError` when a matched entry's key is not 32 bytes (`init(keys:…)` does not check).
     public init(file: PacketFile, keyLog: [KeyLogEntry], side: Side = .initiator, rekeyInterval: UInt64 = 4096) throws {
         let tcp = try TCPStreams(file: file)
         var byEphemeral = [[UInt8]: KeyLogEntry]()

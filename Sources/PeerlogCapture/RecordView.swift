@@ -3,13 +3,18 @@ import PeerlogModel
 
 /// One receipt or envelope inside a batch message, as `capture show` names it.
 public struct ItemView: Sendable {
+    /// Whether the item is a receipt container (§3.2) or an envelope (§3.4, §3.5).
     public enum Kind: String, Sendable { case receipt, envelope }
+    /// Receipt or envelope, from the batch array the item came in.
     public let kind: Kind
+    /// The receipt's CID; for an envelope, the CID of the receipt it sequences. Nil when the item does not parse.
     public let cid: CID?
     /// receipt: type, author, counter (and `omitted` body size); envelope: seq, sequencer, term (and run).
     public let fields: [(String, String)]
+    /// Why the item does not parse (then `cid` is nil and `fields` empty).
     public let problem: String?
 
+    /// One line for a transcript: kind, CID (`?` if unknown) and `name=value` fields, or kind and problem.
     public var summary: String {
         if let problem { return "\(kind.rawValue) (\(problem))" }
         let named = fields.map { "\($0.0)=\($0.1)" }.joined(separator: " ")
@@ -19,19 +24,24 @@ public struct ItemView: Sendable {
 
 /// A capture record decoded for people and scripts: message type, group, items.
 public struct RecordView: Sendable {
+    /// The record's number, as the caller counts (`capture show` starts at 1).
     public let index: Int
+    /// The record shown.
     public let record: CaptureRecord
     /// The sync message type (`hello`, `receipts`, …), or `opened` / `closed`.
     public let type: String
+    /// The message's `group`; nil for `opened` and `closed`, messages without one, or an invalid group id.
     public let group: GroupID?
     /// Short description of the other fields.
     public let detail: String
+    /// The receipts and envelopes of a batch message (`items`, `receipts`, `envelopes`); empty for other records.
     public let items: [ItemView]
     /// The message with its items and their payloads decoded (for `--verbose` and `--json`).
     public let expanded: CBOR?
     /// Why the message could not be decoded, if it could not.
     public let problem: String?
 
+    /// Decodes `record` for display; never fails: what does not decode is described in `problem` and `detail`.
     public init(index: Int, record: CaptureRecord) {
         self.index = index
         self.record = record

@@ -1,7 +1,10 @@
 /// One endpoint of a TCP connection.
 public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
+    /// IPv4 in dotted decimal, or IPv6 as eight hex groups (not compressed).
     public let address: String
+    /// The TCP port.
     public let port: UInt16
+    /// `address:port`, or `[address]:port` for IPv6.
     public var description: String { address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)" }
 }
 
@@ -9,19 +12,28 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
 /// Understands link types 0 (BSD loopback), 1 (Ethernet), 101 and 228/229 (raw IP),
 /// 113 (Linux cooked) and 276 (Linux cooked v2), over IPv4 and IPv6.
 public struct TCPStreams {
+    /// One direction of a TCP connection.
     public struct Flow: Hashable, Sendable {
+        /// The sending endpoint.
         public let source: Endpoint
+        /// The receiving endpoint.
         public let destination: Endpoint
+        /// The other direction of the same connection.
         public var reversed: Flow { Flow(source: destination, destination: source) }
     }
 
     /// One direction's bytes, with when each stretch arrived.
     public struct Stream: Sendable {
+        /// The direction these bytes went.
         public let flow: Flow
+        /// The payload from the stream's start (after the SYN, else from the lowest sequence number captured),
+        /// retransmitted bytes dropped.
         public internal(set) var bytes: [UInt8] = []
         /// (end offset in `bytes`, packet time µs), ascending.
         var arrivals: [(end: Int, time: UInt64)] = []
+        /// The capture holds this direction's SYN, so `bytes` starts at the true start of the stream.
         public internal(set) var sawSYN = false
+        /// When this direction's first captured packet arrived, in microseconds since the Unix epoch.
         public let firstTime: UInt64
 
         /// When the byte at `offset` arrived.
@@ -44,12 +56,16 @@ public struct TCPStreams {
         let offset: Int
     }
 
+    /// Every direction's stream, by flow.
     public private(set) var streams: [Flow: Stream] = [:]
     /// Flows in order of their first packet.
     public private(set) var order: [Flow] = []
     /// Packets that were not TCP over IP (ARP, UDP, …), skipped.
     public private(set) var skipped = 0
 
+    /// Reassembles every TCP flow of `file`; packets that are not TCP over IPv4 or IPv6 are counted in `skipped`.
+    /// - Throws: `CaptureError` when a packet's link type is not one of those listed on `TCPStreams`, or a
+    ///   stream has a gap (packets missing from the capture, §17.5).
     public init(file: PacketFile) throws {
         var segments = [Flow: [Segment]]()
         for p in file.packets {

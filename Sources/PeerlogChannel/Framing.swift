@@ -1,4 +1,4 @@
-/// Wire constants of the channel (docs/protocol-transport.md).
+/// Wire constants of the channel (docs/PROTOCOL.md §14).
 public enum ChannelWire {
     public static let protocolName = "Noise_XX_25519_ChaChaPoly_BLAKE2b"
     public static let prologuePrefix: [UInt8] = Array("peerlog/1".utf8) + [0]

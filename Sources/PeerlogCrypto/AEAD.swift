@@ -2,8 +2,12 @@ import CSodium
 
 /// ChaCha20-Poly1305 IETF (RFC 8439): 32-byte key, 12-byte nonce, 16-byte tag appended.
 public enum ChaChaPoly {
+    /// Key length in bytes (32).
     public static let keyLength = 32
+    /// Nonce length in bytes (12). A nonce must never repeat under one key; the channel uses
+    /// 4 zero bytes ‖ a 64-bit little-endian counter (docs/PROTOCOL.md §14.1).
     public static let nonceLength = 12
+    /// Length in bytes of the Poly1305 tag appended to every ciphertext (16).
     public static let tagLength = 16
 
     /// Returns ciphertext ‖ tag.
@@ -71,10 +75,15 @@ public enum ChaChaPoly {
 
 /// XChaCha20-Poly1305 IETF: 32-byte key, 24-byte nonce (safe to choose at random), 16-byte tag appended.
 public enum XChaChaPoly {
+    /// Key length in bytes (32).
     public static let keyLength = 32
+    /// Nonce length in bytes (24): long enough to choose at random for every message.
     public static let nonceLength = 24
+    /// Length in bytes of the Poly1305 tag appended to every ciphertext (16).
     public static let tagLength = 16
 
+    /// Encrypts `plaintext`, authenticating it together with `ad`; returns ciphertext ‖ 16-byte tag.
+    /// Throws a `CryptoError` unless the key is 32 bytes and the nonce 24.
     public static func seal(_ plaintext: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []) throws -> [UInt8] {
         try ChaChaPoly.check(key: key, nonce: nonce, length: nonceLength)
         var out = [UInt8](repeating: 0, count: plaintext.count + tagLength)
@@ -85,6 +94,9 @@ public enum XChaChaPoly {
         return out
     }
 
+    /// Verifies the tag over the ciphertext and `ad`, then returns the plaintext. Throws a
+    /// `CryptoError` when the key or nonce has the wrong length, or (authentication failure) when
+    /// `sealed` is shorter than the tag or was not sealed with this key, nonce and `ad`.
     public static func open(_ sealed: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []) throws -> [UInt8] {
         try ChaChaPoly.check(key: key, nonce: nonce, length: nonceLength)
         guard sealed.count >= tagLength else { throw CryptoError(.authenticationFailure, "ciphertext shorter than the tag") }

@@ -2,8 +2,11 @@ import CSodium
 
 /// Ed25519 signatures (RFC 8032), via libsodium.
 public enum Ed25519 {
+    /// Length in bytes of a private key's seed (32), the form kept in key files (docs/PROTOCOL.md §7).
     public static let seedLength = 32
+    /// Length in bytes of a public key (32); identity and device ids are these bytes (docs/PROTOCOL.md §2).
     public static let publicKeyLength = 32
+    /// Length in bytes of a signature (64), the `sig` of every signed container (docs/PROTOCOL.md §3).
     public static let signatureLength = 64
 
     /// A signing key, stored as its 32-byte seed.
@@ -12,6 +15,7 @@ public enum Ed25519 {
         public let seed: SecureBytes
         // libsodium's 64-byte secret key (seed ‖ public key), kept to avoid re-deriving per signature.
         private let expanded: SecureBytes
+        /// The matching public key, derived from the seed.
         public let publicKey: PublicKey
 
         /// A fresh random key.
@@ -48,8 +52,11 @@ public enum Ed25519 {
 
     /// A verification key.
     public struct PublicKey: Hashable, Sendable, CustomStringConvertible {
+        /// The 32 key bytes.
         public let rawRepresentation: [UInt8]
 
+        /// Wraps 32 bytes as a public key; throws a `CryptoError` for any other length. The point is not
+        /// checked here: `isValidSignature(_:for:)` refuses small-order keys.
         public init(_ bytes: [UInt8]) throws {
             guard bytes.count == publicKeyLength else { throw CryptoError(.invalidKeyLength, "Ed25519 public key must be 32 bytes, got \(bytes.count)") }
             rawRepresentation = bytes
@@ -64,6 +71,7 @@ public enum Ed25519 {
             return crypto_sign_verify_detached(signature, msg, UInt64(msg.count), rawRepresentation) == 0
         }
 
+        /// `Ed25519.PublicKey(<64 hex digits>)`, for logs.
         public var description: String { "Ed25519.PublicKey(\(hexString(rawRepresentation)))" }
     }
 }

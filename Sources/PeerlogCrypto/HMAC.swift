@@ -4,6 +4,8 @@ public struct HMAC<H: HashFunction> {
     private let inner: H
     private let outerKey: [UInt8]
 
+    /// Starts a MAC under `key`, of any length; a key longer than `H.blockLength` is hashed first
+    /// (RFC 2104).
     public init(key: some Collection<UInt8>) {
         var k = Array(key)
         if k.count > H.blockLength { k = H.hash(k) }
@@ -16,8 +18,10 @@ public struct HMAC<H: HashFunction> {
         SecureBytes.zero(&ipad)
     }
 
+    /// Feeds more message bytes.
     public func update(_ bytes: [UInt8]) { inner.update(bytes) }
 
+    /// The MAC, `H.digestLength` bytes. Single use: call neither `update` nor `finalize` afterwards.
     public func finalize() -> [UInt8] {
         let outer = H()
         outer.update(outerKey)

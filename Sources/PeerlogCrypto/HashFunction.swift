@@ -6,12 +6,16 @@ public protocol HashFunction {
     static var digestLength: Int { get }
     /// Internal block length in bytes (what HMAC pads keys to).
     static var blockLength: Int { get }
+    /// A hasher with no input yet.
     init()
+    /// Feeds more input, of any length.
     func update(_ bytes: UnsafeRawBufferPointer)
+    /// The digest. Ends the hasher: call neither `update` nor `finalize` afterwards.
     func finalize() -> [UInt8]
 }
 
 extension HashFunction {
+    /// Feeds more input, of any length.
     public func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
     /// One-shot digest of `bytes`.
@@ -24,16 +28,21 @@ extension HashFunction {
 
 /// SHA-256 (FIPS 180-4).
 public final class SHA256: HashFunction {
+    /// 32 bytes of output.
     public static let digestLength = 32
+    /// 64-byte blocks.
     public static let blockLength = 64
     private var state = crypto_hash_sha256_state()
+    /// A hasher with no input yet.
     public init() {
         Sodium.ensureInitialized()
         crypto_hash_sha256_init(&state)
     }
+    /// Feeds more input, of any length.
     public func update(_ bytes: UnsafeRawBufferPointer) {
         _ = crypto_hash_sha256_update(&state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
     }
+    /// The 32-byte digest. Ends the hasher: call neither `update` nor `finalize` afterwards.
     public func finalize() -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Self.digestLength)
         crypto_hash_sha256_final(&state, &out)
@@ -43,16 +52,21 @@ public final class SHA256: HashFunction {
 
 /// SHA-512 (FIPS 180-4).
 public final class SHA512: HashFunction {
+    /// 64 bytes of output.
     public static let digestLength = 64
+    /// 128-byte blocks.
     public static let blockLength = 128
     private var state = crypto_hash_sha512_state()
+    /// A hasher with no input yet.
     public init() {
         Sodium.ensureInitialized()
         crypto_hash_sha512_init(&state)
     }
+    /// Feeds more input, of any length.
     public func update(_ bytes: UnsafeRawBufferPointer) {
         _ = crypto_hash_sha512_update(&state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
     }
+    /// The 64-byte digest. Ends the hasher: call neither `update` nor `finalize` afterwards.
     public func finalize() -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Self.digestLength)
         crypto_hash_sha512_final(&state, &out)
@@ -62,12 +76,16 @@ public final class SHA512: HashFunction {
 
 /// BLAKE2b-512, unkeyed (RFC 7693). Use `BLAKE2b.hash(_:length:key:)` for other lengths or a key.
 public final class BLAKE2b: HashFunction {
+    /// 64 bytes of output from `init()`: BLAKE2b-512, the hash of Peerlog's Noise protocol
+    /// (docs/PROTOCOL.md §14.1).
     public static let digestLength = 64
+    /// 128-byte blocks, what HMAC-BLAKE2b pads keys to (docs/PROTOCOL.md §14.1).
     public static let blockLength = 128
     // Swift cannot import the 64-byte-aligned state struct, so it is allocated raw.
     private let state: UnsafeMutableRawPointer
     private let outputLength: Int
 
+    /// Unkeyed BLAKE2b-512.
     public convenience init() { try! self.init(length: 64, key: nil) }
 
     /// A hasher with `length` (1...64) output bytes and an optional key (up to 64 bytes).
@@ -90,10 +108,13 @@ public final class BLAKE2b: HashFunction {
         state.deallocate()
     }
 
+    /// Feeds more input, of any length.
     public func update(_ bytes: UnsafeRawBufferPointer) {
         _ = crypto_generichash_blake2b_update(OpaquePointer(state), bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
     }
 
+    /// The digest, of the length chosen at init (64 bytes from `init()`). Ends the hasher: call
+    /// neither `update` nor `finalize` afterwards.
     public func finalize() -> [UInt8] {
         var out = [UInt8](repeating: 0, count: outputLength)
         _ = crypto_generichash_blake2b_final(OpaquePointer(state), &out, outputLength)

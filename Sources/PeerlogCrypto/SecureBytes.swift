@@ -55,8 +55,11 @@ extension SecureBytes: Equatable {
 }
 
 extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The byte count only, never the bytes: `SecureBytes(32 bytes, redacted)`.
     public var description: String { "SecureBytes(\(count) bytes, redacted)" }
+    /// Same as `description`, so debugger output shows no secret either.
     public var debugDescription: String { description }
+    /// An empty mirror, so `dump` and reflection show no bytes.
     public var customMirror: Mirror { Mirror(self, children: [:]) }
 }
 

@@ -2,6 +2,7 @@ import CSodium
 
 /// Cryptographically secure random bytes from the operating system (libsodium `randombytes_buf`).
 public enum SecureRandom {
+    /// `count` random bytes from the operating system's generator; never fails.
     public static func bytes(_ count: Int) -> [UInt8] {
         Sodium.ensureInitialized()
         var out = [UInt8](repeating: 0, count: count)

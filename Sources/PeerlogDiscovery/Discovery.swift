@@ -14,7 +14,7 @@ public final class Discovery: @unchecked Sendable {
     private var control: LoopControl?
     private var thread: Thread?
 
-    public init(advertise: ServiceAdvertisement?, browse: Bool, type: String = PeerlogService.type, handler: @escaping @Sendable (DiscoveryEvent) -> Void) {
+    public init(advertise: ServiceAdvertisement?, browse: Bool, type: String = PeerlogDNSSD.type, handler: @escaping @Sendable (DiscoveryEvent) -> Void) {
         self.advertise = advertise
         self.browse = browse
         self.type = type

@@ -23,18 +23,18 @@ final class DiscoveryLoop: @unchecked Sendable {
         defer { control.markFinished() }
         var inOutage = false
         while !control.stopRequested {
-            let engine = Engine(type: type, emit: emit)
-            var failure = engine.setUp(advertise: advertise, browse: browse)
+            let session = DNSSDSession(type: type, emit: emit)
+            var failure = session.setUp(advertise: advertise, browse: browse)
             if failure == nil {
                 inOutage = false
-                while !control.stopRequested, engine.failure == nil {
-                    engine.iterate(wakeFD: control.wakeRead, timeoutMilliseconds: Self.pollMilliseconds)
+                while !control.stopRequested, session.failure == nil {
+                    session.iterate(wakeFD: control.wakeRead, timeoutMilliseconds: Self.pollMilliseconds)
                     control.drain()
                 }
-                failure = engine.failure
+                failure = session.failure
             }
             // A lost daemon connection invalidates what we found; a requested stop does not.
-            engine.tearDown(reportLost: failure != nil)
+            session.tearDown(reportLost: failure != nil)
             guard let failure, !control.stopRequested else { break }
             if !inOutage {
                 inOutage = true

@@ -7,6 +7,8 @@ public enum Base32 {
         return table
     }()
 
+    /// Lower-case base32 of `bytes`, unpadded; never fails. No `b` prefix: callers add it for the
+    /// multibase text form of ids and CIDs (docs/PROTOCOL.md §2).
     public static func encode(_ bytes: [UInt8]) -> String {
         var out = [UInt8]()
         out.reserveCapacity((bytes.count * 8 + 4) / 5)

@@ -6,6 +6,8 @@ import PeerlogCrypto
 /// `{"$map": [[k, v], …]}`; floats as numbers (non-finite ones as `{"$float": "NaN"}` etc.);
 /// undefined and other simple values as `{"$simple": n}`.
 extension CBOR {
+    /// This value in the JSON view described above (docs/PROTOCOL.md §8), map members in
+    /// deterministic key order. Total: every CBOR value has a JSON form.
     public var json: JSON {
         switch self {
         case .unsigned(let v): return .number(String(v))

@@ -5,16 +5,25 @@ public indirect enum CBOR: Hashable, Sendable {
     case unsigned(UInt64)
     /// Major type 1: the value is -1 - n.
     case negative(UInt64)
+    /// Major type 2: a byte string.
     case bytes([UInt8])
+    /// Major type 3: a UTF-8 text string.
     case text(String)
+    /// Major type 4.
     case array([CBOR])
+    /// Major type 5; keys of any type, unique.
     case map([CBOR: CBOR])
+    /// Major type 6: a tag number and its content (tag 42 is a CID link, `CID.cborLink`).
     case tagged(UInt64, CBOR)
+    /// Simple values 20 (`false`) and 21 (`true`).
     case bool(Bool)
+    /// Simple value 22.
     case null
+    /// Simple value 23.
     case undefined
     /// Simple values other than false, true, null and undefined.
     case simple(UInt8)
+    /// Major type 7 floats of any width; the encoder picks the shortest that keeps the value.
     case float(Double)
 
     /// A signed integer, mapped to major type 0 or 1.
@@ -29,11 +38,17 @@ public indirect enum CBOR: Hashable, Sendable {
 }
 
 extension CBOR {
+    /// The value of an `.unsigned` item; nil for anything else, negative integers included.
     public var unsignedValue: UInt64? { if case .unsigned(let v) = self { v } else { nil } }
+    /// The bytes of a `.bytes` item; nil otherwise.
     public var bytesValue: [UInt8]? { if case .bytes(let v) = self { v } else { nil } }
+    /// The string of a `.text` item; nil otherwise.
     public var textValue: String? { if case .text(let v) = self { v } else { nil } }
+    /// The elements of an `.array` item; nil otherwise.
     public var arrayValue: [CBOR]? { if case .array(let v) = self { v } else { nil } }
+    /// The entries of a `.map` item; nil otherwise.
     public var mapValue: [CBOR: CBOR]? { if case .map(let v) = self { v } else { nil } }
+    /// The value of a `.bool` item; nil otherwise (`.null` included).
     public var boolValue: Bool? { if case .bool(let v) = self { v } else { nil } }
 
     /// The value as Int64 when it is an integer that fits.
@@ -50,8 +65,12 @@ extension CBOR {
 }
 
 extension CBOR: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByArrayLiteral, ExpressibleByBooleanLiteral {
+    /// A string literal is a `.text` item.
     public init(stringLiteral value: String) { self = .text(value) }
+    /// An integer literal is `.int(value)`: major type 0 or 1 by sign.
     public init(integerLiteral value: Int64) { self = .int(value) }
+    /// An array literal is an `.array` item.
     public init(arrayLiteral elements: CBOR...) { self = .array(elements) }
+    /// A Boolean literal is a `.bool` item.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
 }

@@ -3,6 +3,8 @@
 /// accepts any well-formed item (indefinite lengths, longer forms, any key order) for
 /// diagnostic tools. Both modes enforce the limits and refuse trailing bytes.
 public struct CBORDecoder: Sendable {
+    /// `.strict` refuses anything that is not core deterministic encoding, as signed and hashed data
+    /// must be (docs/PROTOCOL.md §1); `.lenient` accepts any well-formed item, for diagnostic tools.
     public enum Mode: Sendable { case strict, lenient }
 
     /// Named limits. Every collection count is also bounded by the bytes left in the input,
@@ -17,6 +19,8 @@ public struct CBORDecoder: Sendable {
         /// Maximum size of the whole input.
         public var maxInputBytes: Int
 
+        /// The defaults are PROTOCOL.md §1's: nesting 32, 16 MiB per string, 1,048,576 elements per
+        /// collection, 64 MiB of input.
         public init(maxDepth: Int = CBORDecoder.defaultMaxDepth, maxStringBytes: Int = 16 << 20, maxCollectionCount: Int = 1 << 20, maxInputBytes: Int = 64 << 20) {
             self.maxDepth = maxDepth
             self.maxStringBytes = maxStringBytes
@@ -28,9 +32,12 @@ public struct CBORDecoder: Sendable {
     /// Default nesting limit: generous for any Peerlog format, small enough to stop stack exhaustion.
     public static let defaultMaxDepth = 32
 
+    /// Strict or lenient; see `Mode`.
     public var mode: Mode
+    /// Enforced in both modes; input over a limit throws a `CBORError` at the offending offset.
     public var limits: Limits
 
+    /// A decoder, strict with PROTOCOL.md §1's default limits unless told otherwise.
     public init(mode: Mode = .strict, limits: Limits = Limits()) {
         self.mode = mode
         self.limits = limits

@@ -1,5 +1,6 @@
 /// CBOR diagnostic notation (RFC 8949 §8), with map entries in deterministic order.
 extension CBOR: CustomStringConvertible {
+    /// Diagnostic notation on one line (`diagnostic()`), e.g. `{"a": h'00', "b": [1, -2]}`.
     public var description: String { diagnostic() }
 
     /// Diagnostic notation on one line, or indented when `pretty` is true.

@@ -2,6 +2,8 @@
 /// shortest arguments, definite lengths, map keys sorted by their encoded bytes,
 /// floats in the shortest form that keeps the value, NaN as f97e00.
 public enum CBOREncoder {
+    /// The deterministic encoding of `value` (docs/PROTOCOL.md §1). Never throws; traps on
+    /// `.simple(24...31)`, which has no well-formed encoding.
     public static func encode(_ value: CBOR) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(64)
@@ -9,6 +11,8 @@ public enum CBOREncoder {
         return out
     }
 
+    /// Appends the deterministic encoding of `value` to `out`: `encode` without a fresh array, for
+    /// building larger messages. Traps on `.simple(24...31)` like `encode`.
     public static func append(_ value: CBOR, to out: inout [UInt8]) {
         switch value {
         case .unsigned(let v): appendHead(major: 0, argument: v, to: &out)

@@ -4,9 +4,13 @@ import PeerlogCrypto
 /// base32 lower-case with the `b` prefix (`bafyrei…`). Peerlog produces and accepts only this
 /// combination, and says precisely which part of anything else it does not support.
 public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The only CID version accepted (1).
     public static let version: UInt64 = 1
+    /// The content's multicodec, dag-cbor (0x71): the only codec accepted.
     public static let dagCBORCodec: UInt64 = 0x71
+    /// The multihash code of sha2-256 (0x12): the only hash accepted.
     public static let sha256Code: UInt64 = 0x12
+    /// Length in bytes of the sha2-256 digest (32).
     public static let digestLength = 32
     /// CBOR tag for IPLD links (dag-cbor); its content is 0x00 followed by the binary CID.
     public static let cborLinkTag: UInt64 = 42
@@ -14,6 +18,8 @@ public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The sha2-256 digest of the content.
     public let digest: [UInt8]
 
+    /// A CID for a known digest. Traps unless `digest` is 32 bytes; parse untrusted input with
+    /// `init(bytes:)`.
     public init(digest: [UInt8]) {
         precondition(digest.count == Self.digestLength, "sha2-256 digest must be 32 bytes")
         self.digest = digest
@@ -29,6 +35,7 @@ public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// Text form: "b" + base32(binary form).
     public var string: String { "b" + Base32.encode(bytes) }
+    /// The text form (`string`).
     public var description: String { string }
 
     public enum ParseError: Error, Equatable, CustomStringConvertible, Sendable {
@@ -57,6 +64,8 @@ public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Parses the text form (docs/PROTOCOL.md §2): `b`, then lower-case unpadded base32 of the
+    /// binary form. Throws `ParseError` naming the unsupported or malformed part.
     public init(string: String) throws(ParseError) {
         guard let first = string.first else { throw .empty }
         guard first == "b" else { throw .unsupportedMultibase(first) }
@@ -65,6 +74,9 @@ public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
         try self.init(bytes: raw)
     }
 
+    /// Parses the 36-byte binary form `01 71 12 20` ‖ digest (docs/PROTOCOL.md §2). Throws
+    /// `ParseError` for another version, codec, hash or digest length, a malformed varint, or
+    /// bytes after the digest.
     public init(bytes raw: [UInt8]) throws(ParseError) {
         var offset = 0
         func field(_ name: String) throws(ParseError) -> UInt64 {
@@ -93,5 +105,7 @@ public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
         try self.init(bytes: Array(b.dropFirst()))
     }
 
+    /// Binary-form order (docs/PROTOCOL.md §2); all CIDs here share the 4-byte prefix, so this is
+    /// digest order.
     public static func < (lhs: CID, rhs: CID) -> Bool { lhs.digest.lexicographicallyPrecedes(rhs.digest) }
 }

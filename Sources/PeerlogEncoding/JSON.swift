@@ -7,15 +7,20 @@ public indirect enum JSON: Hashable, Sendable {
     case number(String)
     case string(String)
     case array([JSON])
+    /// Members in order. The parser refuses duplicate keys; a value built in code may hold them.
     case object([(String, JSON)])
 
+    /// An integer as a JSON number, exact at any width (no `Double` round trip).
     public static func int<I: BinaryInteger>(_ v: I) -> JSON { .number(String(v)) }
 
+    /// The value of member `key` when this is an object (the first such member); nil otherwise.
     public subscript(key: String) -> JSON? {
         if case .object(let entries) = self { return entries.first { $0.0 == key }?.1 }
         return nil
     }
 
+    /// Structural equality: numbers compare by their text (`1.0` is not `1`), objects member by member
+    /// in order.
     public static func == (l: JSON, r: JSON) -> Bool {
         switch (l, r) {
         case (.null, .null): true
@@ -28,12 +33,14 @@ public indirect enum JSON: Hashable, Sendable {
         }
     }
 
+    /// Hashes the compact serialization, so equal values hash alike.
     public func hash(into h: inout Hasher) { h.combine(serialized()) }
 }
 
 // MARK: - Serialization
 
 extension JSON: CustomStringConvertible {
+    /// The compact serialization (`serialized()`).
     public var description: String { serialized() }
 
     /// Compact JSON, or indented with two spaces when `pretty`.
@@ -104,6 +111,9 @@ extension JSON {
     /// Maximum nesting accepted by the parser.
     public static let maxDepth = 64
 
+    /// Parses one JSON text (RFC 8259): only whitespace around the value, no duplicate object keys,
+    /// nesting at most `maxDepth`, valid UTF-8 and paired surrogates in strings. Numbers keep their
+    /// literal text. Throws `JSONParseError` with the byte offset of the first problem.
     public static func parse(_ text: String) throws(JSONParseError) -> JSON {
         var p = JSONParser(bytes: Array(text.utf8))
         p.skipSpace()

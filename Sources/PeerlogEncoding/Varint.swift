@@ -1,5 +1,7 @@
 /// Unsigned LEB128 varints as used by multiformats (at most 9 bytes, minimal encoding).
 public enum Varint {
+    /// The minimal encoding of `value`, 1 to 10 bytes. Values from 2^63 take 10 bytes, which `decode`
+    /// refuses (multiformats allows at most 9).
     public static func encode(_ value: UInt64) -> [UInt8] {
         var v = value
         var out = [UInt8]()

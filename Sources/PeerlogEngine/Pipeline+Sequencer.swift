@@ -120,7 +120,6 @@ extension Pipeline {
                 }
                 if run.isEmpty { runStart = seq }
                 run.append(r.cid)
-                try db.insertOutbox(kind: .envelope, group: r.group, cid: r.cid, seq: seq, at: now)
             }
         }
         try signRun(group: plan.group, firstSeq: runStart, receipts: run)
@@ -148,7 +147,6 @@ extension Pipeline {
                     return false
                 }
                 try commit(envelope, receipt: r)
-                try db.insertOutbox(kind: .envelope, group: r.group, cid: r.cid, seq: seq, at: now)
                 next += 1
             }
         }

@@ -40,11 +40,10 @@ extension Replica {
         return Receipt.Draft(group: group, type: op.receiptType, counter: position.counter, parents: position.parents, hlc: stamp, body: op.body)
     }
 
-    /// Stores a signed local receipt with its outbox row. Settling (sequencing, when this
+    /// Stores a signed local receipt. Settling (sequencing, when this
     /// device is the sequencer) is the caller's.
     func storeLocal(_ receipt: Receipt, in p: inout Pipeline) throws {
         try p.ingest(receipt: receipt, verified: true)
-        try p.db.insertOutbox(kind: .receipt, group: receipt.group, cid: receipt.cid, seq: nil, at: p.now)
     }
 
     /// Signs `op` as the receipt at `position`, stores it, and moves `position` past it. The

@@ -19,13 +19,13 @@ extension Replica {
 
     /// Starts the voter's state over for an authority beginning after `base`.
     public func resetSequencer(group: GroupID, base: UInt64, term: UInt64) throws {
-        let now = WallClock.nowMillis()
+        let now = clock()
         try store.write { try $0.resetSequencer(group: group, base: base, term: term, at: now) }
     }
 
     /// Persists one change (durable when this returns: SQLite commits with fsync in WAL mode).
     public func saveSequencer(group: GroupID, term: UInt64, votedFor: DeviceID?, truncatedAfter: UInt64?, appended: [(seq: UInt64, cid: CID, term: UInt64)]) throws {
-        let now = WallClock.nowMillis()
+        let now = clock()
         try store.write { try $0.saveSequencer(group: group, term: term, votedFor: votedFor, truncatedAfter: truncatedAfter, appended: appended, at: now) }
     }
 
@@ -33,7 +33,7 @@ extension Replica {
     /// applies them like any envelope (peers then receive them by sync).
     @discardableResult
     public func commitElected(group: GroupID, assignments: [(seq: UInt64, cid: CID)], term: UInt64) throws -> IngestReport {
-        let now = WallClock.nowMillis()
+        let now = clock()
         // Consecutive seqs share one signature (batched runs, §3.5); a gap starts a new run.
         var envelopes = [Envelope]()
         var start = 0

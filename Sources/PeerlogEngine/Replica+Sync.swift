@@ -62,7 +62,7 @@ public struct SyncSharing: Sendable, Hashable {
     public var serves: Bool { peerPresent }
 }
 
-/// Queries the sync protocol needs (docs/protocol-sync.md). Reads only; writes go through `ingest`.
+/// Queries the sync protocol needs (docs/PROTOCOL.md §15). Reads only; writes go through `ingest`.
 extension Replica {
     /// Groups to offer `peer` in a hello: held, not deleted, and in the tentative view the
     /// peer's identity is a pending or active member and so is ours, or one of the two is the
@@ -117,7 +117,7 @@ extension Replica {
         }
     }
 
-    /// `encoded` as a single envelope (§3.4) for a peer that reads no batched ones (§15.2.6):
+    /// `encoded` as a single envelope (§3.4) for a peer that reads no batched ones (§15.2.4):
     /// itself if single; a run item this device signed is signed again alone (the same
     /// statement, so no fork); a run item of another sequencer cannot be, so nil.
     public func syncSingleEnvelope(_ encoded: [UInt8]) throws -> [UInt8]? {

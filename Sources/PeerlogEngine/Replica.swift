@@ -12,6 +12,7 @@ public final class Replica: Sendable {
     public let store: Store
     public let local: LocalDevice
     public let limits: ReplicaLimits
+    /// The injected clock (milliseconds): the module reads time through it only.
     let clock: @Sendable () -> UInt64
     /// Set on a relay that shares its store of record with other relay processes: its
     /// assignments are then committed by `runSequenceGate` (or `sequenceThroughGate`), after
@@ -153,7 +154,7 @@ public final class Replica: Sendable {
                              envelopes: batch.envelopes, envelopeChecks: envelopeChecks, duplicates: batch.receipts.count - fresh.count)
     }
 
-    /// Writes a local receipt: the receipt, its effect and its outbox row commit in one
+    /// Writes a local receipt: the receipt, its effect and its change-log rows commit in one
     /// transaction, and this returns only after that commit. Refused with a clear error when
     /// the group's rules (as this replica sees them, tentative receipts included) forbid it.
     @discardableResult

@@ -64,7 +64,7 @@ public enum FuzzHarness {
         _ = try? SyncMessage.decode(input, limits: SyncLimits())
         let session = SyncSession(local: bob, peer: alice.certificate, store: replica)
         _ = session.start()
-        _ = session.receive(input)
+        _ = session.settle(session.receive(input), with: replica)
     }
 
     /// Capture files: the pcapng/pcap reader, Peerlog records and their transcript views, and

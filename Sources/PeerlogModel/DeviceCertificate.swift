@@ -7,18 +7,26 @@ import PeerlogEncoding
 /// Wire form (docs/PROTOCOL.md §Certificate): `{"certificate": bstr(payload), "sig": bstr(64)}`
 /// where payload is `{"v": 1, "identity", "device", "noise", "name", "created"}`.
 public struct DeviceCertificate: Hashable, Sendable {
+    /// Longest device name in UTF-8 bytes; names are 1...64 bytes (docs/PROTOCOL.md §3.1).
     public static let maxNameBytes = 64
     /// Largest encoded certificate container accepted.
     public static let maxEncodedBytes = 512
 
+    /// The identity that signed this certificate (payload `identity`).
     public let identity: IdentityID
+    /// The device id: the device's signing key (payload `device`).
     public let device: DeviceID
+    /// The device's Noise static key (payload `noise`); the channel checks it against the
+    /// handshake's remote static key (docs/PROTOCOL.md §14.3).
     public let noiseKey: X25519.PublicKey
+    /// The device name shown to people, 1...`maxNameBytes` bytes of UTF-8 (payload `name`).
     public let name: String
     /// Milliseconds since the Unix epoch.
     public let createdAt: UInt64
     /// The exact signed payload bytes.
     public let payload: [UInt8]
+    /// The identity's 64-byte Ed25519 signature over `peerlog/certificate/v1` ‖ 0x00 ‖ `payload`;
+    /// checked by `verify()`.
     public let signature: [UInt8]
 
     /// Issues a certificate for a device, signed by the identity key.
@@ -58,7 +66,11 @@ public struct DeviceCertificate: Hashable, Sendable {
         try self.init(payload: c.payload, signature: c.signature)
     }
 
+    /// The container `{"certificate": bstr(payload), "sig": bstr(64)}` as a CBOR value, as a
+    /// receipt container embeds it (docs/PROTOCOL.md §3.2).
     public var containerValue: CBOR { .textMap(["certificate": .bytes(payload), "sig": .bytes(signature)]) }
+    /// The container's deterministic bytes: the `device.cert` file and the handshake payload
+    /// (docs/PROTOCOL.md §3.1, §14.3).
     public var encoded: [UInt8] { CBOREncoder.encode(containerValue) }
     /// CID of the payload.
     public var cid: CID { CID(hashing: payload) }

@@ -12,9 +12,11 @@ public struct Envelope: Hashable, Sendable {
     /// A single envelope container is under 512 bytes; a run item with an 8-hash path under 1,024.
     public static let maxEncodedBytes = 1_024
 
+    /// The group whose committed order this extends (a run item's comes from its run header).
     public let group: GroupID
     /// 1, 2, 3 … per group, contiguous.
     public let seq: UInt64
+    /// The CID of the receipt committed at `seq` (payload `cid`).
     public let receipt: CID
     /// Election term (0 for solo and relay sequencers).
     public let term: UInt64
@@ -22,13 +24,19 @@ public struct Envelope: Hashable, Sendable {
     public let sequencer: DeviceID
     /// Milliseconds since the Unix epoch when the sequencer took the receipt.
     public let receivedAt: UInt64
+    /// The exact payload bytes: a single envelope's signed payload, or a run item's payload (its
+    /// `run` field holds the signed header).
     public let payload: [UInt8]
+    /// The sequencer's 64-byte Ed25519 signature over `signedBytes`, with context
+    /// `peerlog/envelope/v1`, or `peerlog/envelope-run/v1` for a run item.
     public let signature: [UInt8]
     /// The signed run header when this is an item of a batched run; nil for a single envelope.
     public let run: EnvelopeRun.Header?
     /// Sibling hashes from this seq's leaf up to `run.root` (empty for a single envelope).
     public let path: [[UInt8]]
 
+    /// Signs a single envelope (docs/PROTOCOL.md §3.4) with `key`, whose public key becomes
+    /// `sequencer`. Throws a `ModelError` when `seq` is 0 (seqs start at 1).
     public static func sign(group: GroupID, seq: UInt64, receipt: CID, term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey) throws -> Envelope {
         let payload = CBOREncoder.encode(.textMap([
             "v": 1,
@@ -42,6 +50,9 @@ public struct Envelope: Hashable, Sendable {
         return try Envelope(payload: payload, signature: key.signature(for: SignatureContext.envelope.message(for: payload)))
     }
 
+    /// Parses a single envelope's or a run item's payload (a `run` field makes it an item) and
+    /// checks its structure; `verify()` checks the signature. Throws a `ModelError` for a malformed
+    /// payload, a seq outside its run, or a signature that is not 64 bytes.
     public init(payload: [UInt8], signature: [UInt8]) throws {
         let what = "envelope"
         let map = try Fields.decode(payload, what: what, decoder: Fields.payloadDecoder(maxBytes: Self.maxEncodedBytes))
@@ -100,12 +111,17 @@ public struct Envelope: Hashable, Sendable {
         CBOREncoder.encode(.textMap(["v": 1, "run": .bytes(header), "seq": .unsigned(seq), "cid": receipt.cborLink, "path": .array(path.map(CBOR.bytes))]))
     }
 
+    /// Parses the container form. Throws a `ModelError` for a container over `maxEncodedBytes` or
+    /// anything `init(payload:signature:)` refuses.
     public init(encoded: [UInt8]) throws {
         let c = try Fields.container(encoded, payloadKey: "envelope", maxBytes: Self.maxEncodedBytes)
         try self.init(payload: c.payload, signature: c.signature)
     }
 
+    /// The container `{"envelope": bstr(payload), "sig": bstr(64)}` as a CBOR value
+    /// (docs/PROTOCOL.md §3.4, §3.5).
     public var containerValue: CBOR { .textMap(["envelope": .bytes(payload), "sig": .bytes(signature)]) }
+    /// The container's deterministic bytes, as stored and sent.
     public var encoded: [UInt8] { CBOREncoder.encode(containerValue) }
 
     /// Checks the sequencer's signature (and a run item's position). Whether that sequencer is
@@ -134,5 +150,6 @@ public struct Envelope: Hashable, Sendable {
             ? .valid : .invalid("envelope item for seq \(seq) is not in its run's Merkle root")
     }
 
+    /// Decoded payload, for display.
     public var payloadValue: CBOR { (try? CBORDecoder.decodeStrict(payload)) ?? .null }
 }

@@ -12,13 +12,21 @@ public enum EnvelopeRun {
 
     /// The signed run header: `{"v", "group", "first_seq", "count", "root", "term", "sequencer", "received_at"}`.
     public struct Header: Hashable, Sendable {
+        /// The group id (header `group`).
         public let group: GroupID
+        /// The run's first seq, at least 1 (header `first_seq`).
         public let firstSeq: UInt64
+        /// Seqs in the run, 2...`EnvelopeRun.maxLength`: `firstSeq` … `firstSeq + count − 1` (header
+        /// `count`).
         public let count: UInt64
         /// RFC 9162 Merkle tree head over the run's leaves (see `leafHash`).
         public let root: [UInt8]
+        /// Election term, 0 for solo and relay sequencers (header `term`).
         public let term: UInt64
+        /// The signing sequencer's key (header `sequencer`).
         public let sequencer: DeviceID
+        /// When the sequencer signed the run, in milliseconds since the Unix epoch (header
+        /// `received_at`).
         public let receivedAt: UInt64
         /// The exact signed bytes.
         public let payload: [UInt8]

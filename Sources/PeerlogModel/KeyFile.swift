@@ -9,9 +9,14 @@ import PeerlogCrypto
 ///
 /// Format: one line `peerlog-secret v1 <kind>`, then one line of lower-case hex, then a newline.
 public enum KeyFile {
+    /// What a key file holds, named on its first line (docs/PROTOCOL.md §7); reading a file of
+    /// another kind fails.
     public enum Kind: String, Sendable {
+        /// The identity's Ed25519 seed (`identity.key`).
         case identitySeed = "ed25519-identity-seed"
+        /// The device's Ed25519 seed (`device.key`).
         case deviceSeed = "ed25519-device-seed"
+        /// The device's X25519 Noise private key (`noise.key`).
         case noiseKey = "x25519-noise-key"
     }
 
@@ -47,6 +52,8 @@ public enum KeyFile {
 
 /// Small POSIX file helpers with clear errors.
 public enum FileIO {
+    /// Whether anything exists at `path` (access(2) `F_OK`; a dangling symbolic link counts as
+    /// missing).
     public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
     /// Creates a directory (and parents) with `mode` if missing.
@@ -60,6 +67,8 @@ public enum FileIO {
         }
     }
 
+    /// The whole file at `path`. Throws a `ModelError` when it cannot be opened or read, or is
+    /// larger than `maxBytes`.
     public static func read(_ path: String, maxBytes: Int) throws -> [UInt8] {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw ModelError(.keyFile, "cannot open \(path): \(String(cString: strerror(errno)))") }

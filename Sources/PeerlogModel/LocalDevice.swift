@@ -7,14 +7,24 @@ import PeerlogCrypto
 /// - `noise.key`: the device's X25519 Noise static key (secret, 0600)
 /// - `device.cert`: the device certificate container (public)
 public struct LocalDevice: Sendable {
+    /// The identity's signing key (`identity.key`): it signs device certificates. Secret.
     public let identityKey: Ed25519.PrivateKey
+    /// This device's signing key (`device.key`): it signs receipts, and envelopes when this device
+    /// sequences. Secret.
     public let signingKey: Ed25519.PrivateKey
+    /// This device's X25519 Noise static key (`noise.key`), proved in the channel handshake
+    /// (docs/PROTOCOL.md §14.1). Secret.
     public let noiseKey: X25519.PrivateKey
+    /// The certificate binding `signingKey` and `noiseKey` to the identity (`device.cert`,
+    /// docs/PROTOCOL.md §3.1).
     public let certificate: DeviceCertificate
 
+    /// The identity id: `identityKey`'s public key.
     public var identity: IdentityID { certificate.identity }
+    /// The device id: `signingKey`'s public key.
     public var device: DeviceID { certificate.device }
 
+    /// The paths of the four key files in `home` (docs/PROTOCOL.md §7); nothing is read or checked.
     public static func paths(home: String) -> (identity: String, device: String, noise: String, certificate: String) {
         (home + "/identity.key", home + "/device.key", home + "/noise.key", home + "/device.cert")
     }

@@ -20,13 +20,23 @@ public struct Receipt: Hashable, Sendable {
 
     /// The fields an author fills in.
     public struct Draft: Sendable {
+        /// The group the receipt belongs to.
         public var group: GroupID
+        /// Receipt type, e.g. `entity.put`: 1...`Receipt.maxTypeBytes` bytes matching
+        /// `[a-z][a-z0-9_.-]*` (docs/PROTOCOL.md §3.2); `Receipt.sign` refuses anything else.
         public var type: String
+        /// This device's counter in the group: 1, 2, 3 …; `Receipt.sign` refuses 0.
         public var counter: UInt64
+        /// CIDs of the heads the author has seen, at most `Receipt.maxParents`; signing drops
+        /// duplicates and sorts them.
         public var parents: [CID]
+        /// The author's HLC time for this receipt (docs/PROTOCOL.md §5).
         public var hlc: HLCTimestamp
+        /// Type-specific content, within the receipt profile (docs/PROTOCOL.md §3.3): text map keys,
+        /// no floats, no tags but CID links, nesting within its depth limit.
         public var body: CBOR
 
+        /// A draft; `parents` defaults to none.
         public init(group: GroupID, type: String, counter: UInt64, parents: [CID] = [], hlc: HLCTimestamp, body: CBOR) {
             self.group = group
             self.type = type
@@ -37,17 +47,28 @@ public struct Receipt: Hashable, Sendable {
         }
     }
 
+    /// The group id (payload `group`).
     public let group: GroupID
+    /// Receipt type, 1...`maxTypeBytes` bytes matching `[a-z][a-z0-9_.-]*` (payload `type`).
     public let type: String
+    /// The signing device (payload `author`); equals `certificate.device`.
     public let author: DeviceID
+    /// The author device's identity (payload `identity`); equals `certificate.identity`.
     public let identity: IdentityID
+    /// The author's counter in this group, at least 1 (payload `counter`).
     public let counter: UInt64
     /// Sorted ascending by binary CID, no duplicates.
     public let parents: [CID]
+    /// The author's hybrid logical clock time (payload `hlc`, docs/PROTOCOL.md §5).
     public let hlc: HLCTimestamp
+    /// Type-specific content (payload `body`), within the receipt profile (docs/PROTOCOL.md §3.3).
     public let body: CBOR
+    /// The author's device certificate, carried in the container. `init` checks that it names
+    /// `author` and `identity`; `verify` checks its signature.
     public let certificate: DeviceCertificate
+    /// The exact signed payload bytes, at most `maxPayloadBytes`; `cid` hashes them.
     public let payload: [UInt8]
+    /// The author's 64-byte Ed25519 signature over `peerlog/receipt/v1` ‖ 0x00 ‖ `payload`.
     public let signature: [UInt8]
     /// CIDv1 of `payload`.
     public let cid: CID
@@ -140,9 +161,12 @@ public struct Receipt: Hashable, Sendable {
         try self.init(payload: c.payload, signature: c.signature, certificate: certificate)
     }
 
+    /// The container `{"receipt": bstr(payload), "sig": bstr(64), "certificate": <certificate
+    /// container>}` as a CBOR value (docs/PROTOCOL.md §3.2).
     public var containerValue: CBOR {
         .textMap(["receipt": .bytes(payload), "sig": .bytes(signature), "certificate": certificate.containerValue])
     }
+    /// The container's deterministic bytes, as `init(encoded:)` reads them.
     public var encoded: [UInt8] { CBOREncoder.encode(containerValue) }
 
     /// Verifies the certificate chain (identity signed the device) and the author's signature.

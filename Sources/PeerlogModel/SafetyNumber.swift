@@ -7,9 +7,12 @@ import PeerlogCrypto
 /// min(a, b) ‖ max(a, b)` (keys compared bytewise); the first 60 bytes, as 12 big-endian 40-bit
 /// chunks, each reduced mod 100000 and written as 5 digits: 60 digits in 12 groups.
 public struct SafetyNumber: Hashable, Sendable, CustomStringConvertible {
+    /// The domain-separation string hashed before the keys (docs/PROTOCOL.md §6).
     public static let context = "peerlog/safety-number/v1"
+    /// The twelve groups of five decimal digits, leading zeros kept.
     public let groups: [String]
 
+    /// The safety number of identities `a` and `b`, the same in either order (docs/PROTOCOL.md §6).
     public init(_ a: IdentityID, _ b: IdentityID) {
         let (lo, hi) = a < b ? (a, b) : (b, a)
         let digest = SHA512.hash(Array(Self.context.utf8) + [0] + lo.bytes + hi.bytes)

@@ -4,20 +4,27 @@ import PeerlogEncoding
 /// What a signature covers: a context string naming the kind of object, a zero byte, then
 /// the exact payload bytes. The context keeps a signature on one kind from being valid on another.
 public enum SignatureContext: String, Sendable, CaseIterable {
+    /// Device certificates (§3.1), signed by the identity.
     case certificate = "peerlog/certificate/v1"
+    /// Receipts (§3.2), signed by the author device.
     case receipt = "peerlog/receipt/v1"
+    /// Single envelopes (§3.4), signed by the sequencer.
     case envelope = "peerlog/envelope/v1"
     /// A batched envelope's run header (§3.5).
     case envelopeRun = "peerlog/envelope-run/v1"
 
+    /// The bytes a signature covers: the context's ASCII ‖ 0x00 ‖ `payload` (docs/PROTOCOL.md §3).
     public func message(for payload: [UInt8]) -> [UInt8] { Array(rawValue.utf8) + [0] + payload }
 }
 
 /// The result of checking a signed object. Expected outcomes, so not thrown.
 public enum VerificationResult: Equatable, Sendable {
+    /// The signature (and, for a run item, the Merkle path) checks out.
     case valid
+    /// It does not; the text says what failed, for logs and people.
     case invalid(String)
 
+    /// True for `.valid`.
     public var isValid: Bool { self == .valid }
 }
 

@@ -6,6 +6,7 @@ import Darwin
 
 /// Milliseconds since the Unix epoch. The only place the model reads the real clock; pure code takes time as an argument.
 public enum WallClock {
+    /// The real time (CLOCK_REALTIME) in milliseconds; it jumps when the system clock is set.
     public static func nowMillis() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)

@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 import Logging
 import PeerlogCapture
 import PeerlogChannel
@@ -7,9 +7,12 @@ import Synchronization
 
 /// The daemon's capture switch: every tap record goes to the current `CaptureWriter`, if any.
 /// Started by `--capture` or by `capture start` on the control socket, stopped by `capture stop`.
-final class CaptureControl: @unchecked Sendable {
-    private let lock = NSLock()
-    private var writer: CaptureWriter?
+/// No file is written on an event loop: `CaptureWriter.write` only queues the record for its
+/// own writer queue (bounded), and key-log lines (opt-in) are appended on a queue of their own.
+final class CaptureControl: Sendable {
+    private let writer = Mutex<CaptureWriter?>(nil)
+    /// Where key-log lines are appended, in the order connections were established.
+    private let keyLogQueue = DispatchQueue(label: "peerlog.node.keylog")
     /// Read on every message without taking the lock (a capture that is just starting may
     /// miss a message or two).
     private let running = Atomic<Bool>(false)
@@ -19,10 +22,10 @@ final class CaptureControl: @unchecked Sendable {
 
     func start(path: String, options: CaptureWriter.Options) throws {
         let new = try CaptureWriter(path: path, options: options)
-        lock.lock()
-        let old = writer
-        writer = new
-        lock.unlock()
+        let old = writer.withLock { current in
+            defer { current = new }
+            return current
+        }
         running.store(true, ordering: .relaxed)
         old?.close()
         logger.warning("capturing decrypted traffic to \(path)\(options.omitBodies ? " (receipt bodies omitted)" : ", receipt bodies included"): keep the file private")
@@ -30,28 +33,21 @@ final class CaptureControl: @unchecked Sendable {
 
     @discardableResult
     func stop() -> CaptureStatus? {
-        lock.lock()
-        let old = writer
-        writer = nil
-        lock.unlock()
+        let old = writer.withLock { current in
+            defer { current = nil }
+            return current
+        }
         running.store(false, ordering: .relaxed)
         old?.close()
         return old.map(Self.status)
     }
 
-    var status: CaptureStatus? {
-        lock.lock()
-        defer { lock.unlock() }
-        return writer.map(Self.status)
-    }
+    var status: CaptureStatus? { writer.withLock { $0 }.map(Self.status) }
 
     var isRunning: Bool { running.load(ordering: .relaxed) }
 
     func tapped(_ tap: TapRecord) {
-        lock.lock()
-        let writer = self.writer
-        lock.unlock()
-        guard let writer else { return }
+        guard let writer = writer.withLock({ $0 }) else { return }
         let kind: CaptureRecord.Kind = switch tap.kind {
         case .message: .message
         case .opened: .opened
@@ -62,6 +58,13 @@ final class CaptureControl: @unchecked Sendable {
         if let error = writer.write(record) {
             logger.error("capture to \(writer.path) stopped: \(error)")
             stop()
+        }
+    }
+
+    /// Appends a connection's transport keys to the key-log file, off the event loop.
+    func keyLog(_ entry: KeyLogEntry) {
+        keyLogQueue.async { [logger] in
+            if let problem = KeyLogFile.append(entry) { logger.warning("\(problem)") }
         }
     }
 

@@ -1,12 +1,12 @@
 import PeerlogModel
 
-/// What the hub knows of one established connection; the closures hop to its event loop.
+/// What the hub knows of one established connection: the machine's view of it, and closures
+/// that hop to its event loop.
 struct ConnectionRef: Sendable {
-    let id: UInt64
-    let outbound: Bool
-    let remote: String
-    let peer: DeviceCertificate
-    let since: UInt64
+    let info: NodeConnection
     let send: @Sendable ([UInt8]) -> Void
-    let close: @Sendable (String) -> Void
+    let close: @Sendable (NodeCloseReason) -> Void
+
+    var id: UInt64 { info.id }
+    var peer: DeviceCertificate { info.peer }
 }

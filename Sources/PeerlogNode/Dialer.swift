@@ -3,70 +3,101 @@ import NIOCore
 import NIOPosix
 import PeerlogChannel
 import PeerlogModel
+import Synchronization
 
 /// Keeps one static peer connected: dial, wait for the connection to end, back off, redial.
 final class Dialer: Sendable {
+    /// Dials once; the callbacks report the handshake and the end of the connection.
+    typealias Connect = @Sendable (PeerAddress, @escaping @Sendable (DeviceCertificate) -> Void, @escaping @Sendable (ChannelCloseReason) -> Void) async throws -> Channel
+
+    /// How one attempt ended.
+    private enum Outcome: Sendable {
+        case closed(ChannelCloseReason)
+        case cannotConnect(String)
+
+        var description: String {
+            switch self {
+            case .closed(let reason): "\(reason)"
+            case .cannotConnect(let error): "cannot connect: \(error)"
+            }
+        }
+    }
+
+    /// What the callbacks of one dial report.
+    private final class Attempt: Sendable {
+        let established = Atomic<Bool>(false)
+        let outcome = Mutex<Outcome?>(nil)
+    }
+
     let address: PeerAddress
-    private let state = LockedValue(PeerStatus(address: "", state: "connecting", direction: "outbound", source: "static"))
-    private let device = LockedValue<DeviceID?>(nil)
-    private let retryAt = LockedValue<UInt64?>(nil)
+    private let state: Mutex<PeerStatus>
+    private let device: Mutex<DeviceID?>
+    private let retryAt = Mutex<UInt64?>(nil)
+    private let stopped = StopSignal()
 
     /// `expectedDevice`: known in advance for discovered peers, so the dialer waits while that
     /// device is connected some other way (its own dial, a static peer).
-    init(address: PeerAddress, source: String = "static", expectedDevice: DeviceID? = nil) {
+    init(address: PeerAddress, source: PeerStatus.Source = .static, expectedDevice: DeviceID? = nil) {
         self.address = address
-        state.value.address = address.description
-        state.value.source = source
-        device.value = expectedDevice
+        state = Mutex(PeerStatus(address: address.description, state: .connecting, direction: .outbound, source: source))
+        device = Mutex(expectedDevice)
     }
 
     var status: PeerStatus {
-        var s = state.value
-        if s.state == "backoff", let at = retryAt.value {
+        var s = state.withLock { $0 }
+        if s.state == .backoff, let at = retryAt.withLock({ $0 }) {
             let now = WallClock.nowMillis()
             s.retryInMs = at > now ? at - now : 0
         }
         return s
     }
 
-    /// Runs until cancelled.
-    func run(hub: NodeHub, connect: @escaping @Sendable (PeerAddress, @escaping @Sendable (DeviceCertificate) -> Void, @escaping @Sendable (String) -> Void) async throws -> Channel, logger: Logger) async {
+    /// Ends `run` once the connection in progress (if any) ends; a backoff ends at once.
+    func stop() { stopped.fire() }
+
+    /// Runs until stopped or cancelled.
+    func run(hub: NodeHub, connect: Connect, logger: Logger) async {
         var backoff = Backoff()
-        while !Task.isCancelled {
-            if let known = device.value, hub.isConnected(device: known) {
+        while !Task.isCancelled && !stopped.hasFired {
+            if let known = device.withLock({ $0 }), hub.isConnected(device: known) {
                 // Connected through the peer's own dial (the tie-break kept that one).
-                state.value.state = "connected"
-                try? await Task.sleep(for: .seconds(1))
+                state.withLock { $0.state = .connected }
+                await stopped.sleep(for: .seconds(1))
                 continue
             }
-            state.value.state = "connecting"
-            let established = LockedValue(false)
-            let closeReason = LockedValue<String?>(nil)
+            state.withLock { $0.state = .connecting }
+            let attempt = Attempt()
             do {
-                let channel = try await connect(address, { [state, device] certificate in
-                    established.value = true
-                    device.value = certificate.device
-                    state.value.state = "connected"
-                    state.value.device = certificate.device.string
-                    state.value.name = certificate.name
-                    state.value.connectedSince = WallClock.nowMillis()
-                    state.value.lastError = nil
-                }, { reason in closeReason.value = reason })
+                let channel = try await connect(address, { [self] certificate in
+                    attempt.established.store(true, ordering: .relaxed)
+                    device.withLock { $0 = certificate.device }
+                    state.withLock {
+                        $0.state = .connected
+                        $0.device = certificate.device.string
+                        $0.name = certificate.name
+                        $0.connectedSince = WallClock.nowMillis()
+                        $0.lastError = nil
+                    }
+                }, { reason in attempt.outcome.withLock { $0 = .closed(reason) } })
                 try await channel.closeFuture.get()
             } catch {
-                closeReason.value = "cannot connect: \(error)"
+                attempt.outcome.withLock { $0 = .cannotConnect("\(error)") }
             }
-            if established.value { backoff.reset() }
-            state.value.connectedSince = nil
-            if let reason = closeReason.value, !established.value || !reason.contains("tie-break") {
-                state.value.lastError = reason
+            let wasEstablished = attempt.established.load(ordering: .relaxed)
+            let ended = attempt.outcome.withLock { $0 }
+            if wasEstablished { backoff.reset() }
+            state.withLock { $0.connectedSince = nil }
+            // A connection the tie-break dropped is not an error: the peer's own dial lives on.
+            let tieBreak = if case .closed(let reason) = ended { NodeCloseReason.isDuplicateConnection(reason) } else { false }
+            if let ended, !wasEstablished || !tieBreak {
+                state.withLock { $0.lastError = ended.description }
             }
             let delay = backoff.nextDelay()
-            let ms = UInt64(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
-            retryAt.value = WallClock.nowMillis() + ms
-            state.value.state = "backoff"
-            if !established.value { logger.info("peer \(address): \(closeReason.value ?? "closed"); retrying in \(ms) ms") }
-            try? await Task.sleep(for: delay)
+            let ms = NodeHub.milliseconds(delay)
+            retryAt.withLock { $0 = WallClock.nowMillis() + ms }
+            state.withLock { $0.state = .backoff }
+            if !wasEstablished { logger.info("peer \(address): \(ended?.description ?? "closed"); retrying in \(ms) ms") }
+            await stopped.sleep(for: delay)
         }
     }
 }

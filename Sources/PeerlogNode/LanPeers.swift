@@ -1,6 +1,7 @@
 import Logging
 import PeerlogDiscovery
 import PeerlogModel
+import Synchronization
 
 /// Peers found by DNS-SD: one entry per device (several services or addresses of the same
 /// device merge), a dialer for each that may be let in on both sides, stopped when the
@@ -11,7 +12,6 @@ final class LanPeers: @unchecked Sendable {
         var identity: IdentityID?
         var services: [String: DiscoveredService] = [:]
         var dialer: Dialer?
-        var task: Task<Void, Never>?
         var note: String?
     }
 
@@ -19,12 +19,12 @@ final class LanPeers: @unchecked Sendable {
     private let network: String
     private let hub: NodeHub
     private let logger: Logger
-    private let startDialer: @Sendable (Dialer) -> Task<Void, Never>
-    private let lock = LockedValue<[DeviceID: Entry]>([:])
-    private let unavailableReported = LockedValue(false)
-    let availability = LockedValue<String?>(nil)
+    private let startDialer: @Sendable (Dialer) -> Void
+    private let lock = Mutex<[DeviceID: Entry]>([:])
+    private let unavailableReported = Mutex(false)
+    let availability = Mutex<String?>(nil)
 
-    init(local: LocalDevice, network: String, hub: NodeHub, logger: Logger, startDialer: @escaping @Sendable (Dialer) -> Task<Void, Never>) {
+    init(local: LocalDevice, network: String, hub: NodeHub, logger: Logger, startDialer: @escaping @Sendable (Dialer) -> Void) {
         self.local = local
         self.network = network
         self.hub = hub
@@ -35,14 +35,14 @@ final class LanPeers: @unchecked Sendable {
     func handle(_ event: DiscoveryEvent) {
         switch event {
         case .registered(let name):
-            availability.value = nil
-            unavailableReported.value = false
-            logger.info("advertising on the LAN as \"\(name)\" (\(PeerlogService.type))")
+            availability.withLock { $0 = nil }
+            unavailableReported.withLock { $0 = false }
+            logger.info("advertising on the LAN as \"\(name)\" (\(PeerlogDNSSD.type))")
         case .unavailable(let why):
-            availability.value = why
+            availability.withLock { $0 = why }
             // Said once per outage: static peers keep working without it.
-            if !unavailableReported.value {
-                unavailableReported.value = true
+            if !unavailableReported.withLock({ $0 }) {
+                unavailableReported.withLock { $0 = true }
                 logger.warning("LAN discovery is unavailable: \(why); static peers still work")
             }
         case .found(let service):
@@ -66,70 +66,68 @@ final class LanPeers: @unchecked Sendable {
         guard let address = service.addresses.first, (1...65535).contains(service.port) else { return }
         let target = PeerAddress(host: address, port: service.port)
         var toStart: Dialer?
-        var toCancel: Task<Void, Never>?
-        lock.mutate { entries in
+        var toStop: Dialer?
+        lock.withLock { entries in
             var e = entries[device] ?? Entry(device: device, identity: identity)
             e.services[service.name] = service
             e.identity = identity ?? e.identity
             let mayConnect = identity.map { hub.mayConnect(identity: $0) } ?? false
             e.note = mayConnect ? nil : "not connecting: identity \(identity?.description ?? "unknown") shares no group with us"
             if mayConnect, e.dialer?.address != target {
-                toCancel = e.task
-                let dialer = Dialer(address: target, source: "mdns", expectedDevice: device)
+                toStop = e.dialer
+                let dialer = Dialer(address: target, source: .mdns, expectedDevice: device)
                 e.dialer = dialer
                 toStart = dialer
             }
             entries[device] = e
         }
-        toCancel?.cancel()
+        toStop?.stop()
         if let dialer = toStart {
             logger.info("found \(device.short) on the LAN at \(target)")
-            let task = startDialer(dialer)
-            lock.mutate { $0[device]?.task = task }
+            startDialer(dialer)
         }
     }
 
     private func lost(_ name: String) {
-        var cancel: [Task<Void, Never>] = []
-        lock.mutate { entries in
+        var stop: [Dialer] = []
+        lock.withLock { entries in
             for (device, var e) in entries where e.services[name] != nil {
                 e.services[name] = nil
                 if e.services.isEmpty {
-                    if let t = e.task { cancel.append(t) }
+                    if let d = e.dialer { stop.append(d) }
                     entries[device] = nil
                 } else {
                     entries[device] = e
                 }
             }
         }
-        for t in cancel { t.cancel() }
+        for d in stop { d.stop() }
     }
 
     /// Membership changed: devices we skipped may be let in now.
     func recheck() {
-        let services = lock.value.values.flatMap(\.services.values)
+        let services = lock.withLock { $0.values.flatMap(\.services.values) }
         for s in services { found(s) }
     }
 
     func stopAll() {
-        let tasks = lock.mutate { entries -> [Task<Void, Never>] in
-            let t = entries.values.compactMap(\.task)
-            entries = [:]
-            return t
+        let dialers = lock.withLock { entries -> [Dialer] in
+            defer { entries = [:] }
+            return entries.values.compactMap(\.dialer)
         }
-        for t in tasks { t.cancel() }
+        for d in dialers { d.stop() }
     }
 
     /// One row per discovered device, for `status` and `peers`.
     var status: [PeerStatus] {
-        lock.value.values.sorted { $0.device.string < $1.device.string }.map { e in
+        lock.withLock { $0 }.values.sorted { $0.device.string < $1.device.string }.map { e in
             if let d = e.dialer {
                 var s = d.status
                 s.device = e.device.string
                 return s
             }
             let address = e.services.values.first.map { "\($0.addresses.first ?? $0.host):\($0.port)" } ?? "?"
-            return PeerStatus(address: address, state: "discovered", direction: "outbound", source: "mdns", device: e.device.string, lastError: e.note)
+            return PeerStatus(address: address, state: .discovered, direction: .outbound, source: .mdns, device: e.device.string, lastError: e.note)
         }
     }
 }

@@ -68,8 +68,7 @@ public struct NodeConfiguration: Sendable {
                     guard let on = ["on": true, "off": false][value] else { throw fail("discovery must be on or off") }
                     discovery = on
                 case "log-level":
-                    guard let level = Logger.Level(rawValue: value) else { throw fail("log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))") }
-                    logLevel = level
+                    logLevel = try Self.logLevel(named: value, setting: "log-level", failure: fail)
                 default: throw fail("unknown key \"\(key)\"")
                 }
             } catch let error as NodeError {
@@ -82,4 +81,13 @@ public struct NodeConfiguration: Sendable {
     }
 
     public func controlSocketPath(home: String) -> String { controlSocket ?? home + "/peerlog.sock" }
+
+    /// The log level named `text` (`trace` … `critical`); any other word throws `failure`
+    /// of "SETTING must be one of trace, debug, …".
+    public static func logLevel(named text: String, setting: String, failure: (String) -> any Error) throws -> Logger.Level {
+        guard let level = Logger.Level(rawValue: text) else {
+            throw failure("\(setting) must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return level
+    }
 }

@@ -1,38 +1,42 @@
 import Foundation
+import PeerlogCapture
 import PeerlogEngine
 import PeerlogModel
+import PeerlogSequencer
 import PeerlogSync
 
 extension NodeHub {
     /// Answers one control-socket request line (on the hub's queue: status reads the replica).
     func answer(_ line: String, reply: @escaping @Sendable ([UInt8]) -> Void) {
         queueAsync { [self] in
-            switch line {
-            case "ping":
+            switch ControlRequest.parse(line) {
+            case .success(.ping):
                 reply(Array(#"{"ok":true}"#.utf8))
-            case "status":
+            case .success(.status):
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                 reply((try? encoder.encode(buildStatus())).map { Array($0) } ?? ControlReply.error("cannot encode status"))
-            case _ where line.hasPrefix("capture "):
-                reply(answerCapture(String(line.dropFirst("capture ".count))))
-            default:
-                reply(ControlReply.error("unknown request \"\(line.prefix(64))\" (known: status, ping, capture start, capture stop)"))
+            case .success(.captureStart(let path, let maxBytes, let omitBodies)):
+                reply(startCapture(path: path, options: .init(maxBytes: maxBytes, omitBodies: omitBodies)))
+            case .success(.captureStop):
+                reply(stopCapture())
+            case .failure(let invalid):
+                reply(ControlReply.error(invalid.description))
             }
         }
     }
 
     /// Must run on the hub's queue.
     func buildStatus() -> NodeStatus {
-        let dialers = dialerStatus.value()
+        let dialers = dialerStatus.withLock { $0 }()
         var peers = dialers
         let dialedDevices = Set(dialers.compactMap(\.device))
         let sessionStatus = sessionsSnapshot()
         // Connections a dialer does not already show (inbound ones, mostly).
         for (connection, _) in sessionStatus where !dialedDevices.contains(connection.peer.device.string) {
             peers.append(PeerStatus(
-                address: connection.remote, state: "connected", direction: connection.outbound ? "outbound" : "inbound",
-                source: connection.outbound ? "static" : "inbound",
+                address: connection.remote, state: .connected, direction: connection.outbound ? .outbound : .inbound,
+                source: connection.outbound ? .static : .inbound,
                 device: connection.peer.device.string, name: connection.peer.name, connectedSince: connection.since
             ))
         }
@@ -57,9 +61,9 @@ extension NodeHub {
         }
         return NodeStatus(
             device: device.device.string, identity: device.identity.string, name: device.certificate.name,
-            listening: listening.value, peers: peers, groups: groups,
+            listening: listening.withLock { $0 }, peers: peers, groups: groups,
             recentlyClosed: recentCloses().map { ClosedStatus(device: $0.peer?.string, address: $0.remote, reason: $0.reason, at: $0.at) },
-            discoveryUnavailable: discoveryState.value.unavailable, discovery: discoveryState.value.enabled,
+            discoveryUnavailable: discoveryState.withLock { $0.unavailable }, discovery: discoveryState.withLock { $0.enabled },
             capture: capture.status,
             refusals: recentRefusals(),
             rejected: recentRejections(),
@@ -72,9 +76,9 @@ extension NodeHub {
         guard let authority = (try? replica.state(of: group, view: .committed))??.authority else { return nil }
         var s: SequencerStatus
         switch authority {
-        case .solo(let d): s = SequencerStatus(authority: "solo", devices: [d.string], commitLag: tentative)
-        case .elected(let voters): s = SequencerStatus(authority: "elected", devices: voters.map(\.string), commitLag: tentative)
-        case .relay(let key, let address): s = SequencerStatus(authority: "relay", devices: [key.string], address: address, commitLag: tentative)
+        case .solo(let d): s = SequencerStatus(authority: .solo, devices: [d.string], commitLag: tentative)
+        case .elected(let voters): s = SequencerStatus(authority: .elected, devices: voters.map(\.string), commitLag: tentative)
+        case .relay(let key, let address): s = SequencerStatus(authority: .relay, devices: [key.string], address: address, commitLag: tentative)
         }
         if let v = election.view(of: group) {
             s.role = v.role
@@ -85,27 +89,19 @@ extension NodeHub {
         return s
     }
 
-    /// `start omit-bodies=0|1 max-bytes=N PATH` (N = 0: no rotation; PATH absolute, rest of
-    /// the line) or `stop`. Replies with the capture's status or an error.
-    private func answerCapture(_ request: String) -> [UInt8] {
-        let words = request.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: true).map(String.init)
+    /// Replies with the new capture's status or an error.
+    private func startCapture(path: String, options: CaptureWriter.Options) -> [UInt8] {
         do {
-            switch words.first {
-            case "stop":
-                guard let stopped = capture.stop() else { return ControlReply.error("no capture is running") }
-                return try Array(JSONEncoder().encode(stopped))
-            case "start":
-                guard words.count == 4, words[1].hasPrefix("omit-bodies="), words[2].hasPrefix("max-bytes="),
-                      let max = Int(words[2].dropFirst("max-bytes=".count)), words[3].hasPrefix("/") else {
-                    return ControlReply.error("usage: capture start omit-bodies=0|1 max-bytes=N /absolute/path")
-                }
-                try capture.start(path: words[3], options: .init(maxBytes: max == 0 ? nil : max, omitBodies: words[1] == "omit-bodies=1"))
-                return try Array(JSONEncoder().encode(capture.status))
-            default:
-                return ControlReply.error("unknown capture request (known: capture start, capture stop)")
-            }
+            try capture.start(path: path, options: options)
+            return try Array(JSONEncoder().encode(capture.status))
         } catch {
             return ControlReply.error("\(error)")
         }
+    }
+
+    /// Replies with the stopped capture's status or an error.
+    private func stopCapture() -> [UInt8] {
+        guard let stopped = capture.stop() else { return ControlReply.error("no capture is running") }
+        do { return try Array(JSONEncoder().encode(stopped)) } catch { return ControlReply.error("\(error)") }
     }
 }

@@ -1,351 +1,248 @@
 import Dispatch
-import Foundation
 import Logging
 import PeerlogChannel
-import PeerlogElection
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
+import Synchronization
 
-/// Owns the replica and every connection's sync session. All of it runs on one serial queue:
-/// the replica does blocking SQLite work, which must stay off the event loops, and sessions
-/// are not thread-safe.
+/// The loop around `NodeStateMachine`: it feeds the machine connection events, session
+/// events, observations of the replica and ticks, and performs the actions it returns. It
+/// owns what the machine must not: the replica, every connection's sync session, the elected
+/// sequencers and the connections' send and close. All of it runs on one executor: a serial
+/// queue in the daemon (the replica does blocking SQLite work, which must stay off the event
+/// loops, and sessions are not thread-safe), the caller's thread in the socket-free harness.
 final class NodeHub: @unchecked Sendable {
+    /// Where the hub's work runs.
+    enum Executor: Sendable {
+        /// A serial dispatch queue, with a timer driving `tick()`.
+        case queue(DispatchQueue)
+        /// The calling thread, at once; no timer (the caller calls `tick()`). For tests that
+        /// pump nodes into each other without sockets.
+        case inline
+    }
+
     let replica: Replica
     let device: LocalDevice
     let logger: Logger
-    private let queue = DispatchQueue(label: "peerlog.node.hub")
-    private let extraAllowed: Set<IdentityID>
-    private let allowed: LockedValue<Set<IdentityID>>
-    /// Let in any device whose certificate checks out (a relay open to new groups).
-    private let openAdmission: Bool
-    /// Relays our groups name: their keys are let in, and the node keeps them connected.
-    private let relays = LockedValue<Set<RelayEndpoint>>([])
+    private let executor: Executor
+    private let clock: @Sendable () -> UInt64
+    /// The machine's admission, copied for event loops deciding handshakes.
+    private let admission: Mutex<NodeAdmission>
 
     /// Where tap records go when a capture runs.
     let capture: CaptureControl
     /// Set by the node before it starts.
-    let listening = LockedValue<String?>(nil)
-    let dialerStatus = LockedValue<@Sendable () -> [PeerStatus]>({ [] })
-    let discoveryState = LockedValue<(enabled: Bool, unavailable: String?)>((false, nil))
-    /// Called (on the hub queue) when the set of identities we let in changed.
-    let onMembershipChange = LockedValue<@Sendable () -> Void>({})
-    /// Called (on the hub queue) when the relays our groups name changed.
-    let onRelaysChange = LockedValue<@Sendable (Set<RelayEndpoint>) -> Void>({ _ in })
+    let listening = Mutex<String?>(nil)
+    let dialerStatus = Mutex<@Sendable () -> [PeerStatus]>({ [] })
+    let discoveryState = Mutex<(enabled: Bool, unavailable: String?)>((false, nil))
+    /// Called (on the hub's executor) when the set of identities we let in changed.
+    let onMembershipChange = Mutex<@Sendable () -> Void>({})
+    /// Called (on the hub's executor) when the relays our groups name changed.
+    let onRelaysChange = Mutex<@Sendable (Set<RelayEndpoint>) -> Void>({ _ in })
 
-    // Queue-confined state.
+    // Executor-confined state.
+    private(set) var machine: NodeStateMachine
     /// This device's part in the elected sequencers of its groups.
-    let election: ElectionCoordinator
-    private var electionTimer: DispatchSourceTimer?
-    private var connections: [UInt64: ConnectionRef] = [:]
+    let election: ElectedSequencerDriver
+    private var links: [UInt64: ConnectionRef] = [:]
     private var sessions: [UInt64: SyncSession] = [:]
-    private var lastStamp: [Int64] = []
-    private var lastGroupOperations: [Int64] = []
-    private var pollTimer: DispatchSourceTimer?
-    private var closedRecently: [ClosedConnection] = []
-    private var lastRetry: UInt64 = 0
-    private var refusals: [RefusalStatus] = []
-    private var rejections: [RejectionStatus] = []
-    /// Items refused from peers since the node started.
-    private(set) var rejectedTotal = 0
+    private var timer: DispatchSourceTimer?
 
-    struct ClosedConnection: Sendable {
-        let peer: DeviceID?
-        let remote: String
-        let reason: String
-        let at: UInt64
-    }
-
-    init(replica: Replica, device: LocalDevice, allow: Set<IdentityID>, openAdmission: Bool = false, logger: Logger) {
+    init(replica: Replica, device: LocalDevice, allow: Set<IdentityID>, openAdmission: Bool = false, logger: Logger,
+         cadence: NodeStateMachine.Cadence = .init(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
+         executor: Executor = .queue(DispatchQueue(label: "peerlog.node.hub"))) {
         self.replica = replica
         self.device = device
         self.logger = logger
+        self.clock = clock
+        self.executor = executor
         self.capture = CaptureControl(logger: logger)
-        self.election = ElectionCoordinator(replica: replica)
-        self.extraAllowed = allow.union([device.identity])
-        self.allowed = LockedValue(extraAllowed)
-        self.openAdmission = openAdmission
+        self.election = ElectedSequencerDriver(replica: replica, seed: UInt64.random(in: 0...UInt64.max))
+        let admission = NodeAdmission(configured: allow.union([device.identity]), open: openAdmission)
+        self.admission = Mutex(admission)
+        machine = NodeStateMachine(local: device.device, admission: admission, cadence: cadence)
+    }
+
+    private func async(_ body: @escaping @Sendable () -> Void) {
+        switch executor {
+        case .queue(let queue): queue.async(execute: body)
+        case .inline: body()
+        }
+    }
+
+    private func sync<T>(_ body: () -> T) -> T {
+        switch executor {
+        case .queue(let queue): queue.sync(execute: body)
+        case .inline: body()
+        }
     }
 
     // MARK: Authorization (called from event loops during handshakes)
 
     /// Whether a device of this identity would be let in (for dialing discovered peers).
-    func mayConnect(identity: IdentityID) -> Bool { allowed.value.contains(identity) }
+    func mayConnect(identity: IdentityID) -> Bool { admission.withLock { $0.mayConnect(identity: identity) } }
 
-    func authorize(_ certificate: DeviceCertificate) -> AuthorizationDecision {
-        if openAdmission || allowed.value.contains(certificate.identity) { return .allow }
-        if relays.value.contains(where: { $0.key == certificate.device }) { return .allow }
-        return .deny("identity \(certificate.identity) is not ours, not a member of a group we hold, not a relay of one, and not allowed for pairing")
-    }
-
-    private func refreshAllowed() {
-        do {
-            let members = try replica.knownMemberIdentities()
-            let now = extraAllowed.union(members)
-            if now != allowed.value {
-                allowed.value = now
-                onMembershipChange.value()
-            }
-            let named = try replica.relayEndpoints()
-            if named != relays.value {
-                relays.value = named
-                onRelaysChange.value(named)
-            }
-        } catch {
-            logger.error("cannot read group members: \(error)")
-        }
-    }
+    func authorize(_ certificate: DeviceCertificate) -> AuthorizationDecision { admission.withLock { $0.decide(certificate) } }
 
     // MARK: Lifecycle
 
-    func start(pollInterval: Duration, electionTick: Duration) {
-        queue.sync {
-            refreshAllowed()
-            lastStamp = (try? replica.changeStamp()) ?? []
-            election.refresh()
+    func start() {
+        sync {
+            let now = clock()
+            perform(machine.start(now: now, stamp: (try? replica.changeStamp()) ?? []))
         }
+        guard case .queue(let queue) = executor else { return }
+        let period = max(min(machine.cadence.poll, machine.cadence.election), 10)
         let ticker = DispatchSource.makeTimerSource(queue: queue)
-        let tickMs = Self.milliseconds(electionTick)
-        ticker.schedule(deadline: .now() + .milliseconds(tickMs), repeating: .milliseconds(max(tickMs, 10)))
-        ticker.setEventHandler { [weak self] in
-            guard let self else { return }
-            self.route(self.election.tick())
-        }
+        ticker.schedule(deadline: .now() + .milliseconds(Int(period)), repeating: .milliseconds(Int(period)))
+        ticker.setEventHandler { [weak self] in self?.tickNow() }
         ticker.resume()
-        electionTimer = ticker
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        let ms = Self.milliseconds(pollInterval)
-        timer.schedule(deadline: .now() + .milliseconds(ms), repeating: .milliseconds(max(ms, 10)))
-        timer.setEventHandler { [weak self] in self?.poll() }
-        timer.resume()
-        pollTimer = timer
+        timer = ticker
     }
 
-    static func milliseconds(_ d: Duration) -> Int {
-        Int(d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)
+    static func milliseconds(_ d: Duration) -> UInt64 {
+        UInt64(max(0, d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000))
     }
 
-    func stop(reason: String) {
-        queue.sync {
-            pollTimer?.cancel()
-            pollTimer = nil
-            electionTimer?.cancel()
-            electionTimer = nil
-            for c in connections.values { c.close(reason) }
+    func stop() {
+        sync {
+            timer?.cancel()
+            timer = nil
+            perform(machine.stop())
         }
     }
+
+    /// Time passed (the timer's tick, or a test's). On the executor.
+    func tickNow() { perform(machine.tick(now: clock())) }
 
     // MARK: Connection events (from event loops)
 
-    /// A handshake finished: keep the connection unless one to the same device already runs
-    /// and the tie-break prefers that one.
     func established(_ connection: ConnectionRef) {
-        queue.async { [self] in
-            if let existing = connections.values.first(where: { $0.peer.device == connection.peer.device }) {
-                if TieBreak.keepNew(local: device.device, peer: connection.peer.device, newIsOutbound: connection.outbound, existingIsOutbound: existing.outbound) {
-                    logger.info("replacing connection \(existing.id) to \(connection.peer.device.short) with \(connection.id) (tie-break)")
-                    drop(existing.id)
-                    existing.close("duplicate connection (tie-break)")
-                } else {
-                    logger.info("closing duplicate connection \(connection.id) to \(connection.peer.device.short) (tie-break)")
-                    connection.close("duplicate connection (tie-break)")
-                    return
-                }
-            }
-            connections[connection.id] = connection
-            let session = SyncSession(local: device, peer: connection.peer, store: replica)
-            sessions[connection.id] = session
-            logger.info("connected to device \(connection.peer.device) (\(connection.peer.name)) at \(connection.remote), \(connection.outbound ? "outbound" : "inbound")")
-            perform(session.start(), on: connection)
+        async { [self] in
+            links[connection.id] = connection
+            perform(machine.established(connection.info))
         }
     }
 
     /// `processed` runs once the message was handled (the handler's read backpressure).
     func received(_ message: [UInt8], on id: UInt64, processed: @escaping @Sendable () -> Void) {
-        queue.async { [self] in
+        async { [self] in
             defer { processed() }
-            guard let session = sessions[id], let connection = connections[id] else { return }
-            perform(session.receive(message), on: connection)
+            guard let session = sessions[id] else { return }
+            perform(session.receive(message), on: id)
         }
     }
 
     func closed(_ id: UInt64, peer: DeviceID?, remote: String, reason: String) {
-        queue.async { [self] in
-            drop(id)
-            closedRecently.append(ClosedConnection(peer: peer, remote: remote, reason: reason, at: WallClock.nowMillis()))
-            if closedRecently.count > 32 { closedRecently.removeFirst(closedRecently.count - 32) }
+        async { [self] in perform(machine.connectionClosed(id, peer: peer, remote: remote, reason: reason, now: clock())) }
+    }
+
+    func isConnected(device: DeviceID) -> Bool { sync { machine.isConnected(device: device) } }
+
+    // MARK: Performing
+
+    /// Performs the machine's actions in order; some feed it again (observations, session output).
+    private func perform(_ actions: [NodeAction]) {
+        for action in actions { perform(action) }
+    }
+
+    private func perform(_ action: NodeAction) {
+        switch action {
+        case .startSession(let id):
+            guard let link = links[id] else { return }
+            let session = SyncSession(local: device, peer: link.peer, store: replica)
+            sessions[id] = session
+            perform(session.start(), on: id)
+        case .close(let id, let reason):
+            sessions[id] = nil
+            links.removeValue(forKey: id)?.close(reason)
+        case .dropSession(let id):
+            sessions[id] = nil
+            links[id] = nil
+        case .offerChange(let group, let id):
+            if let session = sessions[id] { perform(session.localChanged(group: group), on: id) }
+        case .offerAllGroups(let ids):
+            guard let groups = try? replica.groupIDs() else { return }
+            for group in groups {
+                for id in ids { perform(.offerChange(group, to: id)) }
+            }
+        case .recheckMembership(let id):
+            guard let session = sessions[id] else { return }
+            perform(session.membershipChanged(), on: id)
+            perform(machine.membershipRechecked(id))
+        case .sendElection(let group, let message, let id):
+            if let session = sessions[id] { perform(session.sendElection(group: group, message), on: id) }
+        case .receiveElection(let group, let from, let message):
+            route(election.receive(group: group, from: from, message))
+        case .tickElection:
+            route(election.tick())
+        case .pollChangeStamp:
+            if let stamp = try? replica.changeStamp() { perform(machine.changeStampObserved(stamp)) }
+        case .checkGroupOperations:
+            if let stamp = try? replica.groupOperationStamp() { perform(machine.groupOperationsObserved(stamp)) }
+        case .refreshMembership:
+            do {
+                let observed = machine.membershipObserved(members: try replica.knownMemberIdentities(), relays: try replica.relayEndpoints())
+                let now = machine.admission
+                admission.withLock { $0 = now }
+                perform(observed)
+            } catch {
+                logger.error("cannot read group members: \(error)")
+            }
+            election.refresh()
+        case .admissionChanged:
+            onMembershipChange.withLock { $0 }()
+        case .relaysChanged(let relays):
+            onRelaysChange.withLock { $0 }(relays)
+        case .retryQueued(let via):
+            // What it applies changes the stamp, so the poll that follows pushes it.
+            guard let report = try? replica.retryPending(), !report.actions.isEmpty, let via, let session = sessions[via] else { return }
+            perform(session.requestBackfill(report.actions), on: via)
+        case .log(let level, let message):
+            logger.log(level: level, "\(message)")
         }
     }
 
-    func isConnected(device: DeviceID) -> Bool {
-        queue.sync { connections.values.contains { $0.peer.device == device } }
-    }
-
-    private func drop(_ id: UInt64) {
-        connections[id] = nil
-        sessions[id] = nil
-    }
-
-    // MARK: Sync
-
-    private func perform(_ actions: [SyncAction], on connection: ConnectionRef) {
-        for action in actions {
+    /// Performs one session's output: bytes go to its connection, events to the machine.
+    private func perform(_ actions: [SyncAction], on id: UInt64) {
+        // The session's writes (what the peer sent, its vectors) go to the replica first.
+        for action in sessions[id]?.settle(actions, with: replica) ?? actions {
             switch action {
             case .send(let bytes):
-                connection.send(bytes)
+                links[id]?.send(bytes)
             case .close(let reason):
-                logger.warning("closing connection to \(connection.peer.device): \(reason)")
-                drop(connection.id)
-                connection.close(reason)
+                perform(machine.sessionClosing(id, reason: reason))
                 return
             case .event(let event):
-                handle(event, from: connection)
+                perform(machine.sessionEvent(event, on: id, now: clock()))
+            case .ingest, .recordPeerVector:
+                break  // settled above while the session lives; nothing to write for a dropped one
             }
         }
     }
 
-    private func handle(_ event: SyncEvent, from connection: ConnectionRef) {
-        switch event {
-        case .ingested(let group, let report):
-            // Membership first: nothing is pushed to a peer that what arrived just removed.
-            if report.touchesGroupOperations { noticeGroupOperations() }
-            fanOut(group: group, except: connection.id)
-        case .ignoredOffer(let group):
-            logger.notice("\(connection.peer.device.short) offered group \(group), which we hold and do not share with it: not synced")
-        case .withdrew(let group, let why):
-            logger.notice("stopped syncing group \(group) with \(connection.peer.device.short): \(why)")
-        case .unsharedByPeer(let group, let why):
-            logger.warning("\(connection.peer.device.short) stopped syncing group \(group) with us: \(why)")
-        case .caughtUp(let group):
-            logger.debug("caught up with \(connection.peer.device.short) on group \(group)")
-        case .protocolError(let why):
-            logger.warning("protocol error from \(connection.peer.device): \(why)")
-        case .ignoredUnknownMessage(let type):
-            logger.notice("ignored unknown message type \"\(type)\" from \(connection.peer.device.short)")
-        case .election(let group, let from, let message):
-            route(election.receive(group: group, from: from, message))
-        case .rejected(let group, let items):
-            noteRejections(group: group, items: items, from: connection.peer)
-        case .refusedByPeer(let group, let items):
-            for item in items {
-                logger.warning("\(connection.peer.device.short) refused receipt \(item.cid) of group \(group): \(item.reason)")
-                refusals.append(RefusalStatus(group: group.string, cid: item.cid.string, by: connection.peer.device.string, reason: item.reason, at: WallClock.nowMillis()))
-            }
-            if refusals.count > 32 { refusals.removeFirst(refusals.count - 32) }
-        default:
-            break
-        }
+    /// Hands what the elected sequencers produced to the machine for routing.
+    private func route(_ sends: [ElectedSequencerDriver.Send]) {
+        perform(machine.electionOutput(
+            sends: sends.map { ElectionSend(to: $0.to, group: $0.group, message: $0.message) },
+            signed: election.takeSigned(), problems: election.takeProblems()
+        ))
     }
 
-    /// Offers what just arrived to every other connected peer.
-    private func fanOut(group: GroupID, except: UInt64?) {
-        for (id, session) in sessions.sorted(by: { $0.key < $1.key }) where id != except {
-            guard let connection = connections[id] else { continue }
-            perform(session.localChanged(group: group), on: connection)
-        }
+    // MARK: Status helpers (executor-confined)
+
+    func queueAsync(_ body: @escaping @Sendable () -> Void) { async(body) }
+
+    func sessionsSnapshot() -> [(NodeConnection, SyncSessionStatus)] {
+        machine.liveConnections.compactMap { c in sessions[c.id].map { (c, $0.status()) } }
     }
 
-    /// Membership and authorities change only with group operations: skip the folds (over every
-    /// tentative receipt) when none changed, e.g. during a catch-up. When one did, every live
-    /// session re-checks its groups (a removed member is sent nothing more and told why), and a
-    /// peer whose identity no longer shares anything with us is disconnected.
-    private func noticeGroupOperations() {
-        guard let ops = try? replica.groupOperationStamp(), ops != lastGroupOperations else { return }
-        lastGroupOperations = ops
-        refreshAllowed()
-        election.refresh()
-        for (id, session) in sessions.sorted(by: { $0.key < $1.key }) {
-            guard let connection = connections[id] else { continue }
-            perform(session.membershipChanged(), on: connection)
-            if sessions[id] != nil, case .deny(let why) = authorize(connection.peer) {
-                logger.notice("disconnecting \(connection.peer.device.short): no longer admitted (\(why))")
-                drop(id)
-                connection.close("no longer admitted: \(why)")
-            }
-        }
-    }
+    func recentCloses() -> [NodeStateMachine.ClosedConnection] { machine.recentlyClosed }
 
-    /// How often queued receipts and envelopes are retried (and aged into dead letters).
-    static let retryInterval: UInt64 = 5_000
+    func recentRefusals() -> [RefusalStatus] { machine.refusals }
 
-    /// Notices writes by other processes (the CLI) and membership changes; retries the queue.
-    private func poll() {
-        let now = WallClock.nowMillis()
-        if now - lastRetry >= Self.retryInterval {
-            lastRetry = now
-            retryQueued()
-        }
-        guard let stamp = try? replica.changeStamp(), stamp != lastStamp else { return }
-        lastStamp = stamp
-        noticeGroupOperations()
-        guard !sessions.isEmpty, let groups = try? replica.groupIDs() else { return }
-        for group in groups { fanOut(group: group, except: nil) }
-    }
+    func recentRejections() -> [RejectionStatus] { machine.rejections }
 
-    /// Retries what waits in the pending queue; backfill it still needs is asked of one
-    /// connected peer that syncs the group (the session skips groups it does not sync).
-    private func retryQueued() {
-        // What it applies changes the stamp, so the poll below pushes it.
-        guard let report = try? replica.retryPending(), !report.actions.isEmpty, let (id, session) = sessions.min(by: { $0.key < $1.key }), let connection = connections[id] else { return }
-        perform(session.requestBackfill(report.actions), on: connection)
-    }
-
-    /// Logs what our replica refused from a peer (a few lines per batch, so a flood cannot
-    /// flood the log) and keeps the newest 32 for `status`. Invalid signatures and certificates
-    /// are warnings: they are evidence of a forgery attempt.
-    private func noteRejections(group: GroupID, items: [RejectedItem], from peer: DeviceCertificate) {
-        let now = WallClock.nowMillis()
-        for (i, item) in items.enumerated() {
-            if i < 3 {
-                let what = item.invalid ? "invalid receipt" : "receipt"
-                let claims = item.author.map { " claiming author \($0) of identity \(item.identity?.string ?? "?")" } ?? ""
-                logger.warning("rejected \(what) \(item.cid) of group \(group)\(claims) from peer \(peer.device) (identity \(peer.identity)): \(item.reason)")
-            }
-            rejections.append(RejectionStatus(group: group.string, cid: item.cid.string, author: item.author?.string, identity: item.identity?.string,
-                                              from: peer.device.string, reason: item.reason, invalid: item.invalid, at: now))
-        }
-        if items.count > 3 { logger.warning("… and \(items.count - 3) more rejected from \(peer.device) in the same batch") }
-        if rejections.count > 32 { rejections.removeFirst(rejections.count - 32) }
-        rejectedTotal += items.count
-    }
-
-    // MARK: Elections (queue-confined)
-
-    /// Sends election messages to the voters that are connected (Raft tolerates the loss of
-    /// the others), pushes envelopes just signed, and logs what went wrong.
-    private func route(_ sends: [ElectionCoordinator.Send]) {
-        for send in sends {
-            for (id, session) in sessions where connections[id]?.peer.device == send.to {
-                perform(session.sendElection(group: send.group, send.message), on: connections[id]!)
-            }
-        }
-        for group in election.takeSigned() { fanOut(group: group, except: nil) }
-        for problem in election.takeProblems() { logger.warning("\(problem)") }
-    }
-
-    // MARK: Status helpers (queue-confined)
-
-    func queueAsync(_ body: @escaping @Sendable () -> Void) { queue.async(execute: body) }
-
-    func sessionsSnapshot() -> [(ConnectionRef, SyncSessionStatus)] {
-        sessions.sorted { $0.key < $1.key }.compactMap { id, session in connections[id].map { ($0, session.status()) } }
-    }
-
-    func recentCloses() -> [ClosedConnection] { closedRecently }
-
-    func recentRefusals() -> [RefusalStatus] { refusals }
-
-    func recentRejections() -> [RejectionStatus] { rejections }
-}
-
-/// A value behind a lock, for the few things event loops read while the hub writes.
-final class LockedValue<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: T
-    init(_ value: T) { stored = value }
-    var value: T {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
-    }
-    func mutate<R>(_ body: (inout T) -> R) -> R { lock.withLock { body(&stored) } }
+    var rejectedTotal: Int { machine.rejectedTotal }
 }

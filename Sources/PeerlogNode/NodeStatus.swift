@@ -1,3 +1,5 @@
+import PeerlogSequencer
+
 /// What `peerlog status` shows; sent as JSON over the control socket.
 public struct NodeStatus: Codable, Sendable, Equatable {
     public var device: String
@@ -47,17 +49,39 @@ public struct RefusalStatus: Codable, Sendable, Equatable {
 public struct PeerStatus: Codable, Sendable, Equatable {
     /// The dialed address (static peers) or the remote address (inbound).
     public var address: String
-    /// `connected`, `connecting`, `backoff`, `discovered` (found but not dialed, see lastError).
-    public var state: String
-    public var direction: String
-    /// How we know the peer: `static` (--peer or config), `mdns` (LAN discovery), `inbound`.
-    public var source: String
+    public var state: State
+    public var direction: Direction
+    /// How we know the peer.
+    public var source: Source
     public var device: String?
     public var name: String?
     public var connectedSince: UInt64?
     public var lastError: String?
     /// Milliseconds until the next dial, in `backoff`.
     public var retryInMs: UInt64?
+
+    /// Where the node is with a peer (the raw values are what `status --json` prints).
+    public enum State: String, Codable, Sendable {
+        case connected, connecting, backoff
+        /// Found on the LAN but not dialed (see `lastError`).
+        case discovered
+    }
+
+    /// Who dialed, from this node's point of view.
+    public enum Direction: String, Codable, Sendable {
+        case inbound, outbound
+    }
+
+    public enum Source: String, Codable, Sendable {
+        /// `--peer` or the configuration file.
+        case `static`
+        /// LAN discovery (DNS-SD).
+        case mdns
+        /// It dialed us.
+        case inbound
+        /// A relay one of our groups names.
+        case relay
+    }
 }
 
 public struct GroupStatus: Codable, Sendable, Equatable {
@@ -81,25 +105,29 @@ public struct GroupStatus: Codable, Sendable, Equatable {
 
 /// The group's sequencer authority and, on a voter of an elected one, the election's state.
 public struct SequencerStatus: Codable, Sendable, Equatable {
-    /// `solo`, `elected` or `relay`.
-    public var authority: String
+    public var authority: Authority
     /// The solo device, the voters, or the relay's key.
     public var devices: [String]
     public var address: String?
     /// Receipts held here that wait for a seq (the commit lag).
     public var commitLag: Int
-    /// On a voter: `leader`, `follower` or `candidate`, the term, the leader it knows, and
-    /// the seq after which this authority assigns.
-    public var role: String?
+    /// On a voter: its role in the election, the term, the leader it knows, and the seq after
+    /// which this authority assigns.
+    public var role: SequencerRole?
     public var term: UInt64?
     public var leader: String?
     public var base: UInt64?
 
-    public init(authority: String, devices: [String], address: String? = nil, commitLag: Int) {
+    public init(authority: Authority, devices: [String], address: String? = nil, commitLag: Int) {
         self.authority = authority
         self.devices = devices
         self.address = address
         self.commitLag = commitLag
+    }
+
+    /// The kind of sequencer authority (the raw values are what `status --json` prints).
+    public enum Authority: String, Codable, Sendable {
+        case solo, elected, relay
     }
 }
 

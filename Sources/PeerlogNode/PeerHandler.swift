@@ -28,7 +28,7 @@ final class PeerHandler: ChannelDuplexHandler {
     private let tap: Tap?
     private let logger: Logger
     private let onEstablished: @Sendable (DeviceCertificate) -> Void
-    private let onClosed: @Sendable (String) -> Void
+    private let onClosed: @Sendable (ChannelCloseReason) -> Void
     private var context: ChannelHandlerContext?
     private var remote = "?"
     private var timeout: Scheduled<Void>?
@@ -38,7 +38,7 @@ final class PeerHandler: ChannelDuplexHandler {
     /// The identity this connection counts against once established (`maxConnectionsPerIdentity`).
     private var countedIdentity: IdentityID?
 
-    init(id: UInt64, outbound: Bool, hub: NodeHub, configuration: ChannelConfiguration, admission: ConnectionAdmission, tap: Tap?, logger: Logger, onEstablished: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, onClosed: @escaping @Sendable (String) -> Void = { _ in }) {
+    init(id: UInt64, outbound: Bool, hub: NodeHub, configuration: ChannelConfiguration, admission: ConnectionAdmission, tap: Tap?, logger: Logger, onEstablished: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, onClosed: @escaping @Sendable (ChannelCloseReason) -> Void = { _ in }) {
         self.id = id
         self.outbound = outbound
         self.hub = hub
@@ -178,15 +178,15 @@ final class PeerHandler: ChannelDuplexHandler {
                 if KeyLogFile.path != nil, let keys = channel.transportKeys {
                     let me = hub.device.device
                     let entry = KeyLogEntry(keys: keys, initiator: outbound ? me : certificate.device, responder: outbound ? certificate.device : me)
-                    if let problem = KeyLogFile.append(entry) { logger.warning("\(problem)") }
+                    hub.capture.keyLog(entry)
                 }
                 onEstablished(certificate)
                 let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
                 let eventLoop = context.eventLoop
                 hub.established(ConnectionRef(
-                    id: id, outbound: outbound, remote: remote, peer: certificate, since: WallClock.nowMillis(),
+                    info: NodeConnection(id: id, outbound: outbound, remote: remote, peer: certificate, since: WallClock.nowMillis()),
                     send: { bytes in eventLoop.execute { loopBound.value.send(bytes) } },
-                    close: { reason in eventLoop.execute { loopBound.value.close(reason: reason) } }
+                    close: { reason in eventLoop.execute { loopBound.value.close(reason: reason.description) } }
                 ))
             case .deliver(let message):
                 tapped(.inbound, message)
@@ -212,7 +212,7 @@ final class PeerHandler: ChannelDuplexHandler {
                 }
                 if wasOpened { tapped(.inbound, Array("\(reason)".utf8), kind: .closed) }
                 hub.closed(id, peer: channel.peerCertificate?.device, remote: remote, reason: "\(reason)")
-                onClosed("\(reason)")
+                onClosed(reason)
                 let socket = context.channel
                 context.writeAndFlush(wrapOutboundOut(socket.allocator.buffer(capacity: 0))).whenComplete { _ in
                     socket.close(promise: nil)

@@ -8,6 +8,7 @@ import PeerlogDiscovery
 import PeerlogEngine
 import PeerlogModel
 import ServiceLifecycle
+import Synchronization
 
 /// A running Peerlog node: listens, dials static peers, syncs every shared group, answers the
 /// control socket. Embed it in a `ServiceGroup` (graceful shutdown closes every connection
@@ -20,18 +21,23 @@ public final class PeerlogNode: Service, @unchecked Sendable {
     private let logger: Logger
     private let hub: NodeHub
     private let tap: Tap?
-    private let nextConnectionID = LockedValue<UInt64>(0)
-    private let boundAddress = LockedValue<PeerAddress?>(nil)
+    private let nextConnectionID = Atomic<UInt64>(0)
+    private let boundAddress = Mutex<PeerAddress?>(nil)
+    /// Connections not closed yet, with how to close each on its event loop.
+    private let openConnections = Mutex<[UInt64: (channel: any Channel, close: @Sendable () -> Void)]>([:])
     private let dialers: [Dialer]
     private let admission: ConnectionAdmission
     /// Called once the listener is bound (with the actual port when 0 was asked for).
-    public var onListening: (@Sendable (PeerAddress?) -> Void)?
+    private let onListening: (@Sendable (PeerAddress?) -> Void)?
 
     /// `replica`: the home's replica when the caller has it open already (an app embedding the
     /// node shares its replica, so its own writes reach peers at once); it must have been
-    /// opened with `configuration.sequenceGate`.
-    public init(home: String, configuration: NodeConfiguration, logger: Logger, tap: Tap? = nil, replica: Replica? = nil) throws {
+    /// opened with `configuration.sequenceGate`. `onListening` is called once the listener is
+    /// bound, with the actual address (port 0 asks for any).
+    public init(home: String, configuration: NodeConfiguration, logger: Logger, tap: Tap? = nil, replica: Replica? = nil,
+                onListening: (@Sendable (PeerAddress?) -> Void)? = nil) throws {
         self.home = home
+        self.onListening = onListening
         self.configuration = configuration
         self.logger = logger
         self.tap = tap
@@ -41,7 +47,8 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         // gets it now, so sync and status reads do not fold every waiting receipt meanwhile.
         let built = try self.replica.buildMissingTentativeViews()
         if built > 0 { logger.info("built the tentative view of \(built) group(s) with receipts waiting") }
-        hub = NodeHub(replica: self.replica, device: device, allow: configuration.allow, openAdmission: configuration.openAdmission, logger: logger)
+        let cadence = NodeStateMachine.Cadence(poll: NodeHub.milliseconds(configuration.pollInterval), election: NodeHub.milliseconds(configuration.electionTick))
+        hub = NodeHub(replica: self.replica, device: device, allow: configuration.allow, openAdmission: configuration.openAdmission, logger: logger, cadence: cadence)
         dialers = configuration.peers.map { Dialer(address: $0) }
         admission = ConnectionAdmission(limits: configuration.limits, fileDescriptorLimit: FileDescriptorLimit.raiseToHard())
     }
@@ -60,7 +67,7 @@ public final class PeerlogNode: Service, @unchecked Sendable {
     public var status: NodeStatus { hub.buildStatus() }
 
     /// The address the listener is bound to, once running.
-    public var listeningAddress: PeerAddress? { boundAddress.value }
+    public var listeningAddress: PeerAddress? { boundAddress.withLock { $0 } }
 
     public func run() async throws {
         let controlPath = configuration.controlSocketPath(home: home)
@@ -79,12 +86,12 @@ public final class PeerlogNode: Service, @unchecked Sendable {
                     .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
                     .childChannelInitializer { [self] channel in
                         channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(makeHandler(outbound: false))
+                            try addHandler(to: channel, outbound: false)
                         }
                     }
                     .bind(host: listen.host, port: listen.port).get()
                 servers.append(server)
-                boundAddress.value = PeerAddress(host: listen.host, port: server.localAddress?.port ?? listen.port)
+                boundAddress.withLock { $0 = PeerAddress(host: listen.host, port: server.localAddress?.port ?? listen.port) }
             }
             let control = try await ServerBootstrap(group: group)
                 .childChannelInitializer { [hub] channel in
@@ -100,38 +107,42 @@ public final class PeerlogNode: Service, @unchecked Sendable {
             try? await group.shutdownGracefully()
             throw error
         }
-        hub.listening.value = boundAddress.value?.description
-        let lan = LanPeers(local: device, network: configuration.channel.networkID, hub: hub, logger: logger) { [self] dialer in
-            Task { await runDialer(dialer, group: group) }
-        }
-        let relays = RelayLinks(logger: logger, overrides: configuration.relayAddresses) { [self] dialer in
-            Task { await runDialer(dialer, group: group) }
-        }
-        hub.dialerStatus.value = { [dialers] in dialers.map(\.status) + relays.status + lan.status }
-        hub.onMembershipChange.value = { lan.recheck() }
-        hub.onRelaysChange.value = { relays.reconcile($0) }
-        hub.start(pollInterval: configuration.pollInterval, electionTick: configuration.electionTick)
+        hub.listening.withLock { $0 = boundAddress.withLock { $0 }?.description }
+        // Dialers found later (LAN peers, relays our groups name) run in the task group below.
+        let (found, startDialer) = AsyncStream.makeStream(of: Dialer.self)
+        let lan = LanPeers(local: device, network: configuration.channel.networkID, hub: hub, logger: logger) { startDialer.yield($0) }
+        let relays = RelayLinks(logger: logger, overrides: configuration.relayAddresses) { startDialer.yield($0) }
+        hub.dialerStatus.withLock { $0 = { [dialers] in dialers.map(\.status) + relays.status + lan.status } }
+        hub.onMembershipChange.withLock { $0 = { lan.recheck() } }
+        hub.onRelaysChange.withLock { $0 = { relays.reconcile($0) } }
+        hub.start()
         let discovery = configuration.discovery ? startDiscovery(lan) : nil
-        logger.info("device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.value?.description ?? "nothing (dial only)"), control socket \(controlPath)")
-        onListening?(boundAddress.value)
+        logger.info("device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.withLock { $0 }?.description ?? "nothing (dial only)"), control socket \(controlPath)")
+        onListening?(boundAddress.withLock { $0 })
 
         await withTaskGroup(of: Void.self) { tasks in
             for dialer in dialers {
                 tasks.addTask { [self] in await runDialer(dialer, group: group) }
             }
-            tasks.addTask { try? await gracefulShutdown() }
-            await tasks.next()  // graceful shutdown (or cancellation) ends the node
-            // Close connections before waiting for the dialers: a dialer waits for its
-            // connection to end, and that wait is not cancellable.
+            // Graceful shutdown (or cancellation, which also ends the loop below) ends the node.
+            tasks.addTask {
+                try? await gracefulShutdown()
+                startDialer.finish()
+            }
+            for await dialer in found {
+                tasks.addTask { [self] in await runDialer(dialer, group: group) }
+            }
             logger.info("shutting down")
             discovery?.stop()
             lan.stopAll()
             relays.stopAll()
-            hub.stop(reason: "shutting down")
+            for dialer in dialers { dialer.stop() }
+            // A close record on every connection; a dialer's run ends with its connection.
+            hub.stop()
+            await closeConnections()
             tasks.cancelAll()
         }
 
-        try? await Task.sleep(for: .milliseconds(100))  // let close records flush
         for s in servers { try? await s.close() }
         hub.capture.stop()
         unlink(controlPath)
@@ -146,19 +157,19 @@ public final class PeerlogNode: Service, @unchecked Sendable {
 
     /// Advertises our listener (when there is one) and browses for peers.
     private func startDiscovery(_ lan: LanPeers) -> Discovery {
-        hub.discoveryState.value = (true, nil)
-        let advertisement = boundAddress.value.map { address in
+        hub.discoveryState.withLock { $0 = (true, nil) }
+        let advertisement = boundAddress.withLock { $0 }.map { address in
             ServiceAdvertisement(
                 name: configuration.serviceName ?? "\(device.certificate.name.prefix(40)) (\(device.device.short))",
                 port: address.port,
-                txt: PeerlogService.txt(device: device.device.string, identity: device.identity.string, network: configuration.channel.networkID)
+                txt: PeerlogDNSSD.txt(device: device.device.string, identity: device.identity.string, network: configuration.channel.networkID)
             )
         }
         let hub = hub
         let discovery = Discovery(advertise: advertisement, browse: true) { event in
             switch event {
-            case .unavailable(let why): hub.discoveryState.value = (true, why)
-            case .registered: hub.discoveryState.value = (true, nil)
+            case .unavailable(let why): hub.discoveryState.withLock { $0 = (true, why) }
+            case .registered: hub.discoveryState.withLock { $0 = (true, nil) }
             default: break
             }
             lan.handle(event)
@@ -167,24 +178,47 @@ public final class PeerlogNode: Service, @unchecked Sendable {
         return discovery
     }
 
-    private func makeHandler(outbound: Bool, established: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, closed: @escaping @Sendable (String) -> Void = { _ in }) -> PeerHandler {
-        let id = nextConnectionID.increment()
-        return PeerHandler(id: id, outbound: outbound, hub: hub, configuration: configuration.channel, admission: admission, tap: tap, logger: logger, onEstablished: established, onClosed: closed)
+    /// Puts a `PeerHandler` on a new connection's pipeline and keeps the connection (until it
+    /// closes) for `closeConnections()`. On the connection's event loop.
+    private func addHandler(to channel: Channel, outbound: Bool, established: @escaping @Sendable (DeviceCertificate) -> Void = { _ in },
+                            closed: @escaping @Sendable (ChannelCloseReason) -> Void = { _ in }) throws {
+        let id = nextConnectionID.add(1, ordering: .relaxed).newValue
+        let handler = PeerHandler(id: id, outbound: outbound, hub: hub, configuration: configuration.channel, admission: admission, tap: tap, logger: logger,
+                                  onEstablished: established, onClosed: closed)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        let loopBound = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        let close: @Sendable () -> Void = { channel.eventLoop.execute { loopBound.value.close(reason: NodeCloseReason.shuttingDown.description) } }
+        openConnections.withLock { $0[id] = (channel, close) }
+        channel.closeFuture.whenComplete { [self] _ in _ = openConnections.withLock { $0.removeValue(forKey: id) } }
     }
 
-    private func dial(_ address: PeerAddress, group: EventLoopGroup, established: @escaping @Sendable (DeviceCertificate) -> Void, closed: @escaping @Sendable (String) -> Void) async throws -> Channel {
+    /// At shutdown: closes every connection still open (those in their handshake; the hub
+    /// closed the established ones) and waits until each has sent its close record and closed,
+    /// for at most `closeTimeout` (a peer that stopped reading cannot hold the node).
+    private func closeConnections() async {
+        let open = openConnections.withLock { Array($0.values) }
+        var deadlines: [Scheduled<Void>] = []
+        for (channel, close) in open {
+            close()
+            deadlines.append(channel.eventLoop.scheduleTask(in: Self.closeTimeout) { channel.close(promise: nil) })
+        }
+        // Not cancellable: close records go out even when the node's task was cancelled.
+        for (channel, _) in open { try? await channel.closeFuture.get() }
+        for deadline in deadlines { deadline.cancel() }
+    }
+
+    static let closeTimeout: TimeAmount = .seconds(2)
+
+    private func dial(_ address: PeerAddress, group: EventLoopGroup, established: @escaping @Sendable (DeviceCertificate) -> Void, closed: @escaping @Sendable (ChannelCloseReason) -> Void) async throws -> Channel {
         try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(5))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(makeHandler(outbound: true, established: established, closed: closed))
+                    try addHandler(to: channel, outbound: true, established: established, closed: closed)
                 }
             }
             .connect(host: address.host, port: address.port).get()
     }
 }
 
-extension LockedValue where T == UInt64 {
-    func increment() -> UInt64 { mutate { $0 += 1; return $0 } }
-}

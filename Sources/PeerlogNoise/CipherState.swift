@@ -5,6 +5,8 @@ import PeerlogCrypto
 public struct NoiseCipherState: Sendable {
     static let tagLength = ChaChaPoly.tagLength
     private var key: SecureBytes?
+    /// The nonce the next ENCRYPT or DECRYPT with a key uses; each success adds 1 (transport nonces
+    /// start at 0, docs/PROTOCOL.md §14.3). REKEY does not reset it.
     public private(set) var nonce: UInt64
 
     /// An empty CipherState: encrypt and decrypt pass data through (before the first MixKey).
@@ -31,6 +33,9 @@ public struct NoiseCipherState: Sendable {
     /// can read the traffic.
     public func exportKeyForKeyLog() -> [UInt8]? { key?.copyBytes() }
 
+    /// ENCRYPT (spec §5.1): ciphertext ‖ 16-byte tag, authenticating `ad`; advances the nonce.
+    /// Without a key it returns `plaintext` as is. Throws a `NoiseError` when the result would
+    /// exceed 65535 bytes or the nonce is exhausted.
     public mutating func encrypt(ad: [UInt8] = [], _ plaintext: [UInt8]) throws -> [UInt8] {
         guard let key else {
             guard plaintext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
@@ -43,6 +48,10 @@ public struct NoiseCipherState: Sendable {
         return out
     }
 
+    /// DECRYPT (spec §5.1): checks the tag over the ciphertext and `ad` and returns the plaintext,
+    /// advancing the nonce only on success. Without a key it returns `ciphertext` as is. Throws a
+    /// `NoiseError` when the input exceeds 65535 bytes, the nonce is exhausted or the tag does not
+    /// verify.
     public mutating func decrypt(ad: [UInt8] = [], _ ciphertext: [UInt8]) throws -> [UInt8] {
         guard ciphertext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong }
         guard let key else { return ciphertext }

@@ -3,7 +3,10 @@ import PeerlogCrypto
 /// A HandshakeState (spec §5.3) for one side of a handshake. Any error aborts the handshake:
 /// later calls throw `handshakeAborted`, so a half-processed message can never be continued.
 public struct NoiseHandshake: Sendable {
+    /// The protocol this handshake runs.
     public let noiseProtocol: NoiseProtocol
+    /// True for the side that writes the first message: in Peerlog, the side that opened the
+    /// connection (docs/PROTOCOL.md §14.1).
     public let initiator: Bool
     private var symmetric: SymmetricState
     private let messages: [[NoisePattern.Token]]
@@ -17,6 +20,11 @@ public struct NoiseHandshake: Sendable {
 
     private static let dhLength = X25519.keyLength
 
+    /// Initialize (spec §5.3): mixes the protocol name, `prologue` and any pre-message keys into the
+    /// handshake hash. `localStatic` is required when this side sends its static key or has it as a
+    /// pre-message; `remoteStatic` when the peer's is a pre-message (the initiator of IK and XK).
+    /// `ephemeral` fixes this side's ephemeral key, for test vectors; by default a fresh one is
+    /// made. Throws a `NoiseError` when a required key is missing.
     public init(protocol noiseProtocol: NoiseProtocol, initiator: Bool, prologue: [UInt8], localStatic: X25519.PrivateKey?,
                 remoteStatic: X25519.PublicKey? = nil, ephemeral: X25519.PrivateKey? = nil) throws {
         self.noiseProtocol = noiseProtocol
@@ -41,9 +49,12 @@ public struct NoiseHandshake: Sendable {
         if usesLocalStatic && s == nil { throw NoiseError.missingKey("local static") }
     }
 
+    /// True once every message of the pattern has been written or read; then call `split()`.
     public var isComplete: Bool { index == messages.count }
     /// h: after the last handshake message, the channel binding value of spec §11.2.
     public var handshakeHash: [UInt8] { symmetric.h }
+    /// The peer's static key: from a pre-message, or once its `s` token has been read (in XX,
+    /// message 2 at the initiator, message 3 at the responder); nil before.
     public var remoteStaticKey: X25519.PublicKey? { rs }
     /// The initiator's ephemeral public key once sent or received: it is in clear text on the
     /// wire, so a key log can use it to name the connection.
@@ -51,6 +62,10 @@ public struct NoiseHandshake: Sendable {
     /// True when the next handshake message is ours to write.
     public var isMyTurn: Bool { !isComplete && (index % 2 == 0) == initiator }
 
+    /// WriteMessage (spec §5.3): the next handshake message, carrying `payload` (encrypted once a
+    /// key exists). Throws a `NoiseError` when it is not this side's turn, the handshake has
+    /// aborted, the message would exceed 65535 bytes, or a DH result is all zero; any error but
+    /// the turn check aborts the handshake.
     public mutating func writeMessage(payload: [UInt8]) throws -> [UInt8] {
         guard !aborted else { throw NoiseError.handshakeAborted }
         guard isMyTurn else { throw NoiseError.messageOutOfTurn }
@@ -65,6 +80,11 @@ public struct NoiseHandshake: Sendable {
         }
     }
 
+    /// ReadMessage (spec §5.3): processes the peer's next handshake message and returns its
+    /// payload. Throws a `NoiseError` when it is not the peer's turn, the handshake has aborted,
+    /// the message is too short or too long, a field fails to decrypt (e.g. another prologue,
+    /// docs/PROTOCOL.md §14.1) or the peer's key has low order; any error but the turn check
+    /// aborts the handshake.
     public mutating func readMessage(_ message: [UInt8]) throws -> [UInt8] {
         guard !aborted else { throw NoiseError.handshakeAborted }
         guard !isComplete, !isMyTurn else { throw NoiseError.messageOutOfTurn }

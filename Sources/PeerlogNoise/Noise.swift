@@ -35,10 +35,17 @@ public enum NoiseError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// A protocol name such as `Noise_XX_25519_ChaChaPoly_BLAKE2b`.
 public struct NoiseProtocol: Sendable, Equatable {
+    /// The full name as given, e.g. `Noise_XX_25519_ChaChaPoly_BLAKE2b`; it is the first input to
+    /// the handshake hash (spec §5.2).
     public let name: String
+    /// The handshake pattern, the name's second part.
     public var pattern: NoisePattern
+    /// The hash function, the name's last part.
     public let hash: NoiseHash
 
+    /// Parses `Noise_<pattern>_25519_ChaChaPoly_<hash>`: a `NoisePattern` in any case and `BLAKE2b`
+    /// or `SHA256`. Throws a `NoiseError` for any other name. Peerlog's channel runs
+    /// `Noise_XX_25519_ChaChaPoly_BLAKE2b` (docs/PROTOCOL.md §14.1).
     public init(name: String) throws {
         let parts = name.split(separator: "_", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 5, parts[0] == "Noise", parts[2] == "25519", parts[3] == "ChaChaPoly",

@@ -1,6 +1,6 @@
 import PeerlogCrypto
 
-/// The hash functions of spec §12.5 and §12.8, with HMAC (RFC 2104) and HKDF as in §4.3.
+/// The hash functions of spec §12.5 and §12.8, with HMAC (RFC 2104) and HKDF as in spec §4.3.
 public enum NoiseHash: String, Sendable {
     case blake2b = "BLAKE2b"
     case sha256 = "SHA256"

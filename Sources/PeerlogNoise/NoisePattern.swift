@@ -2,8 +2,10 @@
 public enum NoisePattern: String, Sendable, CaseIterable {
     case nn, xx, ik, xk
 
+    /// The pattern named `name`, in any case (`XX` or `xx`); nil for patterns not supported here.
     public init?(name: String) { self.init(rawValue: name.lowercased()) }
 
+    /// The upper-case name used in protocol names, e.g. `XX`.
     public var name: String { rawValue.uppercased() }
 
     enum Token: Sendable { case e, s, ee, es, se, ss }

@@ -97,7 +97,7 @@ extension ElectedSequencer {
         send(.vote(term: term, granted: true), to: index)
     }
 
-    /// §5.4.1: "If the logs have last entries with different terms, then the log with the
+    /// Raft §5.4.1: "If the logs have last entries with different terms, then the log with the
     /// later term is more up-to-date. If the logs end with the same term, then whichever
     /// log is longer is more up-to-date."
     func isAtLeastAsUpToDate(lastSeq: UInt64, lastTerm: UInt64) -> Bool {

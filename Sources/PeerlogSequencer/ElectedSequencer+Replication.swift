@@ -127,7 +127,7 @@ extension ElectedSequencer {
         if !success || nextSeq[index] <= log.lastSeq { sendAppend(to: index) }
     }
 
-    /// Commits the highest seq a quorum holds, if it is from the current term (§5.4.2:
+    /// Commits the highest seq a quorum holds, if it is from the current term (Raft §5.4.2:
     /// "Raft never commits log entries from previous terms by counting replicas").
     mutating func advanceCommit() {
         var held = matchSeq

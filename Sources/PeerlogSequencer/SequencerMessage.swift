@@ -37,6 +37,15 @@ public enum SequencerMessage<Item: Hashable & Sendable>: Sendable, Hashable {
         case .requestVote, .vote, .append, .appendReply: true
         }
     }
+
+    /// Whether this is a pre-vote message (``preVoteRequest(term:lastSeq:lastTerm:)`` or
+    /// ``preVote(term:granted:)``), which a driver sends only to peers that understand it.
+    public var isPreVote: Bool {
+        switch self {
+        case .preVoteRequest, .preVote: true
+        case .requestVote, .vote, .append, .appendReply: false
+        }
+    }
 }
 
 extension SequencerMessage: Codable where Item: Codable {}

@@ -10,6 +10,7 @@ enum Migrations {
         m.registerMigration("0004_tentative_overlay", migrate: Migration0004.migrate)
         m.registerMigration("0005_change_log", migrate: Migration0005.migrate)
         m.registerMigration("0006_sequencer_change_index", migrate: Migration0006.migrate)
+        m.registerMigration("0007_drop_outbox", migrate: Migration0007.migrate)
         return m
     }
 }

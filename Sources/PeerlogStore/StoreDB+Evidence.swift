@@ -54,23 +54,6 @@ extension StoreDB {
         return out
     }
 
-    // MARK: Outbox (written in the same transaction as the change it announces)
-
-    public func insertOutbox(kind: OutboxKind, group: GroupID, cid: CID, seq: UInt64?, at now: UInt64) throws {
-        try execute("INSERT INTO outbox (kind, group_id, cid, seq, created_at) VALUES (?, ?, ?, ?, ?)", [kind.rawValue, group.bytes.blob, cid.bytes.blob, seq?.sql, now.sql])
-    }
-
-    public func outbox(limit: Int) throws -> [(id: Int64, kind: String, group: GroupID, cid: CID, seq: UInt64?)] {
-        try rows("SELECT id, kind, group_id, cid, seq FROM outbox ORDER BY id LIMIT ?", [limit]).map {
-            let seq: Int64? = $0["seq"]
-            return ($0["id"], $0["kind"], try GroupID(bytes: ($0["group_id"] as Data).bytes), try CID(bytes: ($0["cid"] as Data).bytes), seq.map(UInt64.init(sql:)))
-        }
-    }
-
-    public func deleteOutbox(upTo id: Int64) throws {
-        try execute("DELETE FROM outbox WHERE id <= ?", [id])
-    }
-
     // MARK: Per-peer sequence vectors (what a peer said it holds)
 
     /// Records a peer's vector entry; `author` nil means the committed high-water mark.
@@ -87,5 +70,14 @@ extension StoreDB {
             if author.isEmpty { committed = UInt64(sql: row["counter"]) } else { authors[try DeviceID(bytes: author)] = UInt64(sql: row["counter"]) }
         }
         return (committed, authors)
+    }
+
+    /// Replaces everything recorded for `peer` in `group` with the vector it just sent: its
+    /// committed mark and one row per author it listed. One statement per author, so the cost
+    /// follows the vector, not the log.
+    public func replacePeerVector(peer: DeviceID, group: GroupID, committed: UInt64, authors: [DeviceID: UInt64], at now: UInt64) throws {
+        try execute("DELETE FROM peer_vectors WHERE peer = ? AND group_id = ?", [peer.bytes.blob, group.bytes.blob])
+        try setPeerVector(peer: peer, group: group, author: nil, counter: committed, at: now)
+        for (author, counter) in authors { try setPeerVector(peer: peer, group: group, author: author, counter: counter, at: now) }
     }
 }

@@ -34,10 +34,3 @@ public enum BackfillKind: String, Hashable, Sendable {
     case cid
 }
 
-/// What an `outbox` row announces.
-public enum OutboxKind: String, Hashable, Sendable {
-    /// A local receipt was stored.
-    case receipt
-    /// A seq was assigned here (this device sequences the group).
-    case envelope
-}

@@ -1,4 +1,4 @@
-/// Named limits of the sync protocol (docs/protocol-sync.md §15.3). Going over one is an
+/// Named limits of the sync protocol (docs/PROTOCOL.md §15.3). Going over one is an
 /// "error" with code "limit" and a reason naming the limit and the value.
 public struct SyncLimits: Sendable {
     /// One whole application message, as the transport delivers it.

@@ -1,5 +1,6 @@
 import PeerlogEncoding
 import PeerlogModel
+import PeerlogSequencer
 
 extension SyncMessage {
     /// Strict, bounded decoding: deterministic CBOR only, no trailing bytes, every field of a
@@ -103,7 +104,7 @@ extension SyncMessage {
             return .error(code: code, message: message)
         case "election":
             let group = try f.group()
-            guard let message = try ElectionMessage.decode(fields) else {
+            guard let message = try SequencerMessage<CID>.decode(fields) else {
                 return .unknown(type: "election/\(fields["kind"]?.textValue ?? "")")
             }
             return .election(group: group, message)

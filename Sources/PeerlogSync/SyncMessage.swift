@@ -1,5 +1,6 @@
 import PeerlogEncoding
 import PeerlogModel
+import PeerlogSequencer
 
 /// What a "request" asks for; each answers one kind of replica backfill action.
 public enum SyncRequest: Hashable, Sendable {
@@ -51,10 +52,10 @@ public enum SyncMessage: Hashable, Sendable {
     case done(group: GroupID, id: UInt64)
     case error(code: String, message: String)
     /// Between voters of an elected authority of the group (§18.3).
-    case election(group: GroupID, ElectionMessage)
+    case election(group: GroupID, SequencerMessage<CID>)
     /// The sender's sequencer refused receipts this peer sent it (§19.2); no credit needed.
     case refused(group: GroupID, items: [RefusedReceipt])
-    /// The sender stops syncing the group with this peer (§15.2.11): the peer is no longer a
+    /// The sender stops syncing the group with this peer (§15.2.10): the peer is no longer a
     /// member in the sender's view, or the group was deleted. No credit needed.
     case unshared(group: GroupID, reason: String)
     /// A well-formed map with a type this version does not know: ignored.

@@ -122,6 +122,7 @@ extension SyncSession {
         s.owesCaughtUp = true
         s.caughtUpSent = false
         groups[g] = s
+        out.append(.recordPeerVector(PeerVector(peer: peer.device, group: g, committed: committed, authors: authors)))
     }
 
     func batch(_ g: GroupID, receipts items: [[UInt8]], envelopes envelopeItems: [[UInt8]], size: Int, into out: inout [SyncAction]) throws {
@@ -140,20 +141,29 @@ extension SyncSession {
             guard e.group == g else { throw SyncFailure("protocol", "envelope of group \(e.group) in a batch for \(g)") }
             envelopes.append(e)
         }
-        let report = try store.ingest(receipts: receipts, envelopes: envelopes, from: peer.device)
+        // The driver writes; the rest of this message waits for `ingested(_:)`.
+        awaitingIngest = PendingIngest(group: g, receipts: receipts, firstEnvelopeSeq: envelopes.first?.seq, lastEnvelopeSeq: envelopes.last?.seq,
+                                       items: items.count + envelopeItems.count, size: size)
+        out.append(.ingest(SyncIngest(group: g, receipts: receipts, envelopes: envelopes, from: peer.device)))
+    }
+
+    /// What arrived was ingested (`report`): the peer holds it, the replica may have refused
+    /// some of it or need backfill, and the peer gets its credit back.
+    func afterIngest(_ p: PendingIngest, report: IngestReport, into out: inout [SyncAction]) throws {
+        let g = p.group
         // The peer holds what it sent: never echo it back.
         var s = groups[g]!
-        for r in receipts.sorted(by: { $0.counter < $1.counter }) {
+        for r in p.receipts.sorted(by: { $0.counter < $1.counter }) {
             s.planned.hold(r.author, r.counter)
             s.sent.hold(r.author, r.counter)
         }
-        if let first = envelopes.first?.seq, let last = envelopes.last?.seq, first <= last {
+        if let first = p.firstEnvelopeSeq, let last = p.lastEnvelopeSeq, first <= last {
             s.planned.commit(from: 1, to: last)
             s.sent.commit(from: 1, to: last)
         }
-        s.receivedTraffic.items += items.count + envelopeItems.count
+        s.receivedTraffic.items += p.items
         s.receivedTraffic.messages += 1
-        s.receivedTraffic.bytes += size
+        s.receivedTraffic.bytes += p.size
         // Our sequencer may have committed what arrived, or the peer may lack what we just got.
         s.dirty = true
         // Receiving a group we lacked: once our copy names the peer a member, we serve it too.
@@ -161,14 +171,14 @@ extension SyncSession {
         groups[g] = s
         out.append(.event(.ingested(group: g, report: report)))
         if !report.rejected.isEmpty {
-            let byCID = Dictionary(receipts.map { ($0.cid, $0) }, uniquingKeysWith: { a, _ in a })
+            let byCID = Dictionary(p.receipts.map { ($0.cid, $0) }, uniquingKeysWith: { a, _ in a })
             let invalid = Set(report.invalid)
             out.append(.event(.rejected(group: g, items: report.rejected.map { cid, reason in
                 RejectedItem(cid: cid, author: byCID[cid]?.author, identity: byCID[cid]?.certificate.identity, reason: reason, invalid: invalid.contains(cid))
             })))
         }
         // Our sequencer refused some of what the peer sent: tell it why (it keeps them tentative).
-        let sent = Set(receipts.map(\.cid))
+        let sent = Set(p.receipts.map(\.cid))
         let refused = report.events.compactMap { e -> RefusedReceipt? in
             guard case .refused(let group, let cid, let reason) = e, group == g, sent.contains(cid) else { return nil }
             return RefusedReceipt(cid: cid, reason: String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "refused")

@@ -1,9 +1,14 @@
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
+import PeerlogSequencer
 
 /// The sync protocol with one peer (docs/PROTOCOL.md §15) as a state machine: bytes in,
-/// actions out, no I/O but the store. Not thread-safe: the node drives it from one serial queue.
+/// actions out. It reads the local replica through ``SyncStore`` (what to offer, vectors, the
+/// batches it sends, produced lazily from the store) but never writes to it: a batch the peer
+/// sent comes out as ``SyncAction/ingest(_:)`` and its outcome goes back in through
+/// ``ingested(_:)``; a peer's vector comes out as ``SyncAction/recordPeerVector(_:)``. No
+/// clock, no other I/O. Not thread-safe: the node drives it from one serial queue.
 public final class SyncSession {
     /// Protocol versions this implementation speaks.
     public static let versions: [UInt64] = [1]
@@ -13,7 +18,7 @@ public final class SyncSession {
     /// Hello capability: "I understand the election kinds `pre_vote_request` and `pre_vote`".
     public static let preVoteCapability = "prevote"
     /// Hello capability: "I read batched envelopes (run items, §3.5)". Peers without it get
-    /// single envelopes (§15.2.6).
+    /// single envelopes (§15.2.4).
     public static let envelopeRunsCapability = "envelope_runs"
 
     enum Phase { case idle, started, open, closed }
@@ -44,6 +49,8 @@ public final class SyncSession {
     var inFlightByID = [UInt64: RequestKey]()
     var nextRequestID: UInt64 = 1
     var outstandingAnswers = 0
+    /// A batch handed out as `.ingest`, until the driver calls `ingested(_:)`.
+    var awaitingIngest: PendingIngest?
     var ignored = 0
     /// The peer listed `commits` in its hello.
     var sendsCommits = false
@@ -87,21 +94,45 @@ public final class SyncSession {
         return out
     }
 
+    /// One message from the peer. A batch ends the returned actions with `.ingest`: the
+    /// driver ingests it and calls ``ingested(_:)`` before calling anything else.
     public func receive(_ message: [UInt8]) -> [SyncAction] {
+        requireNoIngestPending()
         guard phase != .closed else { return [] }
         var out = phase == .idle ? start() : []
         run(&out) { out in
             let m: SyncMessage
             do { m = try SyncMessage.decode(message, limits: limits) } catch let e as SyncCodecError { throw SyncFailure(e.code, e.message) }
             try handle(m, size: message.count, into: &out)
+            if awaitingIngest == nil { try pump(into: &out) }
+        }
+        return out
+    }
+
+    /// The outcome of the last `.ingest`: the rest of that message's work (events, `refused`,
+    /// credit, backfill requests, what the peer now lacks). A failure to write ends the
+    /// session with an `internal` error, as any failure of the local store does.
+    public func ingested(_ outcome: Result<IngestReport, any Error>) -> [SyncAction] {
+        guard let pending = awaitingIngest else { preconditionFailure("ingested(_:) without an .ingest action pending") }
+        awaitingIngest = nil
+        guard phase != .closed else { return [] }
+        var out = [SyncAction]()
+        run(&out) { out in
+            try afterIngest(pending, report: outcome.get(), into: &out)
             try pump(into: &out)
         }
         return out
     }
 
+    /// The driver must answer `.ingest` before anything else: what follows depends on it.
+    func requireNoIngestPending() {
+        precondition(awaitingIngest == nil, "SyncSession: call ingested(_:) for the pending .ingest action first")
+    }
+
     /// The local replica changed `group` (a write or an ingest from another peer): push what the
     /// peer lacks, or offer the group if it has just become shared (e.g. the peer was invited).
     public func localChanged(group: GroupID) -> [SyncAction] {
+        requireNoIngestPending()
         guard phase == .open else { return [] }
         var out = [SyncAction]()
         run(&out) { out in
@@ -117,10 +148,11 @@ public final class SyncSession {
     }
 
     /// Membership or authority may have changed (a group operation was stored or committed):
-    /// re-checks every group against the local view (§15.2.11). A group the peer may no longer
+    /// re-checks every group against the local view (§15.2.10). A group the peer may no longer
     /// have is withdrawn ("unshared" with the reason): nothing more is pushed, served or
     /// accepted for it. A group that became shared is offered.
     public func membershipChanged() -> [SyncAction] {
+        requireNoIngestPending()
         guard phase == .open else { return [] }
         var out = [SyncAction]()
         run(&out) { out in
@@ -144,6 +176,7 @@ public final class SyncSession {
 
     /// Turns replica backfill actions (e.g. from `Replica.retryPending()`) into requests to this peer.
     public func requestBackfill(_ actions: [ReplicaAction]) -> [SyncAction] {
+        requireNoIngestPending()
         guard phase == .open else { return [] }
         var out = [SyncAction]()
         request(actions, into: &out)
@@ -156,7 +189,8 @@ public final class SyncSession {
     /// and never answers one: its grant is returned at once as if it had sent it
     /// (PROTOCOL.md §18.3). Such a voter has no pre-vote protection itself, so the
     /// pre-candidate then treats it as plain Raft would: its real vote still decides.
-    public func sendElection(group: GroupID, _ message: ElectionMessage) -> [SyncAction] {
+    public func sendElection(group: GroupID, _ message: SequencerMessage<CID>) -> [SyncAction] {
+        requireNoIngestPending()
         guard phase == .open, groups[group] != nil || offered.contains(group) else { return [] }
         guard message.isPreVote, !peerPreVotes else { return [.send(SyncMessage.election(group: group, message).encoded())] }
         guard case .preVoteRequest(let term, _, _) = message else { return [] }
@@ -165,6 +199,7 @@ public final class SyncSession {
 
     /// Lets the peer send `n` more batches (for nodes that manage credit with `autoGrant` off).
     public func grant(_ n: UInt64) -> [SyncAction] {
+        requireNoIngestPending()
         guard phase != .closed, n > 0 else { return [] }
         granted += n
         return [.send(SyncMessage.credit(n).encoded())]

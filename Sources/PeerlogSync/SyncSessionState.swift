@@ -90,6 +90,19 @@ struct GroupSync {
     var hasWork: Bool { !answers.isEmpty || (serves && peerVectorKnown && (dirty || owesCaughtUp)) }
 }
 
+/// A batch handed to the driver to ingest (`SyncAction.ingest`), with what the session needs
+/// once the outcome comes back through `ingested(_:)`.
+struct PendingIngest {
+    let group: GroupID
+    let receipts: [Receipt]
+    /// The seqs of the batch's first and last envelope (nil: none).
+    let firstEnvelopeSeq: UInt64?
+    let lastEnvelopeSeq: UInt64?
+    /// Receipt and envelope items, and the message's size, for the traffic counters.
+    let items: Int
+    let size: Int
+}
+
 /// A request in flight to the peer: one per (group, range) at a time.
 struct RequestKey: Hashable {
     let group: GroupID

@@ -2,9 +2,10 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 
-/// What a sync session needs from the local replica. `Replica` conforms; tests may wrap it.
-/// Every method may be called from the session's serial queue; reads are cheap, bounded by
-/// `limit`, so a catch-up is produced batch by batch and never held in memory whole.
+/// What a sync session reads from the local replica (it writes nothing: see ``SyncWriter``).
+/// `Replica` conforms; tests may wrap it. Every method may be called from the session's
+/// serial queue; reads are cheap, bounded by `limit`, so a catch-up is produced batch by batch
+/// and never held in memory whole.
 public protocol SyncStore: AnyObject, Sendable {
     /// Groups to offer `peer` (held, not deleted, both identities pending or active members,
     /// or one side a member and the other the group's relay).
@@ -22,8 +23,6 @@ public protocol SyncStore: AnyObject, Sendable {
     /// `encoded` as a single envelope (§3.4) for a peer that reads no batched ones: itself if
     /// single; a run item re-signed alone when this device is its sequencer; otherwise nil.
     func syncSingleEnvelope(_ encoded: [UInt8]) throws -> [UInt8]?
-    /// Verifies, stores and applies what `peer` sent.
-    func ingest(receipts: [Receipt], envelopes: [Envelope], from peer: DeviceID?) throws -> IngestReport
 }
 
 extension SyncStore {

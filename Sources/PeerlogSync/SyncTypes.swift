@@ -1,6 +1,7 @@
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
+import PeerlogSequencer
 
 /// What the node must do after a session call, in order.
 public enum SyncAction: Sendable {
@@ -9,6 +10,31 @@ public enum SyncAction: Sendable {
     /// Close the connection (after sending what came before).
     case close(reason: String)
     case event(SyncEvent)
+    /// Verify, store and apply what the peer sent, then hand the outcome to
+    /// ``SyncSession/ingested(_:)`` before any other call on the session. Always the last
+    /// action of its call: what follows depends on the outcome.
+    case ingest(SyncIngest)
+    /// Record the vector the peer said it holds for a group (the `peer_vectors` table).
+    case recordPeerVector(PeerVector)
+}
+
+/// A batch the peer sent, parsed and checked against its group, for the driver to ingest.
+public struct SyncIngest: Sendable {
+    public let group: GroupID
+    public let receipts: [Receipt]
+    public let envelopes: [Envelope]
+    /// The peer's device (recorded with what it sent, e.g. as the sender of an invalid receipt).
+    public let from: DeviceID
+}
+
+/// A peer's `vector` message for a group: what it said it holds (§15.2.4).
+public struct PeerVector: Sendable, Equatable {
+    public let peer: DeviceID
+    public let group: GroupID
+    /// Its committed high-water mark.
+    public let committed: UInt64
+    /// Its contiguous counter per author (authors it did not list hold nothing).
+    public let authors: [AuthorCounter]
 }
 
 public enum SyncEvent: Sendable {
@@ -37,7 +63,7 @@ public enum SyncEvent: Sendable {
     /// Unsent batches went over `maxQueuedBatches`: dropped; resending from the peer's vector.
     case resync
     /// A message for the group's elected sequencer from this peer's device (§18.3).
-    case election(group: GroupID, from: DeviceID, ElectionMessage)
+    case election(group: GroupID, from: DeviceID, SequencerMessage<CID>)
     /// Items the peer sent were refused by our replica: invalid signatures or certificates
     /// (possible forgeries), a full queue, an envelope not from the sequencer.
     case rejected(group: GroupID, items: [RejectedItem])

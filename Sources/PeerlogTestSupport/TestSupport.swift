@@ -1,4 +1,5 @@
 import Foundation
+import PeerlogSequencer
 
 /// Helpers shared by the test targets: paths, a seeded RNG, and running real processes
 /// (the Python interop peers and the built `peerlog` binary).
@@ -114,16 +115,10 @@ public enum TestSupport {
     }
 }
 
-/// SplitMix64: a small seeded generator so property tests are reproducible from a printed seed.
-public struct SeededRandom: RandomNumberGenerator, Sendable {
-    public private(set) var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
+/// A small seeded generator so property tests are reproducible from a printed seed: the
+/// sequencer's SplitMix64 (one implementation; equal seeds give the sequences they always did).
+public typealias SeededRandom = SequencerRNG
+
+extension SequencerRNG {
     public mutating func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8.random(in: 0...255, using: &self) } }
 }

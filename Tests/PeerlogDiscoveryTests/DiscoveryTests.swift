@@ -44,7 +44,7 @@ private let inNamespace = ProcessInfo.processInfo.environment["PEERLOG_DISCOVERY
                    "needs avahi in a namespace: tools/avahi-ns.sh exec NAME DIR -- swift test ..."))
     func registersFindsAndLoses() throws {
         let name = "peerlog-test-\(getpid())"
-        let txt = PeerlogService.txt(device: "dev=1", identity: "id-1", network: "")
+        let txt = PeerlogDNSSD.txt(device: "dev=1", identity: "id-1", network: "")
         let advertiserLog = EventLog(), browserLog = EventLog()
         quietAvahi()
         let advertiser = Discovery(advertise: ServiceAdvertisement(name: name, port: 4242, txt: txt), browse: false, handler: advertiserLog.handler)

@@ -44,7 +44,7 @@ import Testing
     }
 
     @Test func peerlogTXTOmitsEmptyNetwork() {
-        #expect(PeerlogService.txt(device: "d", identity: "i", network: "") == ["v": "1", "dev": "d", "id": "i"])
-        #expect(PeerlogService.txt(device: "d", identity: "i", network: "n")["net"] == "n")
+        #expect(PeerlogDNSSD.txt(device: "d", identity: "i", network: "") == ["v": "1", "dev": "d", "id": "i"])
+        #expect(PeerlogDNSSD.txt(device: "d", identity: "i", network: "n")["net"] == "n")
     }
 }

@@ -15,8 +15,8 @@ struct PipelineTests {
         #expect(put.seq == 2)
         #expect(try alice.get("color", group, .committed) == "blue")
         #expect(try alice.replica.tentativeCount(of: group) == 0)
-        let outbox = try alice.replica.store.read { try $0.outbox(limit: 10) }
-        #expect(outbox.map(\.kind) == ["receipt", "envelope", "receipt", "envelope"], "each change and its outbox row commit together")
+        let committed = try alice.replica.changes(after: 0, group: group).filter { $0.kind == "committed" }
+        #expect(committed.map { [$0.firstSeq, $0.lastSeq] } == [[1, 1], [2, 2]], "each write commits with its change-log rows")
         #expect(try alice.replica.log(of: group, view: .committed).map(\.status) == [.committed(seq: 1), .committed(seq: 2)])
     }
 
@@ -261,11 +261,11 @@ struct PipelineTests {
         let alice = try TestReplica("alice"), bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         try alice.send(group, to: bob)
-        let before = try bob.hashes(group)
+        let before = try bob.hashes(group), logged = try bob.replica.changeLogBounds().last
         #expect(throws: ReplicaError("sender is not an active member")) { try bob.replica.append(.entityPut(key: "k", value: 1), to: group) }
         #expect(throws: ReplicaError.self) { try bob.replica.append(.renamed(name: "mine"), to: group) }
         #expect(try bob.hashes(group) == before)
-        #expect(try bob.replica.store.read { try $0.outbox(limit: 10) }.isEmpty)
+        #expect(try bob.replica.changeLogBounds().last == logged, "a refused write logs no change")
     }
 
     @Test func memberLimitIsEnforcedAtTheBoundary() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import PeerlogModel
 import PeerlogTestSupport
+import Synchronization
 import Testing
 @testable import PeerlogNode
 
@@ -116,8 +117,12 @@ struct ConfigurationFileTests {
 struct ConnectionAdmissionTests {
     @Test func pendingHandshakesCloseTheOldestBeyondCapacity() {
         let pending = PendingHandshakes(capacity: 2)
-        let closed = LockedValue<[UInt64]>([])
-        func begin(_ id: UInt64) { for close in pending.begin(id, close: { closed.mutate { $0.append(id) } }) { close() } }
+        final class Closed: Sendable {
+            let ids = Mutex<[UInt64]>([])
+            var value: [UInt64] { ids.withLock { $0 } }
+        }
+        let closed = Closed()
+        func begin(_ id: UInt64) { for close in pending.begin(id, close: { closed.ids.withLock { $0.append(id) } }) { close() } }
         begin(1)
         begin(2)
         #expect(closed.value == [])

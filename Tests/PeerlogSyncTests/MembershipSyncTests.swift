@@ -3,7 +3,7 @@ import PeerlogModel
 import PeerlogSync
 import Testing
 
-/// Sharing follows membership in every live session (§15.2.3, §15.2.11): an invitee whose copy
+/// Sharing follows membership in every live session (§15.2.3, §15.2.10): an invitee whose copy
 /// stops before its own invitation still finishes its catch-up, and a removed member is sent
 /// nothing more over a session that was up when it was removed.
 struct MembershipSyncTests {

@@ -36,7 +36,7 @@ struct SyncCodecTests {
     }
 
     @Test func creditExampleBytes() {
-        // {"n": 8, "t": "credit"}, as in docs/protocol-sync.md.
+        // {"n": 8, "t": "credit"}, as in docs/PROTOCOL.md §15.1.
         #expect(hexString(SyncMessage.credit(8).encoded()) == "a2616e08617466637265646974")
     }
 

@@ -49,8 +49,9 @@ final class Mesh {
         return (a, b)
     }
 
+    /// Performs the session's writes on its owner's replica (as the node does), then delivers.
     func route(_ actions: [SyncAction], from e: Int) {
-        for action in actions {
+        for action in ends[e].session.settle(actions, with: peers[ends[e].owner].replica) {
             switch action {
             case .send(let bytes):
                 let m = try! SyncMessage.decode(bytes, limits: .init())
@@ -59,6 +60,7 @@ final class Mesh {
             case .event(let ev):
                 ends[e].events.append(ev)
                 if case .ingested(let g, _) = ev { changed(ends[e].owner, g, except: e) }
+            case .ingest, .recordPeerVector: preconditionFailure("settled above")
             }
         }
     }

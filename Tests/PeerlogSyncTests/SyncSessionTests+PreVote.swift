@@ -1,5 +1,6 @@
 import PeerlogEncoding
 import PeerlogModel
+import PeerlogSequencer
 import PeerlogSync
 import Testing
 
@@ -14,11 +15,11 @@ extension SyncSessionTests {
         let (_, aliceToOldBob) = mesh.connect(1, 0, preVote: false)
         let (aliceToCarol, _) = mesh.connect(0, 2)
         mesh.pump()
-        let request = ElectionMessage.preVoteRequest(term: 5, lastSeq: 3, lastTerm: 4)
+        let request = SequencerMessage<CID>.preVoteRequest(term: 5, lastSeq: 3, lastTerm: 4)
 
         let toOld = mesh.ends[aliceToOldBob].session.sendElection(group: g, request)
         #expect(!toOld.contains { if case .send = $0 { true } else { false } }, "nothing an old peer cannot parse")
-        let answered = toOld.compactMap { action -> (GroupID, DeviceID, ElectionMessage)? in
+        let answered = toOld.compactMap { action -> (GroupID, DeviceID, SequencerMessage<CID>)? in
             if case .event(.election(let group, let from, let m)) = action { (group, from, m) } else { nil }
         }
         #expect(answered.count == 1)

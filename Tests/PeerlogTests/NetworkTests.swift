@@ -39,7 +39,7 @@ import Testing
         #expect(await annSaw.wait { _ in annSaw.entities.contains { $0.key == "todo/1" } })
         #expect(try await ann.get("todo/1", as: String.self, in: group) == "buy milk")
         let status = ann.networkStatus
-        #expect(status?.peers.contains { $0.state == "connected" } == true)
+        #expect(status?.peers.contains { $0.state == .connected } == true)
 
         for r in runs { r.cancel() }
         for r in runs { try await r.value }

@@ -1,4 +1,4 @@
-"""An independent implementation of the Peerlog secure channel (docs/protocol-transport.md),
+"""An independent implementation of the Peerlog secure channel (docs/PROTOCOL.md §14),
 initiator side, with noiseprotocol (Noise XX), cbor2 and PyNaCl.
 
   --emit-certificate [--seed HEX] [--name N] [--created MS]

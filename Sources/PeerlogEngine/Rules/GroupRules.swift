@@ -10,7 +10,7 @@ public struct RuleViolation: Error, Hashable, Sendable, CustomStringConvertible 
     public var description: String { reason }
 }
 
-/// Who may send what in a group (docs/PROTOCOL.md §9.3).
+/// Who may send what in a group (docs/PROTOCOL.md §9.4).
 ///
 /// A receipt is judged against the state its group had *before* it in the committed order, so
 /// every replica reaches the same verdict. This is therefore a pure function of its arguments:

@@ -181,7 +181,7 @@ struct SafetyChecker {
             }
         }
         guard asLeader else { return }
-        // The commit rule itself (§5.4.2): the newest entry committed is of the leader's term
+        // The commit rule itself (Raft §5.4.2): the newest entry committed is of the leader's term
         // and is durable on a quorum of voters.
         if let last = entries.last, last.term != machine.term {
             fail(

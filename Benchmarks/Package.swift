@@ -1,0 +1,33 @@
+// swift-tools-version:6.1
+// The benchmarks (docs/BENCHMARKS.md), a package of their own beside the main one (as
+// swift-nio's Benchmarks/), so the everyday build does not compile them. Build in release:
+//   swift build -c release --package-path Benchmarks
+//   Benchmarks/.build/release/peerlog-bench [foundation|replica|net|all] ...
+// The daemon benchmarks (catchup, elected, relay, noise over processes) run the `peerlog`
+// binary from the main package's release build (`swift build -c release --product peerlog`;
+// PEERLOG_BIN or the directory of peerlog-bench itself otherwise).
+import PackageDescription
+
+let package = Package(
+    name: "PeerlogBenchmarks",
+    platforms: [.macOS(.v14)],
+    products: [.executable(name: "peerlog-bench", targets: ["PeerlogBench"])],
+    dependencies: [.package(name: "Peerlog", path: "..")],
+    targets: [
+        .executableTarget(
+            name: "PeerlogBench",
+            dependencies: [
+                .product(name: "Peerlog", package: "Peerlog"),
+                .product(name: "PeerlogCrypto", package: "Peerlog"),
+                .product(name: "PeerlogEncoding", package: "Peerlog"),
+                .product(name: "PeerlogModel", package: "Peerlog"),
+                .product(name: "PeerlogEngine", package: "Peerlog"),
+                .product(name: "PeerlogNoise", package: "Peerlog"),
+                .product(name: "PeerlogChannel", package: "Peerlog"),
+                .product(name: "PeerlogSync", package: "Peerlog"),
+                .product(name: "PeerlogNode", package: "Peerlog"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,99 @@
+import Foundation
+
+// Prints figures and ratios measured in one run (build with -c release):
+//   swift run -c release --package-path Benchmarks peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
+//   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
+//   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
+//   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
+// Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
+// across machines better than absolute rates do.
+
+var args = Array(CommandLine.arguments.dropFirst())
+@MainActor func option(_ name: String) -> String? {
+    guard let i = args.firstIndex(of: name), i + 1 < args.count else { return nil }
+    defer { args.removeSubrange(i...(i + 1)) }
+    return args[i + 1]
+}
+secondsPerFigure = option("--seconds").flatMap(Double.init) ?? 1.0
+let millionStore = option("--million-store")
+let postgresURL = option("--postgres")
+let fixedAppends = option("--appends").flatMap(Int.init)
+let which = args.first ?? "all"
+if which == "open-get", args.count == 2 {
+    try openAndGet(path: args[1])
+    exit(0)
+}
+if which == "catchup", args.count == 2, let count = Int(args[1]) {
+    try daemonCatchUpBench(count: count)
+    exit(0)
+}
+if which == "elected" {
+    try electedBench(count: args.count > 1 ? Int(args[1]) ?? 2000 : 2000, failovers: args.count > 2 ? Int(args[2]) ?? 5 : 5)
+    exit(0)
+}
+if which == "relay" {
+    // `relay N [--postgres URL]`: SQLite relay (one process) or PostgreSQL relay (two processes).
+    try relayBench(count: args.count > 1 ? Int(args[1]) ?? 2000 : 2000, postgres: postgresURL)
+    exit(0)
+}
+if which == "batch" {
+    // `batch [BATCHES] [SIZE]`: Replica.appendBatch against raw Ed25519 signing.
+    try batchBench(batches: args.count > 1 ? Int(args[1]) ?? 50 : 50, size: args.count > 2 ? Int(args[2]) ?? 1_000 : 1_000)
+    exit(0)
+}
+if which == "scale" {
+    let list = args.count > 1 ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) } : [1_000, 10_000, 100_000]
+    try scaleBench(waiting: list, appends: fixedAppends)
+    exit(0)
+}
+if which == "events" {
+    // `events [N] [ROUNDS]`: committed ingest with and without a change-stream consumer.
+    try await eventsBench(count: args.count > 1 ? Int(args[1]) ?? 20_000 : 20_000, rounds: args.count > 2 ? Int(args[2]) ?? 5 : 5)
+    exit(0)
+}
+if which == "ingest" {
+    // `ingest N [--single]`: the committed ingest alone (for callgrind).
+    try ingestProfileBench(count: args.count > 1 ? Int(args[1]) ?? 10_000 : 10_000, single: args.contains("--single"))
+    exit(0)
+}
+if which == "tcp-sink", args.count == 2, let total = Int(args[1]) {
+    try tcpSink(total: total)
+    exit(0)
+}
+if which == "noise", args.count == 1 {
+    try noiseBench(megabytes: 512)
+    exit(0)
+}
+if which == "noise-memory", args.count == 2, let megabytes = Int(args[1]) {
+    // The in-memory channel alone, for `valgrind --tool=callgrind` (no sockets, no child).
+    let memory = try channelInMemory(megabytes: megabytes)
+    figure("channel send in memory", String(format: "%.2f GB/s", memory.send / 1e9))
+    figure("channel receive in memory", String(format: "%.2f GB/s", memory.receive / 1e9))
+    exit(0)
+}
+if which == "noise-sink", args.count == 2, let total = Int(args[1]) {
+    try noiseSink(total: total)
+    exit(0)
+}
+guard ["foundation", "replica", "net", "all"].contains(which) else {
+    FileHandle.standardError.write(Data("usage: peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]\n".utf8))
+    exit(64)
+}
+#if DEBUG
+print("warning: this is a debug build; figures are meaningless (use swift run -c release peerlog-bench)")
+#endif
+print("peerlog-bench: \(secondsPerFigure) s per figure, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+if which != "net" {
+    print("\n== foundation")
+    let rawVerify = try foundationBench()
+    if which != "foundation" {
+        print("\n== replica")
+        try replicaBench(rawVerify: rawVerify, millionStore: millionStore)
+    }
+}
+if which == "net" || which == "all" {
+    print("\n== network")
+    try noiseBench(megabytes: 512)
+    try syncCatchUpBench(count: 100_000)
+    try daemonCatchUpBench(count: 100_000)
+}

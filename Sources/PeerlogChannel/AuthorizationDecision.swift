@@ -1,0 +1,5 @@
+/// Whether a peer that completed the handshake may use the channel.
+public enum AuthorizationDecision: Sendable, Equatable {
+    case allow
+    case deny(String)
+}

@@ -1,0 +1,63 @@
+/// One request on a daemon's control socket (`HOME/peerlog.sock`), sent as one line of text:
+///
+/// - `ping`: `{"ok":true}` when a daemon answers.
+/// - `status`: the `NodeStatus` document.
+/// - `capture start omit-bodies=0|1 max-bytes=N PATH`: starts a capture (N = 0: no rotation;
+///   PATH absolute, the rest of the line); the reply is the `CaptureStatus`.
+/// - `capture stop`: stops it; the reply is the stopped capture's `CaptureStatus`.
+///
+/// `ControlClient` writes requests with `line` and the daemon reads them with `parse`, so both
+/// sides share one grammar. A failure is answered `{"error": "…"}`.
+public enum ControlRequest: Sendable, Hashable {
+    /// Whether a daemon answers.
+    case ping
+    /// The daemon's `NodeStatus`.
+    case status
+    /// Start a capture to `path`; `maxBytes` nil: no rotation; `path` must be absolute.
+    case captureStart(path: String, maxBytes: Int?, omitBodies: Bool)
+    /// Stop the running capture.
+    case captureStop
+
+    /// The request as sent (without the newline that ends it).
+    public var line: String {
+        switch self {
+        case .ping: "ping"
+        case .status: "status"
+        case .captureStart(let path, let maxBytes, let omitBodies): "capture start omit-bodies=\(omitBodies ? 1 : 0) max-bytes=\(maxBytes ?? 0) \(path)"
+        case .captureStop: "capture stop"
+        }
+    }
+
+    /// Why a line is not a request: the daemon's error reply says this.
+    public struct Invalid: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The reply's sentence.
+        public let description: String
+    }
+
+    /// The request a line holds, or why it holds none.
+    public static func parse(_ line: String) -> Result<ControlRequest, Invalid> {
+        switch line {
+        case "ping": return .success(.ping)
+        case "status": return .success(.status)
+        case _ where line.hasPrefix("capture "): return parseCapture(String(line.dropFirst("capture ".count)))
+        default: return .failure(Invalid(description: "unknown request \"\(line.prefix(64))\" (known: status, ping, capture start, capture stop)"))
+        }
+    }
+
+    /// `start omit-bodies=0|1 max-bytes=N PATH` or `stop`.
+    private static func parseCapture(_ request: String) -> Result<ControlRequest, Invalid> {
+        let words = request.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: true).map(String.init)
+        switch words.first {
+        case "stop":
+            return .success(.captureStop)
+        case "start":
+            guard words.count == 4, words[1].hasPrefix("omit-bodies="), words[2].hasPrefix("max-bytes="),
+                  let max = Int(words[2].dropFirst("max-bytes=".count)), words[3].hasPrefix("/") else {
+                return .failure(Invalid(description: "usage: capture start omit-bodies=0|1 max-bytes=N /absolute/path"))
+            }
+            return .success(.captureStart(path: words[3], maxBytes: max == 0 ? nil : max, omitBodies: words[1] == "omit-bodies=1"))
+        default:
+            return .failure(Invalid(description: "unknown capture request (known: capture start, capture stop)"))
+        }
+    }
+}
