@@ -94,7 +94,8 @@ public struct IngestReport: Sendable, Equatable {
 /// The result of a local write.
 public struct AppendResult: Sendable, Equatable {
     public let receipt: Receipt
-    /// The committed position when the local device is the group's sequencer.
+    /// The committed position when the local device is the group's sequencer (nil on a replica
+    /// with a `SequenceGate`: its gate driver commits the receipt after the write).
     public let seq: UInt64?
 }
 
