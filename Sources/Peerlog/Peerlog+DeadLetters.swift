@@ -43,7 +43,7 @@ extension Peerlog {
     public func deadLetters() async throws -> [PeerlogDeadLetter] {
         try call {
             try replica.deadLetters().map {
-                PeerlogDeadLetter(kind: $0.kind, group: $0.group, cid: $0.cid, retries: $0.retryCount, reason: $0.reason,
+                PeerlogDeadLetter(kind: $0.kind.rawValue, group: $0.group, cid: $0.cid, retries: $0.retryCount, reason: $0.reason,
                                   firstSeenAt: $0.firstSeenAt, lastAttemptAt: $0.lastAttemptAt)
             }
         }

@@ -13,7 +13,7 @@ extension Pipeline {
 
     /// `record` writes the envelope row; a sequencer signing a batched run writes a row to be
     /// signed at the end of its pass (`Pipeline+Sequencer.swift`).
-    mutating func commit(seq: UInt64, receipt r: Receipt, record: (StoreDB, String, String?) throws -> Void) throws {
+    mutating func commit(seq: UInt64, receipt r: Receipt, record: (StoreDB, CommitOutcome, String?) throws -> Void) throws {
         if let expected = try earliestOlderTentative(r.group), expected != r.cid {
             report.events.append(.reordered(group: r.group, seq: seq, expected: expected, committed: r.cid))
         }
@@ -34,11 +34,11 @@ extension Pipeline {
             rejected = violation.reason
         }
         noteOverlayCommitted(r, changedBase: changedBase)
-        try record(db, rejected == nil ? "applied" : "rejected", rejected)
+        try record(db, rejected == nil ? .applied : .rejected, rejected)
         try db.setReceiptSeq(r.cid, seq: seq)
         committedSeqs[r.group] = seq
         seqDirty.insert(r.group)
-        try db.clearBackfillRequests(group: r.group, kind: "seq", subject: [], upTo: seq)
+        try db.clearBackfillRequests(group: r.group, kind: .seq, subject: [], upTo: seq)
         report.committed += 1
         report.events.append(.committed(group: r.group, seq: seq, cid: r.cid, type: r.type, rejected: rejected))
     }
@@ -47,10 +47,7 @@ extension Pipeline {
     /// transaction: what views showed next. Receipts arriving and committing in the same
     /// transaction were never shown, so they cannot have been reordered.
     mutating func earliestOlderTentative(_ group: GroupID) throws -> CID? {
-        if let cached = earliestOlderTentativeCache[group] { return cached }
-        let found = try db.firstTentative(group: group, before: firstNewReceiptID)
-        earliestOlderTentativeCache[group] = .some(found)
-        return found
+        try earliestOlderTentativeCache.value(group) { [db, firstNewReceiptID] in try db.firstTentative(group: $0, before: firstNewReceiptID) }
     }
 
     private mutating func applyEffects(_ op: GroupOperation, receipt r: Receipt, seq: UInt64, before: GroupState?, after: GroupState) throws {

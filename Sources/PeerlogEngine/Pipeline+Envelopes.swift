@@ -44,10 +44,7 @@ extension Pipeline {
     /// The committed high-water mark; within one ingest batch, envelopes queue and commit only
     /// at the end (in `settle`), so the value read once stays right until then.
     mutating func committedSeqCached(_ group: GroupID) throws -> UInt64 {
-        if let n = committedSeqs[group] { return n }
-        let n = try db.committedSeq(group: group)
-        committedSeqs[group] = n
-        return n
+        try committedSeqs.value(group) { [db] in try db.committedSeq(group: $0) }
     }
 
     private func tombstoneSeq(_ group: GroupID) throws -> UInt64? {
@@ -85,7 +82,7 @@ extension Pipeline {
                     // The authority for seq N is fixed once N-1 is committed, so this is final.
                     try db.insertDeadLetter(item, reason: why, at: now)
                     report.rejected.append((e.receipt, why))
-                    report.events.append(.deadLettered(kind: "envelope", cid: e.receipt, reason: why))
+                    report.events.append(.deadLettered(kind: .envelope, cid: e.receipt, reason: why))
                     continue
                 }
                 try commit(e, receipt: receipt)
@@ -121,7 +118,7 @@ extension Pipeline {
         storedHere[twin] = nil
         noteOverlayRebuild(evidence.group)
         try db.insertEquivocation(twinStored.receipt, at: now)
-        try db.markProcessed(twin, group: evidence.group, outcome: "equivocation", reason: "same author counter as \(cid)", at: now)
+        try db.markProcessed(twin, group: evidence.group, outcome: .equivocation, reason: "same author counter as \(cid)", at: now)
         try db.deleteEquivocation(cid)
         try db.insertReceipt(evidence, receivedAt: now)
         return evidence

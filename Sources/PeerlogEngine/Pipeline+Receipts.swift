@@ -11,7 +11,7 @@ extension Pipeline {
             return
         }
         if try isTombstoned(r.group) {
-            try db.markProcessed(r.cid, group: r.group, outcome: "ignored", reason: "group is deleted", at: now)
+            try db.markProcessed(r.cid, group: r.group, outcome: .ignored, reason: "group is deleted", at: now)
             report.ignored += 1
             return
         }
@@ -79,7 +79,7 @@ extension Pipeline {
                 held = r.counter
             }
         }
-        try db.clearBackfillRequests(group: group, kind: "author", subject: author.bytes, upTo: held)
+        try db.clearBackfillRequests(group: group, kind: .author, subject: author.bytes, upTo: held)
     }
 
     /// A second receipt for a held (group, author, counter): keep it as evidence, flag the author.
@@ -92,7 +92,7 @@ extension Pipeline {
         try overlayBaseline(r.group)
         try db.flagAuthor(group: r.group, author: r.author, fromCounter: r.counter, at: now)
         noteOverlayRebuild(r.group)
-        try db.markProcessed(r.cid, group: r.group, outcome: "equivocation", reason: "same author counter as \(existing)", at: now)
+        try db.markProcessed(r.cid, group: r.group, outcome: .equivocation, reason: "same author counter as \(existing)", at: now)
         report.events.append(.equivocation(group: r.group, author: r.author, counter: r.counter, cids: [existing, r.cid].sorted()))
         touch(r.group)
     }

@@ -24,19 +24,19 @@ struct Pipeline {
     var reservedHere: Set<GroupID> = []
     private var touchedSet: Set<GroupID> = []
     /// Committed group state, cached for the transaction (nil entries: group not created).
-    var stateCache: [GroupID: GroupState?] = [:]
-    var tombstoneCache: [GroupID: Bool] = [:]
+    var stateCache = Memo<GroupID, GroupState?>()
+    var tombstoneCache = Memo<GroupID, Bool>()
     var knownCertificates: Set<CID> = []
     /// Per-transaction caches of counts the pipeline would otherwise query per item.
-    var pendingReceiptCounts: [GroupID: Int] = [:]
-    var pendingEnvelopeCounts: [GroupID: Int] = [:]
-    var heldCounters: [AuthorKey: UInt64] = [:]
-    var committedSeqs: [GroupID: UInt64] = [:]
+    var pendingReceiptCounts = Memo<GroupID, Int>()
+    var pendingEnvelopeCounts = Memo<GroupID, Int>()
+    var heldCounters = Memo<AuthorKey, UInt64>()
+    var committedSeqs = Memo<GroupID, UInt64>()
     /// Receipts stored and envelopes queued by this transaction, so commits need not reload them.
     var storedHere: [CID: Receipt] = [:]
     /// Groups whose committed seq changed in this transaction (written once, in `settle`).
     var seqDirty: Set<GroupID> = []
-    var earliestOlderTentativeCache: [GroupID: CID?] = [:]
+    var earliestOlderTentativeCache = Memo<GroupID, CID?>()
     var queuedHere: [EnvelopeKey: Envelope] = [:]
     /// What this transaction did to each group's tentative view, repaired at the end of `settle`.
     var overlayStored: [GroupID: [Receipt]] = [:]
@@ -73,7 +73,7 @@ struct Pipeline {
         self.limits = limits
         self.now = now
         self.gated = gated
-        firstNewReceiptID = Int64(try db.count(rawSQL: "SELECT COALESCE(MAX(id), 0) FROM receipts")) + 1
+        firstNewReceiptID = try db.lastReceiptRowID() + 1
     }
 
     mutating func touch(_ group: GroupID) {
@@ -81,49 +81,33 @@ struct Pipeline {
     }
 
     mutating func pendingReceiptCount(_ group: GroupID) throws -> Int {
-        if let n = pendingReceiptCounts[group] { return n }
-        let n = try db.pendingReceiptCount(group: group)
-        pendingReceiptCounts[group] = n
-        return n
+        try pendingReceiptCounts.value(group) { [db] in try db.pendingReceiptCount(group: $0) }
     }
 
     mutating func pendingEnvelopeCount(_ group: GroupID) throws -> Int {
-        if let n = pendingEnvelopeCounts[group] { return n }
-        let n = try db.pendingEnvelopeCount(group: group)
-        pendingEnvelopeCounts[group] = n
-        return n
+        try pendingEnvelopeCounts.value(group) { [db] in try db.pendingEnvelopeCount(group: $0) }
     }
 
     mutating func heldCounter(_ group: GroupID, _ author: DeviceID) throws -> UInt64 {
-        let key = AuthorKey(group: group, author: author)
-        if let n = heldCounters[key] { return n }
-        let n = try db.heldCounter(group: group, author: author)
-        heldCounters[key] = n
-        return n
+        try heldCounters.value(AuthorKey(group: group, author: author)) { [db] in try db.heldCounter(group: $0.group, author: $0.author) }
     }
 
     mutating func isTombstoned(_ group: GroupID) throws -> Bool {
-        if let cached = tombstoneCache[group] { return cached }
-        let value = try db.isTombstoned(group: group)
-        tombstoneCache[group] = value
-        return value
+        try tombstoneCache.value(group) { [db] in try db.isTombstoned(group: $0) }
     }
 
     /// The committed state of a group (after its committed prefix), or nil if not created.
     mutating func committedState(_ group: GroupID) throws -> GroupState? {
-        if let cached = stateCache[group] { return cached }
-        let state = try db.groupStateBlob(group: group).map { try GroupState(storedBytes: $0) }
-        stateCache[group] = state
-        return state
+        try stateCache.value(group) { [db] in try db.groupStateBlob(group: $0).map { try GroupState(storedBytes: $0) } }
     }
 
     /// Emits a backfill action unless the same request is still in flight (the storm guard).
     mutating func request(_ action: ReplicaAction) throws {
-        let (group, kind, subject, from, to): (GroupID, String, [UInt8], UInt64, UInt64)
+        let (group, kind, subject, from, to): (GroupID, BackfillKind, [UInt8], UInt64, UInt64)
         switch action {
-        case .requestSeqRange(let g, let f, let t): (group, kind, subject, from, to) = (g, "seq", [], f, t)
-        case .requestAuthorCounters(let g, let a, let f, let t): (group, kind, subject, from, to) = (g, "author", a.bytes, f, t)
-        case .requestReceipts(let g, let cids): (group, kind, subject, from, to) = (g, "cid", cids.first?.bytes ?? [], 0, 0)
+        case .requestSeqRange(let g, let f, let t): (group, kind, subject, from, to) = (g, .seq, [], f, t)
+        case .requestAuthorCounters(let g, let a, let f, let t): (group, kind, subject, from, to) = (g, .author, a.bytes, f, t)
+        case .requestReceipts(let g, let cids): (group, kind, subject, from, to) = (g, .cid, cids.first?.bytes ?? [], 0, 0)
         }
         if let at = try db.backfillRequestedAt(group: group, kind: kind, subject: subject, from: from), now < at + limits.backfillGuardMillis { return }
         try db.noteBackfillRequest(group: group, kind: kind, subject: subject, from: from, to: to, at: now)

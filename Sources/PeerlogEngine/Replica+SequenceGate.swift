@@ -91,11 +91,11 @@ extension Replica {
     }
 }
 
-/// The groups waiting for the gate's driver, and the driver's wake-up (one driver waits).
+/// The groups waiting for the gate's driver, and the driver's wake-up.
 final class GateBacklog: Sendable {
     private struct State {
         var groups = Set<GroupID>()
-        var waiter: CheckedContinuation<Void, Never>?
+        var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
     /// Where the driver's transactions run.
@@ -103,12 +103,12 @@ final class GateBacklog: Sendable {
 
     func add(_ groups: Set<GroupID>) {
         guard !groups.isEmpty else { return }
-        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+        let waiters = state.withLock { s in
             s.groups.formUnion(groups)
-            defer { s.waiter = nil }
-            return s.waiter
+            defer { s.waiters = [] }
+            return s.waiters
         }
-        waiter?.resume()
+        for w in waiters { w.resume() }
     }
 
     func take() -> Set<GroupID> {
@@ -124,17 +124,18 @@ final class GateBacklog: Sendable {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { s -> Bool in
                     guard s.groups.isEmpty, !Task.isCancelled else { return true }
-                    s.waiter = c
+                    s.waiters.append(c)
                     return false
                 }
                 if ready { c.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { s in
-                defer { s.waiter = nil }
-                return s.waiter
+            // Wakes every waiter; those not cancelled find nothing to do and wait again.
+            let waiters = state.withLock { s in
+                defer { s.waiters = [] }
+                return s.waiters
             }
-            waiter?.resume()
+            for w in waiters { w.resume() }
         }
     }
 }

@@ -73,40 +73,45 @@ public final class Replica: Sendable {
         var prepared = try prepare(batches[0])
         for i in batches.indices {
             let current = prepared
-            // Start checking the next batch while this one is written.
-            let next = Mutex<Result<PreparedBatch, any Error>?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            if i + 1 < batches.count {
-                let batch = batches[i + 1]
-                DispatchQueue.global().async {
-                    let r = Result { try self.prepare(batch) }
-                    next.withLock { $0 = r }
-                    done.signal()
+            let next = i + 1 < batches.count ? batches[i + 1] : nil
+            // Write this batch while the next one's signatures are checked: a fork and a join
+            // on two threads, both done when this returns.
+            let written = Mutex<Result<IngestReport, any Error>?>(nil)
+            let checked = Mutex<Result<PreparedBatch, any Error>?>(nil)
+            DispatchQueue.concurrentPerform(iterations: next == nil ? 1 : 2) { branch in
+                if branch == 1, let next {
+                    let r = Result { try self.prepare(next) }
+                    checked.withLock { $0 = r }
+                    return
                 }
+                let r = Result { try self.write(current, from: peer) }
+                written.withLock { $0 = r }
             }
-            report.merge(try write { p in
-                p.report.duplicates += current.duplicates
-                p.source = peer
-                for (r, problem) in zip(current.receipts, current.receiptChecks) {
-                    if let problem {
-                        try p.recordInvalid(r, reason: problem)
-                    } else {
-                        try p.ingest(receipt: r, verified: true)
-                    }
-                }
-                for (e, problem) in zip(current.envelopes, current.envelopeChecks) {
-                    if let problem { p.report.rejected.append((e.receipt, problem)) } else { try p.ingest(envelope: e, verified: true) }
-                }
-            })
-            if i + 1 < batches.count {
-                done.wait()
-                prepared = try next.withLock { $0! }.get()
-            }
+            report.merge(try written.withLock { $0! }.get())
+            if let r = checked.withLock({ $0 }) { prepared = try r.get() }
         }
         hlc.withLock { clock in
             for r in receipts { clock.observe(r.hlc, wallMillis: self.clock()) }
         }
         return report
+    }
+
+    /// Stores and applies one prepared batch in one transaction.
+    private func write(_ batch: PreparedBatch, from peer: DeviceID?) throws -> IngestReport {
+        try write { p in
+            p.report.duplicates += batch.duplicates
+            p.source = peer
+            for (r, problem) in zip(batch.receipts, batch.receiptChecks) {
+                if let problem {
+                    try p.recordInvalid(r, reason: problem)
+                } else {
+                    try p.ingest(receipt: r, verified: true)
+                }
+            }
+            for (e, problem) in zip(batch.envelopes, batch.envelopeChecks) {
+                if let problem { p.report.rejected.append((e.receipt, problem)) } else { try p.ingest(envelope: e, verified: true) }
+            }
+        }
     }
 
     /// A batch with its duplicates removed and its signatures checked (nil: valid).

@@ -24,7 +24,7 @@ public struct ReplicaLimits: Sendable {
     public var changeLogRetention: Int = 100_000
     /// Most assignments a relay with a shared store (`SequenceGate`) reserves at once; a longer
     /// pass reserves in several batches. Bounds the shared store's transaction and what one
-    /// refusal undoes.
+    /// refusal leaves uncommitted.
     public var maxReservationBatch: Int = 1_000
 
     public init() {}

@@ -1,5 +1,6 @@
 import PeerlogEncoding
 import PeerlogModel
+import PeerlogStore
 
 /// Which state a query sees.
 public enum View: String, Sendable, CaseIterable {
@@ -34,7 +35,7 @@ public enum ReplicaEvent: Hashable, Sendable {
     /// The local sequencer refused to sequence a receipt.
     case refused(group: GroupID, cid: CID, reason: String)
     /// A queued item gave up and went to dead letters.
-    case deadLettered(kind: String, cid: CID, reason: String)
+    case deadLettered(kind: QueuedKind, cid: CID, reason: String)
 }
 
 /// The result of one `ingest` call.
@@ -93,7 +94,8 @@ public struct IngestReport: Sendable, Equatable {
 /// The result of a local write.
 public struct AppendResult: Sendable, Equatable {
     public let receipt: Receipt
-    /// The committed position when the local device is the group's sequencer.
+    /// The committed position when the local device is the group's sequencer (nil on a replica
+    /// with a `SequenceGate`: its gate driver commits the receipt after the write).
     public let seq: UInt64?
 }
 

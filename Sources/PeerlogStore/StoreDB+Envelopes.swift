@@ -27,21 +27,21 @@ extension StoreDB {
         try int("SELECT seq FROM envelopes WHERE cid = ?", [cid.bytes.blob]).map(UInt64.init(sql:))
     }
 
-    public func insertEnvelope(_ e: Envelope, outcome: String, reason: String?) throws {
+    public func insertEnvelope(_ e: Envelope, outcome: CommitOutcome, reason: String?) throws {
         try execute("""
             INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob, e.term.sql, e.sequencer.bytes.blob, e.receivedAt.sql,
-                  e.payload.blob, e.signature.blob, outcome, reason])
+                  e.payload.blob, e.signature.blob, outcome.rawValue, reason])
     }
 
     /// An envelope row whose payload and signature come later in the same transaction, from
     /// `setEnvelopeForm`: a sequencer commits a run seq by seq, then signs it once.
-    public func insertUnsignedEnvelope(group: GroupID, seq: UInt64, cid: CID, term: UInt64, sequencer: DeviceID, receivedAt: UInt64, outcome: String, reason: String?) throws {
+    public func insertUnsignedEnvelope(group: GroupID, seq: UInt64, cid: CID, term: UInt64, sequencer: DeviceID, receivedAt: UInt64, outcome: CommitOutcome, reason: String?) throws {
         try execute("""
             INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason)
             VALUES (?, ?, ?, ?, ?, ?, x'', x'', ?, ?)
-            """, [group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, sequencer.bytes.blob, receivedAt.sql, outcome, reason])
+            """, [group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, sequencer.bytes.blob, receivedAt.sql, outcome.rawValue, reason])
     }
 
     /// Fills in the signed form of an envelope row written by `insertUnsignedEnvelope`.

@@ -38,8 +38,8 @@ extension StoreDB {
     var changes: Int { db.changesCount }
 }
 
-/// Tests and tools may assert on the SQL that ran.
+/// Raw SQL, for this package's tests and tools only (the engine uses typed queries).
 extension StoreDB {
-    public func execute(rawSQL sql: String) throws { try db.cachedStatement(sql: sql).execute() }
-    public func count(rawSQL sql: String) throws -> Int { try Int.fetchOne(db.cachedStatement(sql: sql)) ?? 0 }
+    package func execute(rawSQL sql: String) throws { try db.cachedStatement(sql: sql).execute() }
+    package func count(rawSQL sql: String) throws -> Int { try Int.fetchOne(db.cachedStatement(sql: sql)) ?? 0 }
 }

@@ -5,7 +5,7 @@ import PeerlogModel
 
 /// An item waiting in a queue (pending receipt or envelope) or dead.
 public struct QueuedItem: Sendable {
-    public let kind: String
+    public let kind: QueuedKind
     public let cid: CID
     public let group: GroupID
     public let seqOrCounter: UInt64
@@ -60,7 +60,7 @@ extension StoreDB {
     }
 
     private func pendingReceipt(_ row: Row) throws -> QueuedItem {
-        QueuedItem(kind: "receipt", cid: try CID(bytes: (row["cid"] as Data).bytes), group: try GroupID(bytes: (row["group_id"] as Data).bytes),
+        QueuedItem(kind: .receipt, cid: try CID(bytes: (row["cid"] as Data).bytes), group: try GroupID(bytes: (row["group_id"] as Data).bytes),
                    seqOrCounter: UInt64(sql: row["author_counter"]), author: try DeviceID(bytes: (row["author"] as Data).bytes),
                    encoded: (row["encoded"] as Data).bytes, reason: row["reason"], retryCount: row["retry_count"],
                    firstSeenAt: UInt64(sql: row["first_seen_at"]), lastAttemptAt: UInt64(sql: row["last_attempt_at"]))
@@ -107,7 +107,7 @@ extension StoreDB {
     }
 
     private func pendingEnvelope(_ row: Row) throws -> QueuedItem {
-        QueuedItem(kind: "envelope", cid: try CID(bytes: (row["cid"] as Data).bytes), group: try GroupID(bytes: (row["group_id"] as Data).bytes),
+        QueuedItem(kind: .envelope, cid: try CID(bytes: (row["cid"] as Data).bytes), group: try GroupID(bytes: (row["group_id"] as Data).bytes),
                    seqOrCounter: UInt64(sql: row["seq"]), author: nil, encoded: (row["encoded"] as Data).bytes, reason: row["reason"],
                    retryCount: row["retry_count"], firstSeenAt: UInt64(sql: row["first_seen_at"]), lastAttemptAt: UInt64(sql: row["last_attempt_at"]))
     }
@@ -118,12 +118,14 @@ extension StoreDB {
         try execute("""
             INSERT INTO dead_letters (kind, cid, group_id, encoded, reason, retry_count, first_seen_at, died_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, [item.kind, item.cid.bytes.blob, item.group.bytes.blob, item.encoded.blob, reason, item.retryCount, item.firstSeenAt.sql, now.sql])
+            """, [item.kind.rawValue, item.cid.bytes.blob, item.group.bytes.blob, item.encoded.blob, reason, item.retryCount, item.firstSeenAt.sql, now.sql])
     }
 
     public func deadLetters() throws -> [QueuedItem] {
         try rows("SELECT * FROM dead_letters ORDER BY id").map { row in
-            QueuedItem(kind: row["kind"], cid: try CID(bytes: (row["cid"] as Data).bytes), group: try GroupID(bytes: (row["group_id"] as Data).bytes),
+            let text: String = row["kind"]
+            guard let kind = QueuedKind(rawValue: text) else { throw StoreError("a dead letter of unknown kind \"\(text)\"") }
+            return QueuedItem(kind: kind, cid: try CID(bytes: (row["cid"] as Data).bytes), group: try GroupID(bytes: (row["group_id"] as Data).bytes),
                        seqOrCounter: 0, author: nil, encoded: (row["encoded"] as Data).bytes, reason: row["reason"], retryCount: row["retry_count"],
                        firstSeenAt: UInt64(sql: row["first_seen_at"]), lastAttemptAt: UInt64(sql: row["died_at"]))
         }
@@ -132,18 +134,18 @@ extension StoreDB {
     // MARK: Backfill guard
 
     /// When a request for (group, kind, subject, from) was last made, if ever.
-    public func backfillRequestedAt(group: GroupID, kind: String, subject: [UInt8], from: UInt64) throws -> UInt64? {
+    public func backfillRequestedAt(group: GroupID, kind: BackfillKind, subject: [UInt8], from: UInt64) throws -> UInt64? {
         try int("SELECT requested_at FROM backfill_requests WHERE group_id = ? AND kind = ? AND subject = ? AND range_from = ?",
-                [group.bytes.blob, kind, subject.blob, from.sql]).map(UInt64.init(sql:))
+                [group.bytes.blob, kind.rawValue, subject.blob, from.sql]).map(UInt64.init(sql:))
     }
 
-    public func noteBackfillRequest(group: GroupID, kind: String, subject: [UInt8], from: UInt64, to: UInt64, at now: UInt64) throws {
+    public func noteBackfillRequest(group: GroupID, kind: BackfillKind, subject: [UInt8], from: UInt64, to: UInt64, at now: UInt64) throws {
         try execute("INSERT OR REPLACE INTO backfill_requests (group_id, kind, subject, range_from, range_to, requested_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    [group.bytes.blob, kind, subject.blob, from.sql, to.sql, now.sql])
+                    [group.bytes.blob, kind.rawValue, subject.blob, from.sql, to.sql, now.sql])
     }
 
     /// Forgets requests whose ranges are now satisfied (called after progress).
-    public func clearBackfillRequests(group: GroupID, kind: String, subject: [UInt8], upTo: UInt64) throws {
-        try execute("DELETE FROM backfill_requests WHERE group_id = ? AND kind = ? AND subject = ? AND range_to <= ?", [group.bytes.blob, kind, subject.blob, upTo.sql])
+    public func clearBackfillRequests(group: GroupID, kind: BackfillKind, subject: [UInt8], upTo: UInt64) throws {
+        try execute("DELETE FROM backfill_requests WHERE group_id = ? AND kind = ? AND subject = ? AND range_to <= ?", [group.bytes.blob, kind.rawValue, subject.blob, upTo.sql])
     }
 }

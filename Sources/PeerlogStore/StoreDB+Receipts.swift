@@ -32,13 +32,22 @@ extension StoreDB {
     // MARK: Processed (replay protection)
 
     /// The outcome recorded for a CID the pipeline already finished with, if any.
-    public func processedOutcome(_ cid: CID) throws -> String? {
+    public func processedOutcome(_ cid: CID) throws -> ProcessedOutcome? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT outcome FROM processed_receipts WHERE cid = ?"), arguments: [cid.bytes.blob])
+            .map { text in
+                guard let outcome = ProcessedOutcome(rawValue: text) else { throw StoreError("a processed receipt with unknown outcome \"\(text)\"") }
+                return outcome
+            }
     }
 
-    public func markProcessed(_ cid: CID, group: GroupID, outcome: String, reason: String?, at now: UInt64) throws {
+    /// The highest receipt row id (0 in an empty store): rows stored later have higher ids.
+    public func lastReceiptRowID() throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT COALESCE(MAX(id), 0) FROM receipts")) ?? 0
+    }
+
+    public func markProcessed(_ cid: CID, group: GroupID, outcome: ProcessedOutcome, reason: String?, at now: UInt64) throws {
         try execute("INSERT OR REPLACE INTO processed_receipts (cid, group_id, outcome, reason, processed_at) VALUES (?, ?, ?, ?, ?)",
-                    [cid.bytes.blob, group.bytes.blob, outcome, reason, now.sql])
+                    [cid.bytes.blob, group.bytes.blob, outcome.rawValue, reason, now.sql])
     }
 
     /// A receipt whose signature or certificate does not verify: remembered (it is never

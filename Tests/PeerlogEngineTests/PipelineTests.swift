@@ -129,7 +129,7 @@ struct PipelineTests {
         let last = try bob.replica.retryPending()
         let dead = try bob.replica.deadLetters()
         #expect(dead.count == 1 && dead[0].cid == orphan.cid && dead[0].reason.contains("gave up after 3 retries"))
-        #expect(last.events.contains(.deadLettered(kind: "receipt", cid: orphan.cid, reason: dead[0].reason)))
+        #expect(last.events.contains(.deadLettered(kind: .receipt, cid: orphan.cid, reason: dead[0].reason)))
         #expect(try bob.replica.pending().isEmpty)
     }
 
@@ -222,7 +222,7 @@ struct PipelineTests {
         let bad = try Receipt(payload: good.payload, signature: sig, certificate: good.certificate)
         let report = try bob.replica.ingest(receipts: [bad])
         #expect(report.rejected.first?.reason.contains("signature does not verify") == true)
-        #expect(try bob.replica.store.read { try $0.processedOutcome(bad.cid) } == "invalid")
+        #expect(try bob.replica.store.read { try $0.processedOutcome(bad.cid) } == .invalid)
         #expect(try bob.replica.ingest(receipts: [bad]).duplicates == 1, "replay protection covers rejected CIDs too")
     }
 
