@@ -124,7 +124,7 @@ extension StoreDB {
     public func deadLetters() throws -> [QueuedItem] {
         try rows("SELECT * FROM dead_letters ORDER BY id").map { row in
             let text: String = row["kind"]
-            guard let kind = QueuedKind(rawValue: text) else { throw StoreError("a dead letter of unknown kind \"\(text)\"") }
+            guard let kind = QueuedKind(rawValue: text) else { throw StoreError(.unknownStoredValue, "a dead letter of unknown kind \"\(text)\"") }
             return QueuedItem(kind: kind, cid: try CID(bytes: (row["cid"] as Data).bytes), group: try GroupID(bytes: (row["group_id"] as Data).bytes),
                        seqOrCounter: 0, author: nil, encoded: (row["encoded"] as Data).bytes, reason: row["reason"], retryCount: row["retry_count"],
                        firstSeenAt: UInt64(sql: row["first_seen_at"]), lastAttemptAt: UInt64(sql: row["died_at"]))

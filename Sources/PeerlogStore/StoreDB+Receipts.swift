@@ -35,7 +35,7 @@ extension StoreDB {
     public func processedOutcome(_ cid: CID) throws -> ProcessedOutcome? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT outcome FROM processed_receipts WHERE cid = ?"), arguments: [cid.bytes.blob])
             .map { text in
-                guard let outcome = ProcessedOutcome(rawValue: text) else { throw StoreError("a processed receipt with unknown outcome \"\(text)\"") }
+                guard let outcome = ProcessedOutcome(rawValue: text) else { throw StoreError(.unknownStoredValue, "a processed receipt with unknown outcome \"\(text)\"") }
                 return outcome
             }
     }

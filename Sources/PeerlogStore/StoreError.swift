@@ -5,7 +5,7 @@
 public struct StoreError: Error, Hashable, CustomStringConvertible, Sendable {
     /// What went wrong; compare against the static members.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable { case readOnly, needsUpgrade, openLock }
+        private enum Base: Hashable, Sendable { case readOnly, needsUpgrade, openLock, unknownStoredValue }
 
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -16,6 +16,9 @@ public struct StoreError: Error, Hashable, CustomStringConvertible, Sendable {
         public static let needsUpgrade = Code(.needsUpgrade)
         /// The lock that serialises opening the replica cannot be taken.
         public static let openLock = Code(.openLock)
+        /// A row holds a kind or outcome this build does not know (written by a newer version,
+        /// or damaged).
+        public static let unknownStoredValue = Code(.unknownStoredValue)
 
         /// The code's name, e.g. `readOnly`.
         public var description: String { "\(base)" }
