@@ -9,7 +9,8 @@ import Synchronization
 /// daemon, the CLI and embedding apps use. Every write is one SQLite transaction; events go
 /// to subscribers after it commits.
 public final class Replica: Sendable {
-    public let store: Store
+    /// The SQLite store (package access: SQL stays inside the package).
+    package let store: Store
     public let local: LocalDevice
     public let limits: ReplicaLimits
     /// The injected clock (milliseconds): the module reads time through it only.
@@ -27,12 +28,12 @@ public final class Replica: Sendable {
 
     /// Opens (or creates) the replica database at `path`. Cheap: nothing is scanned at open.
     /// `access: .readOnly` for a home that cannot be written: reads work, writes throw.
-    public convenience init(path: String, device: LocalDevice, access: Store.Access = .readWrite, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
+    public convenience init(path: String, device: LocalDevice, access: StoreAccess = .readWrite, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
                             sequenceGate: (any SequenceGate)? = nil) throws {
         try self.init(store: Store(path: path, access: access), device: device, limits: limits, clock: clock, sequenceGate: sequenceGate)
     }
 
-    public init(store: Store, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
+    package init(store: Store, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
                 sequenceGate: (any SequenceGate)? = nil) {
         self.store = store
         local = device

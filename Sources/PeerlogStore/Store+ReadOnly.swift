@@ -1,16 +1,21 @@
 import Foundation
 import GRDB
 
+/// How a store is opened: read-only when its file or directory cannot be written.
+public enum StoreAccess: Sendable {
+    /// Reads and writes.
+    case readWrite
+    /// Reads only: every write throws `StoreError` `.readOnly`.
+    case readOnly
+}
+
 extension Store {
-    /// How a store is opened: read-only when its file or directory cannot be written.
-    public enum Access: Sendable {
-        case readWrite
-        case readOnly
-    }
+    /// How a store is opened (``StoreAccess``).
+    package typealias Access = StoreAccess
 
     /// `.readOnly` when `path` (or, for a file not yet made, its directory) is not writable:
     /// a read-only mount, or another user's home. `access(2)` reports EROFS even to root.
-    public static func availableAccess(at path: String) -> Access {
+    package static func availableAccess(at path: String) -> Access {
         let directory = (path as NSString).deletingLastPathComponent
         guard Glibc.access(directory.isEmpty ? "." : directory, W_OK) == 0 else { return .readOnly }
         guard Glibc.access(path, F_OK) != 0 || Glibc.access(path, W_OK) == 0 else { return .readOnly }

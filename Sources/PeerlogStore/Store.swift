@@ -6,10 +6,10 @@ import Synchronization
 /// The replica's SQLite database (WAL mode) at a path. All access goes through `read` and
 /// `write`, whose closures get a `StoreDB` with typed queries; nothing outside this module
 /// writes SQL. Secrets never go into the database.
-public final class Store: Sendable {
+package final class Store: Sendable {
     /// The database file, or ":memory:".
-    public let path: String
-    public let access: Access
+    package let path: String
+    package let access: Access
     let pool: any DatabaseWriter
     /// A second connection that copies the WAL into the database file (PASSIVE checkpoints)
     /// off the writer's path, so a local write never waits for a checkpoint.
@@ -19,12 +19,12 @@ public final class Store: Sendable {
     private let checkpointing = Atomic<Bool>(false)
 
     /// A background checkpoint is started every this many write transactions.
-    public static let checkpointEveryWrites = 100
+    package static let checkpointEveryWrites = 100
     /// WAL pages after which the writer checkpoints by itself (SQLite's default is 1,000):
     /// the bound on the WAL under sustained writes, about 16 MB with 4 KiB pages.
-    public static let writerCheckpointPages = 4_000
+    package static let writerCheckpointPages = 4_000
     /// Size the WAL file is truncated to when it restarts.
-    public static let walSizeLimitBytes = 4 << 20
+    package static let walSizeLimitBytes = 4 << 20
 
     /// Opens (creating if needed) and migrates, one process at a time (`StoreOpenLock`); a busy
     /// store is waited for (busy timeout), not failed. `synchronous=NORMAL` in WAL mode: a committed
@@ -32,7 +32,7 @@ public final class Store: Sendable {
     /// transactions but never corrupts the file.
     ///
     /// With `.readOnly`, nothing is created, locked or migrated, and `write` throws.
-    public init(path: String, access: Access = .readWrite) throws {
+    package init(path: String, access: Access = .readWrite) throws {
         self.path = path
         self.access = access
         if access == .readOnly {
@@ -62,7 +62,7 @@ public final class Store: Sendable {
     }
 
     /// A private in-memory store (tests, property runs). Same schema, no file.
-    public init(inMemory: Void = ()) throws {
+    package init(inMemory: Void = ()) throws {
         path = ":memory:"
         access = .readWrite
         pool = try DatabaseQueue()
@@ -71,7 +71,7 @@ public final class Store: Sendable {
     }
 
     /// Runs `body` in one write transaction; everything it does commits together or not at all.
-    public func write<T>(_ body: (StoreDB) throws -> T) throws -> T {
+    package func write<T>(_ body: (StoreDB) throws -> T) throws -> T {
         guard access == .readWrite else { throw readOnlyRefusal }
         let result = try pool.write { db in try body(StoreDB(db: db)) }
         if let checkpointer, writes.add(1, ordering: .relaxed).newValue % Self.checkpointEveryWrites == 0,
@@ -86,22 +86,22 @@ public final class Store: Sendable {
     }
 
     /// Runs `body` on a read-only snapshot.
-    public func read<T>(_ body: (StoreDB) throws -> T) throws -> T {
+    package func read<T>(_ body: (StoreDB) throws -> T) throws -> T {
         try pool.read { db in try body(StoreDB(db: db)) }
     }
 
     /// `PRAGMA integrity_check`: "ok" when the file is consistent.
-    public func integrityCheck() throws -> String {
+    package func integrityCheck() throws -> String {
         try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
     }
 
     /// Names of the applied migrations, oldest first.
-    public func appliedMigrations() throws -> [String] {
+    package func appliedMigrations() throws -> [String] {
         try pool.read { db in try Migrations.migrator.appliedMigrations(db) }
     }
 }
 
 /// A database connection inside a `Store.read`/`Store.write` closure.
-public struct StoreDB {
+package struct StoreDB {
     let db: Database
 }

@@ -37,7 +37,7 @@ public struct ChangeLogRow: Sendable, Equatable {
 extension StoreDB {
     /// Appends a row and returns its id (the cursor after it).
     @discardableResult
-    public func appendChange(_ c: ChangeLogRow) throws -> Int64 {
+    package func appendChange(_ c: ChangeLogRow) throws -> Int64 {
         try execute("""
             INSERT INTO change_log (group_id, kind, key, old_value, new_value, flags, first_seq, last_seq, cid, reason, at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -47,7 +47,7 @@ extension StoreDB {
     }
 
     /// Up to `limit` rows after `cursor`, oldest first; `group` restricts them to one group.
-    public func changes(after cursor: Int64, group: GroupID? = nil, limit: Int) throws -> [ChangeLogRow] {
+    package func changes(after cursor: Int64, group: GroupID? = nil, limit: Int) throws -> [ChangeLogRow] {
         let columns = "id, group_id, kind, key, old_value, new_value, flags, first_seq, last_seq, cid, reason, at"
         let found: [Row]
         if let group {
@@ -66,13 +66,13 @@ extension StoreDB {
     }
 
     /// The id of the newest row (0: none yet). One index probe.
-    public func lastChangeID() throws -> Int64 { try int("SELECT IFNULL(MAX(id), 0) FROM change_log") ?? 0 }
+    package func lastChangeID() throws -> Int64 { try int("SELECT IFNULL(MAX(id), 0) FROM change_log") ?? 0 }
 
     /// The id of the oldest row still held (nil: the log is empty).
-    public func firstChangeID() throws -> Int64? { try int("SELECT MIN(id) FROM change_log") }
+    package func firstChangeID() throws -> Int64? { try int("SELECT MIN(id) FROM change_log") }
 
     /// Drops rows more than `keep` behind the newest.
-    public func pruneChanges(keep: Int) throws {
+    package func pruneChanges(keep: Int) throws {
         let last = try lastChangeID()
         guard last > Int64(keep) else { return }
         try execute("DELETE FROM change_log WHERE id <= ?", [last - Int64(keep)])

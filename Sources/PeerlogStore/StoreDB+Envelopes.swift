@@ -4,30 +4,30 @@ import PeerlogEncoding
 import PeerlogModel
 
 /// A committed envelope with the outcome of applying its receipt at that position.
-public struct StoredEnvelope: Sendable {
-    public let envelope: Envelope
+package struct StoredEnvelope: Sendable {
+    package let envelope: Envelope
     /// "applied" or "rejected".
-    public let outcome: String
-    public let reason: String?
+    package let outcome: String
+    package let reason: String?
 }
 
 extension StoreDB {
     /// The committed high-water mark: the highest seq with an envelope (contiguous from 1).
-    public func committedSeq(group: GroupID) throws -> UInt64 {
+    package func committedSeq(group: GroupID) throws -> UInt64 {
         UInt64(sql: try int("SELECT MAX(seq) FROM envelopes WHERE group_id = ?", [group.bytes.blob]) ?? 0)
     }
 
-    public func envelopeCID(group: GroupID, seq: UInt64) throws -> CID? {
+    package func envelopeCID(group: GroupID, seq: UInt64) throws -> CID? {
         guard let row = try row("SELECT cid FROM envelopes WHERE group_id = ? AND seq = ?", [group.bytes.blob, seq.sql]) else { return nil }
         return try CID(bytes: (row["cid"] as Data).bytes)
     }
 
     /// The seq at which a CID is committed, if it is.
-    public func committedSeq(of cid: CID) throws -> UInt64? {
+    package func committedSeq(of cid: CID) throws -> UInt64? {
         try int("SELECT seq FROM envelopes WHERE cid = ?", [cid.bytes.blob]).map(UInt64.init(sql:))
     }
 
-    public func insertEnvelope(_ e: Envelope, outcome: CommitOutcome, reason: String?) throws {
+    package func insertEnvelope(_ e: Envelope, outcome: CommitOutcome, reason: String?) throws {
         try execute("""
             INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -37,7 +37,7 @@ extension StoreDB {
 
     /// An envelope row whose payload and signature come later in the same transaction, from
     /// `setEnvelopeForm`: a sequencer commits a run seq by seq, then signs it once.
-    public func insertUnsignedEnvelope(group: GroupID, seq: UInt64, cid: CID, term: UInt64, sequencer: DeviceID, receivedAt: UInt64, outcome: CommitOutcome, reason: String?) throws {
+    package func insertUnsignedEnvelope(group: GroupID, seq: UInt64, cid: CID, term: UInt64, sequencer: DeviceID, receivedAt: UInt64, outcome: CommitOutcome, reason: String?) throws {
         try execute("""
             INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason)
             VALUES (?, ?, ?, ?, ?, ?, x'', x'', ?, ?)
@@ -45,13 +45,13 @@ extension StoreDB {
     }
 
     /// Fills in the signed form of an envelope row written by `insertUnsignedEnvelope`.
-    public func setEnvelopeForm(_ e: Envelope) throws {
+    package func setEnvelopeForm(_ e: Envelope) throws {
         try execute("UPDATE envelopes SET payload = ?, signature = ? WHERE group_id = ? AND seq = ? AND cid = ?",
                     [e.payload.blob, e.signature.blob, e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob])
     }
 
     /// Committed envelopes with seq in `from...to`, in seq order.
-    public func envelopes(group: GroupID, from: UInt64, to: UInt64) throws -> [StoredEnvelope] {
+    package func envelopes(group: GroupID, from: UInt64, to: UInt64) throws -> [StoredEnvelope] {
         try rows("SELECT payload, signature, outcome, reason FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
                  [group.bytes.blob, from.sql, to.sql]).map {
             StoredEnvelope(envelope: try Envelope(payload: ($0["payload"] as Data).bytes, signature: ($0["signature"] as Data).bytes),
@@ -64,12 +64,12 @@ extension StoreDB {
 
 extension StoreDB {
     /// The committed group state blob (deterministic CBOR), if the group was created.
-    public func groupStateBlob(group: GroupID) throws -> [UInt8]? {
+    package func groupStateBlob(group: GroupID) throws -> [UInt8]? {
         try row("SELECT state FROM groups WHERE group_id = ?", [group.bytes.blob]).map { ($0["state"] as Data).bytes }
     }
 
     /// Saves the committed group state and its members view.
-    public func saveGroupState(group: GroupID, blob: [UInt8], members: [(identity: [UInt8], role: String, status: String)], seq: UInt64, at now: UInt64) throws {
+    package func saveGroupState(group: GroupID, blob: [UInt8], members: [(identity: [UInt8], role: String, status: String)], seq: UInt64, at now: UInt64) throws {
         try execute("INSERT OR REPLACE INTO groups (group_id, state, committed_seq, updated_at) VALUES (?, ?, ?, ?)",
                     [group.bytes.blob, blob.blob, seq.sql, now.sql])
         for m in members {
@@ -82,47 +82,47 @@ extension StoreDB {
         }
     }
 
-    public func setGroupCommittedSeq(group: GroupID, seq: UInt64) throws {
+    package func setGroupCommittedSeq(group: GroupID, seq: UInt64) throws {
         try execute("UPDATE groups SET committed_seq = ? WHERE group_id = ?", [seq.sql, group.bytes.blob])
     }
 
     /// The members view: (identity, role, status, since_seq), by identity.
-    public func members(group: GroupID) throws -> [(identity: [UInt8], role: String, status: String, sinceSeq: UInt64)] {
+    package func members(group: GroupID) throws -> [(identity: [UInt8], role: String, status: String, sinceSeq: UInt64)] {
         try rows("SELECT identity, role, status, since_seq FROM members WHERE group_id = ? ORDER BY identity", [group.bytes.blob]).map {
             (($0["identity"] as Data).bytes, $0["role"], $0["status"], UInt64(sql: $0["since_seq"]))
         }
     }
 
-    public func entity(group: GroupID, key: String) throws -> (value: [UInt8], cid: CID, seq: UInt64)? {
+    package func entity(group: GroupID, key: String) throws -> (value: [UInt8], cid: CID, seq: UInt64)? {
         guard let row = try row("SELECT value, cid, seq FROM entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key]) else { return nil }
         return ((row["value"] as Data).bytes, try CID(bytes: (row["cid"] as Data).bytes), UInt64(sql: row["seq"]))
     }
 
 
-    public func entities(group: GroupID) throws -> [(key: String, value: [UInt8], cid: CID, seq: UInt64)] {
+    package func entities(group: GroupID) throws -> [(key: String, value: [UInt8], cid: CID, seq: UInt64)] {
         try rows("SELECT key, value, cid, seq FROM entities WHERE group_id = ? ORDER BY key", [group.bytes.blob]).map {
             ($0["key"], ($0["value"] as Data).bytes, try CID(bytes: ($0["cid"] as Data).bytes), UInt64(sql: $0["seq"]))
         }
     }
 
-    public func putEntity(group: GroupID, key: String, value: [UInt8], cid: CID, seq: UInt64) throws {
+    package func putEntity(group: GroupID, key: String, value: [UInt8], cid: CID, seq: UInt64) throws {
         try execute("INSERT OR REPLACE INTO entities (group_id, key, value, cid, seq) VALUES (?, ?, ?, ?, ?)",
                     [group.bytes.blob, key, value.blob, cid.bytes.blob, seq.sql])
     }
 
-    public func deleteEntity(group: GroupID, key: String) throws {
+    package func deleteEntity(group: GroupID, key: String) throws {
         try execute("DELETE FROM entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key])
     }
 
-    public func deleteAllEntities(group: GroupID) throws {
+    package func deleteAllEntities(group: GroupID) throws {
         try execute("DELETE FROM entities WHERE group_id = ?", [group.bytes.blob])
     }
 
-    public func isTombstoned(group: GroupID) throws -> Bool {
+    package func isTombstoned(group: GroupID) throws -> Bool {
         try int("SELECT 1 FROM tombstones WHERE group_id = ?", [group.bytes.blob]) != nil
     }
 
-    public func insertTombstone(group: GroupID, cid: CID, seq: UInt64, at now: UInt64) throws {
+    package func insertTombstone(group: GroupID, cid: CID, seq: UInt64, at now: UInt64) throws {
         try execute("INSERT OR IGNORE INTO tombstones (group_id, cid, seq, deleted_at) VALUES (?, ?, ?, ?)", [group.bytes.blob, cid.bytes.blob, seq.sql, now.sql])
     }
 }

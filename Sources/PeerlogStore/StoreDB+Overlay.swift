@@ -6,58 +6,58 @@ import PeerlogModel
 /// A place in a group's tentative order: (HLC, CID). In a regular overlay (every parent and
 /// previous-counter edge goes from a smaller to a larger position) the tentative order of
 /// docs/PROTOCOL.md §11 is exactly the order of positions.
-public struct OverlayPosition: Hashable, Comparable, Sendable {
-    public let hlc: UInt64
-    public let cid: CID
+package struct OverlayPosition: Hashable, Comparable, Sendable {
+    package let hlc: UInt64
+    package let cid: CID
 
-    public init(hlc: UInt64, cid: CID) {
+    package init(hlc: UInt64, cid: CID) {
         self.hlc = hlc
         self.cid = cid
     }
 
-    public init(_ r: Receipt) { self.init(hlc: r.hlc.packed, cid: r.cid) }
+    package init(_ r: Receipt) { self.init(hlc: r.hlc.packed, cid: r.cid) }
 
-    public static func < (l: OverlayPosition, r: OverlayPosition) -> Bool { l.hlc != r.hlc ? l.hlc < r.hlc : l.cid < r.cid }
+    package static func < (l: OverlayPosition, r: OverlayPosition) -> Bool { l.hlc != r.hlc ? l.hlc < r.hlc : l.cid < r.cid }
 
     /// SQLite compares the stored (signed) bit pattern, which agrees with `<` below 2^63; a
     /// receipt at or above it makes its group irregular, so stored positions never need more.
-    public var storable: Bool { hlc < 1 << 63 }
+    package var storable: Bool { hlc < 1 << 63 }
 
     var arguments: StatementArguments { [hlc.sql, cid.bytes.blob] }
 }
 
 /// A group's maintained tentative view, as stored.
-public struct OverlayGroupRow: Sendable {
+package struct OverlayGroupRow: Sendable {
     /// The group state after the whole tentative order (stored bytes), nil when there is none.
-    public let state: [UInt8]?
+    package let state: [UInt8]?
     /// Steps are kept (the order is the order of positions); otherwise only state and entities.
-    public let regular: Bool
+    package let regular: Bool
     /// Nothing changed the group since the engine last repaired it.
-    public let fresh: Bool
+    package let fresh: Bool
 }
 
 /// One receipt of the tentative order with its outcome.
-public struct OverlayStep: Sendable {
-    public let position: OverlayPosition
+package struct OverlayStep: Sendable {
+    package let position: OverlayPosition
     /// The entity key it writes (put or delete), nil for other operations.
-    public let key: String?
-    public let rejected: Bool
+    package let key: String?
+    package let rejected: Bool
     /// The group state after it, for an accepted group operation (a checkpoint).
-    public let state: [UInt8]?
+    package let state: [UInt8]?
     /// The receipt itself, when the query loads it.
-    public let receipt: Receipt?
+    package let receipt: Receipt?
 }
 
 extension StoreDB {
     // MARK: Groups
 
-    public func overlayGroup(_ group: GroupID) throws -> OverlayGroupRow? {
+    package func overlayGroup(_ group: GroupID) throws -> OverlayGroupRow? {
         guard let row = try row("SELECT state, regular, changes = maintained AS fresh FROM overlay_groups WHERE group_id = ?", [group.bytes.blob]) else { return nil }
         return OverlayGroupRow(state: (row["state"] as Data?)?.bytes, regular: row["regular"] as Bool, fresh: row["fresh"] as Bool)
     }
 
     /// Writes the tentative state and marks the group repaired (`maintained = changes`).
-    public func saveOverlayGroup(_ group: GroupID, state: [UInt8]?, regular: Bool) throws {
+    package func saveOverlayGroup(_ group: GroupID, state: [UInt8]?, regular: Bool) throws {
         try execute("""
             INSERT INTO overlay_groups (group_id, state, regular) VALUES (?, ?, ?)
             ON CONFLICT(group_id) DO UPDATE SET state = excluded.state, regular = excluded.regular, maintained = changes
@@ -65,54 +65,54 @@ extension StoreDB {
     }
 
     /// Marks the group repaired without changing its state.
-    public func markOverlayMaintained(_ group: GroupID) throws {
+    package func markOverlayMaintained(_ group: GroupID) throws {
         try execute("UPDATE overlay_groups SET maintained = changes WHERE group_id = ?", [group.bytes.blob])
     }
 
     /// Drops everything maintained for a group (kept row-less until rebuilt).
-    public func deleteOverlay(_ group: GroupID) throws {
+    package func deleteOverlay(_ group: GroupID) throws {
         try clearOverlay(group)
         try execute("DELETE FROM overlay_groups WHERE group_id = ?", [group.bytes.blob])
     }
 
     /// Drops a group's steps and entity rows (before a rebuild).
-    public func clearOverlay(_ group: GroupID) throws {
+    package func clearOverlay(_ group: GroupID) throws {
         try execute("DELETE FROM overlay_steps WHERE group_id = ?", [group.bytes.blob])
         try execute("DELETE FROM overlay_entities WHERE group_id = ?", [group.bytes.blob])
     }
 
     /// Groups with a maintained view that something else changed since (an older binary).
-    public func staleOverlayGroups() throws -> [GroupID] {
+    package func staleOverlayGroups() throws -> [GroupID] {
         try rows("SELECT group_id FROM overlay_groups WHERE changes != maintained").map { try GroupID(bytes: ($0["group_id"] as Data).bytes) }
     }
 
     // MARK: Steps
 
-    public func insertOverlayStep(_ group: GroupID, _ p: OverlayPosition, key: String?, rejected: Bool, state: [UInt8]?) throws {
+    package func insertOverlayStep(_ group: GroupID, _ p: OverlayPosition, key: String?, rejected: Bool, state: [UInt8]?) throws {
         try execute("INSERT OR REPLACE INTO overlay_steps (group_id, hlc, cid, key, rejected, state) VALUES (?, ?, ?, ?, ?, ?)",
                     StatementArguments([group.bytes.blob]) + p.arguments + StatementArguments([key, rejected, state?.blob] as [(any DatabaseValueConvertible)?]))
     }
 
-    public func updateOverlayStep(_ group: GroupID, _ p: OverlayPosition, rejected: Bool, state: [UInt8]?) throws {
+    package func updateOverlayStep(_ group: GroupID, _ p: OverlayPosition, rejected: Bool, state: [UInt8]?) throws {
         try execute("UPDATE overlay_steps SET rejected = ?, state = ? WHERE group_id = ? AND hlc = ? AND cid = ?",
                     StatementArguments([rejected, state?.blob, group.bytes.blob] as [(any DatabaseValueConvertible)?]) + p.arguments)
     }
 
-    public func deleteOverlayStep(_ group: GroupID, _ p: OverlayPosition) throws {
+    package func deleteOverlayStep(_ group: GroupID, _ p: OverlayPosition) throws {
         try execute("DELETE FROM overlay_steps WHERE group_id = ? AND hlc = ? AND cid = ?", StatementArguments([group.bytes.blob]) + p.arguments)
     }
 
-    public func overlayStep(_ group: GroupID, _ p: OverlayPosition) throws -> OverlayStep? {
+    package func overlayStep(_ group: GroupID, _ p: OverlayPosition) throws -> OverlayStep? {
         try row("SELECT hlc, cid, key, rejected, state FROM overlay_steps WHERE group_id = ? AND hlc = ? AND cid = ?", StatementArguments([group.bytes.blob]) + p.arguments).map { try Self.overlayStep($0) }
     }
 
     /// The first step of the order (the head a sequencer is expected to commit next).
-    public func firstOverlayStep(_ group: GroupID) throws -> OverlayPosition? {
+    package func firstOverlayStep(_ group: GroupID) throws -> OverlayPosition? {
         try row("SELECT hlc, cid FROM overlay_steps WHERE group_id = ? ORDER BY hlc, cid LIMIT 1", [group.bytes.blob]).map(Self.position)
     }
 
     /// The state after the last accepted group operation before `p`, if there is one.
-    public func overlayCheckpoint(_ group: GroupID, before p: OverlayPosition) throws -> [UInt8]? {
+    package func overlayCheckpoint(_ group: GroupID, before p: OverlayPosition) throws -> [UInt8]? {
         guard let row = try row("""
             SELECT state FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL AND (hlc, cid) < (?, ?)
             ORDER BY hlc DESC, cid DESC LIMIT 1
@@ -123,12 +123,12 @@ extension StoreDB {
     /// The position of the first checkpoint (accepted group operation) of the order. `INDEXED BY`
     /// here and below: the planner would otherwise walk the primary key, which is in the same
     /// order, filtering every step of the group.
-    public func firstOverlayCheckpoint(_ group: GroupID) throws -> OverlayPosition? {
+    package func firstOverlayCheckpoint(_ group: GroupID) throws -> OverlayPosition? {
         try row("SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL ORDER BY hlc, cid LIMIT 1", [group.bytes.blob]).map(Self.position)
     }
 
     /// Up to `limit` steps at or after `p` in order, each with its receipt.
-    public func overlaySteps(_ group: GroupID, from p: OverlayPosition?, after: Bool = false, limit: Int) throws -> [OverlayStep] {
+    package func overlaySteps(_ group: GroupID, from p: OverlayPosition?, after: Bool = false, limit: Int) throws -> [OverlayStep] {
         let start = p ?? OverlayPosition(hlc: 0, cid: CID(digest: [UInt8](repeating: 0, count: 32)))
         return try rows("""
             SELECT s.hlc, s.cid, s.key, s.rejected, s.state, r.payload, r.signature, c.encoded AS certificate FROM overlay_steps s
@@ -142,7 +142,7 @@ extension StoreDB {
     }
 
     /// The last accepted step that writes `key`, if any.
-    public func lastOverlayWriter(_ group: GroupID, key: String) throws -> OverlayPosition? {
+    package func lastOverlayWriter(_ group: GroupID, key: String) throws -> OverlayPosition? {
         try row("SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_writers WHERE group_id = ? AND key = ? AND rejected = 0 ORDER BY hlc DESC, cid DESC LIMIT 1",
                 [group.bytes.blob, key]).map(Self.position)
     }
@@ -150,53 +150,53 @@ extension StoreDB {
     // MARK: Entities
 
     /// The tentative row of `key`: `value` nil means deleted in the tentative view.
-    public func overlayEntity(_ group: GroupID, key: String) throws -> (value: [UInt8]?, cid: CID)? {
+    package func overlayEntity(_ group: GroupID, key: String) throws -> (value: [UInt8]?, cid: CID)? {
         guard let row = try row("SELECT value, cid FROM overlay_entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key]) else { return nil }
         return ((row["value"] as Data?)?.bytes, try CID(bytes: (row["cid"] as Data).bytes))
     }
 
     /// Whether the group's view holds any tentative entity row (one index probe).
-    public func hasOverlayEntities(_ group: GroupID) throws -> Bool {
+    package func hasOverlayEntities(_ group: GroupID) throws -> Bool {
         try int("SELECT 1 FROM overlay_entities WHERE group_id = ? LIMIT 1", [group.bytes.blob]) != nil
     }
 
-    public func overlayEntities(_ group: GroupID) throws -> [(key: String, value: [UInt8]?, cid: CID)] {
+    package func overlayEntities(_ group: GroupID) throws -> [(key: String, value: [UInt8]?, cid: CID)] {
         try rows("SELECT key, value, cid FROM overlay_entities WHERE group_id = ?", [group.bytes.blob]).map {
             ($0["key"], ($0["value"] as Data?)?.bytes, try CID(bytes: ($0["cid"] as Data).bytes))
         }
     }
 
-    public func putOverlayEntity(_ group: GroupID, key: String, value: [UInt8]?, cid: CID) throws {
+    package func putOverlayEntity(_ group: GroupID, key: String, value: [UInt8]?, cid: CID) throws {
         try execute("INSERT OR REPLACE INTO overlay_entities (group_id, key, value, cid) VALUES (?, ?, ?, ?)", [group.bytes.blob, key, value?.blob, cid.bytes.blob])
     }
 
-    public func deleteOverlayEntity(_ group: GroupID, key: String) throws {
+    package func deleteOverlayEntity(_ group: GroupID, key: String) throws {
         try execute("DELETE FROM overlay_entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key])
     }
 
     // MARK: Order edges
 
     /// Whether any receipt of the group waits for a seq (one index probe, unlike a count).
-    public func hasTentativeReceipts(group: GroupID) throws -> Bool {
+    package func hasTentativeReceipts(group: GroupID) throws -> Bool {
         try int("SELECT 1 FROM receipts WHERE group_id = ? AND seq IS NULL LIMIT 1", [group.bytes.blob]) != nil
     }
 
     /// The position and seq of a held receipt (nil when not held).
-    public func receiptPosition(_ cid: CID) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
+    package func receiptPosition(_ cid: CID) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
         guard let row = try row("SELECT hlc, author, author_counter, seq FROM receipts WHERE cid = ?", [cid.bytes.blob]) else { return nil }
         return (OverlayPosition(hlc: UInt64(sql: row["hlc"]), cid: cid), try DeviceID(bytes: (row["author"] as Data).bytes),
                 UInt64(sql: row["author_counter"]), (row["seq"] as Int64?) != nil)
     }
 
     /// The same for the receipt at (group, author, counter).
-    public func receiptPosition(group: GroupID, author: DeviceID, counter: UInt64) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
+    package func receiptPosition(group: GroupID, author: DeviceID, counter: UInt64) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
         guard let row = try row("SELECT hlc, cid, seq FROM receipts WHERE group_id = ? AND author = ? AND author_counter = ?",
                                 [group.bytes.blob, author.bytes.blob, counter.sql]) else { return nil }
         return (try Self.position(row), author, counter, (row["seq"] as Int64?) != nil)
     }
 
     /// Tentative receipts that name `cid` as a parent: (position, author, counter).
-    public func tentativeChildren(of cid: CID) throws -> [(position: OverlayPosition, author: DeviceID, counter: UInt64)] {
+    package func tentativeChildren(of cid: CID) throws -> [(position: OverlayPosition, author: DeviceID, counter: UInt64)] {
         try rows("""
             SELECT r.hlc, r.cid, r.author, r.author_counter FROM receipt_parents p JOIN receipts r ON r.id = p.receipt_id
             WHERE p.parent = ? AND r.seq IS NULL

@@ -20,42 +20,42 @@ public struct QueuedItem: Sendable {
 extension StoreDB {
     // MARK: Pending receipts (author counter gaps)
 
-    public func insertPendingReceipt(_ r: Receipt, reason: String, at now: UInt64) throws {
+    package func insertPendingReceipt(_ r: Receipt, reason: String, at now: UInt64) throws {
         try execute("""
             INSERT OR IGNORE INTO pending_receipts (cid, group_id, author, author_counter, encoded, reason, first_seen_at, last_attempt_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """, [r.cid.bytes.blob, r.group.bytes.blob, r.author.bytes.blob, r.counter.sql, r.encoded.blob, reason, now.sql, now.sql])
     }
 
-    public func pendingReceiptExists(_ cid: CID) throws -> Bool {
+    package func pendingReceiptExists(_ cid: CID) throws -> Bool {
         try int("SELECT 1 FROM pending_receipts WHERE cid = ?", [cid.bytes.blob]) != nil
     }
 
-    public func pendingReceiptCount(group: GroupID) throws -> Int {
+    package func pendingReceiptCount(group: GroupID) throws -> Int {
         Int(try int("SELECT COUNT(*) FROM pending_receipts WHERE group_id = ?", [group.bytes.blob]) ?? 0)
     }
 
     /// Pending receipts of one author, lowest counter first.
-    public func pendingReceipts(group: GroupID, author: DeviceID) throws -> [QueuedItem] {
+    package func pendingReceipts(group: GroupID, author: DeviceID) throws -> [QueuedItem] {
         try rows("SELECT * FROM pending_receipts WHERE group_id = ? AND author = ? ORDER BY author_counter, cid", [group.bytes.blob, author.bytes.blob]).map(pendingReceipt)
     }
 
-    public func allPendingReceipts() throws -> [QueuedItem] {
+    package func allPendingReceipts() throws -> [QueuedItem] {
         try rows("SELECT * FROM pending_receipts ORDER BY group_id, author, author_counter, cid").map(pendingReceipt)
     }
 
     /// (group, author) pairs with something pending.
-    public func pendingAuthors() throws -> [(GroupID, DeviceID)] {
+    package func pendingAuthors() throws -> [(GroupID, DeviceID)] {
         try rows("SELECT DISTINCT group_id, author FROM pending_receipts ORDER BY group_id, author").map {
             (try GroupID(bytes: ($0["group_id"] as Data).bytes), try DeviceID(bytes: ($0["author"] as Data).bytes))
         }
     }
 
-    public func deletePendingReceipt(_ cid: CID) throws {
+    package func deletePendingReceipt(_ cid: CID) throws {
         try execute("DELETE FROM pending_receipts WHERE cid = ?", [cid.bytes.blob])
     }
 
-    public func notePendingReceiptAttempt(_ cid: CID, reason: String, at now: UInt64) throws {
+    package func notePendingReceiptAttempt(_ cid: CID, reason: String, at now: UInt64) throws {
         try execute("UPDATE pending_receipts SET retry_count = retry_count + 1, last_attempt_at = ?, reason = ? WHERE cid = ?", [now.sql, reason, cid.bytes.blob])
     }
 
@@ -68,40 +68,40 @@ extension StoreDB {
 
     // MARK: Pending envelopes (seq gaps, or waiting for their receipt)
 
-    public func insertPendingEnvelope(_ e: Envelope, reason: String, at now: UInt64) throws {
+    package func insertPendingEnvelope(_ e: Envelope, reason: String, at now: UInt64) throws {
         try execute("""
             INSERT OR IGNORE INTO pending_envelopes (group_id, seq, cid, encoded, reason, first_seen_at, last_attempt_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, [e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob, e.encoded.blob, reason, now.sql, now.sql])
     }
 
-    public func pendingEnvelopes(group: GroupID) throws -> [QueuedItem] {
+    package func pendingEnvelopes(group: GroupID) throws -> [QueuedItem] {
         try rows("SELECT * FROM pending_envelopes WHERE group_id = ? ORDER BY seq, cid", [group.bytes.blob]).map(pendingEnvelope)
     }
 
-    public func pendingEnvelopeCount(group: GroupID) throws -> Int {
+    package func pendingEnvelopeCount(group: GroupID) throws -> Int {
         Int(try int("SELECT COUNT(*) FROM pending_envelopes WHERE group_id = ?", [group.bytes.blob]) ?? 0)
     }
 
-    public func allPendingEnvelopes() throws -> [QueuedItem] {
+    package func allPendingEnvelopes() throws -> [QueuedItem] {
         try rows("SELECT * FROM pending_envelopes ORDER BY group_id, seq, cid").map(pendingEnvelope)
     }
 
-    public func groupsWithPendingEnvelopes() throws -> [GroupID] {
+    package func groupsWithPendingEnvelopes() throws -> [GroupID] {
         try rows("SELECT DISTINCT group_id FROM pending_envelopes ORDER BY group_id").map { try GroupID(bytes: ($0["group_id"] as Data).bytes) }
     }
 
-    public func deletePendingEnvelope(group: GroupID, seq: UInt64, cid: CID) throws {
+    package func deletePendingEnvelope(group: GroupID, seq: UInt64, cid: CID) throws {
         try execute("DELETE FROM pending_envelopes WHERE group_id = ? AND seq = ? AND cid = ?", [group.bytes.blob, seq.sql, cid.bytes.blob])
     }
 
     /// Records why an envelope still waits, without counting a retry (drains are not retries).
-    public func updatePendingEnvelopeReason(group: GroupID, seq: UInt64, cid: CID, reason: String) throws {
+    package func updatePendingEnvelopeReason(group: GroupID, seq: UInt64, cid: CID, reason: String) throws {
         try execute("UPDATE pending_envelopes SET reason = ? WHERE group_id = ? AND seq = ? AND cid = ?", [reason, group.bytes.blob, seq.sql, cid.bytes.blob])
     }
 
     /// Counts one retry pass for a waiting envelope.
-    public func notePendingEnvelopeAttempt(group: GroupID, seq: UInt64, cid: CID, reason: String, at now: UInt64) throws {
+    package func notePendingEnvelopeAttempt(group: GroupID, seq: UInt64, cid: CID, reason: String, at now: UInt64) throws {
         try execute("UPDATE pending_envelopes SET retry_count = retry_count + 1, last_attempt_at = ?, reason = ? WHERE group_id = ? AND seq = ? AND cid = ?",
                     [now.sql, reason, group.bytes.blob, seq.sql, cid.bytes.blob])
     }
@@ -114,14 +114,14 @@ extension StoreDB {
 
     // MARK: Dead letters
 
-    public func insertDeadLetter(_ item: QueuedItem, reason: String, at now: UInt64) throws {
+    package func insertDeadLetter(_ item: QueuedItem, reason: String, at now: UInt64) throws {
         try execute("""
             INSERT INTO dead_letters (kind, cid, group_id, encoded, reason, retry_count, first_seen_at, died_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """, [item.kind.rawValue, item.cid.bytes.blob, item.group.bytes.blob, item.encoded.blob, reason, item.retryCount, item.firstSeenAt.sql, now.sql])
     }
 
-    public func deadLetters() throws -> [QueuedItem] {
+    package func deadLetters() throws -> [QueuedItem] {
         try rows("SELECT * FROM dead_letters ORDER BY id").map { row in
             let text: String = row["kind"]
             guard let kind = QueuedKind(rawValue: text) else { throw StoreError(.unknownStoredValue, "a dead letter of unknown kind \"\(text)\"") }
@@ -134,18 +134,18 @@ extension StoreDB {
     // MARK: Backfill guard
 
     /// When a request for (group, kind, subject, from) was last made, if ever.
-    public func backfillRequestedAt(group: GroupID, kind: BackfillKind, subject: [UInt8], from: UInt64) throws -> UInt64? {
+    package func backfillRequestedAt(group: GroupID, kind: BackfillKind, subject: [UInt8], from: UInt64) throws -> UInt64? {
         try int("SELECT requested_at FROM backfill_requests WHERE group_id = ? AND kind = ? AND subject = ? AND range_from = ?",
                 [group.bytes.blob, kind.rawValue, subject.blob, from.sql]).map(UInt64.init(sql:))
     }
 
-    public func noteBackfillRequest(group: GroupID, kind: BackfillKind, subject: [UInt8], from: UInt64, to: UInt64, at now: UInt64) throws {
+    package func noteBackfillRequest(group: GroupID, kind: BackfillKind, subject: [UInt8], from: UInt64, to: UInt64, at now: UInt64) throws {
         try execute("INSERT OR REPLACE INTO backfill_requests (group_id, kind, subject, range_from, range_to, requested_at) VALUES (?, ?, ?, ?, ?, ?)",
                     [group.bytes.blob, kind.rawValue, subject.blob, from.sql, to.sql, now.sql])
     }
 
     /// Forgets requests whose ranges are now satisfied (called after progress).
-    public func clearBackfillRequests(group: GroupID, kind: BackfillKind, subject: [UInt8], upTo: UInt64) throws {
+    package func clearBackfillRequests(group: GroupID, kind: BackfillKind, subject: [UInt8], upTo: UInt64) throws {
         try execute("DELETE FROM backfill_requests WHERE group_id = ? AND kind = ? AND subject = ? AND range_to <= ?", [group.bytes.blob, kind.rawValue, subject.blob, upTo.sql])
     }
 }

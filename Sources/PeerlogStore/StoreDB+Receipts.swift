@@ -4,26 +4,26 @@ import PeerlogEncoding
 import PeerlogModel
 
 /// A receipt as the store holds it.
-public struct StoredReceipt: Sendable {
-    public let id: Int64
-    public let receipt: Receipt
-    public let seq: UInt64?
+package struct StoredReceipt: Sendable {
+    package let id: Int64
+    package let receipt: Receipt
+    package let seq: UInt64?
 }
 
 extension StoreDB {
     // MARK: Certificates (verified ones only: a row here means its signature was checked)
 
-    public func certificateKnown(_ cid: CID) throws -> Bool {
+    package func certificateKnown(_ cid: CID) throws -> Bool {
         try int("SELECT 1 FROM certificates WHERE cid = ?", [cid.bytes.blob]) != nil
     }
 
-    public func insertCertificate(_ c: DeviceCertificate) throws {
+    package func insertCertificate(_ c: DeviceCertificate) throws {
         try execute("INSERT OR IGNORE INTO certificates (cid, identity, device, noise_key, name, created_at, encoded) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [c.cid.bytes.blob, c.identity.bytes.blob, c.device.bytes.blob, c.noiseKey.rawRepresentation.blob, c.name, c.createdAt.sql, c.encoded.blob])
     }
 
     /// Certificates of one device (a device may be re-certified with a new name).
-    public func certificates(device: DeviceID) throws -> [DeviceCertificate] {
+    package func certificates(device: DeviceID) throws -> [DeviceCertificate] {
         try rows("SELECT encoded FROM certificates WHERE device = ? ORDER BY created_at", [device.bytes.blob]).map {
             try DeviceCertificate(encoded: ($0["encoded"] as Data).bytes)
         }
@@ -32,7 +32,7 @@ extension StoreDB {
     // MARK: Processed (replay protection)
 
     /// The outcome recorded for a CID the pipeline already finished with, if any.
-    public func processedOutcome(_ cid: CID) throws -> ProcessedOutcome? {
+    package func processedOutcome(_ cid: CID) throws -> ProcessedOutcome? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT outcome FROM processed_receipts WHERE cid = ?"), arguments: [cid.bytes.blob])
             .map { text in
                 guard let outcome = ProcessedOutcome(rawValue: text) else { throw StoreError(.unknownStoredValue, "a processed receipt with unknown outcome \"\(text)\"") }
@@ -41,18 +41,18 @@ extension StoreDB {
     }
 
     /// The highest receipt row id (0 in an empty store): rows stored later have higher ids.
-    public func lastReceiptRowID() throws -> Int64 {
+    package func lastReceiptRowID() throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT COALESCE(MAX(id), 0) FROM receipts")) ?? 0
     }
 
-    public func markProcessed(_ cid: CID, group: GroupID, outcome: ProcessedOutcome, reason: String?, at now: UInt64) throws {
+    package func markProcessed(_ cid: CID, group: GroupID, outcome: ProcessedOutcome, reason: String?, at now: UInt64) throws {
         try execute("INSERT OR REPLACE INTO processed_receipts (cid, group_id, outcome, reason, processed_at) VALUES (?, ?, ?, ?, ?)",
                     [cid.bytes.blob, group.bytes.blob, outcome.rawValue, reason, now.sql])
     }
 
     /// A receipt whose signature or certificate does not verify: remembered (it is never
     /// checked again) with the author and identity it claims and the peer that sent it.
-    public func markInvalid(_ cid: CID, group: GroupID, author: DeviceID, identity: IdentityID, peer: DeviceID?, reason: String, at now: UInt64) throws {
+    package func markInvalid(_ cid: CID, group: GroupID, author: DeviceID, identity: IdentityID, peer: DeviceID?, reason: String, at now: UInt64) throws {
         try execute("""
             INSERT OR REPLACE INTO processed_receipts (cid, group_id, outcome, reason, processed_at, author, identity, peer)
             VALUES (?, ?, 'invalid', ?, ?, ?, ?, ?)
@@ -60,7 +60,7 @@ extension StoreDB {
     }
 
     /// The newest `limit` invalid receipts, newest first.
-    public func invalidReceipts(limit: Int) throws -> [InvalidReceipt] {
+    package func invalidReceipts(limit: Int) throws -> [InvalidReceipt] {
         try rows("SELECT * FROM processed_receipts WHERE outcome = 'invalid' ORDER BY processed_at DESC LIMIT ?", [limit]).map { row in
             func id<T>(_ column: String, _ make: ([UInt8]) throws -> T) -> T? { (row[column] as Data?).flatMap { try? make($0.bytes) } }
             return InvalidReceipt(cid: try CID(bytes: (row["cid"] as Data).bytes), group: try GroupID(bytes: (row["group_id"] as Data).bytes),
@@ -71,18 +71,18 @@ extension StoreDB {
 
     // MARK: Receipts
 
-    public func receiptExists(_ cid: CID) throws -> Bool {
+    package func receiptExists(_ cid: CID) throws -> Bool {
         try int("SELECT 1 FROM receipts WHERE cid = ?", [cid.bytes.blob]) != nil
     }
 
     /// Highest author counter held for (group, author); counters are stored contiguously, so
     /// this is also the contiguous high-water mark. 0 when none.
-    public func heldCounter(group: GroupID, author: DeviceID) throws -> UInt64 {
+    package func heldCounter(group: GroupID, author: DeviceID) throws -> UInt64 {
         UInt64(sql: try int("SELECT MAX(author_counter) FROM receipts WHERE group_id = ? AND author = ?", [group.bytes.blob, author.bytes.blob]) ?? 0)
     }
 
     /// The CID held at (group, author, counter).
-    public func receiptCID(group: GroupID, author: DeviceID, counter: UInt64) throws -> CID? {
+    package func receiptCID(group: GroupID, author: DeviceID, counter: UInt64) throws -> CID? {
         guard let row = try row("SELECT cid FROM receipts WHERE group_id = ? AND author = ? AND author_counter = ?", [group.bytes.blob, author.bytes.blob, counter.sql]) else { return nil }
         return try CID(bytes: (row["cid"] as Data).bytes)
     }
@@ -90,7 +90,7 @@ extension StoreDB {
     /// Stores a verified receipt (its certificate must be stored first), its parent links, and
     /// maintains the group's heads. Returns the row id.
     @discardableResult
-    public func insertReceipt(_ r: Receipt, receivedAt: UInt64) throws -> Int64 {
+    package func insertReceipt(_ r: Receipt, receivedAt: UInt64) throws -> Int64 {
         try execute("""
             INSERT INTO receipts (cid, group_id, author, author_counter, identity, type, hlc, payload, signature, certificate_cid, received_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -111,56 +111,56 @@ extension StoreDB {
     private func received(_ t: UInt64) -> Int64 { t.sql }
 
     /// The most recent heads of a group (by HLC, then CID), at most `limit`.
-    public func heads(group: GroupID, limit: Int) throws -> [CID] {
+    package func heads(group: GroupID, limit: Int) throws -> [CID] {
         try rows("""
             SELECT r.cid FROM heads h JOIN receipts r ON r.id = h.receipt_id
             WHERE h.group_id = ? ORDER BY r.hlc DESC, r.cid DESC LIMIT ?
             """, [group.bytes.blob, limit]).map { try CID(bytes: ($0["cid"] as Data).bytes) }
     }
 
-    public func loadReceipt(_ cid: CID) throws -> StoredReceipt? {
+    package func loadReceipt(_ cid: CID) throws -> StoredReceipt? {
         guard let row = try row(Self.receiptSelect + " WHERE r.cid = ?", [cid.bytes.blob]) else { return nil }
         return try Self.storedReceipt(row)
     }
 
     /// Receipts without an envelope, in (HLC, CID) order; the engine refines the order by parents.
-    public func tentativeReceipts(group: GroupID) throws -> [StoredReceipt] {
+    package func tentativeReceipts(group: GroupID) throws -> [StoredReceipt] {
         try rows(Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid", [group.bytes.blob]).map(Self.storedReceipt)
     }
 
     /// The `limit` earliest tentative receipts by (HLC, CID) (an HLC is after its parents').
-    public func earliestTentativeReceipts(group: GroupID, limit: Int) throws -> [StoredReceipt] {
+    package func earliestTentativeReceipts(group: GroupID, limit: Int) throws -> [StoredReceipt] {
         try rows(Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid LIMIT ?", [group.bytes.blob, limit]).map(Self.storedReceipt)
     }
 
-    public func tentativeCount(group: GroupID) throws -> Int {
+    package func tentativeCount(group: GroupID) throws -> Int {
         Int(try int("SELECT COUNT(*) FROM receipts WHERE group_id = ? AND seq IS NULL", [group.bytes.blob]) ?? 0)
     }
 
     /// Receipts of one author in counter order, from `fromCounter`, at most `limit`.
-    public func receipts(group: GroupID, author: DeviceID, fromCounter: UInt64, limit: Int) throws -> [StoredReceipt] {
+    package func receipts(group: GroupID, author: DeviceID, fromCounter: UInt64, limit: Int) throws -> [StoredReceipt] {
         try rows(Self.receiptSelect + " WHERE r.group_id = ? AND r.author = ? AND r.author_counter >= ? ORDER BY r.author_counter LIMIT ?",
                  [group.bytes.blob, author.bytes.blob, fromCounter.sql, limit]).map(Self.storedReceipt)
     }
 
     /// Every receipt of a group: committed ones in seq order, then tentative ones.
-    public func allReceipts(group: GroupID) throws -> [StoredReceipt] {
+    package func allReceipts(group: GroupID) throws -> [StoredReceipt] {
         try rows(Self.receiptSelect + " WHERE r.group_id = ? ORDER BY r.seq IS NULL, r.seq, r.author, r.author_counter", [group.bytes.blob]).map(Self.storedReceipt)
     }
 
     /// Per-author contiguous counters held for a group.
-    public func authorCounters(group: GroupID) throws -> [(DeviceID, UInt64)] {
+    package func authorCounters(group: GroupID) throws -> [(DeviceID, UInt64)] {
         try rows("SELECT author, MAX(author_counter) AS c FROM receipts WHERE group_id = ? GROUP BY author ORDER BY author", [group.bytes.blob]).map {
             (try DeviceID(bytes: ($0["author"] as Data).bytes), UInt64(sql: $0["c"]))
         }
     }
 
-    public func setReceiptSeq(_ cid: CID, seq: UInt64) throws {
+    package func setReceiptSeq(_ cid: CID, seq: UInt64) throws {
         try execute("UPDATE receipts SET seq = ? WHERE cid = ?", [seq.sql, cid.bytes.blob])
     }
 
     /// Removes a receipt (used when an envelope commits the other half of an equivocation).
-    public func deleteReceipt(_ cid: CID) throws {
+    package func deleteReceipt(_ cid: CID) throws {
         try execute("DELETE FROM heads WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
         try execute("DELETE FROM receipt_parents WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
         try execute("DELETE FROM receipts WHERE cid = ?", [cid.bytes.blob])
@@ -168,7 +168,7 @@ extension StoreDB {
 
     /// Group ids this store knows: created ones, and any with receipts.
     /// Whether `group` is among `knownGroups()`: three index probes, not a list of every group.
-    public func knowsGroup(_ group: GroupID) throws -> Bool {
+    package func knowsGroup(_ group: GroupID) throws -> Bool {
         try int("""
             SELECT EXISTS(SELECT 1 FROM groups WHERE group_id = ?1)
                 OR EXISTS(SELECT 1 FROM receipts WHERE group_id = ?1 AND type = 'group.created')
@@ -176,7 +176,7 @@ extension StoreDB {
             """, [group.bytes.blob]) == 1
     }
 
-    public func knownGroups() throws -> [GroupID] {
+    package func knownGroups() throws -> [GroupID] {
         try rows("SELECT group_id FROM groups UNION SELECT group_id FROM receipts WHERE type = 'group.created' UNION SELECT group_id FROM tombstones").map {
             try GroupID(bytes: ($0["group_id"] as Data).bytes)
         }
@@ -197,7 +197,7 @@ extension StoreDB {
 
 extension StoreDB {
     /// The earliest tentative receipt of a group by (HLC, CID) among rows with id below `before`.
-    public func firstTentative(group: GroupID, before: Int64) throws -> CID? {
+    package func firstTentative(group: GroupID, before: Int64) throws -> CID? {
         guard let row = try row("SELECT cid FROM receipts WHERE group_id = ? AND seq IS NULL AND id < ? ORDER BY hlc, cid LIMIT 1", [group.bytes.blob, before]) else { return nil }
         return try CID(bytes: (row["cid"] as Data).bytes)
     }
@@ -205,12 +205,12 @@ extension StoreDB {
 
 extension StoreDB {
     /// The highest HLC among a group's heads (what a new receipt must follow).
-    public func latestHeadHLC(group: GroupID) throws -> UInt64? {
+    package func latestHeadHLC(group: GroupID) throws -> UInt64? {
         try int("SELECT MAX(r.hlc) FROM heads h JOIN receipts r ON r.id = h.receipt_id WHERE h.group_id = ?", [group.bytes.blob]).map(UInt64.init(sql:))
     }
 
     /// Committed receipts of a group in seq order, with each envelope's recorded outcome.
-    public func committedLog(group: GroupID, fromSeq: UInt64 = 1, limit: Int = .max) throws -> [(receipt: Receipt, seq: UInt64, rejected: String?)] {
+    package func committedLog(group: GroupID, fromSeq: UInt64 = 1, limit: Int = .max) throws -> [(receipt: Receipt, seq: UInt64, rejected: String?)] {
         try rows("""
             SELECT r.payload, r.signature, c.encoded AS certificate, e.seq, e.outcome, e.reason FROM envelopes e
             JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
@@ -226,12 +226,12 @@ extension StoreDB {
 
 extension StoreDB {
     /// Whether `device` authored a tentative group.created for the group.
-    public func hasTentativeCreation(group: GroupID, by device: DeviceID) throws -> Bool {
+    package func hasTentativeCreation(group: GroupID, by device: DeviceID) throws -> Bool {
         try int("SELECT 1 FROM receipts WHERE group_id = ? AND type = 'group.created' AND author = ? AND seq IS NULL LIMIT 1", [group.bytes.blob, device.bytes.blob]) != nil
     }
 
     /// Which of these certificate CIDs are stored (and so already verified).
-    public func knownCertificates(_ cids: Set<CID>) throws -> Set<CID> {
+    package func knownCertificates(_ cids: Set<CID>) throws -> Set<CID> {
         var out = Set<CID>()
         for cid in cids where try certificateKnown(cid) { out.insert(cid) }
         return out

@@ -4,35 +4,35 @@ import PeerlogEncoding
 import PeerlogModel
 
 /// A stored receipt in the raw parts a sync message needs (no payload parsing).
-public struct RawReceiptRow: Sendable {
-    public let author: [UInt8]
-    public let counter: UInt64
-    public let seq: UInt64?
-    public let payload: [UInt8]
-    public let signature: [UInt8]
+package struct RawReceiptRow: Sendable {
+    package let author: [UInt8]
+    package let counter: UInt64
+    package let seq: UInt64?
+    package let payload: [UInt8]
+    package let signature: [UInt8]
     /// The certificate container bytes.
-    public let certificate: [UInt8]
+    package let certificate: [UInt8]
 }
 
 /// A committed envelope with its receipt, raw, for committed catch-up.
-public struct RawCommittedRow: Sendable {
-    public let seq: UInt64
-    public let envelopePayload: [UInt8]
-    public let envelopeSignature: [UInt8]
-    public let receipt: RawReceiptRow
+package struct RawCommittedRow: Sendable {
+    package let seq: UInt64
+    package let envelopePayload: [UInt8]
+    package let envelopeSignature: [UInt8]
+    package let receipt: RawReceiptRow
 }
 
 /// Queries for the sync protocol. They read existing indexes only: envelopes by
 /// (group_id, seq), receipts by UNIQUE(group_id, author, author_counter) and by cid.
 extension StoreDB {
     /// Whether the store knows anything of the group (a receipt or a tombstone).
-    public func holdsGroup(_ group: GroupID) throws -> Bool {
+    package func holdsGroup(_ group: GroupID) throws -> Bool {
         try int("SELECT 1 FROM receipts WHERE group_id = ? LIMIT 1", [group.bytes.blob]) != nil
             || isTombstoned(group: group)
     }
 
     /// Committed envelopes with seq >= `fromSeq` joined to their receipts, in seq order.
-    public func rawCommitted(group: GroupID, fromSeq: UInt64, limit: Int) throws -> [RawCommittedRow] {
+    package func rawCommitted(group: GroupID, fromSeq: UInt64, limit: Int) throws -> [RawCommittedRow] {
         try rows("""
             SELECT e.seq, e.payload AS ep, e.signature AS es, r.author, r.author_counter, r.payload, r.signature, c.encoded AS certificate
             FROM envelopes e JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
@@ -45,13 +45,13 @@ extension StoreDB {
     }
 
     /// Committed envelopes alone (the receipts are known to be held), seq in `from...to`.
-    public func rawEnvelopes(group: GroupID, from: UInt64, to: UInt64, limit: Int) throws -> [(seq: UInt64, payload: [UInt8], signature: [UInt8])] {
+    package func rawEnvelopes(group: GroupID, from: UInt64, to: UInt64, limit: Int) throws -> [(seq: UInt64, payload: [UInt8], signature: [UInt8])] {
         try rows("SELECT seq, payload, signature FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? ORDER BY seq LIMIT ?",
                  [group.bytes.blob, from.sql, to.sql, limit]).map { (UInt64(sql: $0["seq"]), ($0["payload"] as Data).bytes, ($0["signature"] as Data).bytes) }
     }
 
     /// One author's receipts with counters in `from...to`, in counter order.
-    public func rawReceipts(group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int) throws -> [RawReceiptRow] {
+    package func rawReceipts(group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int) throws -> [RawReceiptRow] {
         try rows("""
             SELECT r.author, r.author_counter, r.seq, r.payload, r.signature, c.encoded AS certificate
             FROM receipts r JOIN certificates c ON c.cid = r.certificate_cid
@@ -60,7 +60,7 @@ extension StoreDB {
     }
 
     /// Receipts of a group by CID (those held; others are skipped).
-    public func rawReceipts(group: GroupID, cids: [CID]) throws -> [RawReceiptRow] {
+    package func rawReceipts(group: GroupID, cids: [CID]) throws -> [RawReceiptRow] {
         try cids.compactMap { cid in
             try row("""
                 SELECT r.author, r.author_counter, r.seq, r.payload, r.signature, c.encoded AS certificate

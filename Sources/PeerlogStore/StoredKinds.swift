@@ -8,7 +8,7 @@ public enum QueuedKind: String, Hashable, Sendable {
 }
 
 /// Why the pipeline finished with a receipt without storing it (`processed_receipts.outcome`).
-public enum ProcessedOutcome: String, Hashable, Sendable {
+package enum ProcessedOutcome: String, Hashable, Sendable {
     /// Its signature or certificate failed.
     case invalid
     /// Its group is deleted.
@@ -18,14 +18,14 @@ public enum ProcessedOutcome: String, Hashable, Sendable {
 }
 
 /// What a committed receipt did (`envelopes.outcome`).
-public enum CommitOutcome: String, Hashable, Sendable {
+package enum CommitOutcome: String, Hashable, Sendable {
     case applied
     /// Committed without effect: the committed state did not authorize it (the reason is kept).
     case rejected
 }
 
 /// What a backfill request asks for (`backfill_requests.kind`).
-public enum BackfillKind: String, Hashable, Sendable {
+package enum BackfillKind: String, Hashable, Sendable {
     /// A range of committed seqs.
     case seq
     /// A range of one author's counters.
