@@ -98,8 +98,8 @@ package struct CaptureRecord: Hashable, Sendable {
     }
 }
 
-/// The one error type of `PeerlogCapture`, in the shape of `SequencerError`: a ``code`` over a
-/// private enum (so codes can be added), the byte offset where a file problem was found, where
+/// The one error type of `PeerlogCapture`, in the shape of `SequencerError`: a ``code`` (an
+/// `ErrorCode`, so codes can be added), the byte offset where a file problem was found, where
 /// it was raised, and equality on the code only. Descriptions never hold key-log secrets.
 package struct CaptureError: CodedError {
     /// What went wrong; compare against the static members.

@@ -1,8 +1,8 @@
 import PeerlogCrypto
 
 /// Errors thrown to the local caller of `send`; the connection itself is unaffected. The one
-/// error type of `PeerlogChannel`, in the shape of `SequencerError`: a ``code`` over a private
-/// enum (so codes can be added), where it was raised, and equality on the code only.
+/// error type of `PeerlogChannel`, in the shape of `SequencerError`: a ``code`` (an
+/// `ErrorCode`, so codes can be added), where it was raised, and equality on the code only.
 public struct ChannelError: CodedError {
     /// What went wrong; compare against the static members.
     public typealias Code = ErrorCode<ChannelError>

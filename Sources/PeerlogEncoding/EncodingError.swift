@@ -2,7 +2,7 @@ import PeerlogCrypto
 
 /// The one error type of `PeerlogEncoding`: CBOR, JSON, base32 or CID input refused.
 ///
-/// In the shape of `SequencerError`: a ``code`` over a private enum (so codes can be added),
+/// In the shape of `SequencerError`: a ``code`` (an `ErrorCode`, so codes can be added),
 /// where it was raised, and equality on the code only. Descriptions hold offsets, limits and
 /// field names, never input bytes. The older names (``CBORError``, ``JSONParseError``,
 /// `Base32.DecodingError`, `CID.ParseError`, `CBOR.JSONConversionError`) name this type.

@@ -1,8 +1,8 @@
 import PeerlogCrypto
 
 /// The one error type of `PeerlogModel`: malformed or invalid receipts, envelopes,
-/// certificates and key files. In the shape of `SequencerError`: a ``code`` over a private
-/// enum (so codes can be added), where it was raised, and equality on the code only.
+/// certificates and key files. In the shape of `SequencerError`: a ``code`` (an
+/// `ErrorCode`, so codes can be added), where it was raised, and equality on the code only.
 /// Descriptions never include secrets.
 public struct ModelError: CodedError {
     /// What went wrong; compare against the static members.

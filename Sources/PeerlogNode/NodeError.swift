@@ -1,7 +1,7 @@
 import PeerlogCrypto
 
-/// The one error type of `PeerlogNode`, in the shape of `SequencerError`: a ``code`` over a
-/// private enum (so codes can be added), one line for the user, where it was raised, and
+/// The one error type of `PeerlogNode`, in the shape of `SequencerError`: a ``code`` (an
+/// `ErrorCode`, so codes can be added), one line for the user, where it was raised, and
 /// equality on the code only. Descriptions name addresses and paths, never keys.
 public struct NodeError: CodedError {
     /// What went wrong; compare against the static members.

@@ -1,7 +1,7 @@
 import PeerlogCrypto
 
 /// The one error type of `PeerlogRelayPostgres`, in the shape of `SequencerError`: a ``code``
-/// over a private enum (so codes can be added), one line for the user, where it was raised, and
+/// (an `ErrorCode`, so codes can be added), one line for the user, where it was raised, and
 /// equality on the code only. Descriptions never hold the URL's password or SQL arguments.
 public struct RelayStoreError: CodedError {
     /// What went wrong; compare against the static members.

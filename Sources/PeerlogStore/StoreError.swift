@@ -1,7 +1,7 @@
 import PeerlogCrypto
 
 /// The one error type of `PeerlogStore` (besides GRDB's own `DatabaseError`, passed through),
-/// in the shape of `SequencerError`: a ``code`` over a private enum (so codes can be added),
+/// in the shape of `SequencerError`: a ``code`` (an `ErrorCode`, so codes can be added),
 /// one sentence for the user, where it was raised, and equality on the code only.
 /// Descriptions name paths, never SQL arguments.
 public struct StoreError: CodedError {

@@ -147,7 +147,7 @@ public enum SyncMessage: Hashable, Sendable {
 }
 
 /// Why a message was refused; the one error type of `PeerlogSync`, in the shape of
-/// `SequencerError`: a ``code`` over a private enum (so codes can be added), where it was
+/// `SequencerError`: a ``code`` (an `ErrorCode`, so codes can be added), where it was
 /// raised, and equality on the code only. The code's ``Code/wireName`` is the "error"
 /// message's code (docs/PROTOCOL.md §15.1): "malformed" or "limit".
 public struct SyncCodecError: CodedError {
