@@ -50,12 +50,12 @@ let package = Package(
         .target(name: "PeerlogEncoding", dependencies: ["PeerlogCrypto"], linkerSettings: [.linkedLibrary("m")]),
         // Core layer.
         .target(name: "PeerlogModel", dependencies: ["PeerlogCrypto", "PeerlogEncoding"]),
-        .target(name: "PeerlogStore", dependencies: ["PeerlogModel", "PeerlogEncoding", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "PeerlogStore", dependencies: ["PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "PeerlogEngine", dependencies: ["PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto"]),
         // Net layer: pure state machines (Noise, secure channel, sync session), then NIO around them.
         .target(name: "PeerlogNoise", dependencies: ["PeerlogCrypto"]),
         .target(name: "PeerlogChannel", dependencies: ["PeerlogNoise", "PeerlogModel", "PeerlogCrypto"]),
-        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogSequencer"]),
+        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer"]),
         .target(name: "PeerlogDiscovery", dependencies: ["CDNSSD"]),
         // Raft leader election restricted to sequence assignment (pure: ticks in, effects out).
         .target(name: "PeerlogSequencer"),
@@ -64,7 +64,7 @@ let package = Package(
         .target(
             name: "PeerlogNode",
             dependencies: [
-                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogDiscovery", "PeerlogCapture",
+                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogDiscovery", "PeerlogCapture",
                 "PeerlogSequencer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -76,7 +76,7 @@ let package = Package(
         .target(
             name: "Peerlog",
             dependencies: [
-                "PeerlogNode", "PeerlogCapture", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding",
+                "PeerlogNode", "PeerlogCapture", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -88,7 +88,7 @@ let package = Package(
         .target(
             name: "PeerlogRelayPostgres",
             dependencies: [
-                "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding",
+                "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

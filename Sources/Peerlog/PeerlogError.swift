@@ -1,3 +1,4 @@
+import PeerlogCrypto
 import PeerlogEngine
 
 /// Why a facade call failed: a ``code`` an app can switch on, and one sentence for people.
@@ -17,7 +18,7 @@ import PeerlogEngine
 /// Codes are static members of a struct, not enum cases, so new ones can be added without
 /// breaking a `switch` (which needs a `default:`). Equality is on ``code`` only. A description
 /// names ids, group names, paths and counts; it never holds keys or SQL arguments.
-public struct PeerlogError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct PeerlogError: CodedError {
     /// What went wrong, for code to switch on; compare against the static members.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: Hashable, Sendable {
@@ -96,11 +97,6 @@ public struct PeerlogError: Error, Sendable, Hashable, CustomStringConvertible {
         self.file = file
         self.line = line
     }
-
-    /// Errors are equal when their codes are.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 extension PeerlogError.Code {

@@ -1,3 +1,4 @@
+import PeerlogCrypto
 import ArgumentParser
 
 @main
@@ -22,21 +23,9 @@ struct PeerlogCommand: AsyncParsableCommand {
 /// A failure reported to the user as one line (ArgumentParser prints it and exits with 1).
 /// The CLI's one error type, in the shape of `SequencerError`: a ``code``, where it was raised,
 /// and equality on the code only; the line itself is the user's.
-struct CLIError: Error, Hashable, CustomStringConvertible {
+struct CLIError: CodedError {
     /// What went wrong; compare against the static members.
-    struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable { case invalidArguments, failed }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The arguments cannot be used as given (bad UTF-8, a flag combination, a bad file).
-        static let invalidArguments = Code(.invalidArguments)
-        /// The command could not do its work (the line says why).
-        static let failed = Code(.failed)
-
-        var description: String { "\(base)" }
-    }
+    typealias Code = ErrorCode<CLIError>
 
     let code: Code
     let description: String
@@ -49,7 +38,11 @@ struct CLIError: Error, Hashable, CustomStringConvertible {
         self.file = file
         self.line = line
     }
+}
 
-    static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    func hash(into hasher: inout Hasher) { hasher.combine(code) }
+extension ErrorCode where Domain == CLIError {
+    /// The arguments cannot be used as given (bad UTF-8, a flag combination, a bad file).
+    static let invalidArguments = Self("invalidArguments")
+    /// The command could not do its work (the line says why).
+    static let failed = Self("failed")
 }

@@ -1,3 +1,4 @@
+import PeerlogCrypto
 import PeerlogModel
 
 /// One record of a Peerlog capture: a decrypted protocol message, or a connection opening or
@@ -97,37 +98,12 @@ package struct CaptureRecord: Hashable, Sendable {
     }
 }
 
-/// The one error type of `PeerlogCapture`, in the shape of `SequencerError`: a ``code`` over a
-/// private enum (so codes can be added), the byte offset where a file problem was found, where
+/// The one error type of `PeerlogCapture`, in the shape of `SequencerError`: a ``code`` (an
+/// `ErrorCode`, so codes can be added), the byte offset where a file problem was found, where
 /// it was raised, and equality on the code only. Descriptions never hold key-log secrets.
-package struct CaptureError: Error, Hashable, CustomStringConvertible, Sendable {
+package struct CaptureError: CodedError {
     /// What went wrong; compare against the static members.
-    package struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable {
-            case malformedFile, unreadableFile, unwritableFile, malformedKeyLog, notDecryptable, notReplayable, invalidOption
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The capture (pcap, pcapng or a Peerlog record in it) is truncated or corrupt.
-        package static let malformedFile = Code(.malformedFile)
-        /// The file cannot be read.
-        package static let unreadableFile = Code(.unreadableFile)
-        /// The file cannot be created or written.
-        package static let unwritableFile = Code(.unwritableFile)
-        /// A key log line is malformed.
-        package static let malformedKeyLog = Code(.malformedKeyLog)
-        /// A raw capture cannot be decrypted with the key log (a gap, a wrong key, a link type).
-        package static let notDecryptable = Code(.notDecryptable)
-        /// The capture does not hold what a replay needs (the connection, its peer, bodies).
-        package static let notReplayable = Code(.notReplayable)
-        /// An option is out of range (a rotation size).
-        package static let invalidOption = Code(.invalidOption)
-
-        /// The code's name, e.g. `malformedFile`.
-        package var description: String { "\(base)" }
-    }
+    package typealias Code = ErrorCode<CaptureError>
 
     /// The kind of failure.
     package let code: Code
@@ -158,4 +134,21 @@ package struct CaptureError: Error, Hashable, CustomStringConvertible, Sendable 
     package var description: String {
         (path.map { "\($0): " } ?? "") + (offset.map { "offset \($0): " } ?? "") + message
     }
+}
+
+extension ErrorCode where Domain == CaptureError {
+    /// The capture (pcap, pcapng or a Peerlog record in it) is truncated or corrupt.
+    package static let malformedFile = Self("malformedFile")
+    /// The file cannot be read.
+    package static let unreadableFile = Self("unreadableFile")
+    /// The file cannot be created or written.
+    package static let unwritableFile = Self("unwritableFile")
+    /// A key log line is malformed.
+    package static let malformedKeyLog = Self("malformedKeyLog")
+    /// A raw capture cannot be decrypted with the key log (a gap, a wrong key, a link type).
+    package static let notDecryptable = Self("notDecryptable")
+    /// The capture does not hold what a replay needs (the connection, its peer, bodies).
+    package static let notReplayable = Self("notReplayable")
+    /// An option is out of range (a rotation size).
+    package static let invalidOption = Self("invalidOption")
 }

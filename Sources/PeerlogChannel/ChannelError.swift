@@ -1,26 +1,11 @@
+import PeerlogCrypto
+
 /// Errors thrown to the local caller of `send`; the connection itself is unaffected. The one
-/// error type of `PeerlogChannel`, in the shape of `SequencerError`: a ``code`` over a private
-/// enum (so codes can be added), where it was raised, and equality on the code only.
-public struct ChannelError: Error, Hashable, Sendable, CustomStringConvertible {
+/// error type of `PeerlogChannel`, in the shape of `SequencerError`: a ``code`` (an
+/// `ErrorCode`, so codes can be added), where it was raised, and equality on the code only.
+public struct ChannelError: CodedError {
     /// What went wrong; compare against the static members.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable { case notEstablished, closed, emptyMessage, messageTooLarge }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The handshake has not completed yet.
-        public static let notEstablished = Code(.notEstablished)
-        /// The channel was closed.
-        public static let closed = Code(.closed)
-        /// Application messages must hold at least one byte.
-        public static let emptyMessage = Code(.emptyMessage)
-        /// The message is over the configured `maxMessageBytes`.
-        public static let messageTooLarge = Code(.messageTooLarge)
-
-        /// The code's name, e.g. `messageTooLarge`.
-        public var description: String { "\(base)" }
-    }
+    public typealias Code = ErrorCode<ChannelError>
 
     /// The kind of failure.
     public let code: Code
@@ -38,15 +23,21 @@ public struct ChannelError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
     }
 
-    /// Errors are equal when their codes are.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     package static func notEstablished(file: String = #fileID, line: Int = #line) -> Self { Self(.notEstablished, "channel is not established", file: file, line: line) }
     package static func closed(file: String = #fileID, line: Int = #line) -> Self { Self(.closed, "channel is closed", file: file, line: line) }
     package static func emptyMessage(file: String = #fileID, line: Int = #line) -> Self { Self(.emptyMessage, "empty application messages are invalid", file: file, line: line) }
     package static func messageTooLarge(size: Int, limit: Int, file: String = #fileID, line: Int = #line) -> Self {
         Self(.messageTooLarge, "message of \(size) bytes exceeds \(limit) bytes", file: file, line: line)
     }
+}
+
+extension ErrorCode where Domain == ChannelError {
+    /// The handshake has not completed yet.
+    public static let notEstablished = Self("notEstablished")
+    /// The channel was closed.
+    public static let closed = Self("closed")
+    /// Application messages must hold at least one byte.
+    public static let emptyMessage = Self("emptyMessage")
+    /// The message is over the configured `maxMessageBytes`.
+    public static let messageTooLarge = Self("messageTooLarge")
 }

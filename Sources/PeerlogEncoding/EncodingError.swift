@@ -1,92 +1,14 @@
+import PeerlogCrypto
+
 /// The one error type of `PeerlogEncoding`: CBOR, JSON, base32 or CID input refused.
 ///
-/// In the shape of `SequencerError`: a ``code`` over a private enum (so codes can be added),
+/// In the shape of `SequencerError`: a ``code`` (an `ErrorCode`, so codes can be added),
 /// where it was raised, and equality on the code only. Descriptions hold offsets, limits and
 /// field names, never input bytes. The older names (``CBORError``, ``JSONParseError``,
 /// `Base32.DecodingError`, `CID.ParseError`, `CBOR.JSONConversionError`) name this type.
-public struct EncodingError: Error, Hashable, CustomStringConvertible, Sendable {
+public struct EncodingError: CodedError {
     /// What went wrong; compare against the static members.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable {
-            case truncated, trailingBytes, reservedAdditionalInfo, indefiniteLength, unexpectedBreak, invalidIndefiniteChunk
-            case nonShortestArgument, nonPreferredFloat, nonCanonicalNaN, unsortedMapKeys, duplicateMapKey
-            case depthLimitExceeded, sizeLimitExceeded, invalidUTF8, invalidSimpleValue, unsupportedValue
-            case invalidJSON, invalidJSONValue, invalidBase32, invalidCID
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// CBOR: the input ends inside a data item.
-        public static let truncated = Code(.truncated)
-        /// CBOR: bytes after the data item.
-        public static let trailingBytes = Code(.trailingBytes)
-        /// CBOR: reserved additional information value (28-30).
-        public static let reservedAdditionalInfo = Code(.reservedAdditionalInfo)
-        /// CBOR: indefinite length, not allowed in deterministic CBOR.
-        public static let indefiniteLength = Code(.indefiniteLength)
-        /// CBOR: a break code outside an indefinite-length item.
-        public static let unexpectedBreak = Code(.unexpectedBreak)
-        /// CBOR: a chunk of an indefinite-length string has the wrong type.
-        public static let invalidIndefiniteChunk = Code(.invalidIndefiniteChunk)
-        /// CBOR: an integer, length or tag is not in its shortest form.
-        public static let nonShortestArgument = Code(.nonShortestArgument)
-        /// CBOR: a floating-point value is not in its shortest exact form.
-        public static let nonPreferredFloat = Code(.nonPreferredFloat)
-        /// CBOR: NaN not encoded as f97e00.
-        public static let nonCanonicalNaN = Code(.nonCanonicalNaN)
-        /// CBOR: map keys not sorted by their encoded bytes.
-        public static let unsortedMapKeys = Code(.unsortedMapKeys)
-        /// CBOR: a map key appears twice.
-        public static let duplicateMapKey = Code(.duplicateMapKey)
-        /// CBOR: nesting deeper than the limit.
-        public static let depthLimitExceeded = Code(.depthLimitExceeded)
-        /// CBOR: an item larger than the limit.
-        public static let sizeLimitExceeded = Code(.sizeLimitExceeded)
-        /// CBOR: a text string that is not valid UTF-8.
-        public static let invalidUTF8 = Code(.invalidUTF8)
-        /// CBOR: a two-byte simple value below 32.
-        public static let invalidSimpleValue = Code(.invalidSimpleValue)
-        /// CBOR: a value that cannot be encoded.
-        public static let unsupportedValue = Code(.unsupportedValue)
-        /// JSON text that does not parse (the offset says where).
-        public static let invalidJSON = Code(.invalidJSON)
-        /// A JSON value with no CBOR form here (a float where none is allowed, a bad `$bytes`, …).
-        public static let invalidJSONValue = Code(.invalidJSONValue)
-        /// Base32 text that is not strict lower-case, unpadded, canonical base32.
-        public static let invalidBase32 = Code(.invalidBase32)
-        /// A CID that is not a CIDv1 dag-cbor sha2-256 CID.
-        public static let invalidCID = Code(.invalidCID)
-
-        /// The code in words, as a CBOR error's description says it.
-        public var text: String {
-            switch base {
-            case .truncated: "input ends inside a data item"
-            case .trailingBytes: "bytes after the data item"
-            case .reservedAdditionalInfo: "reserved additional information value (28-30)"
-            case .indefiniteLength: "indefinite length is not allowed in deterministic CBOR"
-            case .unexpectedBreak: "break code outside an indefinite-length item"
-            case .invalidIndefiniteChunk: "chunk of an indefinite-length string has the wrong type"
-            case .nonShortestArgument: "integer, length or tag is not in its shortest form"
-            case .nonPreferredFloat: "floating-point value is not in its shortest exact form"
-            case .nonCanonicalNaN: "NaN must be encoded as f97e00"
-            case .unsortedMapKeys: "map keys are not sorted by their encoded bytes"
-            case .duplicateMapKey: "duplicate map key"
-            case .depthLimitExceeded: "nesting deeper than the limit"
-            case .sizeLimitExceeded: "item larger than the limit"
-            case .invalidUTF8: "text string is not valid UTF-8"
-            case .invalidSimpleValue: "two-byte simple value below 32 is not well-formed"
-            case .unsupportedValue: "value cannot be encoded"
-            case .invalidJSON: "invalid JSON"
-            case .invalidJSONValue: "invalid JSON value"
-            case .invalidBase32: "invalid base32"
-            case .invalidCID: "invalid CID"
-            }
-        }
-
-        /// The code's name, e.g. `duplicateMapKey`.
-        public var description: String { "\(base)" }
-    }
+    public typealias Code = ErrorCode<EncodingError>
 
     /// The kind of failure.
     public let code: Code
@@ -126,11 +48,6 @@ public struct EncodingError: Error, Hashable, CustomStringConvertible, Sendable 
         self.init(code: .invalidJSONValue, offset: nil, detail: description, description: description, file: file, line: line)
     }
 
-    /// Errors are equal when their codes are.
-    public static func == (l: Self, r: Self) -> Bool { l.code == r.code }
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into h: inout Hasher) { h.combine(code) }
-
     // Base32 (`invalidBase32`).
     package static func invalidCharacter(offset: Int, file: String = #fileID, line: Int = #line) -> Self {
         Self(code: .invalidBase32, offset: offset, detail: "", description: "invalid base32 character at offset \(offset) (expected a-z or 2-7)", file: file, line: line)
@@ -165,6 +82,76 @@ public struct EncodingError: Error, Hashable, CustomStringConvertible, Sendable 
         cid("multihash digest length \(n) (expected 32)", file: file, line: line)
     }
     package static func trailingBytes(_ n: Int, file: String = #fileID, line: Int = #line) -> Self { cid("\(n) bytes after the CID", file: file, line: line) }
+}
+
+extension ErrorCode where Domain == EncodingError {
+    /// CBOR: the input ends inside a data item.
+    public static let truncated = Self("truncated")
+    /// CBOR: bytes after the data item.
+    public static let trailingBytes = Self("trailingBytes")
+    /// CBOR: reserved additional information value (28-30).
+    public static let reservedAdditionalInfo = Self("reservedAdditionalInfo")
+    /// CBOR: indefinite length, not allowed in deterministic CBOR.
+    public static let indefiniteLength = Self("indefiniteLength")
+    /// CBOR: a break code outside an indefinite-length item.
+    public static let unexpectedBreak = Self("unexpectedBreak")
+    /// CBOR: a chunk of an indefinite-length string has the wrong type.
+    public static let invalidIndefiniteChunk = Self("invalidIndefiniteChunk")
+    /// CBOR: an integer, length or tag is not in its shortest form.
+    public static let nonShortestArgument = Self("nonShortestArgument")
+    /// CBOR: a floating-point value is not in its shortest exact form.
+    public static let nonPreferredFloat = Self("nonPreferredFloat")
+    /// CBOR: NaN not encoded as f97e00.
+    public static let nonCanonicalNaN = Self("nonCanonicalNaN")
+    /// CBOR: map keys not sorted by their encoded bytes.
+    public static let unsortedMapKeys = Self("unsortedMapKeys")
+    /// CBOR: a map key appears twice.
+    public static let duplicateMapKey = Self("duplicateMapKey")
+    /// CBOR: nesting deeper than the limit.
+    public static let depthLimitExceeded = Self("depthLimitExceeded")
+    /// CBOR: an item larger than the limit.
+    public static let sizeLimitExceeded = Self("sizeLimitExceeded")
+    /// CBOR: a text string that is not valid UTF-8.
+    public static let invalidUTF8 = Self("invalidUTF8")
+    /// CBOR: a two-byte simple value below 32.
+    public static let invalidSimpleValue = Self("invalidSimpleValue")
+    /// CBOR: a value that cannot be encoded.
+    public static let unsupportedValue = Self("unsupportedValue")
+    /// JSON text that does not parse (the offset says where).
+    public static let invalidJSON = Self("invalidJSON")
+    /// A JSON value with no CBOR form here (a float where none is allowed, a bad `$bytes`, …).
+    public static let invalidJSONValue = Self("invalidJSONValue")
+    /// Base32 text that is not strict lower-case, unpadded, canonical base32.
+    public static let invalidBase32 = Self("invalidBase32")
+    /// A CID that is not a CIDv1 dag-cbor sha2-256 CID.
+    public static let invalidCID = Self("invalidCID")
+
+    /// The code in words, as a CBOR error's description says it.
+    public var text: String {
+        switch self {
+        case .truncated: "input ends inside a data item"
+        case .trailingBytes: "bytes after the data item"
+        case .reservedAdditionalInfo: "reserved additional information value (28-30)"
+        case .indefiniteLength: "indefinite length is not allowed in deterministic CBOR"
+        case .unexpectedBreak: "break code outside an indefinite-length item"
+        case .invalidIndefiniteChunk: "chunk of an indefinite-length string has the wrong type"
+        case .nonShortestArgument: "integer, length or tag is not in its shortest form"
+        case .nonPreferredFloat: "floating-point value is not in its shortest exact form"
+        case .nonCanonicalNaN: "NaN must be encoded as f97e00"
+        case .unsortedMapKeys: "map keys are not sorted by their encoded bytes"
+        case .duplicateMapKey: "duplicate map key"
+        case .depthLimitExceeded: "nesting deeper than the limit"
+        case .sizeLimitExceeded: "item larger than the limit"
+        case .invalidUTF8: "text string is not valid UTF-8"
+        case .invalidSimpleValue: "two-byte simple value below 32 is not well-formed"
+        case .unsupportedValue: "value cannot be encoded"
+        case .invalidJSON: "invalid JSON"
+        case .invalidJSONValue: "invalid JSON value"
+        case .invalidBase32: "invalid base32"
+        case .invalidCID: "invalid CID"
+        default: name
+        }
+    }
 }
 
 /// Refused CBOR input: ``EncodingError`` with a CBOR code and an offset.

@@ -1,3 +1,4 @@
+import PeerlogCrypto
 import PeerlogEncoding
 import PeerlogModel
 import PeerlogStore
@@ -134,47 +135,9 @@ public struct MemberView: Hashable, Sendable {
 /// Switch on ``code`` (a `switch` over the static members, with a `default:`: codes may be
 /// added); ``detail`` is one sentence for people. Equality is on ``code`` only. Descriptions
 /// hold ids, names and counts, never keys, values or SQL arguments.
-public struct ReplicaError: Error, Hashable, CustomStringConvertible, Sendable {
+public struct ReplicaError: CodedError {
     /// What went wrong; compare against the static members.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable {
-            case groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
-            case ruleViolation, invalidOperation, payloadTooLarge, batchTooLarge, invalidImport, storeCorrupt
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// No group with that id or name is held here, or the operation needs a group that does
-        /// not exist yet.
-        public static let groupNotFound = Code(.groupNotFound)
-        /// Several groups have that name; use the group id.
-        public static let ambiguousGroupName = Code(.ambiguousGroupName)
-        /// The group was deleted; nothing more can be written to it.
-        public static let groupDeleted = Code(.groupDeleted)
-        /// The writer (or the identity it names) is not an active member of the group.
-        public static let notAMember = Code(.notAMember)
-        /// The writer's role does not allow the operation (only an owner or admin may …).
-        public static let notPermitted = Code(.notPermitted)
-        /// Every seat of the group (`max_members`) is taken.
-        public static let groupFull = Code(.groupFull)
-        /// Another rule of the group (docs/PROTOCOL.md §9.3) refuses the operation.
-        public static let ruleViolation = Code(.ruleViolation)
-        /// The operation is malformed or a field is out of its limits (a key too long, an
-        /// unknown or reserved receipt type, a bad sequencer authority).
-        public static let invalidOperation = Code(.invalidOperation)
-        /// A receipt payload (or a batch's payloads together) would be over the limit.
-        public static let payloadTooLarge = Code(.payloadTooLarge)
-        /// A batch holds more operations than `maxBatchOperations`.
-        public static let batchTooLarge = Code(.batchTooLarge)
-        /// An export file to import is malformed or incomplete (the detail names the line).
-        public static let invalidImport = Code(.invalidImport)
-        /// Stored state cannot be read back: the store is damaged.
-        public static let storeCorrupt = Code(.storeCorrupt)
-
-        /// The code's name, e.g. `notAMember`.
-        public var description: String { "\(base)" }
-    }
+    public typealias Code = ErrorCode<ReplicaError>
 
     /// The kind of failure.
     public let code: Code
@@ -198,11 +161,35 @@ public struct ReplicaError: Error, Hashable, CustomStringConvertible, Sendable {
         self.init(violation.code, violation.reason, file: file, line: line)
     }
 
-    /// Errors are equal when their codes are.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     /// The sentence for people (the detail); the code is ``code``.
     public var description: String { detail }
+}
+
+extension ErrorCode where Domain == ReplicaError {
+    /// No group with that id or name is held here, or the operation needs a group that does
+    /// not exist yet.
+    public static let groupNotFound = Self("groupNotFound")
+    /// Several groups have that name; use the group id.
+    public static let ambiguousGroupName = Self("ambiguousGroupName")
+    /// The group was deleted; nothing more can be written to it.
+    public static let groupDeleted = Self("groupDeleted")
+    /// The writer (or the identity it names) is not an active member of the group.
+    public static let notAMember = Self("notAMember")
+    /// The writer's role does not allow the operation (only an owner or admin may …).
+    public static let notPermitted = Self("notPermitted")
+    /// Every seat of the group (`max_members`) is taken.
+    public static let groupFull = Self("groupFull")
+    /// Another rule of the group (docs/PROTOCOL.md §9.3) refuses the operation.
+    public static let ruleViolation = Self("ruleViolation")
+    /// The operation is malformed or a field is out of its limits (a key too long, an
+    /// unknown or reserved receipt type, a bad sequencer authority).
+    public static let invalidOperation = Self("invalidOperation")
+    /// A receipt payload (or a batch's payloads together) would be over the limit.
+    public static let payloadTooLarge = Self("payloadTooLarge")
+    /// A batch holds more operations than `maxBatchOperations`.
+    public static let batchTooLarge = Self("batchTooLarge")
+    /// An export file to import is malformed or incomplete (the detail names the line).
+    public static let invalidImport = Self("invalidImport")
+    /// Stored state cannot be read back: the store is damaged.
+    public static let storeCorrupt = Self("storeCorrupt")
 }

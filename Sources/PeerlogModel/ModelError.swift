@@ -1,52 +1,12 @@
+import PeerlogCrypto
+
 /// The one error type of `PeerlogModel`: malformed or invalid receipts, envelopes,
-/// certificates and key files. In the shape of `SequencerError`: a ``code`` over a private
-/// enum (so codes can be added), where it was raised, and equality on the code only.
+/// certificates and key files. In the shape of `SequencerError`: a ``code`` (an
+/// `ErrorCode`, so codes can be added), where it was raised, and equality on the code only.
 /// Descriptions never include secrets.
-public struct ModelError: Error, Hashable, CustomStringConvertible, Sendable {
+public struct ModelError: CodedError {
     /// What went wrong; compare against the static members.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable {
-            case malformedEncoding, wrongShape, unsupportedVersion, fieldOutOfRange, sizeLimitExceeded
-            case badSignature, certificateMismatch, keyFile
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The bytes are not the strict CBOR this format needs.
-        public static let malformedEncoding = Code(.malformedEncoding)
-        /// A field is missing, extra or of the wrong type.
-        public static let wrongShape = Code(.wrongShape)
-        /// A version this implementation does not read.
-        public static let unsupportedVersion = Code(.unsupportedVersion)
-        /// A field's value is out of its range.
-        public static let fieldOutOfRange = Code(.fieldOutOfRange)
-        /// An object (or a local write's payload) is over its size limit.
-        public static let sizeLimitExceeded = Code(.sizeLimitExceeded)
-        /// A signature does not verify.
-        public static let badSignature = Code(.badSignature)
-        /// A certificate does not match the keys or the author it should.
-        public static let certificateMismatch = Code(.certificateMismatch)
-        /// A key file is missing, exists already or cannot be used.
-        public static let keyFile = Code(.keyFile)
-
-        /// The code in words, e.g. `wrong structure` (the prefix of a description).
-        public var text: String {
-            switch base {
-            case .malformedEncoding: "malformed CBOR"
-            case .wrongShape: "wrong structure"
-            case .unsupportedVersion: "unsupported version"
-            case .fieldOutOfRange: "field out of range"
-            case .sizeLimitExceeded: "size limit exceeded"
-            case .badSignature: "signature does not verify"
-            case .certificateMismatch: "certificate does not match"
-            case .keyFile: "key file problem"
-            }
-        }
-
-        /// The code's name, e.g. `wrongShape`.
-        public var description: String { "\(base)" }
-    }
+    public typealias Code = ErrorCode<ModelError>
 
     /// The kind of failure.
     public let code: Code
@@ -65,8 +25,38 @@ public struct ModelError: Error, Hashable, CustomStringConvertible, Sendable {
     }
 
     public var description: String { "\(code.text): \(detail)" }
-    /// Errors are equal when their codes are.
-    public static func == (l: ModelError, r: ModelError) -> Bool { l.code == r.code }
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into h: inout Hasher) { h.combine(code) }
+}
+
+extension ErrorCode where Domain == ModelError {
+    /// The bytes are not the strict CBOR this format needs.
+    public static let malformedEncoding = Self("malformedEncoding")
+    /// A field is missing, extra or of the wrong type.
+    public static let wrongShape = Self("wrongShape")
+    /// A version this implementation does not read.
+    public static let unsupportedVersion = Self("unsupportedVersion")
+    /// A field's value is out of its range.
+    public static let fieldOutOfRange = Self("fieldOutOfRange")
+    /// An object (or a local write's payload) is over its size limit.
+    public static let sizeLimitExceeded = Self("sizeLimitExceeded")
+    /// A signature does not verify.
+    public static let badSignature = Self("badSignature")
+    /// A certificate does not match the keys or the author it should.
+    public static let certificateMismatch = Self("certificateMismatch")
+    /// A key file is missing, exists already or cannot be used.
+    public static let keyFile = Self("keyFile")
+
+    /// The code in words, e.g. `wrong structure` (the prefix of a description).
+    public var text: String {
+        switch self {
+        case .malformedEncoding: "malformed CBOR"
+        case .wrongShape: "wrong structure"
+        case .unsupportedVersion: "unsupported version"
+        case .fieldOutOfRange: "field out of range"
+        case .sizeLimitExceeded: "size limit exceeded"
+        case .badSignature: "signature does not verify"
+        case .certificateMismatch: "certificate does not match"
+        case .keyFile: "key file problem"
+        default: name
+        }
+    }
 }

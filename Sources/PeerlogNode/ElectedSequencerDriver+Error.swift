@@ -1,37 +1,13 @@
+import PeerlogCrypto
 import PeerlogModel
 
 /// What went wrong in this device's part of an elected authority (``ElectedSequencerDriver``):
 /// its own store failing, or a voter breaking the protocol. None stops the node; each is worth
 /// a log line. Equality is on ``code`` only, so codes can be matched while diagnostics stay
 /// free-form (the shape of `SequencerError`).
-struct ElectionError: Error, Hashable, Sendable, CustomStringConvertible {
+struct ElectionError: CodedError {
     /// What went wrong; compare against the static members.
-    struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable {
-            case noSequencerState, cannotStart, cannotReadTentative, cannotWriteTermMarker, cannotPersist, cannotSign, peerViolation
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The replica held no sequencer state right after resetting it.
-        static let noSequencerState = Code(.noSequencerState)
-        /// The group's sequencer could not be started (its stored state or configuration).
-        static let cannotStart = Code(.cannotStart)
-        /// The leader could not read the tentative receipts it would assign.
-        static let cannotReadTentative = Code(.cannotReadTentative)
-        /// A new leader could not write its term marker (§18.4).
-        static let cannotWriteTermMarker = Code(.cannotWriteTermMarker)
-        /// A state change could not be made durable: the step was dropped, the machine restarted.
-        static let cannotPersist = Code(.cannotPersist)
-        /// Committed assignments could not be signed and applied.
-        static let cannotSign = Code(.cannotSign)
-        /// A voter sent what no correct voter sends (the machine's `SequencerError`); ignored.
-        static let peerViolation = Code(.peerViolation)
-
-        /// The code's name, e.g. `cannotPersist`.
-        var description: String { "\(base)" }
-    }
+    typealias Code = ErrorCode<ElectionError>
 
     /// The kind of failure.
     let code: Code
@@ -52,11 +28,23 @@ struct ElectionError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
     }
 
-    /// Errors are equal when their codes are.
-    static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, consistent with `==`.
-    func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     /// The detail, as the log line shows it.
     var description: String { detail }
+}
+
+extension ErrorCode where Domain == ElectionError {
+    /// The replica held no sequencer state right after resetting it.
+    static let noSequencerState = Self("noSequencerState")
+    /// The group's sequencer could not be started (its stored state or configuration).
+    static let cannotStart = Self("cannotStart")
+    /// The leader could not read the tentative receipts it would assign.
+    static let cannotReadTentative = Self("cannotReadTentative")
+    /// A new leader could not write its term marker (§18.4).
+    static let cannotWriteTermMarker = Self("cannotWriteTermMarker")
+    /// A state change could not be made durable: the step was dropped, the machine restarted.
+    static let cannotPersist = Self("cannotPersist")
+    /// Committed assignments could not be signed and applied.
+    static let cannotSign = Self("cannotSign")
+    /// A voter sent what no correct voter sends (the machine's `SequencerError`); ignored.
+    static let peerViolation = Self("peerViolation")
 }

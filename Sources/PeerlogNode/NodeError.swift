@@ -1,26 +1,11 @@
-/// The one error type of `PeerlogNode`, in the shape of `SequencerError`: a ``code`` over a
-/// private enum (so codes can be added), one line for the user, where it was raised, and
+import PeerlogCrypto
+
+/// The one error type of `PeerlogNode`, in the shape of `SequencerError`: a ``code`` (an
+/// `ErrorCode`, so codes can be added), one line for the user, where it was raised, and
 /// equality on the code only. Descriptions name addresses and paths, never keys.
-public struct NodeError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct NodeError: CodedError {
     /// What went wrong; compare against the static members.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable { case invalidAddress, invalidConfiguration, controlSocket, alreadyRunning }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// An address is not HOST:PORT (or [IPV6]:PORT) with a valid port.
-        public static let invalidAddress = Code(.invalidAddress)
-        /// A configuration file cannot be read or has a bad line (``configurationLine``).
-        public static let invalidConfiguration = Code(.invalidConfiguration)
-        /// The control socket cannot be reached or answered badly.
-        public static let controlSocket = Code(.controlSocket)
-        /// A daemon already runs for this home.
-        public static let alreadyRunning = Code(.alreadyRunning)
-
-        /// The code's name, e.g. `invalidAddress`.
-        public var description: String { "\(base)" }
-    }
+    public typealias Code = ErrorCode<NodeError>
 
     /// The kind of failure.
     public let code: Code
@@ -47,11 +32,6 @@ public struct NodeError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
     }
 
-    /// Errors are equal when their codes are.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     static func invalidAddress(_ text: String, _ why: String, file: String = #fileID, line: Int = #line) -> Self {
         Self(.invalidAddress, why, description: "invalid address \"\(text)\": \(why)", file: file, line: line)
     }
@@ -64,4 +44,15 @@ public struct NodeError: Error, Hashable, Sendable, CustomStringConvertible {
     static func alreadyRunning(_ path: String, file: String = #fileID, line: Int = #line) -> Self {
         Self(.alreadyRunning, path, description: "a daemon already runs for this home (control socket \(path) answers)", file: file, line: line)
     }
+}
+
+extension ErrorCode where Domain == NodeError {
+    /// An address is not HOST:PORT (or [IPV6]:PORT) with a valid port.
+    public static let invalidAddress = Self("invalidAddress")
+    /// A configuration file cannot be read or has a bad line (``configurationLine``).
+    public static let invalidConfiguration = Self("invalidConfiguration")
+    /// The control socket cannot be reached or answered badly.
+    public static let controlSocket = Self("controlSocket")
+    /// A daemon already runs for this home.
+    public static let alreadyRunning = Self("alreadyRunning")
 }

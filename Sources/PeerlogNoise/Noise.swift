@@ -1,3 +1,5 @@
+import PeerlogCrypto
+
 // The Noise Protocol Framework (noiseprotocol.org/noise.html, revision 34) as pure state
 // machines: no I/O, no clock. Only 25519, ChaChaPoly and BLAKE2b/SHA256 are supported.
 
@@ -7,41 +9,9 @@ public let noiseMaxMessageLength = 65535
 /// The one error type of `PeerlogNoise`, in the shape of `SequencerError`: a ``code`` to
 /// compare against the static members of ``Code`` (which can grow without breaking clients),
 /// where it was raised, and equality on the code only. Descriptions never hold key material.
-public struct NoiseError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct NoiseError: CodedError {
     /// What went wrong; compare against the static members.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable {
-            case decryptFailed, nonceExhausted, lowOrderPublicKey, messageTooShort, messageOutOfTurn, messageTooLong
-            case unsupportedProtocol, missingKey, handshakeNotComplete, handshakeAborted
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// AEAD decryption failed: wrong key, nonce, associated data or tag.
-        public static let decryptFailed = Code(.decryptFailed)
-        /// The cipher's nonce reached 2^64-1; the session must end.
-        public static let nonceExhausted = Code(.nonceExhausted)
-        /// A peer's Diffie-Hellman key is a low-order point.
-        public static let lowOrderPublicKey = Code(.lowOrderPublicKey)
-        /// A handshake message is shorter than its pattern requires.
-        public static let messageTooShort = Code(.messageTooShort)
-        /// A handshake message was written or read when it was the other side's turn.
-        public static let messageOutOfTurn = Code(.messageOutOfTurn)
-        /// A message is longer than 65535 bytes.
-        public static let messageTooLong = Code(.messageTooLong)
-        /// A protocol name this implementation does not support.
-        public static let unsupportedProtocol = Code(.unsupportedProtocol)
-        /// A key the pattern needs was not given.
-        public static let missingKey = Code(.missingKey)
-        /// `split()` before the handshake completed.
-        public static let handshakeNotComplete = Code(.handshakeNotComplete)
-        /// A previous step of this handshake failed; a failed handshake cannot continue.
-        public static let handshakeAborted = Code(.handshakeAborted)
-
-        /// The code's name, e.g. `decryptFailed`.
-        public var description: String { "\(base)" }
-    }
+    public typealias Code = ErrorCode<NoiseError>
 
     /// The kind of failure.
     public let code: Code
@@ -59,11 +29,6 @@ public struct NoiseError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
     }
 
-    /// Errors are equal when their codes are.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     package static func decryptFailed(file: String = #fileID, line: Int = #line) -> Self { Self(.decryptFailed, "decrypt failed", file: file, line: line) }
     package static func nonceExhausted(file: String = #fileID, line: Int = #line) -> Self { Self(.nonceExhausted, "nonce exhausted", file: file, line: line) }
     package static func lowOrderPublicKey(file: String = #fileID, line: Int = #line) -> Self { Self(.lowOrderPublicKey, "low-order public key", file: file, line: line) }
@@ -78,6 +43,29 @@ public struct NoiseError: Error, Hashable, Sendable, CustomStringConvertible {
     package static func handshakeAborted(file: String = #fileID, line: Int = #line) -> Self {
         Self(.handshakeAborted, "handshake aborted after an earlier failure", file: file, line: line)
     }
+}
+
+extension ErrorCode where Domain == NoiseError {
+    /// AEAD decryption failed: wrong key, nonce, associated data or tag.
+    public static let decryptFailed = Self("decryptFailed")
+    /// The cipher's nonce reached 2^64-1; the session must end.
+    public static let nonceExhausted = Self("nonceExhausted")
+    /// A peer's Diffie-Hellman key is a low-order point.
+    public static let lowOrderPublicKey = Self("lowOrderPublicKey")
+    /// A handshake message is shorter than its pattern requires.
+    public static let messageTooShort = Self("messageTooShort")
+    /// A handshake message was written or read when it was the other side's turn.
+    public static let messageOutOfTurn = Self("messageOutOfTurn")
+    /// A message is longer than 65535 bytes.
+    public static let messageTooLong = Self("messageTooLong")
+    /// A protocol name this implementation does not support.
+    public static let unsupportedProtocol = Self("unsupportedProtocol")
+    /// A key the pattern needs was not given.
+    public static let missingKey = Self("missingKey")
+    /// `split()` before the handshake completed.
+    public static let handshakeNotComplete = Self("handshakeNotComplete")
+    /// A previous step of this handshake failed; a failed handshake cannot continue.
+    public static let handshakeAborted = Self("handshakeAborted")
 }
 
 /// A protocol name such as `Noise_XX_25519_ChaChaPoly_BLAKE2b`.

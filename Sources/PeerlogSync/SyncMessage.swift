@@ -1,3 +1,4 @@
+import PeerlogCrypto
 import PeerlogEncoding
 import PeerlogModel
 import PeerlogSequencer
@@ -146,33 +147,12 @@ public enum SyncMessage: Hashable, Sendable {
 }
 
 /// Why a message was refused; the one error type of `PeerlogSync`, in the shape of
-/// `SequencerError`: a ``code`` over a private enum (so codes can be added), where it was
+/// `SequencerError`: a ``code`` (an `ErrorCode`, so codes can be added), where it was
 /// raised, and equality on the code only. The code's ``Code/wireName`` is the "error"
 /// message's code (docs/PROTOCOL.md §15.1): "malformed" or "limit".
-public struct SyncCodecError: Error, Hashable, CustomStringConvertible, Sendable {
+public struct SyncCodecError: CodedError {
     /// What went wrong; compare against the static members.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: Hashable, Sendable { case malformed, limit }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The message does not parse or has the wrong structure.
-        public static let malformed = Code(.malformed)
-        /// The message (or a list or string in it) is over one of the `SyncLimits`.
-        public static let limit = Code(.limit)
-
-        /// The code sent in the "error" message: `malformed` or `limit`.
-        public var wireName: String {
-            switch base {
-            case .malformed: "malformed"
-            case .limit: "limit"
-            }
-        }
-
-        /// The code's name, e.g. `limit`.
-        public var description: String { "\(base)" }
-    }
+    public typealias Code = ErrorCode<SyncCodecError>
 
     /// The kind of failure.
     public let code: Code
@@ -190,14 +170,25 @@ public struct SyncCodecError: Error, Hashable, CustomStringConvertible, Sendable
         self.line = line
     }
 
-    /// Errors are equal when their codes are.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     public var description: String { "\(code.wireName): \(message)" }
     static func malformed(_ m: String, file: String = #fileID, line: Int = #line) -> SyncCodecError { SyncCodecError(.malformed, m, file: file, line: line) }
     static func limit(_ name: String, _ value: Int, _ max: Int, file: String = #fileID, line: Int = #line) -> SyncCodecError {
         SyncCodecError(.limit, "\(name) is \(value), limit \(max)", file: file, line: line)
+    }
+}
+
+extension ErrorCode where Domain == SyncCodecError {
+    /// The message does not parse or has the wrong structure.
+    public static let malformed = Self("malformed")
+    /// The message (or a list or string in it) is over one of the `SyncLimits`.
+    public static let limit = Self("limit")
+
+    /// The code sent in the "error" message: `malformed` or `limit`.
+    public var wireName: String {
+        switch self {
+        case .malformed: "malformed"
+        case .limit: "limit"
+        default: name
+        }
     }
 }
