@@ -12,6 +12,7 @@ public enum ChannelCloseReason: Sendable, Equatable, CustomStringConvertible {
     /// We closed because the peer reached a resource limit; the text names the limit.
     case resourceLimit(String)
 
+    /// A short sentence for logs: "closed", "closed by peer: …", "protocol error: …", ….
     public var description: String {
         switch self {
         case .local(let r): r.isEmpty ? "closed" : "closed: \(r)"

@@ -1,16 +1,21 @@
 /// Wire constants of the channel (docs/PROTOCOL.md §14).
 public enum ChannelWire {
+    /// The Noise protocol name (§14.1).
     public static let protocolName = "Noise_XX_25519_ChaChaPoly_BLAKE2b"
+    /// "peerlog/1" and a zero byte: the start of every prologue (§14.1).
     public static let prologuePrefix: [UInt8] = Array("peerlog/1".utf8) + [0]
     /// A frame is a 2-byte big-endian length and that many bytes (1...65535).
     public static let headerLength = 2
+    /// Largest frame body, in bytes (the 2-byte header's maximum).
     public static let maxFrameLength = 65535
+    /// Bytes of the AEAD tag at the end of every encrypted frame body.
     public static let tagLength = 16
     /// Data bytes per transport frame: the frame minus the AEAD tag and the record-type byte.
     public static let maxRecordData = maxFrameLength - tagLength - 1
     /// Bounds a handshake frame: msg2 carries e, encrypted s, and a certificate of at most 512 bytes.
     public static let maxHandshakeFrameLength = 32 + (32 + tagLength) + 512 + tagLength
 
+    /// The first byte of a transport record (§14.4).
     public enum RecordType: UInt8, Sendable {
         case message = 0x00
         case fragment = 0x01
@@ -18,6 +23,7 @@ public enum ChannelWire {
         case close = 0x03
     }
 
+    /// The Noise prologue: `prologuePrefix` followed by the UTF-8 of `networkID`.
     public static func prologue(networkID: String) -> [UInt8] { prologuePrefix + Array(networkID.utf8) }
 
     /// Appends one frame (header and body) to `out`.

@@ -6,7 +6,10 @@ import Synchronization
 /// identity together (docs/PROTOCOL.md §14.7). Without it every connection could hold
 /// `maxMessageBytes` while its fragments trickle in, and connections are cheap to open.
 public final class ReassemblyBudget: Sendable {
+    /// Most bytes all partial messages together may hold (`reassemblyBudgetBytes`).
     public let totalBytes: Int
+    /// Most bytes the partial messages of one identity's devices together may hold
+    /// (`reassemblyBytesPerIdentity`).
     public let perIdentityBytes: Int
 
     private struct Usage {
@@ -15,6 +18,7 @@ public final class ReassemblyBudget: Sendable {
     }
     private let usage = Mutex(Usage())
 
+    /// A budget with nothing reserved; the limits are taken as given, not checked.
     public init(totalBytes: Int, perIdentityBytes: Int) {
         self.totalBytes = totalBytes
         self.perIdentityBytes = perIdentityBytes
@@ -22,6 +26,7 @@ public final class ReassemblyBudget: Sendable {
 
     /// Bytes reserved now, in all and by one identity (for tests and status).
     public var reservedBytes: Int { usage.withLock { $0.total } }
+    /// Bytes reserved now by the connections of `identity`; 0 when none.
     public func reservedBytes(of identity: IdentityID) -> Int { usage.withLock { $0.byIdentity[identity] ?? 0 } }
 
     /// Reserves `bytes` for `identity`, or names the limit it would exceed (nothing reserved).
@@ -51,6 +56,7 @@ public enum ReassemblyLimit: Sendable, Equatable, CustomStringConvertible {
     case perIdentity(Int)
     case total(Int)
 
+    /// The configuration name of the limit and its value, e.g. "reassemblyBudgetBytes (N bytes)".
     public var description: String {
         switch self {
         case .perIdentity(let n): "reassemblyBytesPerIdentity (\(n) bytes)"

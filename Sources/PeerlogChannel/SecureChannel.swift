@@ -7,8 +7,11 @@ import PeerlogNoise
 public struct SecureChannel: Sendable {
     enum State: Sendable { case idle, handshaking, established, closed }
 
+    /// Whether this side dialed (initiator) or accepted (responder).
     public let role: ChannelRole
+    /// This device: its Noise static key and certificate are what the handshake presents.
     public let device: LocalDevice
+    /// The settings this side uses (§14.8).
     public let configuration: ChannelConfiguration
     let authorize: @Sendable (DeviceCertificate) -> AuthorizationDecision
     var state: State = .idle
@@ -27,13 +30,19 @@ public struct SecureChannel: Sendable {
     var transportFramesOut: UInt64 = 0
     var transportFramesIn: UInt64 = 0
 
+    /// The peer's device certificate, once the handshake completes; nil before.
     public internal(set) var peerCertificate: DeviceCertificate?
     /// The Noise handshake hash, once established (for tests and key logs).
     public internal(set) var handshakeHash: [UInt8]?
+    /// Counters of frames, bytes, messages and rekeys so far.
     public internal(set) var statistics = ChannelStatistics()
     /// The transport keys at nonce 0, once established: only for opt-in key logs.
     public internal(set) var transportKeys: TransportKeys?
 
+    /// A channel in its idle state: nothing is sent until `start()`. `authorize` decides whether
+    /// the peer's certificate is let in; `ephemeral` fixes the handshake's ephemeral key (tests,
+    /// known-answer vectors; nil: a fresh one); `reassemblyBudget` bounds partial messages
+    /// across connections (nil: only `maxMessageBytes`).
     public init(role: ChannelRole, device: LocalDevice, configuration: ChannelConfiguration = .init(),
                 authorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision, ephemeral: X25519.PrivateKey? = nil,
                 reassemblyBudget: ReassemblyBudget? = nil) {
@@ -48,7 +57,9 @@ public struct SecureChannel: Sendable {
                                         localStatic: device.noiseKey, ephemeral: ephemeral)
     }
 
+    /// The handshake completed and application messages may flow.
     public var isEstablished: Bool { state == .established }
+    /// The channel closed (by either side or on an error); it accepts and delivers nothing more.
     public var isClosed: Bool { state == .closed }
     /// Unparsed input plus the partial message being reassembled: at most 65537 + maxMessageBytes.
     public var bufferedBytes: Int { reader.buffer.count + reassembly.count }

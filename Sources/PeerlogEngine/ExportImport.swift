@@ -7,7 +7,9 @@ import PeerlogStore
 /// receipt (in author-counter order, equivocation evidence included), one line per envelope
 /// (in seq order). Lossless: each line carries the exact container bytes in hex.
 extension Replica {
+    /// The header's `format` value; an import whose header lacks it fails with `.invalidImport`.
     public static let exportFormat = "peerlog-export"
+    /// The header's `version`; an import of any other version fails with `.invalidImport`.
     public static let exportVersion = 1
 
     /// Writes the export line by line through `emit`; returns (receipts, envelopes) written.

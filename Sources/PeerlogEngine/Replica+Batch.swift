@@ -8,17 +8,21 @@ import Synchronization
 /// reason, and its ``ReplicaError/Code`` (`notAMember`, `payloadTooLarge`, …). Nothing of the
 /// batch was written.
 public struct BatchError: Error, Hashable, CustomStringConvertible, Sendable {
+    /// The refused operation's position in the batch, from 0.
     public let index: Int
+    /// Why it was refused: one sentence for people.
     public let reason: String
     /// What kind of refusal, as ``ReplicaError/code`` would say for a single write.
     public let code: ReplicaError.Code
 
+    /// A refusal of the operation at `index`; `code` defaults to `.ruleViolation`.
     public init(index: Int, reason: String, code: ReplicaError.Code = .ruleViolation) {
         self.index = index
         self.reason = reason
         self.code = code
     }
 
+    /// "operation <index>: <reason>".
     public var description: String { "operation \(index): \(reason)" }
 }
 

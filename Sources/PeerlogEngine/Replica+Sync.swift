@@ -4,7 +4,9 @@ import PeerlogStore
 
 /// A receipt ready to go on the wire: its container bytes plus where it sits.
 public struct SyncReceiptItem: Sendable {
+    /// The device that signed the receipt.
     public let author: DeviceID
+    /// Its author counter (§3.2): 1, 2, 3, … per (group, author).
     public let counter: UInt64
     /// The committed seq, nil while tentative.
     public let seq: UInt64?
@@ -14,15 +16,19 @@ public struct SyncReceiptItem: Sendable {
 
 /// A committed envelope with its receipt, for committed catch-up.
 public struct SyncCommittedItem: Sendable {
+    /// The envelope's seq in its group, from 1.
     public let seq: UInt64
     /// The envelope container (§3.4).
     public let envelope: [UInt8]
+    /// The receipt the envelope commits.
     public let receipt: SyncReceiptItem
 }
 
 /// A committed envelope alone.
 public struct SyncEnvelopeItem: Sendable {
+    /// The envelope's seq in its group, from 1.
     public let seq: UInt64
+    /// The envelope container (§3.4), byte-identical to `Envelope.encoded`.
     public let encoded: [UInt8]
 }
 
@@ -38,6 +44,7 @@ public struct SyncSharing: Sendable, Hashable {
     /// Our identity is a pending or active member, or this device is the group's relay.
     public let localPresent: Bool
 
+    /// Flags as given; `open` defaults to true.
     public init(held: Bool, open: Bool = true, peerPresent: Bool, localPresent: Bool) {
         self.held = held
         self.open = open

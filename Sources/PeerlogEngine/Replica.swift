@@ -11,7 +11,9 @@ import Synchronization
 public final class Replica: Sendable {
     /// The SQLite store (package access: SQL stays inside the package).
     package let store: Store
+    /// This device: its key, certificate and identity, which sign every local write.
     public let local: LocalDevice
+    /// The limits the replica enforces (queues, retries, batches, change-log retention).
     public let limits: ReplicaLimits
     /// The injected clock (milliseconds): the module reads time through it only.
     let clock: @Sendable () -> UInt64
@@ -52,6 +54,7 @@ public final class Replica: Sendable {
         return id
     }
 
+    /// Stops calling the handler `subscribe` returned `id` for; an unknown `id` is ignored.
     public func unsubscribe(_ id: Int) { _ = subscribers.withLock { $0.removeValue(forKey: id) } }
 
     private func deliver(_ events: [ReplicaEvent]) {
@@ -251,6 +254,7 @@ extension Replica {
         return first
     }
 
+    /// The group's state in `view`, or nil when no `group.created` took effect in that view.
     public func state(of group: GroupID, view: View) throws -> GroupState? {
         try store.read { try fold(group: group, view: view, db: $0, entities: .none).state }
     }
@@ -269,10 +273,12 @@ extension Replica {
         }
     }
 
+    /// The current value of entity `key` in `view`, or nil when no receipt set it or it was deleted.
     public func entity(_ key: String, in group: GroupID, view: View) throws -> EntityValue? {
         try store.read { try fold(group: group, view: view, db: $0, entities: .key(key)).entities[key] }
     }
 
+    /// Every entity of the group in `view`, sorted by key bytes (UTF-8).
     public func entities(in group: GroupID, view: View) throws -> [EntityValue] {
         try store.read { try fold(group: group, view: view, db: $0).entities.values.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) } }
     }
@@ -313,14 +319,18 @@ extension Replica {
         }
     }
 
+    /// How many of the group's held receipts have no seq yet (tentative).
     public func tentativeCount(of group: GroupID) throws -> Int { try store.read { try $0.tentativeCount(group: group) } }
 
+    /// Items that gave up (too many retries, too old: `ReplicaLimits`), in the order they gave up.
     public func deadLetters() throws -> [QueuedItem] { try store.read { try $0.deadLetters() } }
 
     /// Receipts refused because their signature or certificate failed, newest first: what they
     /// claim and which peer sent them (evidence of a forgery attempt or corruption).
     public func invalidReceipts(limit: Int = 1_000) throws -> [InvalidReceipt] { try store.read { try $0.invalidReceipts(limit: limit) } }
 
+    /// What waits now: receipts for missing author counters, then envelopes for a seq gap,
+    /// each sorted by group.
     public func pending() throws -> [QueuedItem] { try store.read { try $0.allPendingReceipts() + $0.allPendingEnvelopes() } }
 
     // MARK: View construction
@@ -396,10 +406,12 @@ public struct SequenceVector: Hashable, Sendable {
     /// Per author device, the highest contiguous author counter held, by device id.
     public let authors: [(DeviceID, UInt64)]
 
+    /// Equal when `committed` and every (device, counter) pair, in order, are equal.
     public static func == (l: SequenceVector, r: SequenceVector) -> Bool {
         l.committed == r.committed && l.authors.map(\.0) == r.authors.map(\.0) && l.authors.map(\.1) == r.authors.map(\.1)
     }
 
+    /// Hashes `committed` and the pairs in order, consistent with `==`.
     public func hash(into h: inout Hasher) {
         h.combine(committed)
         for (d, c) in authors { h.combine(d); h.combine(c) }

@@ -27,5 +27,6 @@ public struct ReplicaLimits: Sendable {
     /// refusal leaves uncommitted.
     public var maxReservationBatch: Int = 1_000
 
+    /// Limits as documented on each property, the defaults used when none are given.
     public init() {}
 }

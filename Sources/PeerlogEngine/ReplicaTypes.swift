@@ -41,16 +41,23 @@ public enum ReplicaEvent: Hashable, Sendable {
 
 /// The result of one `ingest` call.
 public struct IngestReport: Sendable, Equatable {
+    /// Receipts stored (each new, with its author's earlier counters held).
     public var stored = 0
+    /// Inputs already held: receipts, and envelopes already committed with the same receipt.
     public var duplicates = 0
+    /// Receipts held back waiting for an author's missing counters (a fetch is requested).
     public var queued = 0
+    /// Receipts committed (given a seq) by this call.
     public var committed = 0
+    /// Inputs for a deleted group: receipts of it, envelopes past its deletion.
     public var ignored = 0
     /// Refused inputs with the reason (invalid signature, not the sequencer, …).
     public var rejected: [(cid: CID, reason: String)] = []
     /// Those of `rejected` that failed signature or certificate checks (possible forgeries).
     public var invalid: [CID] = []
+    /// Fetches this call asks the network layer to make, in order.
     public var actions: [ReplicaAction] = []
+    /// What happened, in order; also delivered to subscribers after the commit.
     public var events: [ReplicaEvent] = []
     /// Groups where a shared relay store refused an assignment (another relay process took
     /// the seq): catch up from that store, then sequencing resumes.
@@ -59,6 +66,7 @@ public struct IngestReport: Sendable, Equatable {
     /// (`Replica.sequenceThroughGate`).
     var gated: Set<GroupID> = []
 
+    /// An empty report: every count 0, every list empty.
     public init() {}
 
     /// A group operation (`group.*`) was stored or committed: membership or the sequencer
@@ -72,6 +80,8 @@ public struct IngestReport: Sendable, Equatable {
         }
     }
 
+    /// Compares the counts, the CIDs of `rejected` (not the reasons), `actions` and `events`;
+    /// `invalid` and `contended` are not compared.
     public static func == (l: IngestReport, r: IngestReport) -> Bool {
         l.stored == r.stored && l.duplicates == r.duplicates && l.queued == r.queued && l.committed == r.committed
             && l.ignored == r.ignored && l.rejected.map(\.cid) == r.rejected.map(\.cid) && l.actions == r.actions && l.events == r.events
@@ -94,6 +104,7 @@ public struct IngestReport: Sendable, Equatable {
 
 /// The result of a local write.
 public struct AppendResult: Sendable, Equatable {
+    /// The signed receipt that was written.
     public let receipt: Receipt
     /// The committed position when the local device is the group's sequencer (nil on a replica
     /// with a `SequenceGate`: its gate driver commits the receipt after the write).
@@ -108,16 +119,21 @@ public enum ItemStatus: Hashable, Sendable {
 
 /// An entity's current value in a view.
 public struct EntityValue: Hashable, Sendable {
+    /// The entity key: 1...`GroupLimits.maxEntityKeyBytes` bytes of UTF-8.
     public let key: String
+    /// The value the receipt set.
     public let value: CBOR
     /// The receipt that wrote it.
     public let cid: CID
+    /// Whether the write is committed (at the receipt's seq) or still tentative.
     public let status: ItemStatus
 }
 
 /// One line of a group's log.
 public struct LogItem: Hashable, Sendable {
+    /// The receipt, as signed.
     public let receipt: Receipt
+    /// Committed at a seq, or tentative (only in the tentative view).
     public let status: ItemStatus
     /// Nil when the receipt took effect; otherwise why not (for tentative items: why it would not).
     public let rejected: String?
@@ -125,7 +141,10 @@ public struct LogItem: Hashable, Sendable {
 
 /// A member as a view shows it.
 public struct MemberView: Hashable, Sendable {
+    /// The member's entry in the view.
     public let member: Member
+    /// `.committed(seq:)` when the entry equals the committed state's (the seq its standing
+    /// dates from), `.tentative` when tentative receipts changed it.
     public let status: ItemStatus
 }
 

@@ -21,7 +21,10 @@ extension SequenceGate {
     }
 }
 
+/// What `SequenceGate.reserve` answers.
 public enum SequenceReservation: Sendable, Equatable {
+    /// Every assignment of the batch is recorded (or was already, by an earlier attempt).
     case reserved
+    /// Another process holds one of the seqs or receipts: nothing was recorded.
     case taken
 }

@@ -6,6 +6,8 @@ import PeerlogModel
 /// before c — choosing among ready receipts the smallest (HLC, CID). Edges to receipts
 /// outside the set are ignored. The same set gives the same order on every replica.
 public enum TentativeOrder {
+    /// Returns `receipts` in the tentative order. Never throws; fewer than two receipts come back
+    /// unchanged.
     public static func order(_ receipts: [Receipt]) -> [Receipt] {
         guard receipts.count > 1 else { return receipts }
         var index = [CID: Int]()

@@ -5,19 +5,35 @@ import PeerlogModel
 
 /// One row of the change log (Migration0005, docs/PROTOCOL.md §10.4), as stored.
 public struct ChangeLogRow: Sendable, Equatable {
+    /// The row's cursor: strictly increasing, never reused; 0 in a row not read back from the store.
     public var id: Int64 = 0
+    /// The group the change is in.
     public var group: GroupID
+    /// What changed: `invited`, `members`, `entity`, `reordered`, `committed`, `rejected` or
+    /// `deleted` (the table of §10.4 says when each is written and which columns it fills).
     public var kind: String
+    /// The entity key of an `entity` row; nil otherwise.
     public var key: String?
+    /// An `entity` row's value before the change: deterministic CBOR, nil when absent.
     public var oldValue: [UInt8]?
+    /// An `entity` row's value after the change (nil when absent); for `reordered`, the CBOR array
+    /// of the keys.
     public var newValue: [UInt8]?
+    /// Bits of an `entity` row: 1 old present, 2 old tentative, 4 new present, 8 new tentative,
+    /// 16 reordered; 0 for other kinds.
     public var flags: Int64 = 0
+    /// The lowest seq a `committed` row covers.
     public var firstSeq: UInt64?
+    /// The highest seq a `committed` row covers.
     public var lastSeq: UInt64?
+    /// The receipt an `invited` or `rejected` row names.
     public var cid: CID?
+    /// Why a `rejected` row's receipt had no effect.
     public var reason: String?
+    /// The writing transaction's clock, in milliseconds.
     public var at: UInt64
 
+    /// A row to append; nothing is checked here, and `id` is assigned by the store.
     public init(group: GroupID, kind: String, key: String? = nil, oldValue: [UInt8]? = nil, newValue: [UInt8]? = nil, flags: Int64 = 0,
                 firstSeq: UInt64? = nil, lastSeq: UInt64? = nil, cid: CID? = nil, reason: String? = nil, at: UInt64) {
         self.group = group

@@ -5,15 +5,25 @@ import PeerlogModel
 
 /// An item waiting in a queue (pending receipt or envelope) or dead.
 public struct QueuedItem: Sendable {
+    /// A receipt (waiting for its author's missing counters) or an envelope (waiting for a seq gap).
     public let kind: QueuedKind
+    /// The receipt's content id (for an envelope: the receipt it commits).
     public let cid: CID
+    /// The group it belongs to.
     public let group: GroupID
+    /// The author counter of a receipt or the seq of an envelope; 0 for a dead letter.
     public let seqOrCounter: UInt64
+    /// The author of a pending receipt; nil for envelopes and dead letters.
     public let author: DeviceID?
+    /// The container bytes (§3.2 receipt or §3.4 envelope), as received.
     public let encoded: [UInt8]
+    /// Why it waits (or, for a dead letter, why it gave up): one sentence for people.
     public let reason: String
+    /// How many times it was retried and still could not proceed.
     public let retryCount: Int
+    /// When it was first queued: the replica's clock, in milliseconds (Unix time unless a clock was injected).
     public let firstSeenAt: UInt64
+    /// When it was last retried (for a dead letter: when it gave up), on the same clock.
     public let lastAttemptAt: UInt64
 }
 

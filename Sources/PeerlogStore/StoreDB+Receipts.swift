@@ -241,13 +241,18 @@ extension StoreDB {
 /// A receipt refused because its signature or certificate does not verify (a forgery, or
 /// corruption), as recorded: what it claims and who sent it.
 public struct InvalidReceipt: Sendable, Equatable {
+    /// The refused receipt's content id.
     public let cid: CID
+    /// The group the receipt claims.
     public let group: GroupID
     /// The author device and identity the receipt claims (nil in rows older than migration 0003).
     public let author: DeviceID?
+    /// The claimed author's identity (nil in rows older than migration 0003).
     public let identity: IdentityID?
     /// The peer that sent it (nil: imported from a file, or recorded before migration 0003).
     public let peer: DeviceID?
+    /// Why verification failed: one sentence for people.
     public let reason: String
+    /// When it was recorded: the replica's clock, in milliseconds (Unix time unless a clock was injected).
     public let at: UInt64
 }

@@ -3,9 +3,13 @@ import Foundation
 /// A real `peerlog daemon` process on loopback, for tests: started on a free port, stopped
 /// with SIGTERM (SIGKILL after a time limit) and never left running.
 public final class DaemonProcess: @unchecked Sendable {
+    /// The daemon's home directory, passed as `--home`.
     public let home: String
+    /// The host it listens on (`listenHost`).
     public let host: String
+    /// The port it reported listening on (the one the system chose when `listenPort` was 0).
     public private(set) var port = 0
+    /// The device (or, for a relay, key) it printed after "device " or "key " at start; "" when none.
     public private(set) var device = ""
     private let process = Process()
     private let outPath: String
@@ -58,10 +62,15 @@ public final class DaemonProcess: @unchecked Sendable {
         }
     }
 
+    /// "host:port" of the listener, for other daemons to dial.
     public var address: String { "\(host):\(port)" }
+    /// Everything the daemon has written to stdout so far.
     public var stdout: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
+    /// Everything the daemon has written to stderr so far.
     public var stderr: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+    /// Whether the process is still running.
     public var isRunning: Bool { process.isRunning }
+    /// The process id (of the launcher when `launcher` was given).
     public var pid: Int32 { process.processIdentifier }
 
     /// SIGTERM, then SIGKILL if it has not exited within `grace`; returns the exit status.
@@ -76,6 +85,8 @@ public final class DaemonProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// SIGKILL now, no grace: for crash tests. Returns once the process is gone; does nothing if it
+    /// already exited.
     public func kill9() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)

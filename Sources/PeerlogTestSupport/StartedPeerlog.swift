@@ -3,10 +3,13 @@ import Foundation
 /// A `peerlog` process started without waiting for it, so several can run at the same
 /// moment (races between processes); `wait` collects its result. Killed if never waited for.
 public final class StartedPeerlog: @unchecked Sendable {
+    /// The arguments given to the `peerlog` binary.
     public let arguments: [String]
     private let process = Process()
     private let dir: String
 
+    /// Starts the built `peerlog` binary with `arguments`, stdin empty, output to files in a fresh
+    /// temporary directory. Throws when the directory cannot be made or the process cannot start.
     public init(_ arguments: [String]) throws {
         self.arguments = arguments
         dir = try TestSupport.temporaryDirectory()
@@ -20,8 +23,11 @@ public final class StartedPeerlog: @unchecked Sendable {
         try TestSupport.launch(process)
     }
 
+    /// Everything written to stdout so far.
     public var stdout: String { (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? "" }
+    /// Everything written to stderr so far.
     public var stderr: String { (try? String(contentsOfFile: dir + "/err", encoding: .utf8)) ?? "" }
+    /// Whether the process is still running.
     public var isRunning: Bool { process.isRunning }
 
     /// Waits for the exit (SIGKILL after `timeout`) and returns status and output.

@@ -7,13 +7,18 @@ import Synchronization
 
 /// A clock a test moves by hand: milliseconds since the epoch, from `start`.
 public final class ManualClock: Sendable {
+    /// The default start time: 1_700_000_000_000 ms (14 November 2023, 22:13:20 UTC).
     public static let start: UInt64 = 1_700_000_000_000
     private let value: Mutex<UInt64>
 
+    /// A clock at `start` milliseconds.
     public init(_ start: UInt64 = ManualClock.start) { value = Mutex(start) }
 
+    /// The current time, in milliseconds.
     public func now() -> UInt64 { value.withLock { $0 } }
+    /// Moves the clock forward by `ms` milliseconds (traps on overflow).
     public func advance(_ ms: UInt64) { value.withLock { $0 += ms } }
+    /// Sets the clock to `ms` milliseconds; it may go backwards.
     public func set(_ ms: UInt64) { value.withLock { $0 = ms } }
 }
 
@@ -21,8 +26,12 @@ public final class ManualClock: Sendable {
 /// sync and capture tests. Its keys derive from its name (and `seed`), so histories are
 /// reproducible.
 public struct TestReplica: Sendable {
+    /// The device: keys derived from the seed (`LocalDevice.deterministic`), the certificate's
+    /// `createdAt` 1.
     public let device: LocalDevice
+    /// Its replica, on an in-memory store.
     public let replica: Replica
+    /// The clock the replica reads; a test moves it.
     public let clock: ManualClock
 
     /// Keys from "NAME/SEED".
@@ -39,6 +48,7 @@ public struct TestReplica: Sendable {
         replica = Replica(store: try Store(), device: device, limits: limits, clock: { clock.now() }, sequenceGate: sequenceGate)
     }
 
+    /// The device's identity.
     public var identity: IdentityID { device.identity }
 
     /// Everything this replica holds of a group: receipts (in author-counter order, evidence
@@ -80,8 +90,11 @@ public struct TestReplica: Sendable {
 
 /// A group's state hash in the committed and in the tentative view.
 public struct StateHashes: Hashable, Sendable, CustomStringConvertible {
+    /// The committed view's state hash (§12).
     public let committed: [UInt8]
+    /// The tentative view's state hash (§12).
     public let tentative: [UInt8]
 
+    /// Both hashes in hex, for failure messages.
     public var description: String { "committed \(hexString(committed)), tentative \(hexString(tentative))" }
 }

@@ -11,6 +11,7 @@ public enum TestSupport {
         return url.path
     }()
 
+    /// The path of the test vector file `name` under Tests/Vectors/; whether it exists is not checked.
     public static func vectorPath(_ name: String) -> String { repoRoot + "/Tests/Vectors/" + name }
 
     /// The Python of the venv that tools/setup.sh creates; tests fail clearly without it.
@@ -23,14 +24,22 @@ public enum TestSupport {
         ProcessInfo.processInfo.environment["PEERLOG_BIN"] ?? repoRoot + "/.build/debug/peerlog"
     }
 
+    /// How a process ended and what it wrote.
     public struct ProcessResult: Sendable {
+        /// The exit status, or the signal number when a signal ended it (`Process.terminationStatus`).
         public let status: Int32
+        /// Everything written to standard output, as UTF-8 ("" when unreadable).
         public let stdout: String
+        /// Everything written to standard error, as UTF-8 ("" when unreadable).
         public let stderr: String
     }
 
+    /// A process could not run or did not end as required (missing binary, time limit, non-zero
+    /// exit of a helper script).
     public struct ProcessError: Error, CustomStringConvertible {
+        /// What went wrong, with the program and, where there is one, its stderr.
         public let description: String
+        /// An error with this text.
         public init(description: String) { self.description = description }
     }
 
@@ -50,6 +59,10 @@ public enum TestSupport {
 
     private static let environmentLock = NSRecursiveLock()
 
+    /// Runs `executable` with `arguments` to completion, `input` on its stdin and `environment`
+    /// merged over the test process's environment. Throws `ProcessError` when the file is not
+    /// executable, or when it runs longer than `timeout` seconds (it is then terminated); a
+    /// non-zero exit is not an error: look at `status`.
     public static func run(_ executable: String, _ arguments: [String], input: String = "", environment: [String: String] = [:], timeout: TimeInterval = 120) throws -> ProcessResult {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw ProcessError(description: "\(executable) is missing; run tools/setup.sh first")
@@ -101,8 +114,11 @@ public enum TestSupport {
         return path
     }
 
+    /// Lowercase hex, two digits per byte, no separators.
     public static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
+    /// The bytes of `hex` (two digits per byte, either case). Traps on an odd length or a non-hex
+    /// digit: for literals in tests only.
     public static func bytes(hex: String) -> [UInt8] {
         var out = [UInt8]()
         var i = hex.startIndex
@@ -120,5 +136,6 @@ public enum TestSupport {
 public typealias SeededRandom = SequencerRNG
 
 extension SequencerRNG {
+    /// `n` bytes drawn from this generator: the same seed gives the same bytes.
     public mutating func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8.random(in: 0...255, using: &self) } }
 }

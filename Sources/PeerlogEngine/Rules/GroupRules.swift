@@ -5,18 +5,24 @@ import PeerlogModel
 /// as the receipt's rejection), so equality is on the reason. ``code`` is the
 /// ``ReplicaError/Code`` a local write refused by it throws (``ReplicaError/init(_:file:line:)``).
 public struct RuleViolation: Error, Hashable, Sendable, CustomStringConvertible {
+    /// One sentence for people naming the rule broken, e.g. "group is deleted"; stored as the
+    /// receipt's rejection, so every replica holds the same text.
     public let reason: String
     /// What kind of refusal: `notAMember`, `groupDeleted`, `notPermitted`, …
     public let code: ReplicaError.Code
 
+    /// A refusal with its reason; `code` defaults to `.ruleViolation` when no more specific code fits.
     public init(_ reason: String, code: ReplicaError.Code = .ruleViolation) {
         self.reason = reason
         self.code = code
     }
 
+    /// Equal when the reasons are equal; ``code`` is not compared.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.reason == rhs.reason }
+    /// Hashes the reason only, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(reason) }
 
+    /// The reason.
     public var description: String { reason }
 }
 

@@ -15,10 +15,14 @@ public enum MemberStatus: String, CaseIterable, Hashable, Sendable {
 
 /// One identity's entry in a group.
 public struct Member: Hashable, Sendable {
+    /// The member's identity (not a device: one identity may have several devices).
     public var identity: IdentityID
+    /// What the member may do (§9.4).
     public var role: Role
+    /// Whether the member may act now.
     public var status: MemberStatus
 
+    /// An entry as given; nothing is checked here (the rules check on apply).
     public init(identity: IdentityID, role: Role, status: MemberStatus) {
         self.identity = identity
         self.role = role
@@ -72,15 +76,22 @@ public enum GroupLimits {
 
 /// A group as its committed receipts describe it: the input of `GroupRules.apply`.
 public struct GroupState: Hashable, Sendable {
+    /// The group this state describes.
     public var group: GroupID
+    /// The group's name: 1...`GroupLimits.maxNameBytes` bytes of UTF-8.
     public var name: String
+    /// `.deleted` once a `group.deleted` took effect; a deleted group accepts no more receipts.
     public var status: GroupStatus
+    /// The seat limit (§9.5): 1...`GroupLimits.maxMembersCeiling`.
     public var maxMembers: Int
+    /// The identity that created the group.
     public var createdBy: IdentityID
+    /// Who orders the group's receipts (§10.2).
     public var authority: SequencerAuthority
     /// Every identity ever added, whatever its status now. Keyed by `Member.identity`.
     public var members: [IdentityID: Member]
 
+    /// A state as given; nothing is checked here (limits are checked when a body is parsed).
     public init(
         group: GroupID, name: String, status: GroupStatus = .active, maxMembers: Int, createdBy: IdentityID,
         authority: SequencerAuthority, members: [IdentityID: Member]
