@@ -82,13 +82,7 @@ extension CBOR {
             return .map(map)
         case ("$simple", .number(let n)):
             guard let v = UInt8(n), v < 24 || v >= 32 else { throw JSONConversionError(description: "$simple must be 0...23 or 32...255") }
-            switch v {
-            case 20: return .bool(false)
-            case 21: return .bool(true)
-            case 22: return .null
-            case 23: return .undefined
-            default: return .simple(v)
-            }
+            return .simpleValue(v)
         case ("$float", .string(let s)):
             guard allowFloats else { throw JSONConversionError(description: "floating-point numbers are not allowed here") }
             switch s {

@@ -74,3 +74,18 @@ extension CBOR: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Express
     /// A Boolean literal is a `.bool` item.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
 }
+
+extension CBOR {
+    /// The item simple value `v` stands for (RFC 8949 §3.3): 20 false, 21 true, 22 null,
+    /// 23 undefined, any other value `.simple(v)`. Whether `v` is allowed where it was read is
+    /// the caller's check.
+    static func simpleValue(_ v: UInt8) -> CBOR {
+        switch v {
+        case 20: .bool(false)
+        case 21: .bool(true)
+        case 22: .null
+        case 23: .undefined
+        default: .simple(v)
+        }
+    }
+}

@@ -230,23 +230,13 @@ private struct Reader {
 
     mutating func simpleOrFloat(_ ai: UInt8, at start: Int) throws(CBORError) -> CBOR {
         switch ai {
-        case 20: return .bool(false)
-        case 21: return .bool(true)
-        case 22: return .null
-        case 23: return .undefined
-        case 0..<20: return .simple(ai)
+        case 0..<24: return .simpleValue(ai)
         case 24:
             let v = try byte()
             // RFC 8949 §3.3: 0xf8 followed by a byte below 0x20 is not well-formed (RFC 7049 allowed it).
             if v < 32 {
                 if strict { throw CBORError(.invalidSimpleValue, at: start, "simple(\(v))") }
-                switch v {
-                case 20: return .bool(false)
-                case 21: return .bool(true)
-                case 22: return .null
-                case 23: return .undefined
-                default: return .simple(v)
-                }
+                return .simpleValue(v)
             }
             return .simple(v)
         case 25:
