@@ -33,7 +33,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var rejectedTotal: Int?
 }
 
-/// One item of a peer's batch that our replica refused (§15.2), for `status`.
+/// One item of a peer's batch that our replica refused (§15.1), for `status`.
 public struct RejectionStatus: Codable, Sendable, Equatable {
     /// The group (`b…` base32).
     public var group: String
