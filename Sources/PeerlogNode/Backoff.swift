@@ -1,11 +1,15 @@
 /// Reconnect delays: exponential from `initial` to `maximum`, with jitter so peers that lost
 /// each other at the same moment do not redial in lockstep.
 public struct Backoff: Sendable {
+    /// The first delay, before jitter: 1 s.
     public static let initial: Duration = .seconds(1)
+    /// The longest delay, before jitter: 60 s.
     public static let maximum: Duration = .seconds(60)
 
+    /// Delays handed out since the last `reset()`: one per failed attempt.
     public private(set) var failures = 0
 
+    /// A schedule with no failures yet.
     public init() {}
 
     /// The delay before the next attempt after one more failure: the un-jittered delay is
@@ -19,6 +23,7 @@ public struct Backoff: Sendable {
         return .milliseconds(max(jittered, 1000))
     }
 
+    /// `nextDelay(using:)` with the system's random number generator.
     public mutating func nextDelay() -> Duration {
         var rng = SystemRandomNumberGenerator()
         return nextDelay(using: &rng)

@@ -75,10 +75,14 @@ final class CaptureControl: Sendable {
 
 /// A running capture, as `status` and `capture stop` report it.
 public struct CaptureStatus: Codable, Sendable, Equatable {
+    /// The file the capture started with (rotated files add `.1`, `.2`, …).
     public var path: String
     /// Every file written so far (more than one after rotation).
     public var files: [String]
+    /// Records written so far (records still queued are not counted yet).
     public var records: Int
+    /// Receipt bodies are left out of the file (§17.3).
     public var omitBodies: Bool
+    /// The size in bytes at which a file is rotated; nil: one file, never rotated.
     public var maxBytes: Int?
 }

@@ -3,6 +3,7 @@ import PeerlogChannel
 
 /// Talks to a running daemon's control socket (blocking; used by the CLI).
 public enum ControlClient {
+    /// Seconds each send and receive on the control socket may take before the request fails.
     public static let timeoutSeconds = 5
 
     /// Sends one request and returns the reply document.
@@ -34,6 +35,8 @@ public enum ControlClient {
         (try? request(.ping, socketPath: socketPath)) != nil
     }
 
+    /// The daemon's `status` document. Throws `NodeError` (`controlSocket`) when no daemon
+    /// answers, it does not reply in time, or the reply is an error or does not decode.
     public static func status(socketPath: String) throws -> NodeStatus {
         try decode(NodeStatus.self, request(.status, socketPath: socketPath))
     }

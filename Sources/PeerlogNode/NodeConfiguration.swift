@@ -6,6 +6,7 @@ import PeerlogModel
 
 /// Everything a running node needs besides its home directory's keys and store.
 public struct NodeConfiguration: Sendable {
+    /// The TCP port a node listens on unless told otherwise (on 127.0.0.1 by default).
     public static let defaultPort = 7300
 
     /// Where to accept connections; nil means do not listen (dial only).
@@ -23,6 +24,7 @@ public struct NodeConfiguration: Sendable {
     /// assignments are committed by `replica.runSequenceGate()`, which the caller runs (the
     /// relay's follower does).
     public var sequenceGate: (any SequenceGate)?
+    /// The secure channel's settings (§14.8), among them the network id (`network` in the file).
     public var channel = ChannelConfiguration()
     /// Bounds on memory, connections and handshakes peers can make the node hold.
     public var limits = NodeLimits()
@@ -33,12 +35,15 @@ public struct NodeConfiguration: Sendable {
     public var electionTick: Duration = .milliseconds(100)
     /// The Unix socket `peerlog status` talks to; default `HOME/peerlog.sock`.
     public var controlSocket: String?
+    /// The least severe level logged; `log-level` in the file (default `info`).
     public var logLevel: Logger.Level = .info
     /// Advertise and browse `_peerlog._tcp` over DNS-SD (mDNS on the LAN).
     public var discovery = true
     /// The advertised service instance name; default "DEVICE-NAME (short device id)".
     public var serviceName: String?
 
+    /// The defaults: listen on 127.0.0.1:7300, no static peers, discovery on, admission limited
+    /// to our identity and the members of our groups.
     public init() {}
 
     /// Reads a configuration file: one `key = value` per line, `#` starts a comment.
@@ -80,6 +85,7 @@ public struct NodeConfiguration: Sendable {
         }
     }
 
+    /// The control socket's path: `controlSocket` if set, else `HOME/peerlog.sock`.
     public func controlSocketPath(home: String) -> String { controlSocket ?? home + "/peerlog.sock" }
 
     /// The log level named `text` (`trace` … `critical`); any other word throws `failure`

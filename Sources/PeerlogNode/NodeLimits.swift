@@ -16,6 +16,7 @@ public struct NodeLimits: Sendable {
     /// to return freed memory to the system (malloc_trim) when it closes.
     public var trimAfterFreeingBytes = 1 << 20
 
+    /// The defaults above (§14.7).
     public init() {}
 
     /// `maxPendingHandshakes`, but at most a quarter of `fileDescriptorLimit` (at least 8), so

@@ -2,16 +2,25 @@ import PeerlogSequencer
 
 /// What `peerlog status` shows; sent as JSON over the control socket.
 public struct NodeStatus: Codable, Sendable, Equatable {
+    /// This node's device key, as its `b…` base32 string.
     public var device: String
+    /// The identity the device belongs to (`b…` base32).
     public var identity: String
+    /// The device name in its certificate.
     public var name: String
+    /// The bound listen address (`HOST:PORT` or `[V6]:PORT`, the real port when 0 was asked);
+    /// nil before the listener is up or when the node does not listen.
     public var listening: String?
+    /// Configured and discovered peers as their dialers see them, then the connections no dialer
+    /// shows (inbound ones, mostly).
     public var peers: [PeerStatus]
+    /// Every group in the replica.
     public var groups: [GroupStatus]
     /// The last connections that ended, newest last, with why.
     public var recentlyClosed: [ClosedStatus]
     /// Why LAN discovery is not running (nil when it runs or is turned off).
     public var discoveryUnavailable: String?
+    /// LAN discovery is turned on (it may still be unavailable: `discoveryUnavailable`).
     public var discovery: Bool
     /// The capture in progress, if any.
     public var capture: CaptureStatus?
@@ -20,42 +29,62 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     /// What this node refused from peers (invalid signatures or certificates among them),
     /// newest last (at most 32), and how many since it started.
     public var rejected: [RejectionStatus]?
+    /// Items refused from peers since the node started (`rejected` keeps only the newest 32).
     public var rejectedTotal: Int?
 }
 
+/// One item of a peer's batch that our replica refused (§15.1), for `status`.
 public struct RejectionStatus: Codable, Sendable, Equatable {
+    /// The group (`b…` base32).
     public var group: String
+    /// The receipt's CID (for an envelope, the CID it names).
     public var cid: String
     /// The author device and identity the receipt claims (nil for an envelope).
     public var author: String?
+    /// The identity the receipt's certificate claims (`b…` base32; nil for an envelope).
     public var identity: String?
     /// The peer device that sent it.
     public var from: String
+    /// Why the replica refused it.
     public var reason: String
     /// Its signature or certificate failed: possible forgery.
     public var invalid: Bool
+    /// When it was refused, in milliseconds since the Unix epoch.
     public var at: UInt64
 }
 
+/// A receipt we sent that a peer's sequencer refused (§19.2), for `status`.
 public struct RefusalStatus: Codable, Sendable, Equatable {
+    /// The group (`b…` base32).
     public var group: String
+    /// The refused receipt's CID.
     public var cid: String
     /// The refusing peer's device.
     public var by: String
+    /// The rule it breaks, as the refusing sequencer worded it.
     public var reason: String
+    /// When the refusal arrived, in milliseconds since the Unix epoch.
     public var at: UInt64
 }
 
+/// A peer the node dials or is connected to, for `status`.
 public struct PeerStatus: Codable, Sendable, Equatable {
     /// The dialed address (static peers) or the remote address (inbound).
     public var address: String
+    /// Where the node is with it.
     public var state: State
+    /// Who dialed.
     public var direction: Direction
     /// How we know the peer.
     public var source: Source
+    /// The peer's device key (`b…` base32), once known (a handshake, or its DNS-SD record).
     public var device: String?
+    /// The device name in the peer's certificate.
     public var name: String?
+    /// When the current connection's handshake finished, in milliseconds since the Unix epoch;
+    /// nil when not connected.
     public var connectedSince: UInt64?
+    /// Why the last attempt or connection ended (or, when `discovered`, why it is not dialed).
     public var lastError: String?
     /// Milliseconds until the next dial, in `backoff`.
     public var retryInMs: UInt64?
@@ -72,6 +101,7 @@ public struct PeerStatus: Codable, Sendable, Equatable {
         case inbound, outbound
     }
 
+    /// How the node knows of the peer (the raw values are what `status --json` prints).
     public enum Source: String, Codable, Sendable {
         /// `--peer` or the configuration file.
         case `static`
@@ -84,15 +114,22 @@ public struct PeerStatus: Codable, Sendable, Equatable {
     }
 }
 
+/// A group in the replica, for `status`.
 public struct GroupStatus: Codable, Sendable, Equatable {
+    /// The group ID (`b…` base32).
     public var id: String
+    /// The group's name in its tentative state (empty if it cannot be read).
     public var name: String
+    /// The committed high-water mark: the highest seq of the group committed here.
     public var committed: UInt64
+    /// Receipts held here that have no seq yet.
     public var tentative: Int
+    /// Connected peers syncing this group with us.
     public var peers: [GroupPeerStatus]
     /// Who assigns the group's seqs (nil before the group is committed here).
     public var sequencer: SequencerStatus?
 
+    /// A group's status; `sequencer` nil when not given.
     public init(id: String, name: String, committed: UInt64, tentative: Int, peers: [GroupPeerStatus], sequencer: SequencerStatus? = nil) {
         self.id = id
         self.name = name
@@ -105,19 +142,25 @@ public struct GroupStatus: Codable, Sendable, Equatable {
 
 /// The group's sequencer authority and, on a voter of an elected one, the election's state.
 public struct SequencerStatus: Codable, Sendable, Equatable {
+    /// The kind of authority.
     public var authority: Authority
     /// The solo device, the voters, or the relay's key.
     public var devices: [String]
+    /// The relay's address as the group names it (relay authority only).
     public var address: String?
     /// Receipts held here that wait for a seq (the commit lag).
     public var commitLag: Int
     /// On a voter: its role in the election, the term, the leader it knows, and the seq after
     /// which this authority assigns.
     public var role: SequencerRole?
+    /// The election's current term as this voter knows it.
     public var term: UInt64?
+    /// The leader this voter knows (`b…` base32); nil when it knows none.
     public var leader: String?
+    /// The seq after which this authority assigns.
     public var base: UInt64?
 
+    /// The authority's part; the election fields stay nil until set.
     public init(authority: Authority, devices: [String], address: String? = nil, commitLag: Int) {
         self.authority = authority
         self.devices = devices
@@ -131,7 +174,9 @@ public struct SequencerStatus: Codable, Sendable, Equatable {
     }
 }
 
+/// One connected peer's standing in one group, for `status`.
 public struct GroupPeerStatus: Codable, Sendable, Equatable {
+    /// The peer's device key (`b…` base32).
     public var device: String
     /// The peer's committed high-water mark as it last told us.
     public var peerCommitted: UInt64?
@@ -139,15 +184,22 @@ public struct GroupPeerStatus: Codable, Sendable, Equatable {
     public var behind: UInt64
     /// How many it lacks compared to us.
     public var ahead: UInt64
+    /// The peer sent `caught_up` for our latest vector: it has sent everything we lacked then.
     public var caughtUp: Bool
     /// Items (receipts and envelopes) received from / sent to this peer in this connection.
     public var itemsReceived: Int
+    /// Items sent to it in this connection.
     public var itemsSent: Int
 }
 
+/// A connection that ended, for `status` (the newest 32 are kept).
 public struct ClosedStatus: Codable, Sendable, Equatable {
+    /// The peer's device key (`b…` base32); nil if it ended before the handshake told it.
     public var device: String?
+    /// The remote address, `IP:PORT` ("?" when the socket did not say).
     public var address: String
+    /// Why it ended.
     public var reason: String
+    /// When it ended, in milliseconds since the Unix epoch.
     public var at: UInt64
 }

@@ -1,8 +1,11 @@
 /// A peer to dial: `HOST:PORT`, `[IPv6]:PORT`.
 public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
+    /// A host name or an IP address (an IPv6 one without brackets).
     public let host: String
+    /// The TCP port: 1...65535 to dial, 0...65535 to listen (0: any free port).
     public let port: Int
 
+    /// An address as given, not checked (`init(parsing:listening:)` checks).
     public init(host: String, port: Int) {
         self.host = host
         self.port = port
@@ -32,5 +35,7 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
         self.init(host: String(host), port: port)
     }
 
+    /// `HOST:PORT`, or `[HOST]:PORT` when the host contains a colon (IPv6): what `init(parsing:)`
+    /// reads back.
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }

@@ -14,9 +14,13 @@ import Synchronization
 /// control socket. Embed it in a `ServiceGroup` (graceful shutdown closes every connection
 /// with a close record) or use `peerlog daemon`.
 public final class PeerlogNode: Service, Sendable {
+    /// The home directory: keys, `replica.sqlite` and, by default, the control socket.
     public let home: String
+    /// The configuration the node was made with.
     public let configuration: NodeConfiguration
+    /// This node's device (keys and certificate), from `home` or the given replica.
     public let device: LocalDevice
+    /// The replica the node syncs: the one given to `init`, or `HOME/replica.sqlite`.
     public let replica: Replica
     private let logger: Logger
     private let hub: NodeHub
@@ -69,6 +73,10 @@ public final class PeerlogNode: Service, Sendable {
     /// The address the listener is bound to, once running.
     public var listeningAddress: PeerAddress? { boundAddress.withLock { $0 } }
 
+    /// Listens, serves the control socket, dials and syncs until graceful shutdown or
+    /// cancellation, then closes every connection with a close record and removes the socket.
+    /// Throws `NodeError.alreadyRunning` when a daemon already answers on the control socket, and
+    /// the bind error when the listen address or the socket cannot be bound.
     public func run() async throws {
         let controlPath = configuration.controlSocketPath(home: home)
         if ControlClient.isAnswering(socketPath: controlPath) { throw NodeError.alreadyRunning(controlPath) }

@@ -16,6 +16,8 @@ import Synchronization
 /// `PostgresRelayStore.listen`), which this ingests at once; a full pass over every group's
 /// heads runs only every `interval`, for lost notifications and for publishing.
 public final class PostgresRelayFollower: Sendable {
+    /// Rows read or written per query (at most): a pass publishes up to this many of a group's
+    /// missing items per gap, and ingests the table's rows in pages of this size.
     public static let pageSize = 1_000
     /// The least time between two passes.
     static let minimumGap: Duration = .milliseconds(50)
@@ -31,6 +33,9 @@ public final class PostgresRelayFollower: Sendable {
 
     private let wakeup = FollowerWakeup()
 
+    /// Follows `store` for `replica`, logging failures to `logger`. `interval` is the longest wait
+    /// between two full passes (default 1 s); a notification starts a pass sooner, but passes are
+    /// at least `minimumGap` (50 ms) apart. Nothing runs until `run()`.
     public init(replica: Replica, store: PostgresRelayStore, logger: Logger, interval: Duration = .seconds(1)) {
         self.replica = replica
         self.store = store
@@ -91,6 +96,8 @@ public final class PostgresRelayFollower: Sendable {
         }
     }
 
+    /// Asks `run()` to return: the follower stops once its current pass and the wait after it
+    /// (at most `interval`) end, and `run()` then cancels the listener and the gate driver.
     public func stop() { stopped.store(true, ordering: .relaxed) }
 
     /// One pass: ingest what the table holds beyond the replica, publish what the replica holds

@@ -8,6 +8,8 @@ import Synchronization
 // it touched, from a trigger, so whichever process (or version) inserts, the others learn of it
 // at commit instead of on their next poll.
 extension PostgresRelayStore {
+    /// The LISTEN/NOTIFY channel on which the trigger announces, per inserting statement, the groups
+    /// it touched (§19.3).
     public static let notifyChannel = "peerlog_relay_log"
 
     /// Creates the notifying trigger once (inside `migrate`'s transaction and advisory lock).

@@ -15,14 +15,22 @@ import ServiceLifecycle
 /// relay's `ServiceGroup` (before the services that use it); queries wait until it runs.
 /// `start()` checks the server and creates the tables first, over a connection of its own.
 public final class PostgresRelayStore: SequenceGate, Service, Sendable {
+    /// The version of the relay tables this build creates and reads. `start()` records it in
+    /// `peerlog_relay_schema` in a new database, and throws `RelayStoreError` with code
+    /// `.schemaVersion` if the database holds a higher one.
     public static let schemaVersion = 1
     /// Tries of one statement that failed for a transient reason (lost connection, serialization).
     static let maxTries = 5
 
+    /// Where the store and its connection pool log.
     public let logger: Logger
     let client: PostgresClient
     let configuration: PostgresClient.Configuration
 
+    /// Parses `url` (`postgres://` or `postgresql://`, `user[:password]@host[:port]/database`;
+    /// host 127.0.0.1 and port 5432 when left out; no TLS) and makes the pool, without connecting.
+    /// Throws `RelayStoreError` with code `.invalidURL` when the URL is malformed, names no user or
+    /// database, or has a port outside 1...65535.
     public init(url: String, logger: Logger) throws {
         self.logger = logger
         configuration = try PostgresURL.configuration(url)

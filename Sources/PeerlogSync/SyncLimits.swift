@@ -26,5 +26,6 @@ public struct SyncLimits: Sendable {
     /// Bytes of an error message text.
     public var maxErrorMessageBytes = 1_024
 
+    /// The defaults above, which are the protocol's (§15.3).
     public init() {}
 }

@@ -17,8 +17,11 @@ public enum SyncRequest: Hashable, Sendable {
 
 /// A receipt a sequencer refused, with the rule it breaks (e.g. "sender is not an active member").
 public struct RefusedReceipt: Hashable, Sendable {
+    /// The receipt refused.
     public let cid: CID
+    /// The rule it breaks, as the sequencer words it.
     public let reason: String
+    /// A refusal of `cid` for `reason`.
     public init(cid: CID, reason: String) {
         self.cid = cid
         self.reason = reason
@@ -27,8 +30,11 @@ public struct RefusedReceipt: Hashable, Sendable {
 
 /// One author's highest contiguous counter in a vector.
 public struct AuthorCounter: Hashable, Sendable {
+    /// The author device.
     public let author: DeviceID
+    /// Its highest counter such that it holds every receipt of that author from 1 up to it.
     public let counter: UInt64
+    /// `author` holds its receipts 1...`counter`.
     public init(author: DeviceID, counter: UInt64) {
         self.author = author
         self.counter = counter
@@ -62,6 +68,8 @@ public enum SyncMessage: Hashable, Sendable {
     /// A well-formed map with a type this version does not know: ignored.
     case unknown(type: String)
 
+    /// The message's type as its `t` key carries it (`caught_up` for ``caughtUp``; an unknown
+    /// message's own).
     public var type: String {
         switch self {
         case .hello: "hello"
@@ -81,6 +89,8 @@ public enum SyncMessage: Hashable, Sendable {
         }
     }
 
+    /// The message as deterministic CBOR (§1), one application message. Encodes whatever it holds:
+    /// the limits are checked by `decode`, not here.
     public func encoded() -> [UInt8] { CBOREncoder.encode(cbor) }
 
     /// The group a message is about, if any.

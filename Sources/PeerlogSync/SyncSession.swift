@@ -70,6 +70,9 @@ public final class SyncSession {
     /// off and calls `grant(_:)` itself; the peer then stalls once its credit is spent.
     public var autoGrant = true
 
+    /// A session of `local` with the device `peer` (its certificate, from the secure channel),
+    /// reading `store`, under `limits` (the §15.3 defaults unless given). Nothing is sent until
+    /// `start()` (or the first `receive`, which starts it).
     public init(local: LocalDevice, peer: DeviceCertificate, store: any SyncStore, limits: SyncLimits = .init()) {
         self.local = local
         self.peer = peer
@@ -205,6 +208,8 @@ public final class SyncSession {
         return [.send(SyncMessage.credit(n).encoded())]
     }
 
+    /// Counters and marks for the node's status (§15.4). A group's local mark is read from the
+    /// store, falling back on the session's own when the read fails.
     public func status() -> SyncSessionStatus {
         let list = order.map { g in
             let s = groups[g]!

@@ -9,6 +9,7 @@ public enum SyncAction: Sendable {
     case send([UInt8])
     /// Close the connection (after sending what came before).
     case close(reason: String)
+    /// Report this to the node (status, logs, fan-out, elections); no reply is owed.
     case event(SyncEvent)
     /// Verify, store and apply what the peer sent, then hand the outcome to
     /// ``SyncSession/ingested(_:)`` before any other call on the session. Always the last
@@ -20,8 +21,11 @@ public enum SyncAction: Sendable {
 
 /// A batch the peer sent, parsed and checked against its group, for the driver to ingest.
 public struct SyncIngest: Sendable {
+    /// The group the batch is for, one this session syncs with the peer.
     public let group: GroupID
+    /// The receipts of a `receipts` or `commits` message (empty for `envelopes`).
     public let receipts: [Receipt]
+    /// The envelopes of an `envelopes` or `commits` message (empty for `receipts`).
     public let envelopes: [Envelope]
     /// The peer's device (recorded with what it sent, e.g. as the sender of an invalid receipt).
     public let from: DeviceID
@@ -29,7 +33,9 @@ public struct SyncIngest: Sendable {
 
 /// A peer's `vector` message for a group: what it said it holds (§15.2.4).
 public struct PeerVector: Sendable, Equatable {
+    /// The device that sent the vector.
     public let peer: DeviceID
+    /// The group the vector is for.
     public let group: GroupID
     /// Its committed high-water mark.
     public let committed: UInt64
@@ -37,6 +43,7 @@ public struct PeerVector: Sendable, Equatable {
     public let authors: [AuthorCounter]
 }
 
+/// Something the session reports to the node, through ``SyncAction/event(_:)``.
 public enum SyncEvent: Sendable {
     /// Hello exchanged; these groups are synced (more may join: `groupAdded`).
     case ready(groups: [GroupID])
@@ -73,17 +80,24 @@ public enum SyncEvent: Sendable {
 
 /// Counters of one direction.
 public struct SyncTraffic: Sendable, Equatable {
+    /// Items (receipts and envelopes) in the batch messages counted.
     public var items = 0
+    /// Batch messages (`receipts`, `envelopes`, `commits`).
     public var messages = 0
+    /// Bytes of those messages, encoded (whole application messages).
     public var bytes = 0
+    /// All counters zero.
     public init() {}
 }
 
 /// One synced group as the session sees it.
 public struct SyncGroupStatus: Sendable {
+    /// The synced group.
     public let group: GroupID
     /// The peer's committed mark as last known (its vector, raised by what was exchanged); nil before its vector.
     public let peerCommitted: UInt64?
+    /// Our committed mark for the group: the replica's when it can be read, else the session's
+    /// last known.
     public let localCommitted: UInt64
     /// How far the peer is ahead of us (0 if not).
     public var behind: UInt64 { peerCommitted.map { $0 > localCommitted ? $0 - localCommitted : 0 } ?? 0 }
@@ -91,6 +105,7 @@ public struct SyncGroupStatus: Sendable {
     public var ahead: UInt64 { peerCommitted.map { localCommitted > $0 ? localCommitted - $0 : 0 } ?? 0 }
     /// Receipts and envelopes (items), batch messages and their bytes.
     public let sent: SyncTraffic
+    /// Same counters for the batches the peer sent us, counted once ingested.
     public let received: SyncTraffic
     /// We sent "caught_up" for the peer's latest vector.
     public let caughtUpSent: Bool
@@ -98,15 +113,25 @@ public struct SyncGroupStatus: Sendable {
     public let caughtUpReceived: Bool
 }
 
+/// A snapshot of one session, from ``SyncSession/status()`` (§15.4).
 public struct SyncSessionStatus: Sendable {
+    /// The protocol version agreed in hello; nil before the peer's hello.
     public let version: UInt64?
+    /// The synced groups, in the order they were accepted.
     public let groups: [SyncGroupStatus]
     /// Batch messages we may still send / the peer may still send us.
     public let creditAvailable: UInt64
+    /// (`creditAvailable` is ours, `creditGranted` the peer's: credit we granted, not yet used.)
     public let creditGranted: UInt64
+    /// Unsent batch messages in the queue (past `maxQueuedBatches` they are dropped: `.resync`).
     public let queuedBatches: Int
+    /// Requests we sent for which the peer's `done` has not come.
     public let requestsInFlight: Int
+    /// Messages from the peer that were dropped without error: unknown types, vectors, elections
+    /// and `unshared` for groups not shared, and late messages for groups we withdrew.
     public let ignoredMessages: Int
+    /// The session ended after an error, ours or the peer's (`receive`, `ingested` and `grant` then
+    /// return no actions).
     public let closed: Bool
 }
 
@@ -116,7 +141,9 @@ public struct RejectedItem: Sendable, Equatable {
     public let cid: CID
     /// The author device and identity the receipt claims (nil for an envelope).
     public let author: DeviceID?
+    /// The identity the receipt's certificate claims (nil for an envelope).
     public let identity: IdentityID?
+    /// Why the replica refused it, as the replica worded it.
     public let reason: String
     /// Its signature or certificate failed: a forgery or corruption, recorded as evidence.
     public let invalid: Bool
