@@ -2,8 +2,10 @@
 /// ``ErrorCode``, so codes can be added), where it was raised, and equality on the code only.
 /// Descriptions never contain key material.
 public struct CryptoError: CodedError {
+    /// The codes of this module (the static members of `ErrorCode where Domain == CryptoError`).
     public typealias Code = ErrorCode<CryptoError>
 
+    /// The kind of failure.
     public let code: Code
     /// Extra context for logs; never secret.
     public let detail: String
@@ -12,6 +14,7 @@ public struct CryptoError: CodedError {
     /// Where the error was raised.
     public let line: Int
 
+    /// An error with `code`, optional non-secret `detail`, and where it was raised.
     public init(_ code: Code, _ detail: String = "", file: String = #fileID, line: Int = #line) {
         self.code = code
         self.detail = detail
@@ -19,6 +22,7 @@ public struct CryptoError: CodedError {
         self.line = line
     }
 
+    /// The code, then the detail if there is one.
     public var description: String { detail.isEmpty ? code.description : "\(code): \(detail)" }
 }
 

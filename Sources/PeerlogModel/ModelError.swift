@@ -17,6 +17,7 @@ public struct ModelError: CodedError {
     /// Where the error was raised.
     public let line: Int
 
+    /// An error with `code`, a detail for people (never key material), and where it was raised.
     public init(_ code: Code, _ detail: String, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.detail = detail
@@ -24,6 +25,7 @@ public struct ModelError: CodedError {
         self.line = line
     }
 
+    /// The code's wording, then the detail.
     public var description: String { "\(code.text): \(detail)" }
 }
 

@@ -16,6 +16,8 @@ public struct RelayStoreError: CodedError {
     /// Where the error was raised.
     public let line: Int
 
+    /// An error with one line for the user (never the URL's password or SQL arguments), its
+    /// code, and where it was raised.
     public init(_ message: String, code: Code = .database, file: String = #fileID, line: Int = #line) {
         self.code = code
         description = message

@@ -180,6 +180,7 @@ public struct SyncCodecError: CodedError {
         self.line = line
     }
 
+    /// The code as the wire names it (§15.2, step 11: `limit`, `malformed`, …), then the message.
     public var description: String { "\(code.wireName): \(message)" }
     static func malformed(_ m: String, file: String = #fileID, line: Int = #line) -> SyncCodecError { SyncCodecError(.malformed, m, file: file, line: line) }
     static func limit(_ name: String, _ value: Int, _ max: Int, file: String = #fileID, line: Int = #line) -> SyncCodecError {
