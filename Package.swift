@@ -23,7 +23,7 @@ let package = Package(
     // PostgreSQL: the relay's shared store for several relay processes (postgres-nio). Off by
     // default so the common build stays fast: `swift build --traits PostgreSQL`.
     traits: [
-        .trait(name: "PostgreSQL", description: "peerlog relay run --postgres URL (postgres-nio)"),
+        .trait(name: "PostgreSQL", description: "peerlog relay run --postgres URL (postgres-nio)")
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -50,21 +50,36 @@ let package = Package(
         .target(name: "PeerlogEncoding", dependencies: ["PeerlogCrypto"], linkerSettings: [.linkedLibrary("m")]),
         // Core layer.
         .target(name: "PeerlogModel", dependencies: ["PeerlogCrypto", "PeerlogEncoding"]),
-        .target(name: "PeerlogStore", dependencies: ["PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "PeerlogEngine", dependencies: ["PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto"]),
+        .target(
+            name: "PeerlogStore",
+            dependencies: [
+                "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        .target(
+            name: "PeerlogEngine", dependencies: ["PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto"]),
         // Net layer: pure state machines (Noise, secure channel, sync session), then NIO around them.
         .target(name: "PeerlogNoise", dependencies: ["PeerlogCrypto"]),
         .target(name: "PeerlogChannel", dependencies: ["PeerlogNoise", "PeerlogModel", "PeerlogCrypto"]),
-        .target(name: "PeerlogSync", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer"]),
+        .target(
+            name: "PeerlogSync",
+            dependencies: [
+                "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer",
+            ]),
         .target(name: "PeerlogDiscovery", dependencies: ["CDNSSD"]),
         // Raft leader election restricted to sequence assignment (pure: ticks in, effects out).
         .target(name: "PeerlogSequencer"),
         // Capture files (pcapng with Peerlog records), transcripts, offline replay, raw-capture decryption.
-        .target(name: "PeerlogCapture", dependencies: ["PeerlogChannel", "PeerlogNoise", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto"]),
+        .target(
+            name: "PeerlogCapture",
+            dependencies: [
+                "PeerlogChannel", "PeerlogNoise", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding",
+                "PeerlogCrypto",
+            ]),
         .target(
             name: "PeerlogNode",
             dependencies: [
-                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogDiscovery", "PeerlogCapture",
+                "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
+                "PeerlogDiscovery", "PeerlogCapture",
                 "PeerlogSequencer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -76,7 +91,8 @@ let package = Package(
         .target(
             name: "Peerlog",
             dependencies: [
-                "PeerlogNode", "PeerlogCapture", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
+                "PeerlogNode", "PeerlogCapture", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding",
+                "PeerlogCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -96,7 +112,11 @@ let package = Package(
             ]
         ),
         // Entry points of the fuzz targets (Fuzz/) and of the tests that replay their findings.
-        .target(name: "PeerlogFuzzHarness", dependencies: ["PeerlogCapture", "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel"]),
+        .target(
+            name: "PeerlogFuzzHarness",
+            dependencies: [
+                "PeerlogCapture", "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel",
+            ]),
         // App layer.
         .executableTarget(
             name: "PeerlogCLI",
@@ -120,30 +140,53 @@ let package = Package(
         // the `TestReplica` fixture and its `ManualClock`).
         .target(
             name: "PeerlogTestSupport",
-            dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer"],
+            dependencies: [
+                "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer",
+            ],
             path: "Sources/PeerlogTestSupport"
         ),
         .testTarget(name: "PeerlogCryptoTests", dependencies: ["PeerlogCrypto", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogEncodingTests", dependencies: ["PeerlogEncoding", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogModelTests", dependencies: ["PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogEngineTests", dependencies: ["PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogNoiseTests", dependencies: ["PeerlogNoise", "PeerlogChannel", "PeerlogModel", "PeerlogCrypto", "PeerlogTestSupport"]),
-        .testTarget(name: "PeerlogSyncTests", dependencies: ["PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer", "PeerlogTestSupport"]),
+        .testTarget(
+            name: "PeerlogModelTests",
+            dependencies: ["PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogTestSupport"]),
+        .testTarget(
+            name: "PeerlogEngineTests",
+            dependencies: [
+                "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
+                "PeerlogTestSupport",
+            ]),
+        .testTarget(
+            name: "PeerlogNoiseTests",
+            dependencies: ["PeerlogNoise", "PeerlogChannel", "PeerlogModel", "PeerlogCrypto", "PeerlogTestSupport"]),
+        .testTarget(
+            name: "PeerlogSyncTests",
+            dependencies: [
+                "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
+                "PeerlogSequencer", "PeerlogTestSupport",
+            ]),
         .testTarget(name: "PeerlogDiscoveryTests", dependencies: ["PeerlogDiscovery", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogSequencerTests", dependencies: ["PeerlogSequencer"]),
-        .testTarget(name: "PeerlogCaptureTests", dependencies: ["PeerlogCapture", "PeerlogEngine", "PeerlogSync", "PeerlogChannel", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogTestSupport"]),
+        .testTarget(
+            name: "PeerlogCaptureTests",
+            dependencies: [
+                "PeerlogCapture", "PeerlogEngine", "PeerlogSync", "PeerlogChannel", "PeerlogModel", "PeerlogEncoding",
+                "PeerlogCrypto", "PeerlogTestSupport",
+            ]),
         // Compiled only with the PostgreSQL trait; needs the server tools/postgres.sh starts.
         .testTarget(
             name: "PeerlogRelayPostgresTests",
             dependencies: [
-                "PeerlogRelayPostgres", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogTestSupport",
+                "PeerlogRelayPostgres", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding",
+                "PeerlogTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "PeerlogNodeTests",
             dependencies: [
-                "PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel",
+                "PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport", "PeerlogSync", "PeerlogEngine",
+                "PeerlogStore", "PeerlogModel",
                 "PeerlogChannel", "PeerlogSequencer", "PeerlogEncoding",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -151,9 +194,15 @@ let package = Package(
             ]
         ),
         // The facade, driven as an app would (and, for other-process writes, the CLI binary).
-        .testTarget(name: "PeerlogTests", dependencies: ["Peerlog", "PeerlogStore", "PeerlogCLI", "PeerlogNotes", "PeerlogTestSupport"]),
+        .testTarget(
+            name: "PeerlogTests",
+            dependencies: ["Peerlog", "PeerlogStore", "PeerlogCLI", "PeerlogNotes", "PeerlogTestSupport"]),
         // Depends on the executable so `swift test` builds the binary it runs.
-        .testTarget(name: "PeerlogCLITests", dependencies: ["PeerlogModel", "PeerlogEngine", "PeerlogEncoding", "PeerlogNode", "PeerlogCLI", "PeerlogTestSupport"]),
+        .testTarget(
+            name: "PeerlogCLITests",
+            dependencies: [
+                "PeerlogModel", "PeerlogEngine", "PeerlogEncoding", "PeerlogNode", "PeerlogCLI", "PeerlogTestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

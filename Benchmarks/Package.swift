@@ -27,7 +27,7 @@ let package = Package(
                 .product(name: "PeerlogSync", package: "Peerlog"),
                 .product(name: "PeerlogNode", package: "Peerlog"),
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

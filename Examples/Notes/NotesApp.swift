@@ -56,7 +56,9 @@ actor NotesApp {
                 let name = try await peerlog.group(group)?.name ?? group.description
                 say("invited to \(name) (\(group)): type `accept`")
             case .reordered(let group, let keys) where group == current:
-                say("! reordered: \(keys.joined(separator: ", ")) changed: the sequencer ordered writes differently than guessed")
+                say(
+                    "! reordered: \(keys.joined(separator: ", ")) changed: the sequencer ordered writes differently than guessed"
+                )
             case .entity(let e) where e.group == current:
                 try await show()
             case .committed(let group, _) where group == current:
@@ -88,8 +90,12 @@ actor NotesApp {
             case "new":
                 current = try await peerlog.createGroup(named: argument.isEmpty ? "notes" : argument)
                 say("created list \(argument) (\(current!))")
-            case "use": current = try await peerlog.group(argument).id; try await show()
-            case "invite": try await peerlog.invite(try IdentityID(string: argument), to: try list()); say("invited \(argument)")
+            case "use":
+                current = try await peerlog.group(argument).id
+                try await show()
+            case "invite":
+                try await peerlog.invite(try IdentityID(string: argument), to: try list())
+                say("invited \(argument)")
             case "accept": try await accept()
             case "add": try await add(argument)
             case "done", "undo": try await mark(argument, done: command == "done")
@@ -115,7 +121,9 @@ actor NotesApp {
 
     func lists() async throws {
         for g in try await peerlog.groups() {
-            say("\(g.id == current ? "*" : " ") \(g.name)  \(g.id)  \(g.isInvitation ? "invitation" : "\(g.memberCount) member(s)")")
+            say(
+                "\(g.id == current ? "*" : " ") \(g.name)  \(g.id)  \(g.isInvitation ? "invitation" : "\(g.memberCount) member(s)")"
+            )
         }
     }
 
@@ -132,12 +140,15 @@ actor NotesApp {
         let number = try await peerlog.keys(in: group, prefix: "item/").count + 1
         // Numbered so the list keeps its order; the device suffix keeps two laptops' items apart.
         let digits = String(number)
-        let key = "item/" + String(repeating: "0", count: max(0, 6 - digits.count)) + digits + "-" + String(peerlog.deviceID.description.prefix(12))
+        let key =
+            "item/" + String(repeating: "0", count: max(0, 6 - digits.count)) + digits + "-"
+            + String(peerlog.deviceID.description.prefix(12))
         try await peerlog.put(key, Item(text: text, done: false), in: group)
     }
 
     func mark(_ n: String, done: Bool) async throws {
-        let group = try list(), key = try itemKey(n)
+        let group = try list()
+        let key = try itemKey(n)
         guard var item = try await peerlog.get(key, as: Item.self, in: group) else { throw NotesError("no item \(n)") }
         item.done = done
         try await peerlog.put(key, item, in: group)
@@ -154,7 +165,9 @@ actor NotesApp {
     private var shownKeys: [String] = []
 
     func show() async throws {
-        guard let group = current, let info = try await peerlog.group(group) else { return say("(no list: `new NAME`, or wait for an invitation)") }
+        guard let group = current, let info = try await peerlog.group(group) else {
+            return say("(no list: `new NAME`, or wait for an invitation)")
+        }
         let entries = try await peerlog.entries(in: group, prefix: "item/")
         shownKeys = entries.map(\.key)
         var lines = ["-- \(info.name) (\(entries.count) item\(entries.count == 1 ? "" : "s")) --"]

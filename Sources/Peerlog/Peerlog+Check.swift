@@ -55,12 +55,16 @@ extension Peerlog {
             for group in try replica.groupIDs() {
                 let materialized = try replica.stateHash(of: group, view: .committed)
                 let replayed = try replica.replayedStateHash(of: group)
-                let tentative: PeerlogCheckReport.TentativeCheck = switch try replica.checkTentativeOverlay(of: group) {
-                case .matches: .matches
-                case .notMaintained: .notMaintained
-                case .mismatch(let what): .mismatch(what)
-                }
-                groups.append(.init(group: group, committedSeq: try replica.committedSeq(of: group), materialized: materialized, replayed: replayed, tentative: tentative))
+                let tentative: PeerlogCheckReport.TentativeCheck =
+                    switch try replica.checkTentativeOverlay(of: group) {
+                    case .matches: .matches
+                    case .notMaintained: .notMaintained
+                    case .mismatch(let what): .mismatch(what)
+                    }
+                groups.append(
+                    .init(
+                        group: group, committedSeq: try replica.committedSeq(of: group), materialized: materialized,
+                        replayed: replayed, tentative: tentative))
             }
             return PeerlogCheckReport(integrity: integrity, groups: groups)
         }

@@ -43,8 +43,9 @@ extension Peerlog {
     public func deadLetters() async throws -> [PeerlogDeadLetter] {
         try call {
             try replica.deadLetters().map {
-                PeerlogDeadLetter(kind: $0.kind.rawValue, group: $0.group, cid: $0.cid, retries: $0.retryCount, reason: $0.reason,
-                                  firstSeenAt: $0.firstSeenAt, lastAttemptAt: $0.lastAttemptAt)
+                PeerlogDeadLetter(
+                    kind: $0.kind.rawValue, group: $0.group, cid: $0.cid, retries: $0.retryCount, reason: $0.reason,
+                    firstSeenAt: $0.firstSeenAt, lastAttemptAt: $0.lastAttemptAt)
             }
         }
     }
@@ -53,7 +54,9 @@ extension Peerlog {
     public func invalidReceipts(limit: Int = 1_000) async throws -> [PeerlogInvalidReceipt] {
         try call {
             try replica.invalidReceipts(limit: limit).map {
-                PeerlogInvalidReceipt(group: $0.group, cid: $0.cid, author: $0.author, identity: $0.identity, peer: $0.peer, reason: $0.reason, at: $0.at)
+                PeerlogInvalidReceipt(
+                    group: $0.group, cid: $0.cid, author: $0.author, identity: $0.identity, peer: $0.peer,
+                    reason: $0.reason, at: $0.at)
             }
         }
     }

@@ -17,7 +17,9 @@ public struct PeerlogEntry: Sendable, Hashable {
     public let seq: UInt64?
 
     /// The value decoded through the JSON mapping (docs/PROTOCOL.md §8).
-    public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T { try ValueMapping.decode(type, from: value, key: key) }
+    public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        try ValueMapping.decode(type, from: value, key: key)
+    }
 }
 
 extension Peerlog {
@@ -45,9 +47,15 @@ extension Peerlog {
     /// `nil` deletes a key. Nothing is written when any entry is refused. At most 10,000 entries
     /// and 32 MiB of payloads (`ReplicaLimits`).
     @discardableResult
-    public func putBatch<T: Encodable>(_ entries: [(key: String, value: T?)], in group: GroupID) async throws -> [PeerlogWrite] {
+    public func putBatch<T: Encodable>(
+        _ entries: [(key: String, value: T?)], in group: GroupID
+    ) async throws -> [PeerlogWrite] {
         var ops = [PeerlogOperation]()
-        for e in entries { ops.append(try e.value.map { .put(key: e.key, value: try ValueMapping.encode($0, key: e.key)) } ?? .delete(key: e.key)) }
+        for e in entries {
+            ops.append(
+                try e.value.map { .put(key: e.key, value: try ValueMapping.encode($0, key: e.key)) }
+                    ?? .delete(key: e.key))
+        }
         return try writeBatch(ops, to: group)
     }
 
@@ -59,7 +67,9 @@ extension Peerlog {
     }
 
     /// The value of `key` decoded as `T`, or nil when the view holds no such key.
-    public func get<T: Decodable>(_ key: String, as type: T.Type = T.self, in group: GroupID, view: View = .tentative) async throws -> T? {
+    public func get<T: Decodable>(
+        _ key: String, as type: T.Type = T.self, in group: GroupID, view: View = .tentative
+    ) async throws -> T? {
         try await entry(key, in: group, view: view)?.decode(type)
     }
 
@@ -69,10 +79,13 @@ extension Peerlog {
     }
 
     /// Every entry whose key starts with `prefix` (all when empty), in key order.
-    public func entries(in group: GroupID, prefix: String = "", view: View = .tentative) async throws -> [PeerlogEntry] {
+    public func entries(in group: GroupID, prefix: String = "", view: View = .tentative) async throws -> [PeerlogEntry]
+    {
         try call {
             try requireHeld(group)
-            return try replica.entities(in: group, view: view).filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }.map(Self.entry)
+            return try replica.entities(in: group, view: view).filter { $0.key.hasPrefix(prefix) }.sorted {
+                $0.key < $1.key
+            }.map(Self.entry)
         }
     }
 
@@ -90,8 +103,10 @@ extension Peerlog {
                 var seq: UInt64?
                 if case .committed(let s) = item.status { seq = s }
                 let r = item.receipt
-                return PeerlogLogItem(cid: r.cid, type: r.type, author: r.author, identity: r.identity, counter: r.counter, time: r.hlc.physical,
-                                      body: r.body, seq: seq, rejected: item.rejected)
+                return PeerlogLogItem(
+                    cid: r.cid, type: r.type, author: r.author, identity: r.identity, counter: r.counter,
+                    time: r.hlc.physical,
+                    body: r.body, seq: seq, rejected: item.rejected)
             }
         }
     }
@@ -121,7 +136,9 @@ extension Peerlog {
         return try call {
             try requireHeld(group)
             do { return try replica.appendBatch(ops, to: group).map(PeerlogWrite.init) } catch let e as BatchError {
-                throw PeerlogError(PeerlogError.Code(engine: e.code), "\(operations[e.index].key): \(e.reason)", batchEntry: .init(index: e.index, reason: e.reason))
+                throw PeerlogError(
+                    PeerlogError.Code(engine: e.code), "\(operations[e.index].key): \(e.reason)",
+                    batchEntry: .init(index: e.index, reason: e.reason))
             }
         }
     }

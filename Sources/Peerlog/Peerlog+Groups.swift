@@ -21,8 +21,12 @@ extension Peerlog {
     public func groupID(_ idOrName: String) async throws -> GroupID {
         try call {
             let id: GroupID
-            do { id = try replica.resolveGroup(idOrName) } catch let e as ReplicaError { throw PeerlogError(PeerlogError.Code(engine: e.code), "\(e)") }
-            guard try replica.knowsGroup(id) else { throw PeerlogError(.groupNotFound, "this replica holds no group \(id) (import an export of it first)") }
+            do { id = try replica.resolveGroup(idOrName) } catch let e as ReplicaError {
+                throw PeerlogError(PeerlogError.Code(engine: e.code), "\(e)")
+            }
+            guard try replica.knowsGroup(id) else {
+                throw PeerlogError(.groupNotFound, "this replica holds no group \(id) (import an export of it first)")
+            }
             return id
         }
     }
@@ -30,7 +34,11 @@ extension Peerlog {
     /// How far `group` is ordered here: its committed seq and the writes waiting for its
     /// sequencer (known even before the group's creation arrives).
     public func progress(of group: GroupID) async throws -> PeerlogProgress {
-        try call { PeerlogProgress(committedSeq: try replica.committedSeq(of: group), tentativeCount: try replica.tentativeCount(of: group)) }
+        try call {
+            PeerlogProgress(
+                committedSeq: try replica.committedSeq(of: group), tentativeCount: try replica.tentativeCount(of: group)
+            )
+        }
     }
 
     /// The status of the node running on this home in another process (`peerlog daemon`), asked
@@ -53,8 +61,12 @@ extension Peerlog {
     public func group(_ idOrName: String) async throws -> PeerlogGroup {
         try call {
             let id: GroupID
-            do { id = try replica.resolveGroup(idOrName) } catch let e as ReplicaError { throw PeerlogError(PeerlogError.Code(engine: e.code), "\(e)") }
-            guard let found = try summary(id) else { throw PeerlogError(.groupNotFound, "this replica holds no group \(idOrName)") }
+            do { id = try replica.resolveGroup(idOrName) } catch let e as ReplicaError {
+                throw PeerlogError(PeerlogError.Code(engine: e.code), "\(e)")
+            }
+            guard let found = try summary(id) else {
+                throw PeerlogError(.groupNotFound, "this replica holds no group \(idOrName)")
+            }
             return found
         }
     }
@@ -72,20 +84,24 @@ extension Peerlog {
             return try replica.members(of: group, view: view).map {
                 var seq: UInt64?
                 if case .committed(let s) = $0.status { seq = s }
-                return PeerlogMember(identity: $0.member.identity, role: $0.member.role, status: $0.member.status, seq: seq)
+                return PeerlogMember(
+                    identity: $0.member.identity, role: $0.member.role, status: $0.member.status, seq: seq)
             }
         }
     }
 
     /// Invites `identity` (it joins once it accepts). Admins and owners may invite.
     @discardableResult
-    public func invite(_ identity: IdentityID, to group: GroupID, as role: Role = .member) async throws -> PeerlogWrite {
+    public func invite(_ identity: IdentityID, to group: GroupID, as role: Role = .member) async throws -> PeerlogWrite
+    {
         try write(.memberAdded(identity: identity, role: role), to: group)
     }
 
     /// Accepts this identity's invitation to `group` (it arrived by sync or in an export).
     @discardableResult
-    public func acceptInvitation(to group: GroupID) async throws -> PeerlogWrite { try write(.inviteAccepted, to: group) }
+    public func acceptInvitation(to group: GroupID) async throws -> PeerlogWrite {
+        try write(.inviteAccepted, to: group)
+    }
 
     /// Leaves `group` (or declines its invitation).
     @discardableResult
@@ -93,7 +109,9 @@ extension Peerlog {
 
     /// Removes `identity` from `group`.
     @discardableResult
-    public func remove(_ identity: IdentityID, from group: GroupID) async throws -> PeerlogWrite { try write(.memberRemoved(identity: identity), to: group) }
+    public func remove(_ identity: IdentityID, from group: GroupID) async throws -> PeerlogWrite {
+        try write(.memberRemoved(identity: identity), to: group)
+    }
 
     /// Gives `identity` another role in `group`.
     @discardableResult
@@ -103,7 +121,9 @@ extension Peerlog {
 
     /// Renames `group`.
     @discardableResult
-    public func rename(_ group: GroupID, to name: String) async throws -> PeerlogWrite { try write(.renamed(name: name), to: group) }
+    public func rename(_ group: GroupID, to name: String) async throws -> PeerlogWrite {
+        try write(.renamed(name: name), to: group)
+    }
 
     /// Hands ordering of `group` to `authority` (this device alone, a relay, or elected voters).
     @discardableResult
@@ -125,15 +145,19 @@ extension Peerlog {
     }
 
     func requireHeld(_ group: GroupID) throws {
-        guard try replica.knowsGroup(group) else { throw PeerlogError(.groupNotFound, "this replica holds no group \(group)") }
+        guard try replica.knowsGroup(group) else {
+            throw PeerlogError(.groupNotFound, "this replica holds no group \(group)")
+        }
     }
 
     func summary(_ id: GroupID, view: View = .tentative) throws -> PeerlogGroup? {
         guard let state = try replica.state(of: id, view: view) else { return nil }
         let me = state.member(identity)
         return PeerlogGroup(
-            id: id, name: state.name, status: state.status, sequencer: state.authority, maxMembers: state.maxMembers, createdBy: state.createdBy,
-            role: me?.status == .active ? me?.role : nil, isInvitation: me?.status == .pending, invitedRole: me?.status == .pending ? me?.role : nil,
+            id: id, name: state.name, status: state.status, sequencer: state.authority, maxMembers: state.maxMembers,
+            createdBy: state.createdBy,
+            role: me?.status == .active ? me?.role : nil, isInvitation: me?.status == .pending,
+            invitedRole: me?.status == .pending ? me?.role : nil,
             memberCount: state.members.values.count { $0.status == .active },
             committedSeq: try replica.committedSeq(of: id), tentativeCount: try replica.tentativeCount(of: id))
     }

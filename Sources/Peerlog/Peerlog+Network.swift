@@ -45,7 +45,11 @@ public struct NetworkOptions: Sendable {
         var options = NetworkOptions()
         options.logLevel = .info
         let defaultFile = home + "/daemon.conf"
-        if let file { try options.load(file: file) } else if FileManager.default.fileExists(atPath: defaultFile) { try options.load(file: defaultFile) }
+        if let file {
+            try options.load(file: file)
+        } else if FileManager.default.fileExists(atPath: defaultFile) {
+            try options.load(file: defaultFile)
+        }
         return options
     }
 
@@ -83,7 +87,9 @@ extension Peerlog {
     /// every connection with a close record and returns. One `run` at a time per instance, and
     /// per home (a daemon on the same home makes this throw).
     /// `onListening` gets the bound address (useful with port 0).
-    public func run(_ options: NetworkOptions = NetworkOptions(), onListening: (@Sendable (PeerAddress?) -> Void)? = nil) async throws {
+    public func run(
+        _ options: NetworkOptions = NetworkOptions(), onListening: (@Sendable (PeerAddress?) -> Void)? = nil
+    ) async throws {
         let service = try service(options, onListening: onListening)
         try await service.run()
     }

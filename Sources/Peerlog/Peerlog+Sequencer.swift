@@ -17,7 +17,9 @@ extension SequencerAuthority {
     /// id text. The error says which word is wrong.
     public init(kind: String, arguments: [String]) throws {
         func device(_ text: String) throws -> DeviceID {
-            do { return try DeviceID(string: text) } catch { throw PeerlogError(.invalidValue, "\(text) is not a device id (`peerlog id` prints one): \(error)") }
+            do { return try DeviceID(string: text) } catch {
+                throw PeerlogError(.invalidValue, "\(text) is not a device id (`peerlog id` prints one): \(error)")
+            }
         }
         switch kind {
         case "solo":

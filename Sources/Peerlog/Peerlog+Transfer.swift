@@ -59,13 +59,17 @@ extension Peerlog {
     /// file twice changes nothing.
     public func `import`(from path: String) async throws -> PeerlogImportReport {
         let bytes: [UInt8]
-        do { bytes = try FileIO.read(path, maxBytes: Self.maxImportBytes) } catch { throw PeerlogError(.file, "\(error)") }
+        do { bytes = try FileIO.read(path, maxBytes: Self.maxImportBytes) } catch {
+            throw PeerlogError(.file, "\(error)")
+        }
         // Empty lines are kept so that the line numbers in errors match the file.
-        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(
+            String.init)
         let report: IngestReport
         do { report = try replica.importExport(lines: lines) } catch { throw PeerlogError(.file, "\(path): \(error)") }
         return PeerlogImportReport(
-            stored: report.stored, duplicates: report.duplicates, committed: report.committed, queued: report.queued, ignored: report.ignored,
+            stored: report.stored, duplicates: report.duplicates, committed: report.committed, queued: report.queued,
+            ignored: report.ignored,
             rejected: report.rejected.map { .init(cid: $0.cid, reason: $0.reason) })
     }
 }

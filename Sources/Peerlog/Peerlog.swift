@@ -39,7 +39,9 @@ public final class Peerlog: Sendable {
     /// Opening a writable home builds the tentative views an older binary left behind (one
     /// fold per such group); `rebuildViews: false` leaves the store exactly as found, for
     /// `check()` to report it.
-    public static func open(home: String = Peerlog.defaultHome, deviceName: String? = nil, create: Bool = true, rebuildViews: Bool = true) async throws -> Peerlog {
+    public static func open(
+        home: String = Peerlog.defaultHome, deviceName: String? = nil, create: Bool = true, rebuildViews: Bool = true
+    ) async throws -> Peerlog {
         try Peerlog(home: home, deviceName: deviceName, create: create, removesHome: false, rebuildViews: rebuildViews)
     }
 
@@ -55,13 +57,21 @@ public final class Peerlog: Sendable {
         self.removesHome = removesHome
         let paths = LocalDevice.paths(home: home)
         if !FileManager.default.fileExists(atPath: paths.certificate) {
-            guard create else { throw PeerlogError(.home, "\(home) has no Peerlog identity (open it with create: true, or run: peerlog init --home \(home))") }
+            guard create else {
+                throw PeerlogError(
+                    .home,
+                    "\(home) has no Peerlog identity (open it with create: true, or run: peerlog init --home \(home))")
+            }
             let name = deviceName ?? DeviceCertificate.defaultName()
             guard !name.isEmpty, name.utf8.count <= DeviceCertificate.maxNameBytes else {
-                throw PeerlogError(.home, "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)")
+                throw PeerlogError(
+                    .home,
+                    "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)"
+                )
             }
             do {
-                try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
                 let generated = try LocalDevice.generate(name: name, createdAt: WallClock.nowMillis())
                 try generated.save(home: home)
             } catch let error as PeerlogError {

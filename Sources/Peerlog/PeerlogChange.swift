@@ -53,7 +53,9 @@ public struct PeerlogChange: Sendable, Hashable {
     public var group: GroupID? {
         switch event {
         case .entity(let e): e.group
-        case .committed(let g, _), .reordered(let g, _), .rejected(let g, _, _), .membershipChanged(let g), .invited(let g, _), .groupDeleted(let g): g
+        case .committed(let g, _), .reordered(let g, _), .rejected(let g, _, _), .membershipChanged(let g),
+            .invited(let g, _), .groupDeleted(let g):
+            g
         case .gap: nil
         }
     }
@@ -78,10 +80,14 @@ public struct EntityChange: Sendable, Hashable {
     public let reordered: Bool
 
     /// The new value decoded through the JSON mapping; nil when the key is absent.
-    public func newValue<T: Decodable>(as type: T.Type = T.self) throws -> T? { try new.map { try ValueMapping.decode(type, from: $0, key: key) } }
+    public func newValue<T: Decodable>(as type: T.Type = T.self) throws -> T? {
+        try new.map { try ValueMapping.decode(type, from: $0, key: key) }
+    }
 
     /// The old value decoded through the JSON mapping; nil when the key was absent.
-    public func oldValue<T: Decodable>(as type: T.Type = T.self) throws -> T? { try old.map { try ValueMapping.decode(type, from: $0, key: key) } }
+    public func oldValue<T: Decodable>(as type: T.Type = T.self) throws -> T? {
+        try old.map { try ValueMapping.decode(type, from: $0, key: key) }
+    }
 }
 
 extension PeerlogChange {
@@ -95,10 +101,12 @@ extension PeerlogChange {
         switch ChangeLogKind(rawValue: row.kind) {
         case .entity?:
             let f = row.flags
-            event = .entity(EntityChange(
-                group: g, key: row.key ?? "", old: value(row.oldValue), new: value(row.newValue),
-                wasTentative: f & ChangeLogFlags.oldTentative != 0, isTentative: f & ChangeLogFlags.newTentative != 0,
-                reordered: f & ChangeLogFlags.reordered != 0))
+            event = .entity(
+                EntityChange(
+                    group: g, key: row.key ?? "", old: value(row.oldValue), new: value(row.newValue),
+                    wasTentative: f & ChangeLogFlags.oldTentative != 0,
+                    isTentative: f & ChangeLogFlags.newTentative != 0,
+                    reordered: f & ChangeLogFlags.reordered != 0))
         case .committed?:
             guard let first = row.firstSeq, let last = row.lastSeq, first <= last else { return nil }
             event = .committed(group: g, seqs: first...last)

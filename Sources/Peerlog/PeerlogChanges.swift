@@ -77,7 +77,9 @@ public struct PeerlogChanges: AsyncSequence, Sendable {
                 buffer = [PeerlogChange(cursor: ChangeCursor(rawValue: last), at: 0, event: .gap)]
                 return true
             }
-            let rows = try peerlog.call { try replica.changes(after: after, group: group, limit: PeerlogChanges.pageSize) }
+            let rows = try peerlog.call {
+                try replica.changes(after: after, group: group, limit: PeerlogChanges.pageSize)
+            }
             guard let newest = rows.last else {
                 cursor = Swift.max(after, group == nil ? after : last)  // skip other groups' rows for good
                 return false

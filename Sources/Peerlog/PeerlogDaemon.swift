@@ -30,13 +30,16 @@ public struct PeerlogDaemon: Sendable {
     public func startCapture(path: String, maxBytes: Int? = nil, omitBodies: Bool = false) throws -> CaptureStatus {
         try network {
             let request = ControlRequest.captureStart(path: path, maxBytes: maxBytes, omitBodies: omitBodies)
-            return try ControlClient.decode(CaptureStatus.self, ControlClient.request(request, socketPath: controlSocket))
+            return try ControlClient.decode(
+                CaptureStatus.self, ControlClient.request(request, socketPath: controlSocket))
         }
     }
 
     /// Stops the running capture; what it recorded.
     public func stopCapture() throws -> CaptureStatus {
-        try network { try ControlClient.decode(CaptureStatus.self, ControlClient.request(.captureStop, socketPath: controlSocket)) }
+        try network {
+            try ControlClient.decode(CaptureStatus.self, ControlClient.request(.captureStop, socketPath: controlSocket))
+        }
     }
 
     private func network<T>(_ body: () throws -> T) throws -> T {

@@ -40,7 +40,9 @@ extension Peerlog {
     public static func initialize(home: String, deviceName: String? = nil) throws -> PeerlogDevice {
         let name = deviceName ?? DeviceCertificate.defaultName()
         guard !name.isEmpty, name.utf8.count <= DeviceCertificate.maxNameBytes else {
-            throw PeerlogError(.home, "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)")
+            throw PeerlogError(
+                .home,
+                "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)")
         }
         do {
             let device = try LocalDevice.generate(name: name, createdAt: WallClock.nowMillis())

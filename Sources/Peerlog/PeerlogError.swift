@@ -102,19 +102,20 @@ public struct PeerlogError: CodedError {
 extension PeerlogError.Code {
     /// The facade's code for an engine error's code.
     init(engine code: ReplicaError.Code) {
-        self = switch code {
-        case .groupNotFound: .groupNotFound
-        case .ambiguousGroupName: .ambiguousGroupName
-        case .groupDeleted: .groupDeleted
-        case .notAMember: .notAMember
-        case .notPermitted: .notPermitted
-        case .groupFull: .groupFull
-        case .invalidOperation: .invalidValue
-        case .payloadTooLarge: .payloadTooLarge
-        case .batchTooLarge: .batchTooLarge
-        case .invalidImport: .file
-        case .storeCorrupt: .storage
-        default: .refused
-        }
+        self =
+            switch code {
+            case .groupNotFound: .groupNotFound
+            case .ambiguousGroupName: .ambiguousGroupName
+            case .groupDeleted: .groupDeleted
+            case .notAMember: .notAMember
+            case .notPermitted: .notPermitted
+            case .groupFull: .groupFull
+            case .invalidOperation: .invalidValue
+            case .payloadTooLarge: .payloadTooLarge
+            case .batchTooLarge: .batchTooLarge
+            case .invalidImport: .file
+            case .storeCorrupt: .storage
+            default: .refused
+            }
     }
 }

@@ -42,12 +42,20 @@ extension Peerlog {
     /// The node for this replica as a `Service`, configured by `options`. The home must be
     /// writable. `onListening` is called once the listener is bound, with the actual address
     /// (port 0 asks for any).
-    public func service(_ options: NetworkOptions = NetworkOptions(), onListening: (@Sendable (PeerAddress?) -> Void)? = nil) throws -> PeerlogService {
-        guard replica.store.access == .readWrite else { throw PeerlogError(.home, "\(home) is read-only: a node must write its store") }
+    public func service(
+        _ options: NetworkOptions = NetworkOptions(), onListening: (@Sendable (PeerAddress?) -> Void)? = nil
+    ) throws -> PeerlogService {
+        guard replica.store.access == .readWrite else {
+            throw PeerlogError(.home, "\(home) is read-only: a node must write its store")
+        }
         var logger = Logger(label: "peerlog")
         logger.logLevel = options.logLevel
         do {
-            return PeerlogService(peerlog: self, node: try PeerlogNode(home: home, configuration: options.configuration, logger: logger, replica: replica, onListening: onListening))
+            return PeerlogService(
+                peerlog: self,
+                node: try PeerlogNode(
+                    home: home, configuration: options.configuration, logger: logger, replica: replica,
+                    onListening: onListening))
         } catch {
             throw PeerlogError(.network, "cannot start the node in \(home): \(error)")
         }

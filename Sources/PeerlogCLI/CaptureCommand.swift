@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
+import Peerlog
 import PeerlogCapture
 import PeerlogEncoding
-import Peerlog
 
 /// `peerlog capture …`: record, inspect and decrypt protocol traffic (docs/TOOLS.md).
 struct CaptureCommand: ParsableCommand {
@@ -14,10 +14,14 @@ struct CaptureCommand: ParsableCommand {
 }
 
 /// Printed whenever a capture starts: the file holds what the encryption protects.
-let captureWarning = "warning: a capture holds decrypted traffic (receipt bodies included unless --omit-bodies); keep the file private"
+let captureWarning =
+    "warning: a capture holds decrypted traffic (receipt bodies included unless --omit-bodies); keep the file private"
 
 struct CaptureFileOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Start a new file (FILE.1, FILE.2, …) when one reaches this size (at least \(CaptureWriter.minRotationBytes)).", valueName: "bytes"))
+    @Option(
+        help: ArgumentHelp(
+            "Start a new file (FILE.1, FILE.2, …) when one reaches this size (at least \(CaptureWriter.minRotationBytes)).",
+            valueName: "bytes"))
     var maxBytes: Int?
 
     @Flag(help: "Leave receipt bodies out (type, author, counter and CID stay); such a capture cannot be replayed.")
@@ -37,13 +41,15 @@ func absolutePath(_ path: String) -> String {
 }
 
 struct CaptureStart: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "start", abstract: "Start capturing on the running daemon.")
+    static let configuration = CommandConfiguration(
+        commandName: "start", abstract: "Start capturing on the running daemon.")
     @OptionGroup var home: HomeOptions
     @OptionGroup var file: CaptureFileOptions
     @Argument(help: "The pcapng file to write (replaced if it exists).") var path: String
 
     func run() throws {
-        let status = try PeerlogDaemon(home: home.path).startCapture(path: absolutePath(path), maxBytes: file.maxBytes, omitBodies: file.omitBodies)
+        let status = try PeerlogDaemon(home: home.path).startCapture(
+            path: absolutePath(path), maxBytes: file.maxBytes, omitBodies: file.omitBodies)
         printError(captureWarning)  // once the capture runs: a refused start is one error line
         print("capturing to \(status.path)")
     }

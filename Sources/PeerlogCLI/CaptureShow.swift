@@ -8,16 +8,25 @@ import PeerlogModel
 struct CaptureShow: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
-        abstract: "Print a capture as a transcript: one line per message (--verbose: with the whole message in CBOR diagnostic notation).",
-        discussion: "Columns: record number, seconds since the first record, connection, direction (→ sent, ← received, + opened, x closed), peer device, message type, group, details."
+        abstract:
+            "Print a capture as a transcript: one line per message (--verbose: with the whole message in CBOR diagnostic notation).",
+        discussion:
+            "Columns: record number, seconds since the first record, connection, direction (→ sent, ← received, + opened, x closed), peer device, message type, group, details."
     )
 
-    @Argument(help: "A capture file (pcapng written by `daemon --capture`, `capture start` or `capture decrypt`).") var file: String
-    @Flag(name: .shortAndLong, help: "Print each message whole, items and payloads decoded, in CBOR diagnostic notation.") var verbose = false
+    @Argument(help: "A capture file (pcapng written by `daemon --capture`, `capture start` or `capture decrypt`).")
+    var file: String
+    @Flag(
+        name: .shortAndLong, help: "Print each message whole, items and payloads decoded, in CBOR diagnostic notation.")
+    var verbose = false
     @Flag(help: "One JSON object per line, for scripts.") var json = false
     @Option(help: ArgumentHelp("Only this peer (device id or a prefix of it).", valueName: "device")) var peer: String?
-    @Option(help: ArgumentHelp("Only messages about this group (id or a prefix).", valueName: "group")) var group: String?
-    @Option(help: ArgumentHelp("Only these message types (repeatable or comma-separated): hello, vector, receipts, envelopes, commits, request, credit, caught_up, done, error, opened, closed.", valueName: "type")) var type: [String] = []
+    @Option(help: ArgumentHelp("Only messages about this group (id or a prefix).", valueName: "group")) var group:
+        String?
+    @Option(
+        help: ArgumentHelp(
+            "Only these message types (repeatable or comma-separated): hello, vector, receipts, envelopes, commits, request, credit, caught_up, done, error, opened, closed.",
+            valueName: "type")) var type: [String] = []
     @Option(help: ArgumentHelp("Only this connection.", valueName: "id")) var connection: UInt64?
 
     func run() throws {
@@ -42,18 +51,21 @@ struct CaptureShow: ParsableCommand {
 
     func line(_ v: RecordView, start: UInt64) -> String {
         let seconds = Double(v.record.time &- start) / 1_000_000
-        let arrow = switch v.record.kind {
-        case .opened: "+"
-        case .closed: "x"
-        case .message: v.record.direction == .outbound ? "→" : "←"
-        }
+        let arrow =
+            switch v.record.kind {
+            case .opened: "+"
+            case .closed: "x"
+            case .message: v.record.direction == .outbound ? "→" : "←"
+            }
         var text = pad(String(v.index), 5, right: true) + " " + pad(String(format: "%.3f", seconds), 9, right: true)
         text += " " + pad("c\(v.record.connection)", 4) + " \(arrow) \(v.record.peer.short) " + pad(v.type, 9)
         if let g = v.group { text += " group \(g.string.prefix(12))…" }
         if !v.detail.isEmpty { text += " " + v.detail }
         if !v.items.isEmpty, !verbose {
             var counts = [String: Int]()
-            for item in v.items { counts[item.fields.first(where: { $0.0 == "type" })?.1 ?? item.kind.rawValue, default: 0] += 1 }
+            for item in v.items {
+                counts[item.fields.first(where: { $0.0 == "type" })?.1 ?? item.kind.rawValue, default: 0] += 1
+            }
             text += ": " + counts.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
         }
         return text
@@ -62,17 +74,27 @@ struct CaptureShow: ParsableCommand {
     func jsonLine(_ v: RecordView, start: UInt64) -> JSON {
         var entries: [(String, JSON)] = [
             ("index", .int(v.index)), ("time_us", .int(v.record.time)), ("connection", .int(v.record.connection)),
-            ("kind", .string("\(v.record.kind)")), ("direction", .string(v.record.direction == .inbound ? "in" : "out")),
-            ("local", .string(v.record.local.string)), ("peer", .string(v.record.peer.string)), ("type", .string(v.type)),
+            ("kind", .string("\(v.record.kind)")),
+            ("direction", .string(v.record.direction == .inbound ? "in" : "out")),
+            ("local", .string(v.record.local.string)), ("peer", .string(v.record.peer.string)),
+            ("type", .string(v.type)),
             ("group", v.group.map { .string($0.string) } ?? .null), ("detail", .string(v.detail)),
             ("bodies_omitted", .bool(v.record.bodiesOmitted)),
         ]
-        entries.append(("items", .array(v.items.map { item in
-            var fields: [(String, JSON)] = [("kind", .string(item.kind.rawValue)), ("cid", item.cid.map { .string($0.string) } ?? .null)]
-            fields += item.fields.map { ($0.0, .string($0.1)) }
-            if let problem = item.problem { fields.append(("problem", .string(problem))) }
-            return .object(fields)
-        })))
+        entries.append(
+            (
+                "items",
+                .array(
+                    v.items.map { item in
+                        var fields: [(String, JSON)] = [
+                            ("kind", .string(item.kind.rawValue)),
+                            ("cid", item.cid.map { .string($0.string) } ?? .null),
+                        ]
+                        fields += item.fields.map { ($0.0, .string($0.1)) }
+                        if let problem = item.problem { fields.append(("problem", .string(problem))) }
+                        return .object(fields)
+                    })
+            ))
         entries.append(("message", v.expanded?.json ?? .null))
         if let problem = v.problem { entries.append(("problem", .string(problem))) }
         return .object(entries)

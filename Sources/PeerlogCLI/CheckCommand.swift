@@ -2,13 +2,15 @@ import ArgumentParser
 import Peerlog
 import PeerlogCrypto
 import PeerlogEncoding
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check the store: SQLite integrity, and for every group that the materialized state equals a replay of the stored log and the maintained tentative view a fold of the tentative receipts.",
+        abstract:
+            "Check the store: SQLite integrity, and for every group that the materialized state equals a replay of the stored log and the maintained tentative view a fold of the tentative receipts.",
         discussion: "Exit status: 0 when everything is consistent, 2 when something is not."
     )
 
@@ -20,23 +22,33 @@ struct Check: AsyncParsableCommand {
         let report = try await home.open(rebuildViews: false).check()
         var rows = [JSON]()
         for g in report.groups {
-            let tentative = switch g.tentative {
-            case .matches: "matches"
-            case .notMaintained: "not maintained"
-            case .mismatch(let what): "MISMATCH: " + what
-            }
-            rows.append(.object([
-                ("group", .string(g.group.string)), ("committed_seq", .int(g.committedSeq)),
-                ("materialized", .string(hexString(g.materialized))), ("replayed", .string(hexString(g.replayed))), ("match", .bool(g.committedMatches)),
-                ("tentative", .string(tentative)),
-            ]))
+            let tentative =
+                switch g.tentative {
+                case .matches: "matches"
+                case .notMaintained: "not maintained"
+                case .mismatch(let what): "MISMATCH: " + what
+                }
+            rows.append(
+                .object([
+                    ("group", .string(g.group.string)), ("committed_seq", .int(g.committedSeq)),
+                    ("materialized", .string(hexString(g.materialized))), ("replayed", .string(hexString(g.replayed))),
+                    ("match", .bool(g.committedMatches)),
+                    ("tentative", .string(tentative)),
+                ]))
             if !output.json {
-                let committed = g.committedMatches ? "ok" : "MISMATCH: materialized state differs from a replay of the log"
-                print("\(g.group)  seq \(g.committedSeq)  \(committed)  tentative view: \(tentative == "matches" ? "ok" : tentative)")
+                let committed =
+                    g.committedMatches ? "ok" : "MISMATCH: materialized state differs from a replay of the log"
+                print(
+                    "\(g.group)  seq \(g.committedSeq)  \(committed)  tentative view: \(tentative == "matches" ? "ok" : tentative)"
+                )
             }
         }
         if output.json {
-            print(JSON.object([("integrity", .string(report.integrity)), ("groups", .array(rows)), ("consistent", .bool(report.isConsistent))]).serialized(pretty: true))
+            print(
+                JSON.object([
+                    ("integrity", .string(report.integrity)), ("groups", .array(rows)),
+                    ("consistent", .bool(report.isConsistent)),
+                ]).serialized(pretty: true))
         } else {
             print("integrity: \(report.integrity)")
         }
@@ -46,10 +58,12 @@ struct Check: AsyncParsableCommand {
 
 /// Commands for tests and debugging; not shown in help.
 struct Debug: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Testing aids.", shouldDisplay: false, subcommands: [AppendLoop.self])
+    static let configuration = CommandConfiguration(
+        abstract: "Testing aids.", shouldDisplay: false, subcommands: [AppendLoop.self])
 
     struct AppendLoop: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Append entity puts in a loop, printing `ok <cid>` (unbuffered) after each returns.")
+        static let configuration = CommandConfiguration(
+            abstract: "Append entity puts in a loop, printing `ok <cid>` (unbuffered) after each returns.")
         @OptionGroup var home: HomeOptions
         @Argument var group: String
         @Option(help: "Stop after this many appends (default: until killed).") var count: Int = .max

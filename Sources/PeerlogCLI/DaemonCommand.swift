@@ -11,26 +11,38 @@ struct Daemon: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the node: listen, dial peers, sync every shared group (stop with Ctrl-C or SIGTERM).",
         discussion: """
-        Settings come from --config FILE (default: HOME/daemon.conf when it exists), then the options.
-        The file has one `key = value` per line: listen, peer (repeatable), allow (repeatable), network,
-        control, log-level, discovery (on/off). `peerlog status` asks the running daemon through
-        HOME/peerlog.sock. By default the daemon advertises `_peerlog._tcp` and connects to LAN peers
-        that share a group with it (avahi-daemon must run; without it, static peers still work).
-        """
+            Settings come from --config FILE (default: HOME/daemon.conf when it exists), then the options.
+            The file has one `key = value` per line: listen, peer (repeatable), allow (repeatable), network,
+            control, log-level, discovery (on/off). `peerlog status` asks the running daemon through
+            HOME/peerlog.sock. By default the daemon advertises `_peerlog._tcp` and connects to LAN peers
+            that share a group with it (avahi-daemon must run; without it, static peers still work).
+            """
     )
 
     @OptionGroup var home: HomeOptions
 
-    @Option(help: ArgumentHelp("Address to accept peers on, or `none` (default 127.0.0.1:\(NodeConfiguration.defaultPort); port 0 picks a free one).", valueName: "host:port"))
+    @Option(
+        help: ArgumentHelp(
+            "Address to accept peers on, or `none` (default 127.0.0.1:\(NodeConfiguration.defaultPort); port 0 picks a free one).",
+            valueName: "host:port"))
     var listen: String?
 
-    @Option(name: .customLong("peer"), help: ArgumentHelp("A peer to keep connected to (repeatable).", valueName: "host:port"))
+    @Option(
+        name: .customLong("peer"),
+        help: ArgumentHelp("A peer to keep connected to (repeatable).", valueName: "host:port"))
     var peers: [String] = []
 
-    @Option(name: .customLong("allow"), help: ArgumentHelp("An identity to let in for pairing besides our own and group members (repeatable).", valueName: "identity"))
+    @Option(
+        name: .customLong("allow"),
+        help: ArgumentHelp(
+            "An identity to let in for pairing besides our own and group members (repeatable).", valueName: "identity"))
     var allow: [String] = []
 
-    @Option(name: .customLong("relay-via"), help: ArgumentHelp("Reach the relay with this key at this address instead of the one its groups name (repeatable).", valueName: "key=host:port"))
+    @Option(
+        name: .customLong("relay-via"),
+        help: ArgumentHelp(
+            "Reach the relay with this key at this address instead of the one its groups name (repeatable).",
+            valueName: "key=host:port"))
     var relayVia: [String] = []
 
     @Option(help: ArgumentHelp("Network id: nodes with different ids cannot connect (default: none).", valueName: "id"))
@@ -54,12 +66,17 @@ struct Daemon: AsyncParsableCommand {
         for text in allow { options.allow.insert(try parseIdentity(text)) }
         for text in relayVia {
             let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, let key = try? DeviceID(string: parts[0]) else { throw CLIError("--relay-via must be KEY=HOST:PORT with the relay's key, not \"\(text)\"") }
+            guard parts.count == 2, let key = try? DeviceID(string: parts[0]) else {
+                throw CLIError("--relay-via must be KEY=HOST:PORT with the relay's key, not \"\(text)\"")
+            }
             options.relayAddresses[key] = try PeerAddress(parsing: parts[1])
         }
         if let network { options.networkID = network }
         if noDiscovery { options.discovery = false }
-        if let logLevel { options.logLevel = try NodeConfiguration.logLevel(named: logLevel, setting: "--log-level", failure: { CLIError($0) }) }
+        if let logLevel {
+            options.logLevel = try NodeConfiguration.logLevel(
+                named: logLevel, setting: "--log-level", failure: { CLIError($0) })
+        }
         bootstrapLogging(level: options.logLevel)
         try home.requireIdentity(initCommand: "peerlog init")
         // The daemon is the library's node (Peerlog.service) with signals and a printed address.
@@ -69,27 +86,33 @@ struct Daemon: AsyncParsableCommand {
             let device = peerlog.deviceID
             service = try peerlog.service(options) { address in
                 // One parseable line on stdout: scripts and tests wait for it.
-                FileHandle.standardOutput.write(Data("peerlog daemon: device \(device) listening on \(address?.description ?? "none")\n".utf8))
+                FileHandle.standardOutput.write(
+                    Data("peerlog daemon: device \(device) listening on \(address?.description ?? "none")\n".utf8))
             }
         } catch {
             throw CLIError("cannot open the node in \(home.path): \(error)")
         }
         try capture.start(on: service)
-        let services = ServiceGroup(configuration: .init(
-            services: [.init(service: service)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: Logger(label: "peerlog")
-        ))
+        let services = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: service)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: Logger(label: "peerlog")
+            ))
         try await services.run()
     }
 }
 
 /// `--capture FILE` and its settings: the daemon records from its start.
 struct DaemonCaptureOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Record every decrypted message in and out to this pcapng file (docs/TOOLS.md).", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Record every decrypted message in and out to this pcapng file (docs/TOOLS.md).", valueName: "file"))
     var capture: String?
 
-    @Option(help: ArgumentHelp("With --capture: start FILE.1, FILE.2, … when a file reaches this size.", valueName: "bytes"))
+    @Option(
+        help: ArgumentHelp("With --capture: start FILE.1, FILE.2, … when a file reaches this size.", valueName: "bytes")
+    )
     var captureMaxBytes: Int?
 
     @Flag(help: "With --capture: leave receipt bodies out of the capture.")
@@ -105,7 +128,8 @@ struct DaemonCaptureOptions: ParsableArguments {
 
 /// `peerlog status`: asks the running daemon.
 struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the running daemon's peers, connections and per-group sync state.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show the running daemon's peers, connections and per-group sync state.")
 
     @OptionGroup var home: HomeOptions
 

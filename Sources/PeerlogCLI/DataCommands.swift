@@ -21,7 +21,11 @@ struct Get: AsyncParsableCommand {
             throw CLIError("no value for \"\(key)\" in the \(view.view.rawValue) view of \(id)")
         }
         if json {
-            print(JSON.object([("key", .string(key)), ("value", entity.value.json), ("cid", .string(entity.cid.string))] + statusJSONFields(seq: entity.seq)).serialized(pretty: true))
+            print(
+                JSON.object(
+                    [("key", .string(key)), ("value", entity.value.json), ("cid", .string(entity.cid.string))]
+                        + statusJSONFields(seq: entity.seq)
+                ).serialized(pretty: true))
         } else if case .text(let s) = entity.value {
             print(s)
         } else {
@@ -49,7 +53,8 @@ struct LogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
         abstract: "Print a group's log: committed receipts in seq order, then tentative ones.",
-        discussion: "Columns: seq (~ when tentative), C (committed) or T (tentative), type, author device (short), author counter, receipt CID, and REJECTED: reason for a receipt without effect."
+        discussion:
+            "Columns: seq (~ when tentative), C (committed) or T (tentative), type, author device (short), author counter, receipt CID, and REJECTED: reason for a receipt without effect."
     )
     @OptionGroup var home: HomeOptions
     @OptionGroup var group: GroupArgument
@@ -63,25 +68,31 @@ struct LogCommand: AsyncParsableCommand {
             print(JSON.array(items.map(Self.json)).serialized(pretty: true))
             return
         }
-        printTable(items.map { r in
-            let (seq, mark) = r.seq.map { (String($0), "C") } ?? ("~", "T")
-            return [seq, mark, r.type, r.author.short, String(r.counter), r.cid.string] + (r.rejected.map { ["REJECTED: " + $0] } ?? [])
-        })
+        printTable(
+            items.map { r in
+                let (seq, mark) = r.seq.map { (String($0), "C") } ?? ("~", "T")
+                return [seq, mark, r.type, r.author.short, String(r.counter), r.cid.string]
+                    + (r.rejected.map { ["REJECTED: " + $0] } ?? [])
+            })
     }
 
     static func json(_ r: PeerlogLogItem) -> JSON {
-        .object(statusJSONFields(seq: r.seq) + [
-            ("type", .string(r.type)), ("author", .string(r.author.string)), ("identity", .string(r.identity.string)),
-            ("counter", .int(r.counter)), ("cid", .string(r.cid.string)), ("hlc_time", .string(formatMillis(r.time))),
-            ("body", r.body.json), ("rejected", r.rejected.map { .string($0) } ?? .null),
-        ])
+        .object(
+            statusJSONFields(seq: r.seq) + [
+                ("type", .string(r.type)), ("author", .string(r.author.string)),
+                ("identity", .string(r.identity.string)),
+                ("counter", .int(r.counter)), ("cid", .string(r.cid.string)),
+                ("hlc_time", .string(formatMillis(r.time))),
+                ("body", r.body.json), ("rejected", r.rejected.map { .string($0) } ?? .null),
+            ])
     }
 }
 
 struct StateHash: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "state-hash",
-        abstract: "Print the group's state hash in both views; replicas holding the same receipts print the same hashes."
+        abstract:
+            "Print the group's state hash in both views; replicas holding the same receipts print the same hashes."
     )
     @OptionGroup var home: HomeOptions
     @OptionGroup var group: GroupArgument
@@ -93,7 +104,10 @@ struct StateHash: AsyncParsableCommand {
         let committed = hexString(try await peerlog.stateHash(of: id, view: .committed))
         let tentative = hexString(try await peerlog.stateHash(of: id, view: .tentative))
         if output.json {
-            print(JSON.object([("group", .string(id.string)), ("committed", .string(committed)), ("tentative", .string(tentative))]).serialized(pretty: true))
+            print(
+                JSON.object([
+                    ("group", .string(id.string)), ("committed", .string(committed)), ("tentative", .string(tentative)),
+                ]).serialized(pretty: true))
         } else {
             print("committed \(committed)")
             print("tentative \(tentative)")

@@ -8,13 +8,15 @@ struct GroupCommand: AsyncParsableCommand {
         abstract: "Create groups, manage their members, and show them.",
         discussion: "GROUP is a group id (b…) or the name of a group this replica knows, if no other group has it.",
         subcommands: [
-            Create.self, GroupWrite<Add>.self, GroupWrite<Accept>.self, GroupWrite<Remove>.self, GroupWrite<Leave>.self, GroupWrite<Rename>.self,
+            Create.self, GroupWrite<Add>.self, GroupWrite<Accept>.self, GroupWrite<Remove>.self, GroupWrite<Leave>.self,
+            GroupWrite<Rename>.self,
             GroupWrite<Delete>.self, GroupWrite<RoleCommand>.self, GroupWrite<Sequencer>.self, List.self, Show.self,
         ]
     )
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create a group; this device becomes its owner and sequencer.")
+        static let configuration = CommandConfiguration(
+            abstract: "Create a group; this device becomes its owner and sequencer.")
         @OptionGroup var home: HomeOptions
         @Argument(help: "The group's name.") var name: String
         @Option(help: "Most members, pending invitations included.") var maxMembers = Peerlog.defaultMaxMembers
@@ -24,7 +26,10 @@ struct GroupCommand: AsyncParsableCommand {
             let peerlog = try await home.open()
             let group = try await peerlog.createGroup(named: name, maxMembers: maxMembers)
             if output.json {
-                print(JSON.object([("id", .string(group.string)), ("name", .string(name)), ("max_members", .int(maxMembers))]).serialized(pretty: true))
+                print(
+                    JSON.object([
+                        ("id", .string(group.string)), ("name", .string(name)), ("max_members", .int(maxMembers)),
+                    ]).serialized(pretty: true))
             } else {
                 print("Created group \"\(name)\" (up to \(maxMembers) members): \(group)")
             }
@@ -33,65 +38,91 @@ struct GroupCommand: AsyncParsableCommand {
 
     /// `group add GROUP IDENTITY [--role ROLE]`.
     struct Add: GroupWriteArguments {
-        static let configuration = CommandConfiguration(commandName: "add", abstract: "Invite an identity; it becomes a member when it accepts.")
+        static let configuration = CommandConfiguration(
+            commandName: "add", abstract: "Invite an identity; it becomes a member when it accepts.")
         @Argument(help: "The identity to invite, as printed by `peerlog id`.") var identity: String
         @Option(help: "member, admin or owner.") var role = "member"
 
         func write() throws -> GroupWriteStep {
-            let who = try parseIdentity(identity), role = try parseRole(role)
-            return GroupWriteStep({ try await $0.invite(who, to: $1, as: role) }) { "Invited \(who) to \"\($0)\" as \(role.rawValue)" }
+            let who = try parseIdentity(identity)
+            let role = try parseRole(role)
+            return GroupWriteStep(
+                { try await $0.invite(who, to: $1, as: role) },
+                summary: {
+                    "Invited \(who) to \"\($0)\" as \(role.rawValue)"
+                })
         }
     }
 
     /// `group accept GROUP`.
     struct Accept: GroupWriteArguments {
-        static let configuration = CommandConfiguration(commandName: "accept", abstract: "Accept this identity's pending invitation to a group.")
-        func write() -> GroupWriteStep { GroupWriteStep({ try await $0.acceptInvitation(to: $1) }) { "Accepted the invitation to \"\($0)\"" } }
+        static let configuration = CommandConfiguration(
+            commandName: "accept", abstract: "Accept this identity's pending invitation to a group.")
+        func write() -> GroupWriteStep {
+            GroupWriteStep(
+                { try await $0.acceptInvitation(to: $1) }, summary: { "Accepted the invitation to \"\($0)\"" })
+        }
     }
 
     /// `group remove GROUP IDENTITY`.
     struct Remove: GroupWriteArguments {
-        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a member or withdraw an invitation.")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Remove a member or withdraw an invitation.")
         @Argument(help: "The identity to remove.") var identity: String
 
         func write() throws -> GroupWriteStep {
             let who = try parseIdentity(identity)
-            return GroupWriteStep({ try await $0.remove(who, from: $1) }) { "Removed \(who) from \"\($0)\"" }
+            return GroupWriteStep({ try await $0.remove(who, from: $1) }, summary: { "Removed \(who) from \"\($0)\"" })
         }
     }
 
     /// `group leave GROUP`.
     struct Leave: GroupWriteArguments {
-        static let configuration = CommandConfiguration(commandName: "leave", abstract: "Leave a group, or decline a pending invitation.")
-        func write() -> GroupWriteStep { GroupWriteStep({ try await $0.leave($1) }) { "Left \"\($0)\"" } }
+        static let configuration = CommandConfiguration(
+            commandName: "leave", abstract: "Leave a group, or decline a pending invitation.")
+        func write() -> GroupWriteStep { GroupWriteStep({ try await $0.leave($1) }, summary: { "Left \"\($0)\"" }) }
     }
 
     /// `group rename GROUP NAME`.
     struct Rename: GroupWriteArguments {
-        static let configuration = CommandConfiguration(commandName: "rename", abstract: "Rename a group (owners and admins).")
+        static let configuration = CommandConfiguration(
+            commandName: "rename", abstract: "Rename a group (owners and admins).")
         @Argument(help: "The new name.") var name: String
 
-        func write() -> GroupWriteStep { GroupWriteStep({ try await $0.rename($1, to: name) }) { "Renamed \"\($0)\" to \"\(name)\"" } }
+        func write() -> GroupWriteStep {
+            GroupWriteStep({ try await $0.rename($1, to: name) }, summary: { "Renamed \"\($0)\" to \"\(name)\"" })
+        }
     }
 
     /// `group delete GROUP`.
     struct Delete: GroupWriteArguments {
         static let configuration = CommandConfiguration(
-            commandName: "delete", abstract: "Delete a group for every member (owners only; no confirmation, cannot be undone).")
+            commandName: "delete",
+            abstract: "Delete a group for every member (owners only; no confirmation, cannot be undone).")
         func write() -> GroupWriteStep {
-            GroupWriteStep({ try await $0.deleteGroup($1) }) { "Deleted group \"\($0)\": once committed, its entities are gone and it accepts no more receipts" }
+            GroupWriteStep(
+                { try await $0.deleteGroup($1) },
+                summary: {
+                    "Deleted group \"\($0)\": once committed, its entities are gone and it accepts no more receipts"
+                })
         }
     }
 
     /// `group role GROUP IDENTITY ROLE`.
     struct RoleCommand: GroupWriteArguments {
-        static let configuration = CommandConfiguration(commandName: "role", abstract: "Change an active member's role (owners only).")
+        static let configuration = CommandConfiguration(
+            commandName: "role", abstract: "Change an active member's role (owners only).")
         @Argument(help: "The member's identity.") var identity: String
         @Argument(help: "member, admin or owner.") var role: String
 
         func write() throws -> GroupWriteStep {
-            let who = try parseIdentity(identity), role = try parseRole(role)
-            return GroupWriteStep({ try await $0.setRole(role, of: who, in: $1) }) { "\(who) is now \(role.rawValue) of \"\($0)\"" }
+            let who = try parseIdentity(identity)
+            let role = try parseRole(role)
+            return GroupWriteStep(
+                { try await $0.setRole(role, of: who, in: $1) },
+                summary: {
+                    "\(who) is now \(role.rawValue) of \"\($0)\""
+                })
         }
     }
 }
@@ -105,18 +136,22 @@ extension GroupCommand {
 
         func run() async throws {
             let peerlog = try await home.open()
-            var rows = [[String]](), objects = [JSON]()
+            var rows = [[String]]()
+            var objects = [JSON]()
             for id in try await peerlog.groupIDs() {
                 let state = try await peerlog.group(id, view: view.view)
                 let active = state?.memberCount ?? 0
                 let progress = try await peerlog.progress(of: id)
-                let seq = progress.committedSeq, tentative = progress.tentativeCount
+                let seq = progress.committedSeq
+                let tentative = progress.tentativeCount
                 let status = state?.status.rawValue ?? "unknown"
                 rows.append([id.string, state?.name ?? "?", status, String(active), String(seq), String(tentative)])
-                objects.append(.object([
-                    ("id", .string(id.string)), ("name", state.map { .string($0.name) } ?? .null), ("status", .string(status)),
-                    ("members", .int(active)), ("committed_seq", .int(seq)), ("tentative", .int(tentative)),
-                ]))
+                objects.append(
+                    .object([
+                        ("id", .string(id.string)), ("name", state.map { .string($0.name) } ?? .null),
+                        ("status", .string(status)),
+                        ("members", .int(active)), ("committed_seq", .int(seq)), ("tentative", .int(tentative)),
+                    ]))
             }
             if output.json {
                 print(JSON.array(objects).serialized(pretty: true))
@@ -139,33 +174,59 @@ extension GroupCommand {
             let peerlog = try await home.open()
             let id = try await group.resolve(in: peerlog)
             guard let state = try await peerlog.group(id, view: view.view) else {
-                throw CLIError("group \(id) has no state yet in the \(view.view.rawValue) view (its group.created receipt is not held)")
+                throw CLIError(
+                    "group \(id) has no state yet in the \(view.view.rawValue) view (its group.created receipt is not held)"
+                )
             }
             let members = try await peerlog.members(of: id, view: view.view)
-            let seq = state.committedSeq, tentative = state.tentativeCount
+            let seq = state.committedSeq
+            let tentative = state.tentativeCount
             // The election's view (leader, term) lives in the running daemon, if one runs.
             let live = await peerlog.daemonStatus()?.groups.first { $0.id == id.string }?.sequencer
             if output.json {
-                print(JSON.object([
-                    ("id", .string(id.string)), ("name", .string(state.name)), ("status", .string(state.status.rawValue)),
-                    ("view", .string(view.view.rawValue)), ("max_members", .int(state.maxMembers)), ("created_by", .string(state.createdBy.string)),
-                    ("sequencer", state.sequencer.json), ("committed_seq", .int(seq)), ("tentative", .int(tentative)),
-                    ("election", live?.term.map { term in .object([
-                        ("role", .string(live?.role?.rawValue ?? "")), ("term", .int(term)), ("leader", live?.leader.map { .string($0) } ?? .null),
-                    ]) } ?? .null),
-                    ("members", .array(members.map(Self.memberJSON))),
-                ]).serialized(pretty: true))
+                print(
+                    JSON.object([
+                        ("id", .string(id.string)), ("name", .string(state.name)),
+                        ("status", .string(state.status.rawValue)),
+                        ("view", .string(view.view.rawValue)), ("max_members", .int(state.maxMembers)),
+                        ("created_by", .string(state.createdBy.string)),
+                        ("sequencer", state.sequencer.json), ("committed_seq", .int(seq)),
+                        ("tentative", .int(tentative)),
+                        (
+                            "election",
+                            live?.term.map { term in
+                                .object([
+                                    ("role", .string(live?.role?.rawValue ?? "")), ("term", .int(term)),
+                                    ("leader", live?.leader.map { .string($0) } ?? .null),
+                                ])
+                            } ?? .null
+                        ),
+                        ("members", .array(members.map(Self.memberJSON))),
+                    ]).serialized(pretty: true))
                 return
             }
-            printRows([
-                ("group", id.string), ("name", state.name), ("status", state.status.rawValue), ("view", view.view.rawValue),
-                ("max members", String(state.maxMembers)), ("created by", state.createdBy.string), ("sequencer", state.sequencer.text),
-                ("committed seq", String(seq)), ("tentative", String(tentative)), ("members", String(members.count)),
-            ] + (live?.term.map { term in [("election", "term \(term), leader \(live?.leader ?? "unknown"), this device \(live?.role?.rawValue ?? "?")")] } ?? []))
-            printTable(members.map { m in
-                [m.identity.string, m.role.rawValue, m.status.rawValue, Self.standing(m.seq)]
-                    + (m.identity == peerlog.identity ? ["(you)"] : [])
-            }, indent: "  ")
+            printRows(
+                [
+                    ("group", id.string), ("name", state.name), ("status", state.status.rawValue),
+                    ("view", view.view.rawValue),
+                    ("max members", String(state.maxMembers)), ("created by", state.createdBy.string),
+                    ("sequencer", state.sequencer.text),
+                    ("committed seq", String(seq)), ("tentative", String(tentative)),
+                    ("members", String(members.count)),
+                ]
+                    + (live?.term.map { term in
+                        [
+                            (
+                                "election",
+                                "term \(term), leader \(live?.leader ?? "unknown"), this device \(live?.role?.rawValue ?? "?")"
+                            )
+                        ]
+                    } ?? []))
+            printTable(
+                members.map { m in
+                    [m.identity.string, m.role.rawValue, m.status.rawValue, Self.standing(m.seq)]
+                        + (m.identity == peerlog.identity ? ["(you)"] : [])
+                }, indent: "  ")
         }
 
         /// Whether a member's entry (role and status) is the committed one, and since which seq.
@@ -173,12 +234,17 @@ extension GroupCommand {
 
         /// `standing` is "committed" (with `since_seq`, where the entry last changed) or "tentative".
         static func memberJSON(_ m: PeerlogMember) -> JSON {
-            let standing: [(String, JSON)] = if let seq = m.seq {
-                [("standing", .string("committed")), ("since_seq", .int(seq))]
-            } else {
-                [("standing", .string("tentative")), ("since_seq", .null)]
-            }
-            return .object([("identity", .string(m.identity.string)), ("role", .string(m.role.rawValue)), ("status", .string(m.status.rawValue))] + standing)
+            let standing: [(String, JSON)] =
+                if let seq = m.seq {
+                    [("standing", .string("committed")), ("since_seq", .int(seq))]
+                } else {
+                    [("standing", .string("tentative")), ("since_seq", .null)]
+                }
+            return .object(
+                [
+                    ("identity", .string(m.identity.string)), ("role", .string(m.role.rawValue)),
+                    ("status", .string(m.status.rawValue)),
+                ] + standing)
         }
     }
 }

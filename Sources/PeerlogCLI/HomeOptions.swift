@@ -1,13 +1,18 @@
 import ArgumentParser
 import Peerlog
 import PeerlogModel
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// `--home DIR`: where a node keeps its keys and store.
 struct HomeOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Node directory (default: $PEERLOG_HOME, else $XDG_DATA_HOME/peerlog, else ~/.local/share/peerlog).", valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Node directory (default: $PEERLOG_HOME, else $XDG_DATA_HOME/peerlog, else ~/.local/share/peerlog).",
+            valueName: "dir"))
     var home: String?
 
     var path: String { home ?? Peerlog.defaultHome }

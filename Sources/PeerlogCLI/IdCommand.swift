@@ -1,7 +1,7 @@
 import ArgumentParser
+import Peerlog
 import PeerlogCrypto
 import PeerlogEncoding
-import Peerlog
 
 struct Id: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print this node's identity, device id and certificate.")
@@ -12,15 +12,16 @@ struct Id: ParsableCommand {
     func run() throws {
         let d = try Peerlog.deviceInfo(home: home.path)
         if output.json {
-            print(JSON.object([
-                ("identity", .string(d.identity.string)),
-                ("device", .string(d.device.string)),
-                ("name", .string(d.name)),
-                ("noise_key", .string(hexString(d.noiseKey))),
-                ("created_ms", .int(d.createdAt)),
-                ("certificate_cid", .string(d.certificateCID.string)),
-                ("certificate", .string(hexString(d.certificate))),
-            ]).serialized(pretty: true))
+            print(
+                JSON.object([
+                    ("identity", .string(d.identity.string)),
+                    ("device", .string(d.device.string)),
+                    ("name", .string(d.name)),
+                    ("noise_key", .string(hexString(d.noiseKey))),
+                    ("created_ms", .int(d.createdAt)),
+                    ("certificate_cid", .string(d.certificateCID.string)),
+                    ("certificate", .string(hexString(d.certificate))),
+                ]).serialized(pretty: true))
         } else {
             print("identity:    \(d.identity)")
             print("device:      \(d.device)")
@@ -46,6 +47,10 @@ func formatMillis(_ ms: UInt64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1
     let m = mp < 10 ? mp + 3 : mp - 9
     let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-    func pad(_ v: Int64, _ n: Int) -> String { let s = String(v); return String(repeating: "0", count: max(0, n - s.count)) + s }
-    return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rem / 3_600_000, 2)):\(pad(rem / 60_000 % 60, 2)):\(pad(rem / 1000 % 60, 2)).\(pad(rem % 1000, 3))Z"
+    func pad(_ v: Int64, _ n: Int) -> String {
+        let s = String(v)
+        return String(repeating: "0", count: max(0, n - s.count)) + s
+    }
+    return
+        "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rem / 3_600_000, 2)):\(pad(rem / 60_000 % 60, 2)):\(pad(rem / 1000 % 60, 2)).\(pad(rem % 1000, 3))Z"
 }

@@ -3,7 +3,8 @@ import Peerlog
 import PeerlogModel
 
 struct Init: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Create an identity and this device's keys and certificate.")
+    static let configuration = CommandConfiguration(
+        abstract: "Create an identity and this device's keys and certificate.")
 
     @OptionGroup var home: HomeOptions
     @Option(help: "Device name shown to others (default: the host name).")

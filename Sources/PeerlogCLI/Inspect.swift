@@ -26,11 +26,12 @@ struct Inspect: ParsableCommand {
         }
         let report: InspectReport
         do {
-            report = switch kind {
-            case .receipt: InspectReport(receipt: try Receipt(encoded: data))
-            case .envelope: InspectReport(envelope: try Envelope(encoded: data))
-            case .certificate: InspectReport(certificate: try DeviceCertificate(encoded: data))
-            }
+            report =
+                switch kind {
+                case .receipt: InspectReport(receipt: try Receipt(encoded: data))
+                case .envelope: InspectReport(envelope: try Envelope(encoded: data))
+                case .certificate: InspectReport(certificate: try DeviceCertificate(encoded: data))
+                }
         } catch { throw CLIError("\(file): \(error)") }
 
         if output.json {
@@ -50,18 +51,20 @@ struct InspectReport {
     let payload: CBOR
 
     init(receipt r: Receipt) {
-        self.init(kind: "receipt", cid: r.cid, verification: r.verify(), payload: r.payloadValue, fields: [
-            ("group", .string(r.group.string)),
-            ("type", .string(r.type)),
-            ("author", .string(r.author.string)),
-            ("identity", .string(r.identity.string)),
-            ("device_name", .string(r.certificate.name)),
-            ("counter", .int(r.counter)),
-            ("hlc", .int(r.hlc.packed)),
-            ("hlc_time", .string(formatMillis(r.hlc.physical))),
-            ("parents", .array(r.parents.map { .string($0.string) })),
-            ("body", r.body.json),
-        ])
+        self.init(
+            kind: "receipt", cid: r.cid, verification: r.verify(), payload: r.payloadValue,
+            fields: [
+                ("group", .string(r.group.string)),
+                ("type", .string(r.type)),
+                ("author", .string(r.author.string)),
+                ("identity", .string(r.identity.string)),
+                ("device_name", .string(r.certificate.name)),
+                ("counter", .int(r.counter)),
+                ("hlc", .int(r.hlc.packed)),
+                ("hlc_time", .string(formatMillis(r.hlc.physical))),
+                ("parents", .array(r.parents.map { .string($0.string) })),
+                ("body", r.body.json),
+            ])
     }
 
     init(envelope e: Envelope) {
@@ -76,21 +79,28 @@ struct InspectReport {
         ]
         // A batched run item (PROTOCOL.md §3.5): the run its one signature covers.
         if let run = e.run {
-            fields += [("run_first_seq", .int(run.firstSeq)), ("run_count", .int(run.count)), ("run_root", .string(hexString(run.root))),
-                       ("path_hashes", .int(UInt64(e.path.count)))]
+            fields += [
+                ("run_first_seq", .int(run.firstSeq)), ("run_count", .int(run.count)),
+                ("run_root", .string(hexString(run.root))),
+                ("path_hashes", .int(UInt64(e.path.count))),
+            ]
         }
-        self.init(kind: "envelope", cid: CID(hashing: e.payload), verification: e.verify(), payload: e.payloadValue, fields: fields)
+        self.init(
+            kind: "envelope", cid: CID(hashing: e.payload), verification: e.verify(), payload: e.payloadValue,
+            fields: fields)
     }
 
     init(certificate c: DeviceCertificate) {
-        self.init(kind: "certificate", cid: c.cid, verification: c.verify(), payload: c.payloadValue, fields: [
-            ("identity", .string(c.identity.string)),
-            ("device", .string(c.device.string)),
-            ("name", .string(c.name)),
-            ("noise_key", .string(hexString(c.noiseKey.rawRepresentation))),
-            ("created", .int(c.createdAt)),
-            ("created_time", .string(formatMillis(c.createdAt))),
-        ])
+        self.init(
+            kind: "certificate", cid: c.cid, verification: c.verify(), payload: c.payloadValue,
+            fields: [
+                ("identity", .string(c.identity.string)),
+                ("device", .string(c.device.string)),
+                ("name", .string(c.name)),
+                ("noise_key", .string(hexString(c.noiseKey.rawRepresentation))),
+                ("created", .int(c.createdAt)),
+                ("created_time", .string(formatMillis(c.createdAt))),
+            ])
     }
 
     init(kind: String, cid: CID, verification: VerificationResult, payload: CBOR, fields: [(String, JSON)]) {
@@ -111,14 +121,17 @@ struct InspectReport {
     var json: JSON {
         var status: [(String, JSON)] = [("valid", .bool(verification.isValid))]
         if case .invalid(let why) = verification { status.append(("reason", .string(why))) }
-        return .object([("kind", .string(kind)), ("cid", .string(cid.string)), ("signature", .object(status))] + fields)
+        return .object(
+            [("kind", .string(kind)), ("cid", .string(cid.string)), ("signature", .object(status))] + fields)
     }
 
     func printText(diag: Bool) {
-        let rows = [("kind", kind), ("cid", cid.string), ("signature", signatureText)] + fields.map { name, value in
-            if case .string(let s) = value { return (name, s) }
-            return (name, value.serialized())
-        }
+        let rows =
+            [("kind", kind), ("cid", cid.string), ("signature", signatureText)]
+            + fields.map { name, value in
+                if case .string(let s) = value { return (name, s) }
+                return (name, value.serialized())
+            }
         let width = rows.map(\.0.count).max()! + 2
         for (name, value) in rows {
             print(name + ":" + String(repeating: " ", count: width - name.count - 1) + value)

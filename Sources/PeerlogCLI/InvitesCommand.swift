@@ -16,7 +16,12 @@ struct Invites: AsyncParsableCommand {
         let peerlog = try await home.open()
         let rows = try await peerlog.invitations().map { ($0.id, $0.name, $0.invitedRole?.rawValue ?? "") }
         if output.json {
-            print(JSON.array(rows.map { .object([("group", .string($0.0.string)), ("name", .string($0.1)), ("role", .string($0.2))]) }).serialized(pretty: true))
+            print(
+                JSON.array(
+                    rows.map {
+                        .object([("group", .string($0.0.string)), ("name", .string($0.1)), ("role", .string($0.2))])
+                    }
+                ).serialized(pretty: true))
             return
         }
         if rows.isEmpty { print("no pending invitations") }

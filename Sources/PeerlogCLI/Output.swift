@@ -18,7 +18,8 @@ func parseIdentity(_ text: String) throws -> IdentityID {
 
 func parseRole(_ text: String) throws -> Role {
     guard let role = Role(rawValue: text) else {
-        throw CLIError("\"\(text)\" is not a role (expected one of \(Role.allCases.map(\.rawValue).joined(separator: ", ")))")
+        throw CLIError(
+            "\"\(text)\" is not a role (expected one of \(Role.allCases.map(\.rawValue).joined(separator: ", ")))")
     }
     return role
 }
@@ -28,14 +29,19 @@ func statusText(seq: UInt64?) -> String { seq.map { "committed at seq \($0)" } ?
 
 /// `"status": "committed", "seq": N` or `"status": "tentative", "seq": null`.
 func statusJSONFields(seq: UInt64?) -> [(String, JSON)] {
-    if let seq { [("status", .string("committed")), ("seq", .int(seq))] } else { [("status", .string("tentative")), ("seq", .null)] }
+    if let seq {
+        [("status", .string("committed")), ("seq", .int(seq))]
+    } else {
+        [("status", .string("tentative")), ("seq", .null)]
+    }
 }
 
 extension SequencerAuthority {
     var text: String {
         switch self {
         case .solo(let device): "solo device \(device)"
-        case .elected(let voters): "elected among \(voters.count) voters: " + voters.map(\.string).joined(separator: ", ")
+        case .elected(let voters):
+            "elected among \(voters.count) voters: " + voters.map(\.string).joined(separator: ", ")
         case .relay(let key, let address): "relay \(key) at \(address)"
         }
     }
@@ -43,8 +49,10 @@ extension SequencerAuthority {
     var json: JSON {
         switch self {
         case .solo(let device): .object([("kind", .string("solo")), ("device", .string(device.string))])
-        case .elected(let voters): .object([("kind", .string("elected")), ("voters", .array(voters.map { .string($0.string) }))])
-        case .relay(let key, let address): .object([("kind", .string("relay")), ("key", .string(key.string)), ("address", .string(address))])
+        case .elected(let voters):
+            .object([("kind", .string("elected")), ("voters", .array(voters.map { .string($0.string) }))])
+        case .relay(let key, let address):
+            .object([("kind", .string("relay")), ("key", .string(key.string)), ("address", .string(address))])
         }
     }
 }
@@ -62,7 +70,9 @@ func printTable(_ rows: [[String]], indent: String = "") {
     guard let columns = rows.map(\.count).max() else { return }
     let widths = (0..<columns).map { c in rows.map { c < $0.count ? $0[c].count : 0 }.max()! }
     for row in rows {
-        let cells = row.enumerated().map { c, cell in c == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[c] - cell.count) }
+        let cells = row.enumerated().map { c, cell in
+            c == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[c] - cell.count)
+        }
         print(indent + cells.joined(separator: "  "))
     }
 }
@@ -70,9 +80,13 @@ func printTable(_ rows: [[String]], indent: String = "") {
 /// Reports a local write: one line saying what happened, then the receipt and its status.
 func printAppend(_ result: PeerlogWrite, group: GroupID, summary: String, json: Bool) {
     if json {
-        print(JSON.object([
-            ("group", .string(group.string)), ("cid", .string(result.cid.string)), ("type", .string(result.type)),
-        ] + statusJSONFields(seq: result.seq)).serialized(pretty: true))
+        print(
+            JSON.object(
+                [
+                    ("group", .string(group.string)), ("cid", .string(result.cid.string)),
+                    ("type", .string(result.type)),
+                ] + statusJSONFields(seq: result.seq)
+            ).serialized(pretty: true))
     } else {
         print(summary)
         let note = result.isTentative ? " (waiting for the group's sequencer)" : ""

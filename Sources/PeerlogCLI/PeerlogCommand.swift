@@ -1,5 +1,5 @@
-import PeerlogCrypto
 import ArgumentParser
+import PeerlogCrypto
 
 @main
 struct PeerlogCommand: AsyncParsableCommand {
@@ -10,12 +10,15 @@ struct PeerlogCommand: AsyncParsableCommand {
         subcommands: [
             Init.self, Id.self, SafetyNumberCommand.self, Inspect.self, ReceiptCommand.self,
             GroupCommand.self, Put.self, Get.self, DeleteCommand.self, LogCommand.self, StateHash.self,
-            Export.self, Import.self, DeadLetters.self, Check.self, Daemon.self, Status.self, Peers.self, Invites.self, CaptureCommand.self, Replay.self, RelayCommand.self, Debug.self,
+            Export.self, Import.self, DeadLetters.self, Check.self, Daemon.self, Status.self, Peers.self, Invites.self,
+            CaptureCommand.self, Replay.self, RelayCommand.self, Debug.self,
         ]
     )
 
     static func main() async {
-        if let problem = RawArguments.invalidUTF8Problem() { exit(withError: CLIError(problem, code: .invalidArguments)) }
+        if let problem = RawArguments.invalidUTF8Problem() {
+            exit(withError: CLIError(problem, code: .invalidArguments))
+        }
         await main(nil)
     }
 }

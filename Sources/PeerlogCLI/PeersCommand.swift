@@ -4,7 +4,8 @@ import Peerlog
 
 /// `peerlog peers`: who the running daemon knows of and how.
 struct Peers: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the daemon's peers: discovered on the LAN, static (--peer) and inbound, with their state.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the daemon's peers: discovered on the LAN, static (--peer) and inbound, with their state.")
 
     @OptionGroup var home: HomeOptions
     @OptionGroup var output: OutputOptions
@@ -26,7 +27,8 @@ struct Peers: ParsableCommand {
         }
         if status.peers.isEmpty { print("no peers yet") }
         for p in status.peers {
-            var line = "\(p.source.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(p.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)) \(p.address)"
+            var line =
+                "\(p.source.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(p.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)) \(p.address)"
             if let d = p.device { line += "  \(d)" + (p.name.map { " (\($0))" } ?? "") }
             if let e = p.lastError { line += "  — \(e)" }
             print(line)

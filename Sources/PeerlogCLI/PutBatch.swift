@@ -1,5 +1,6 @@
 import Peerlog
 import PeerlogEncoding
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,7 +45,9 @@ enum PutBatch {
             number += 1
             guard raw.contains(where: { !isWhitespace($0) }) else { continue }
             guard out.count < maxOperations else {
-                throw CLIError("--batch \(file) has more than \(maxOperations) operations (the batch limit): split it into several batches")
+                throw CLIError(
+                    "--batch \(file) has more than \(maxOperations) operations (the batch limit): split it into several batches"
+                )
             }
             do {
                 out.append(Line(number: number, op: try operation(raw)))
@@ -79,7 +82,9 @@ enum PutBatch {
         guard let key else { throw CLIError("missing \"key\": \(shape)") }
         switch (value, delete) {
         case (let value?, false):
-            do { return .put(key: key, value: try CBOR(json: value, allowFloats: false)) } catch { throw CLIError("value: \(error)") }
+            do { return .put(key: key, value: try CBOR(json: value, allowFloats: false)) } catch {
+                throw CLIError("value: \(error)")
+            }
         case (nil, true): return .delete(key: key)
         case (nil, false): throw CLIError("missing \"value\" (or \"delete\": true): \(shape)")
         case (.some, true): throw CLIError("give \"value\" or \"delete\": true, not both")
@@ -102,7 +107,9 @@ enum PutBatch {
             if n == 0 { break }
             bytes += chunk[0..<n]
             guard bytes.count <= maxInputBytes else {
-                throw CLIError("--batch \(file) is over \(maxInputBytes) bytes (16 MiB, the batch input limit): split it into several batches")
+                throw CLIError(
+                    "--batch \(file) is over \(maxInputBytes) bytes (16 MiB, the batch input limit): split it into several batches"
+                )
             }
         }
         return bytes
@@ -113,20 +120,27 @@ enum PutBatch {
         let seqs = results.compactMap(\.seq)
         let status = seqs.count == results.count ? "committed" : seqs.isEmpty ? "tentative" : "partly committed"
         if json {
-            print(JSON.object([
-                ("group", .string(group.string)), ("count", .int(results.count)), ("status", .string(status)),
-                ("first_seq", seqs.first.map { .int($0) } ?? .null), ("last_seq", seqs.last.map { .int($0) } ?? .null),
-                ("cids", .array(results.map { .string($0.cid.string) })),
-            ]).serialized(pretty: true))
+            print(
+                JSON.object([
+                    ("group", .string(group.string)), ("count", .int(results.count)), ("status", .string(status)),
+                    ("first_seq", seqs.first.map { .int($0) } ?? .null),
+                    ("last_seq", seqs.last.map { .int($0) } ?? .null),
+                    ("cids", .array(results.map { .string($0.cid.string) })),
+                ]).serialized(pretty: true))
             return
         }
         let (first, last) = (results.first!.cid, results.last!.cid)
         print("Wrote \(results.count) operation\(results.count == 1 ? "" : "s") in one transaction")
         let receipts = results.count == 1 ? "receipt \(first)" : "receipts \(first) ... \(last)"
         switch status {
-        case "committed": print("\(receipts): committed at seq\(seqs.count == 1 ? " \(seqs[0])" : "s \(seqs.first!)...\(seqs.last!)")")
+        case "committed":
+            print(
+                "\(receipts): committed at seq\(seqs.count == 1 ? " \(seqs[0])" : "s \(seqs.first!)...\(seqs.last!)")")
         case "tentative": print("\(receipts): tentative (waiting for the group's sequencer)")
-        default: print("\(receipts): \(seqs.count) committed (seqs \(seqs.first!)...\(seqs.last!)), \(results.count - seqs.count) tentative")
+        default:
+            print(
+                "\(receipts): \(seqs.count) committed (seqs \(seqs.first!)...\(seqs.last!)), \(results.count - seqs.count) tentative"
+            )
         }
     }
 }

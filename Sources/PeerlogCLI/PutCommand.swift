@@ -1,6 +1,7 @@
 import ArgumentParser
 import Peerlog
 import PeerlogEncoding
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,27 +10,36 @@ struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Set an entity's value in a group, or write a batch of sets and deletes.",
         discussion: """
-        The value comes from VALUE or from --value-file (a file, or - for standard input): the kernel \
-        caps one argument at 128 KiB, which JSON with hex bytes can pass within the payload limit. \
-        A receipt's payload, value included, is at most \(Peerlog.maxPayloadBytes) bytes (64 KiB): \
-        split larger data over several keys, or store it elsewhere and put a reference to it.
+            The value comes from VALUE or from --value-file (a file, or - for standard input): the kernel \
+            caps one argument at 128 KiB, which JSON with hex bytes can pass within the payload limit. \
+            A receipt's payload, value included, is at most \(Peerlog.maxPayloadBytes) bytes (64 KiB): \
+            split larger data over several keys, or store it elsewhere and put a reference to it.
 
-        --batch FILE (- for standard input) writes many operations in one transaction, each its own \
-        receipt: one JSON object a line, {"key": K, "value": V} or {"key": K, "delete": true}, values \
-        as --json-value takes them (blank lines are skipped). Every line is checked before anything is \
-        written, against the group's rules too (the earlier lines included): one bad line refuses the \
-        whole batch, naming the line. Limits: \(Peerlog.maxBatchOperations) operations and \
-        \(PutBatch.maxInputBytes) bytes (16 MiB) of input per batch; split larger input into several batches.
-        """
+            --batch FILE (- for standard input) writes many operations in one transaction, each its own \
+            receipt: one JSON object a line, {"key": K, "value": V} or {"key": K, "delete": true}, values \
+            as --json-value takes them (blank lines are skipped). Every line is checked before anything is \
+            written, against the group's rules too (the earlier lines included): one bad line refuses the \
+            whole batch, naming the line. Limits: \(Peerlog.maxBatchOperations) operations and \
+            \(PutBatch.maxInputBytes) bytes (16 MiB) of input per batch; split larger input into several batches.
+            """
     )
     @OptionGroup var home: HomeOptions
     @OptionGroup var group: GroupArgument
     @Argument(help: "The entity key (not with --batch).") var key: String?
     @Argument(help: "The value: a string, or JSON with --json-value.") var value: String?
-    @Option(help: ArgumentHelp("Read the value from this file (- for standard input) instead of VALUE, exactly as it is (a final newline included).", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Read the value from this file (- for standard input) instead of VALUE, exactly as it is (a final newline included).",
+            valueName: "file"))
     var valueFile: String?
-    @Flag(help: "Parse the value as JSON (integers, strings, arrays, objects, true/false/null; {\"$bytes\": hex}; no floats).") var jsonValue = false
-    @Option(help: ArgumentHelp("Write the operations of this file (- for standard input), one JSON object a line, in one transaction.", valueName: "file"))
+    @Flag(
+        help:
+            "Parse the value as JSON (integers, strings, arrays, objects, true/false/null; {\"$bytes\": hex}; no floats)."
+    ) var jsonValue = false
+    @Option(
+        help: ArgumentHelp(
+            "Write the operations of this file (- for standard input), one JSON object a line, in one transaction.",
+            valueName: "file"))
     var batch: String?
     @OptionGroup var output: OutputOptions
 
@@ -49,7 +59,9 @@ struct Put: AsyncParsableCommand {
         }
         let cbor: CBOR
         if jsonValue {
-            do { cbor = try CBOR(json: try JSON.parse(text), allowFloats: false) } catch { throw CLIError("\(valueFile ?? "VALUE"): \(error)") }
+            do { cbor = try CBOR(json: try JSON.parse(text), allowFloats: false) } catch {
+                throw CLIError("\(valueFile ?? "VALUE"): \(error)")
+            }
         } else {
             cbor = .text(text)
         }
@@ -69,15 +81,21 @@ struct Put: AsyncParsableCommand {
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw CLIError("cannot read --value-file \(file): \(String(cString: strerror(errno)))") }
+            guard n >= 0 else {
+                throw CLIError("cannot read --value-file \(file): \(String(cString: strerror(errno)))")
+            }
             if n == 0 { break }
             bytes += chunk[0..<n]
             guard bytes.count <= maxValueFileBytes else {
-                throw CLIError("--value-file \(file) is over \(maxValueFileBytes) bytes, and a value must fit in a \(Peerlog.maxPayloadBytes)-byte (64 KiB) receipt payload; "
-                    + "split it over several keys, or store the data elsewhere and put a reference to it (such as its hash or URL)")
+                throw CLIError(
+                    "--value-file \(file) is over \(maxValueFileBytes) bytes, and a value must fit in a \(Peerlog.maxPayloadBytes)-byte (64 KiB) receipt payload; "
+                        + "split it over several keys, or store the data elsewhere and put a reference to it (such as its hash or URL)"
+                )
             }
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw CLIError("--value-file \(file) is not UTF-8 text") }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CLIError("--value-file \(file) is not UTF-8 text")
+        }
         return text
     }
 }

@@ -10,9 +10,12 @@ enum RawArguments {
     static func invalidUTF8Problem() -> String? {
         for index in 1..<Int(CommandLine.argc) {
             guard let pointer = CommandLine.unsafeArgv[index] else { continue }
-            let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer)))
+            let bytes = Array(
+                UnsafeBufferPointer(
+                    start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer)))
             if String(validating: bytes, as: UTF8.self) == nil {
-                return "argument \(index) (\(escaped(bytes))) is not valid UTF-8; peerlog takes keys, names and values as UTF-8 text"
+                return
+                    "argument \(index) (\(escaped(bytes))) is not valid UTF-8; peerlog takes keys, names and values as UTF-8 text"
             }
         }
         return nil
@@ -20,7 +23,10 @@ enum RawArguments {
 
     /// ASCII as it is, every other byte as \xHH, so the line shows exactly what was given.
     static func escaped(_ bytes: [UInt8]) -> String {
-        bytes.map { (0x20..<0x7f).contains($0) && $0 != 0x5c ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true).leftPadded(to: 2) }.joined()
+        bytes.map {
+            (0x20..<0x7f).contains($0) && $0 != 0x5c
+                ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true).leftPadded(to: 2)
+        }.joined()
     }
 }
 

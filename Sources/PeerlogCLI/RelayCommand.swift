@@ -13,22 +13,24 @@ struct RelayCommand: ParsableCommand {
         commandName: "relay",
         abstract: "Run a relay: it keeps the groups that name it, serves them to their members, and sequences them.",
         discussion: """
-        A relay is a node with its own key. A group uses it once a member commits \
-        `peerlog group sequencer GROUP relay HOST:PORT KEY`; members then keep it connected, so \
-        devices that are never online together still sync through it. Its store is SQLite in \
-        HOME; with --postgres several relay processes (same key: `relay init --key-from`) share \
-        one PostgreSQL database as the store of record.
-        """,
+            A relay is a node with its own key. A group uses it once a member commits \
+            `peerlog group sequencer GROUP relay HOST:PORT KEY`; members then keep it connected, so \
+            devices that are never online together still sync through it. Its store is SQLite in \
+            HOME; with --postgres several relay processes (same key: `relay init --key-from`) share \
+            one PostgreSQL database as the store of record.
+            """,
         subcommands: [RelayInit.self, RelayRun.self, RelayKey.self]
     )
 }
 
 struct RelayInit: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "init", abstract: "Create the relay's keys in HOME (or copy them from another relay's home).")
+    static let configuration = CommandConfiguration(
+        commandName: "init", abstract: "Create the relay's keys in HOME (or copy them from another relay's home).")
 
     @OptionGroup var home: HomeOptions
     @Option(help: "Name shown to peers (default: relay@HOSTNAME).") var name: String?
-    @Option(help: ArgumentHelp("Use the keys of this relay home (another process of the same relay).", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp("Use the keys of this relay home (another process of the same relay).", valueName: "dir"))
     var keyFrom: String?
 
     func run() throws {
@@ -37,7 +39,9 @@ struct RelayInit: ParsableCommand {
             device = try Peerlog.initialize(home: home.path, copyingKeysFrom: keyFrom)
         } else {
             let label = name ?? "relay@\(DeviceCertificate.defaultName())"
-            guard !label.isEmpty, label.utf8.count <= DeviceCertificate.maxNameBytes else { throw CLIError("--name must be 1...\(DeviceCertificate.maxNameBytes) bytes") }
+            guard !label.isEmpty, label.utf8.count <= DeviceCertificate.maxNameBytes else {
+                throw CLIError("--name must be 1...\(DeviceCertificate.maxNameBytes) bytes")
+            }
             device = try Peerlog.initialize(home: home.path, deviceName: label)
         }
         print("Initialised relay \(home.path)")
@@ -47,7 +51,8 @@ struct RelayInit: ParsableCommand {
 }
 
 struct RelayKey: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "key", abstract: "Print the relay's key (what groups name).")
+    static let configuration = CommandConfiguration(
+        commandName: "key", abstract: "Print the relay's key (what groups name).")
     @OptionGroup var home: HomeOptions
     func run() throws { print(try Peerlog.deviceInfo(home: home.path).device) }
 }
@@ -57,18 +62,23 @@ struct RelayRun: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run the relay until Ctrl-C or SIGTERM.",
         discussion: """
-        It lets in the members of the groups it holds. New groups come only from identities given \
-        with --allow (or from anyone with --open). `peerlog status --home HOME` shows it running.
-        """
+            It lets in the members of the groups it holds. New groups come only from identities given \
+            with --allow (or from anyone with --open). `peerlog status --home HOME` shows it running.
+            """
     )
 
     @OptionGroup var home: HomeOptions
     @Option(help: ArgumentHelp("Address to accept members on (port 0 picks a free one).", valueName: "host:port"))
     var listen = "127.0.0.1:\(RelayRun.defaultPort)"
-    @Option(name: .customLong("allow"), help: ArgumentHelp("An identity that may bring new groups to the relay (repeatable).", valueName: "identity"))
+    @Option(
+        name: .customLong("allow"),
+        help: ArgumentHelp("An identity that may bring new groups to the relay (repeatable).", valueName: "identity"))
     var allow: [String] = []
     @Flag(help: "Let any device with a valid certificate connect and bring groups.") var open = false
-    @Option(help: ArgumentHelp("Share this PostgreSQL database with other processes of the relay (postgres://user@host:port/db).", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "Share this PostgreSQL database with other processes of the relay (postgres://user@host:port/db).",
+            valueName: "url"))
     var postgres: String?
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel = "info"
@@ -93,9 +103,12 @@ struct RelayRun: AsyncParsableCommand {
         try home.requireIdentity(initCommand: "peerlog relay init")
         do {
             let key = try LocalDevice.load(home: home.path).device
-            node = try PeerlogNode(home: home.path, configuration: settings, logger: logger, onListening: { address in
-                FileHandle.standardOutput.write(Data("peerlog relay: key \(key) listening on \(address?.description ?? "none")\n".utf8))
-            })
+            node = try PeerlogNode(
+                home: home.path, configuration: settings, logger: logger,
+                onListening: { address in
+                    FileHandle.standardOutput.write(
+                        Data("peerlog relay: key \(key) listening on \(address?.description ?? "none")\n".utf8))
+                })
         } catch {
             throw CLIError("cannot open the relay in \(home.path): \(error)")
         }
@@ -108,7 +121,8 @@ struct RelayRun: AsyncParsableCommand {
         if let shared { services.append(.init(service: shared.pool)) }
         services.append(.init(service: node))
         if let shared { services.append(.init(service: shared.follower(node.replica))) }
-        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }

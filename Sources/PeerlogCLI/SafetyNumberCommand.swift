@@ -19,7 +19,11 @@ struct SafetyNumberCommand: ParsableCommand {
         do { them = try IdentityID(string: other) } catch { throw CLIError("not an identity: \(error)") }
         let number = SafetyNumber(me, them)
         if output.json {
-            print(JSON.object([("identities", .array([.string(me.string), .string(them.string)])), ("safety_number", .string(number.description))]).serialized())
+            print(
+                JSON.object([
+                    ("identities", .array([.string(me.string), .string(them.string)])),
+                    ("safety_number", .string(number.description)),
+                ]).serialized())
         } else {
             print("Safety number for \(me.short) and \(them.short):")
             for line in number.lines { print("  " + line) }

@@ -20,9 +20,12 @@ struct SharedRelayStore: Sendable {
         do { try await store.start() } catch {
             throw CLIError("cannot use PostgreSQL at \(url): \(error)")
         }
-        return SharedRelayStore(gate: store, pool: store, follower: { FollowerService(follower: PostgresRelayFollower(replica: $0, store: store, logger: logger)) })
+        return SharedRelayStore(
+            gate: store, pool: store,
+            follower: { FollowerService(follower: PostgresRelayFollower(replica: $0, store: store, logger: logger)) })
         #else
-        throw CLIError("this peerlog was built without PostgreSQL support; build it with `swift build --traits PostgreSQL`")
+        throw CLIError(
+            "this peerlog was built without PostgreSQL support; build it with `swift build --traits PostgreSQL`")
         #endif
     }
 }

@@ -7,7 +7,8 @@ enum StatusText {
         var out = "device \(s.device) (\(s.name)), identity \(s.identity)\n"
         out += "listening on \(s.listening ?? "nothing (dial only)")\n"
         if let c = s.capture {
-            out += "capturing to \(c.path): \(c.records) records\(c.omitBodies ? ", bodies omitted" : "") (decrypted traffic: keep it private)\n"
+            out +=
+                "capturing to \(c.path): \(c.records) records\(c.omitBodies ? ", bodies omitted" : "") (decrypted traffic: keep it private)\n"
         }
         out += "peers: \(s.peers.isEmpty ? "none" : "")\n"
         for p in s.peers {
@@ -24,7 +25,8 @@ enum StatusText {
             if let q = g.sequencer { out += "    sequencer: " + sequencerLine(q) + "\n" }
             for p in g.peers {
                 let theirs = p.peerCommitted.map(String.init) ?? "?"
-                out += "    with \(p.device): peer committed \(theirs), behind \(p.behind), ahead \(p.ahead)\(p.caughtUp ? ", caught up" : "")\n"
+                out +=
+                    "    with \(p.device): peer committed \(theirs), behind \(p.behind), ahead \(p.ahead)\(p.caughtUp ? ", caught up" : "")\n"
             }
         }
         if !s.recentlyClosed.isEmpty {
@@ -36,14 +38,17 @@ enum StatusText {
         if let refusals = s.refusals, !refusals.isEmpty {
             out += "refused by a sequencer:\n"
             for r in refusals.suffix(5) {
-                out += "  \(r.cid) of group \(r.group) by \(r.by)  \(duration(now > r.at ? now - r.at : 0)) ago: \(r.reason)\n"
+                out +=
+                    "  \(r.cid) of group \(r.group) by \(r.by)  \(duration(now > r.at ? now - r.at : 0)) ago: \(r.reason)\n"
             }
         }
         if let rejected = s.rejected, !rejected.isEmpty {
-            out += "rejected from peers (\(s.rejectedTotal ?? rejected.count) since start; `peerlog dead-letters` lists invalid ones):\n"
+            out +=
+                "rejected from peers (\(s.rejectedTotal ?? rejected.count) since start; `peerlog dead-letters` lists invalid ones):\n"
             for r in rejected.suffix(5) {
                 let claims = r.author.map { " claiming author \($0)" } ?? ""
-                out += "  \(r.invalid ? "INVALID " : "")\(r.cid) of group \(r.group)\(claims) from \(r.from)  \(duration(now > r.at ? now - r.at : 0)) ago: \(r.reason)\n"
+                out +=
+                    "  \(r.invalid ? "INVALID " : "")\(r.cid) of group \(r.group)\(claims) from \(r.from)  \(duration(now > r.at ? now - r.at : 0)) ago: \(r.reason)\n"
             }
         }
         return out

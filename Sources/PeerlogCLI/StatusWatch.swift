@@ -1,5 +1,6 @@
 import Foundation
 import Peerlog
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +18,8 @@ struct StatusWatch {
         while count.map({ n < $0 }) ?? true {
             let status = try daemon.status()
             if tty {
-                print("\u{1b}[H\u{1b}[2J" + StatusText.render(status) + Self.progress(status, bars: true), terminator: "")
+                print(
+                    "\u{1b}[H\u{1b}[2J" + StatusText.render(status) + Self.progress(status, bars: true), terminator: "")
             } else {
                 print(Self.progress(status, bars: false), terminator: "")
             }
@@ -40,13 +42,17 @@ struct StatusWatch {
                 let done = Double(g.committed) / Double(target)
                 let width = 30
                 let filled = Int((done * Double(width)).rounded(.down))
-                out += "\(g.name) catching up [\(String(repeating: "#", count: filled))\(String(repeating: ".", count: width - filled))] \(g.committed)/\(target) (\(Int(done * 100))%)\n"
+                out +=
+                    "\(g.name) catching up [\(String(repeating: "#", count: filled))\(String(repeating: ".", count: width - filled))] \(g.committed)/\(target) (\(Int(done * 100))%)\n"
             } else {
                 let state = behind > 0 ? "catching up, \(behind) behind" : "in sync"
-                out += "\(time) \(g.name) \(g.id) committed \(g.committed)/\(target) tentative \(g.tentative) \(state), \(g.peers.count) peer(s)\n"
+                out +=
+                    "\(time) \(g.name) \(g.id) committed \(g.committed)/\(target) tentative \(g.tentative) \(state), \(g.peers.count) peer(s)\n"
             }
         }
-        if !bars && s.groups.isEmpty { out += "\(time) no groups; \(s.peers.filter { $0.state == .connected }.count) peer(s) connected\n" }
+        if !bars && s.groups.isEmpty {
+            out += "\(time) no groups; \(s.peers.filter { $0.state == .connected }.count) peer(s) connected\n"
+        }
         return out
     }
 }

@@ -7,13 +7,15 @@ import PeerlogModel
 enum BodyRedaction {
     static func redact(_ message: [UInt8]) -> [UInt8] {
         guard case .map(var map)? = try? CBORDecoder.decodeStrict(message),
-              let type = map[.text("t")]?.textValue, type == "receipts" || type == "commits" else { return message }
+            let type = map[.text("t")]?.textValue, type == "receipts" || type == "commits"
+        else { return message }
         let key = CBOR.text(type == "receipts" ? "items" : "receipts")
         guard let items = map[key]?.arrayValue else { return message }
-        map[key] = .array(items.map { item in
-            guard let bytes = item.bytesValue, let r = try? Receipt(encoded: bytes) else { return item }
-            return .bytes(CBOREncoder.encode(redacted(r)))
-        })
+        map[key] = .array(
+            items.map { item in
+                guard let bytes = item.bytesValue, let r = try? Receipt(encoded: bytes) else { return item }
+                return .bytes(CBOREncoder.encode(redacted(r)))
+            })
         return CBOREncoder.encode(.map(map))
     }
 

@@ -15,11 +15,17 @@ package struct CaptureFile {
         var records = [CaptureRecord]()
         var other = 0
         for p in file.packets {
-            guard p.linkType == CaptureRecord.linkType else { other += 1; continue }
+            guard p.linkType == CaptureRecord.linkType else {
+                other += 1
+                continue
+            }
             records.append(try CaptureRecord(packet: p.data, time: p.time, offset: p.offset))
         }
         if records.isEmpty, other > 0 {
-            throw CaptureError(offset: nil, "no Peerlog records: the \(other) packets have link type \(Set(file.packets.map(\.linkType)).sorted().map(String.init).joined(separator: ", ")), not \(CaptureRecord.linkType) (a raw capture? decrypt it with `peerlog capture decrypt`)")
+            throw CaptureError(
+                offset: nil,
+                "no Peerlog records: the \(other) packets have link type \(Set(file.packets.map(\.linkType)).sorted().map(String.init).joined(separator: ", ")), not \(CaptureRecord.linkType) (a raw capture? decrypt it with `peerlog capture decrypt`)"
+            )
         }
         self.records = records
         otherPackets = other
@@ -28,7 +34,9 @@ package struct CaptureFile {
     /// Reads the capture file at `path`, as `init(bytes:)` does.
     /// - Throws: `CaptureError` when the file cannot be read, or `init(bytes:)`'s error with `file` set to `path`.
     package init(path: String) throws {
-        guard let data = FileManager.default.contents(atPath: path) else { throw CaptureError(.unreadableFile, offset: nil, "cannot read \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CaptureError(.unreadableFile, offset: nil, "cannot read \(path)")
+        }
         do { try self.init(bytes: Array(data)) } catch var e as CaptureError {
             e.path = path
             throw e

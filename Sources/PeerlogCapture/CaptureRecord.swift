@@ -49,7 +49,10 @@ package struct CaptureRecord: Hashable, Sendable {
     package var data: [UInt8]
 
     /// A record from its fields; nothing is checked.
-    package init(time: UInt64, kind: Kind, direction: Direction, bodiesOmitted: Bool = false, connection: UInt64, local: DeviceID, peer: DeviceID, data: [UInt8]) {
+    package init(
+        time: UInt64, kind: Kind, direction: Direction, bodiesOmitted: Bool = false, connection: UInt64,
+        local: DeviceID, peer: DeviceID, data: [UInt8]
+    ) {
         self.time = time
         self.kind = kind
         self.direction = direction
@@ -65,7 +68,9 @@ package struct CaptureRecord: Hashable, Sendable {
         var out = [UInt8]()
         out.reserveCapacity(Self.headerBytes + data.count)
         out += [Self.version, kind.rawValue, direction.rawValue, bodiesOmitted ? 1 : 0]
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: connection >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            out.append(UInt8(truncatingIfNeeded: connection >> UInt64(shift)))
+        }
         out += local.bytes
         out += peer.bytes
         out += data
@@ -75,12 +80,24 @@ package struct CaptureRecord: Hashable, Sendable {
     /// Parses packet data; `offset` (of the packet in its file) only names where a problem is.
     package init(packet: [UInt8], time: UInt64, offset: Int) throws {
         guard packet.count >= Self.headerBytes else {
-            throw CaptureError(offset: offset, "peerlog record is \(packet.count) bytes, shorter than its \(Self.headerBytes)-byte header")
+            throw CaptureError(
+                offset: offset,
+                "peerlog record is \(packet.count) bytes, shorter than its \(Self.headerBytes)-byte header")
         }
-        guard packet[0] == Self.version else { throw CaptureError(offset: offset, "peerlog record version \(packet[0]) is not supported (this reader knows \(Self.version))") }
-        guard let kind = Kind(rawValue: packet[1]) else { throw CaptureError(offset: offset + 1, "unknown peerlog record kind \(packet[1])") }
-        guard let direction = Direction(rawValue: packet[2]) else { throw CaptureError(offset: offset + 2, "unknown direction \(packet[2])") }
-        guard packet[3] & ~1 == 0 else { throw CaptureError(offset: offset + 3, "unknown flags 0x\(String(packet[3], radix: 16))") }
+        guard packet[0] == Self.version else {
+            throw CaptureError(
+                offset: offset,
+                "peerlog record version \(packet[0]) is not supported (this reader knows \(Self.version))")
+        }
+        guard let kind = Kind(rawValue: packet[1]) else {
+            throw CaptureError(offset: offset + 1, "unknown peerlog record kind \(packet[1])")
+        }
+        guard let direction = Direction(rawValue: packet[2]) else {
+            throw CaptureError(offset: offset + 2, "unknown direction \(packet[2])")
+        }
+        guard packet[3] & ~1 == 0 else {
+            throw CaptureError(offset: offset + 3, "unknown flags 0x\(String(packet[3], radix: 16))")
+        }
         var connection: UInt64 = 0
         for i in 4..<12 { connection = connection << 8 | UInt64(packet[i]) }
         do {
@@ -117,7 +134,10 @@ package struct CaptureError: CodedError {
     /// Where the error was raised.
     package let line: Int
 
-    package init(_ code: Code = .malformedFile, offset: Int?, _ message: String, path: String? = nil, file: String = #fileID, line: Int = #line) {
+    package init(
+        _ code: Code = .malformedFile, offset: Int?, _ message: String, path: String? = nil, file: String = #fileID,
+        line: Int = #line
+    ) {
         self.code = code
         self.offset = offset
         self.message = message

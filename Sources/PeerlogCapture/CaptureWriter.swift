@@ -67,7 +67,9 @@ package final class CaptureWriter: @unchecked Sendable {
     ///   the file system's error when the header cannot be written.
     package init(path: String, options: Options = .init()) throws {
         if let max = options.maxBytes, max < Self.minRotationBytes {
-            throw CaptureError(.invalidOption, offset: nil, "capture rotation size \(max) is below the minimum of \(Self.minRotationBytes) bytes")
+            throw CaptureError(
+                .invalidOption, offset: nil,
+                "capture rotation size \(max) is below the minimum of \(Self.minRotationBytes) bytes")
         }
         self.path = path
         self.options = options
@@ -80,10 +82,16 @@ package final class CaptureWriter: @unchecked Sendable {
     package func write(_ record: CaptureRecord) -> Error? {
         lock.lock()
         if let failure {
-            defer { failureReported = true; lock.unlock() }
+            defer {
+                failureReported = true
+                lock.unlock()
+            }
             return failureReported ? nil : failure
         }
-        guard !closed else { lock.unlock(); return nil }
+        guard !closed else {
+            lock.unlock()
+            return nil
+        }
         pending.append(record)
         pendingBytes += record.data.count + 64
         let full = pendingBytes >= Self.maxPendingBytes
@@ -121,7 +129,12 @@ package final class CaptureWriter: @unchecked Sendable {
         ioLock.lock()
         defer { ioLock.unlock() }
         let records = lock.withLock {
-            defer { pending = []; pendingBytes = 0; timerArmed = false; promptQueued = false }
+            defer {
+                pending = []
+                pendingBytes = 0
+                timerArmed = false
+                promptQueued = false
+            }
             return pending
         }
         guard !records.isEmpty, let current = handle else { return }
@@ -138,12 +151,17 @@ package final class CaptureWriter: @unchecked Sendable {
                     interfaces[record.connection] = UInt32(interfaces.count)
                     bytes += Pcapng.interface(
                         linkType: CaptureRecord.linkType, name: "peerlog-conn-\(record.connection)",
-                        description: "connection \(record.connection): local device \(record.local), peer device \(record.peer)"
+                        description:
+                            "connection \(record.connection): local device \(record.local), peer device \(record.peer)"
                     )
                 }
-                let flags = record.kind == .message ? (record.direction == .inbound ? Pcapng.inboundFlag : Pcapng.outboundFlag) : nil
+                let flags =
+                    record.kind == .message
+                    ? (record.direction == .inbound ? Pcapng.inboundFlag : Pcapng.outboundFlag) : nil
                 let before = bytes.count
-                bytes += Pcapng.enhancedPacket(interface: interfaces[record.connection]!, microseconds: record.time, data: record.packet, flags: flags)
+                bytes += Pcapng.enhancedPacket(
+                    interface: interfaces[record.connection]!, microseconds: record.time, data: record.packet,
+                    flags: flags)
                 written += bytes.count - before
                 count += 1
                 if let max = options.maxBytes, written >= max {
@@ -172,7 +190,10 @@ package final class CaptureWriter: @unchecked Sendable {
     private func open(_ file: String) throws {
         unlink(file)
         let fd = Foundation.open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw CaptureError(.unwritableFile, offset: nil, "cannot create \(file): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw CaptureError(
+                .unwritableFile, offset: nil, "cannot create \(file): \(String(cString: strerror(errno)))")
+        }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         let header = Pcapng.sectionHeader(application: Self.application)
         try handle.write(contentsOf: header)

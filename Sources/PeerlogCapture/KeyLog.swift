@@ -33,8 +33,11 @@ package struct KeyLogEntry: Hashable, Sendable {
 
     /// The entry as one key log line (§17.5), without the newline.
     package var line: String {
-        [Self.label, hexString(keys.initiatorEphemeral), hexString(keys.initiatorToResponder), hexString(keys.responderToInitiator),
-         initiator.string, responder.string].joined(separator: " ")
+        [
+            Self.label, hexString(keys.initiatorEphemeral), hexString(keys.initiatorToResponder),
+            hexString(keys.responderToInitiator),
+            initiator.string, responder.string,
+        ].joined(separator: " ")
     }
 
     /// Equal when the lines are: same keys and devices.
@@ -50,10 +53,16 @@ package struct KeyLogEntry: Hashable, Sendable {
             let words = raw.split(separator: " ").map(String.init)
             guard words.first == label else { continue }
             guard words.count == 6, let e = bytes(words[1]), let i2r = bytes(words[2]), let r2i = bytes(words[3]),
-                  let initiator = try? DeviceID(string: words[4]), let responder = try? DeviceID(string: words[5]) else {
-                throw CaptureError(.malformedKeyLog, offset: nil, "key log line \(n + 1) is malformed (expected \(label) and five fields)")
+                let initiator = try? DeviceID(string: words[4]), let responder = try? DeviceID(string: words[5])
+            else {
+                throw CaptureError(
+                    .malformedKeyLog, offset: nil,
+                    "key log line \(n + 1) is malformed (expected \(label) and five fields)")
             }
-            out.append(KeyLogEntry(keys: TransportKeys(initiatorEphemeral: e, initiatorToResponder: i2r, responderToInitiator: r2i), initiator: initiator, responder: responder))
+            out.append(
+                KeyLogEntry(
+                    keys: TransportKeys(initiatorEphemeral: e, initiatorToResponder: i2r, responderToInitiator: r2i),
+                    initiator: initiator, responder: responder))
         }
         return out
     }

@@ -23,7 +23,11 @@ package final class LiveReplayDriver {
     package enum Failure: Error, CustomStringConvertible {
         case peer(String)
         /// The reason, as a sentence.
-        package var description: String { switch self { case .peer(let s): s } }
+        package var description: String {
+            switch self {
+            case .peer(let s): s
+            }
+        }
     }
 
     /// The batches to send, in recorded order.
@@ -46,17 +50,23 @@ package final class LiveReplayDriver {
     /// The recorded batches of `connection` in `direction` (default: what its peer sent us).
     package init(capture: CaptureFile, connection: UInt64, direction: CaptureRecord.Direction = .inbound) throws {
         if capture.records.contains(where: \.bodiesOmitted) {
-            throw CaptureError(.notReplayable, offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed")
+            throw CaptureError(
+                .notReplayable, offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed"
+            )
         }
         var batches = [Batch]()
         for r in capture.records where r.connection == connection && r.kind == .message && r.direction == direction {
             guard let m = try? SyncMessage.decode(r.data, limits: SyncLimits()) else { continue }
             switch m {
-            case .receipts(let g, _), .envelopes(let g, _), .commits(let g, _, _): batches.append(Batch(time: r.time, group: g, message: m))
+            case .receipts(let g, _), .envelopes(let g, _), .commits(let g, _, _):
+                batches.append(Batch(time: r.time, group: g, message: m))
             default: break
             }
         }
-        guard !batches.isEmpty else { throw CaptureError(.notReplayable, offset: nil, "connection \(connection) has no recorded receipts or envelopes to replay") }
+        guard !batches.isEmpty else {
+            throw CaptureError(
+                .notReplayable, offset: nil, "connection \(connection) has no recorded receipts or envelopes to replay")
+        }
         self.batches = batches
         var seen = Set<GroupID>()
         groups = batches.compactMap { seen.insert($0.group).inserted ? $0.group : nil }
@@ -64,14 +74,18 @@ package final class LiveReplayDriver {
 
     /// Our hello and initial credit.
     package func start() -> [[UInt8]] {
-        [SyncMessage.hello(versions: SyncSession.versions, capabilities: [], groups: groups).encoded(),
-         SyncMessage.credit(limits.initialCredit).encoded()]
+        [
+            SyncMessage.hello(versions: SyncSession.versions, capabilities: [], groups: groups).encoded(),
+            SyncMessage.credit(limits.initialCredit).encoded(),
+        ]
     }
 
     /// Handles one message from the peer; returns what to send back.
     package func receive(_ bytes: [UInt8]) throws -> [[UInt8]] {
         let m: SyncMessage
-        do { m = try SyncMessage.decode(bytes, limits: limits) } catch { throw Failure.peer("peer sent an undecodable message: \(error)") }
+        do { m = try SyncMessage.decode(bytes, limits: limits) } catch {
+            throw Failure.peer("peer sent an undecodable message: \(error)")
+        }
         switch m {
         case .hello(let versions, let capabilities, _):
             guard versions.contains(1) else { throw Failure.peer("peer speaks no version we know (\(versions))") }
@@ -85,7 +99,8 @@ package final class LiveReplayDriver {
         case .request(let g, let id, _):
             return [SyncMessage.done(group: g, id: id).encoded()]
         case .receipts, .envelopes, .commits:
-            return [SyncMessage.credit(1).encoded()]  // not expected (we never sent a vector); keep the peer's credit whole
+            // not expected (we never sent a vector); keep the peer's credit whole
+            return [SyncMessage.credit(1).encoded()]
         case .error(let code, let message):
             throw Failure.peer("peer closed with error \(code): \(message)")
         case .refused(_, let items):

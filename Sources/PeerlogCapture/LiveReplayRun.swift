@@ -35,10 +35,12 @@ package struct LiveReplayRun {
     /// the handshake is done, with the peer's device. Fails when the peer closes, or when
     /// nothing moves for `timeout` seconds.
     package func run(
-        host: String, port: Int, device: LocalDevice, configuration: ChannelConfiguration, speed: Double, timeout: Double,
+        host: String, port: Int, device: LocalDevice, configuration: ChannelConfiguration, speed: Double,
+        timeout: Double,
         connected: (DeviceID) -> Void = { _ in }
     ) throws -> Result {
-        let link = try SecureLink(host: host, port: port, device: device, configuration: configuration, timeout: timeout)
+        let link = try SecureLink(
+            host: host, port: port, device: device, configuration: configuration, timeout: timeout)
         let peer = link.peer!.device
         connected(peer)
         for m in driver.start() { try link.send(m) }
@@ -47,11 +49,18 @@ package struct LiveReplayRun {
         var lastProgress = Date()
         while !driver.acknowledged {
             if let reason = link.closedReason {
-                throw CaptureError(offset: nil, "the peer closed the connection after \(driver.sent) of \(driver.batches.count) batches: \(reason)")
+                throw CaptureError(
+                    offset: nil,
+                    "the peer closed the connection after \(driver.sent) of \(driver.batches.count) batches: \(reason)")
             }
             if !driver.done, speed > 0 {
-                let due = started.addingTimeInterval(Double(driver.batches[driver.sent].time &- firstTime) / 1_000_000 / speed)
-                if due > Date() { try link.pump(until: due); try handle(link); continue }
+                let due = started.addingTimeInterval(
+                    Double(driver.batches[driver.sent].time &- firstTime) / 1_000_000 / speed)
+                if due > Date() {
+                    try link.pump(until: due)
+                    try handle(link)
+                    continue
+                }
             }
             if let messages = driver.next() {
                 for m in messages { try link.send(m) }
@@ -61,10 +70,14 @@ package struct LiveReplayRun {
             try link.pump(until: Date().addingTimeInterval(0.2))
             if try handle(link) { lastProgress = Date() }
             if Date().timeIntervalSince(lastProgress) > timeout {
-                let waiting = driver.unaccepted.isEmpty
+                let waiting =
+                    driver.unaccepted.isEmpty
                     ? "credit or acknowledgements"
                     : "acceptance of group \(driver.unaccepted.map(\.string).joined(separator: ", ")) (does the peer share it with this device?)"
-                throw CaptureError(offset: nil, "no progress for \(timeout) s after \(driver.sent) of \(driver.batches.count) batches: waiting for \(waiting)")
+                throw CaptureError(
+                    offset: nil,
+                    "no progress for \(timeout) s after \(driver.sent) of \(driver.batches.count) batches: waiting for \(waiting)"
+                )
             }
         }
         link.close(reason: "replay finished")

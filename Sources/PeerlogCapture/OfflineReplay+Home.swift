@@ -16,7 +16,9 @@ extension OfflineReplay {
         }
         let clock = ReplayClock()
         let replica = try Replica(path: dir + "/replica.sqlite", device: device, clock: { clock.now() })
-        guard try replica.groupIDs().isEmpty else { throw CaptureError(offset: nil, "\(dir) already holds groups: replay into a fresh home") }
+        guard try replica.groupIDs().isEmpty else {
+            throw CaptureError(offset: nil, "\(dir) already holds groups: replay into a fresh home")
+        }
         return try run(capture: capture, connection: connection, into: replica, device: device, clock: clock)
     }
 }

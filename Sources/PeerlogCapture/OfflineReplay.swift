@@ -41,25 +41,34 @@ package struct OfflineReplay {
     package static func connection(in capture: CaptureFile, requested: UInt64?) throws -> UInt64 {
         if let requested {
             guard capture.connections.contains(requested) else {
-                throw CaptureError(.notReplayable, offset: nil, "no connection \(requested) in the capture (it has \(capture.connections.map(String.init).joined(separator: ", ")))")
+                throw CaptureError(
+                    .notReplayable, offset: nil,
+                    "no connection \(requested) in the capture (it has \(capture.connections.map(String.init).joined(separator: ", ")))"
+                )
             }
             return requested
         }
         let batches: Set<String> = ["receipts", "envelopes", "commits"]
         for c in capture.connections {
             let received = capture.records.contains { r in
-                r.connection == c && r.kind == .message && r.direction == .inbound && RecordView.messageType(r.data).map(batches.contains) == true
+                r.connection == c && r.kind == .message && r.direction == .inbound
+                    && RecordView.messageType(r.data).map(batches.contains) == true
             }
             if received { return c }
         }
-        throw CaptureError(.notReplayable, offset: nil, "no connection in the capture received any receipts or envelopes")
+        throw CaptureError(
+            .notReplayable, offset: nil, "no connection in the capture received any receipts or envelopes")
     }
 
     /// The peer's certificate: from the `opened` record, else from a receipt it authored.
     static func peerCertificate(_ capture: CaptureFile, connection: UInt64) throws -> DeviceCertificate {
         let records = capture.records.filter { $0.connection == connection }
-        if let opened = records.first(where: { $0.kind == .opened }) { return try DeviceCertificate(encoded: opened.data) }
-        guard let peer = records.first?.peer else { throw CaptureError(.notReplayable, offset: nil, "connection \(connection) has no records") }
+        if let opened = records.first(where: { $0.kind == .opened }) {
+            return try DeviceCertificate(encoded: opened.data)
+        }
+        guard let peer = records.first?.peer else {
+            throw CaptureError(.notReplayable, offset: nil, "connection \(connection) has no records")
+        }
         for r in records where r.kind == .message {
             if let m = try? SyncMessage.decode(r.data, limits: SyncLimits()) {
                 for bytes in Self.receiptItems(m) {
@@ -67,7 +76,10 @@ package struct OfflineReplay {
                 }
             }
         }
-        throw CaptureError(.notReplayable, offset: nil, "the capture started after connection \(connection) opened and holds no receipt by its peer \(peer): the peer's certificate is unknown, so its session cannot be replayed")
+        throw CaptureError(
+            .notReplayable, offset: nil,
+            "the capture started after connection \(connection) opened and holds no receipt by its peer \(peer): the peer's certificate is unknown, so its session cannot be replayed"
+        )
     }
 
     static func receiptItems(_ m: SyncMessage) -> [[UInt8]] {
@@ -84,9 +96,14 @@ package struct OfflineReplay {
     /// dropped. For a reproducible result `replica` must hold no groups and take its time from `clock`.
     /// - Throws: `CaptureError` when bodies were omitted, there is no such connection or the peer's certificate is
     ///   not in the capture; the certificate's parse error; the replica's errors while reading the result.
-    package static func run(capture: CaptureFile, connection requested: UInt64?, into replica: Replica, device: LocalDevice, clock: ReplayClock) throws -> Result {
+    package static func run(
+        capture: CaptureFile, connection requested: UInt64?, into replica: Replica, device: LocalDevice,
+        clock: ReplayClock
+    ) throws -> Result {
         if capture.records.contains(where: \.bodiesOmitted) {
-            throw CaptureError(.notReplayable, offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed")
+            throw CaptureError(
+                .notReplayable, offset: nil, "the capture was made with bodies omitted: its receipts cannot be replayed"
+            )
         }
         let connection = try connection(in: capture, requested: requested)
         let peer = try peerCertificate(capture, connection: connection)
@@ -115,11 +132,15 @@ package struct OfflineReplay {
         for g in try replica.groupIDs() {
             let committed = try replica.vector(of: g).committed
             let tentative = UInt64(try replica.log(of: g, view: .tentative).count) - committed
-            groups.append(GroupResult(group: g, committed: committed, tentative: tentative,
-                                      committedHash: try replica.stateHash(of: g, view: .committed),
-                                      tentativeHash: try replica.stateHash(of: g, view: .tentative)))
+            groups.append(
+                GroupResult(
+                    group: g, committed: committed, tentative: tentative,
+                    committedHash: try replica.stateHash(of: g, view: .committed),
+                    tentativeHash: try replica.stateHash(of: g, view: .tentative)))
         }
-        return Result(connection: connection, peer: peer.device, messagesFed: fed, itemsFed: items, sessionErrors: errors, groups: groups)
+        return Result(
+            connection: connection, peer: peer.device, messagesFed: fed, itemsFed: items, sessionErrors: errors,
+            groups: groups)
     }
 }
 
@@ -130,7 +151,15 @@ package final class ReplayClock: @unchecked Sendable {
     /// A clock that reads 0 until set.
     package init() {}
     /// Sets the time, in milliseconds since the Unix epoch.
-    package func set(_ value: UInt64) { lock.lock(); millis = value; lock.unlock() }
+    package func set(_ value: UInt64) {
+        lock.lock()
+        millis = value
+        lock.unlock()
+    }
     /// The time last set, in milliseconds since the Unix epoch: the replica's clock.
-    package func now() -> UInt64 { lock.lock(); defer { lock.unlock() }; return millis }
+    package func now() -> UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        return millis
+    }
 }

@@ -41,7 +41,9 @@ package enum Pcapng {
     /// An enhanced packet block (§17.1): `interface` indexes the section's interface blocks, `microseconds` since
     /// the Unix epoch (the default resolution), captured length = original length = `data.count` (which must
     /// fit 32 bits), `flags` written as `epb_flags` when given.
-    package static func enhancedPacket(interface: UInt32, microseconds: UInt64, data: [UInt8], flags: UInt32?) -> [UInt8] {
+    package static func enhancedPacket(
+        interface: UInt32, microseconds: UInt64, data: [UInt8], flags: UInt32?
+    ) -> [UInt8] {
         var body = [UInt8]()
         body.reserveCapacity(data.count + 40)
         body.le32(interface)
@@ -86,7 +88,14 @@ package enum Pcapng {
 }
 
 extension Array where Element == UInt8 {
-    mutating func le16(_ v: UInt16) { append(UInt8(v & 0xff)); append(UInt8(v >> 8)) }
-    mutating func le32(_ v: UInt32) { for s in stride(from: 0, to: 32, by: 8) { append(UInt8(truncatingIfNeeded: v >> UInt32(s))) } }
-    mutating func le64(_ v: UInt64) { for s in stride(from: 0, to: 64, by: 8) { append(UInt8(truncatingIfNeeded: v >> UInt64(s))) } }
+    mutating func le16(_ v: UInt16) {
+        append(UInt8(v & 0xff))
+        append(UInt8(v >> 8))
+    }
+    mutating func le32(_ v: UInt32) {
+        for s in stride(from: 0, to: 32, by: 8) { append(UInt8(truncatingIfNeeded: v >> UInt32(s))) }
+    }
+    mutating func le64(_ v: UInt64) {
+        for s in stride(from: 0, to: 64, by: 8) { append(UInt8(truncatingIfNeeded: v >> UInt64(s))) }
+    }
 }

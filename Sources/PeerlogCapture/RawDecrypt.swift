@@ -40,7 +40,8 @@ package struct RawDecrypt {
     /// `Connection.problem` says why; that is not thrown.
     /// - Throws: `CaptureError` when `TCPStreams` cannot rebuild the streams (unsupported link type, a gap);
     ///   `NoiseError` when a matched entry's key is not 32 bytes (`init(keys:…)` does not check).
-    package init(file: PacketFile, keyLog: [KeyLogEntry], side: Side = .initiator, rekeyInterval: UInt64 = 4096) throws {
+    package init(file: PacketFile, keyLog: [KeyLogEntry], side: Side = .initiator, rekeyInterval: UInt64 = 4096) throws
+    {
         let tcp = try TCPStreams(file: file)
         var byEphemeral = [[UInt8]: KeyLogEntry]()
         for e in keyLog { byEphemeral[e.keys.initiatorEphemeral] = e }
@@ -52,12 +53,19 @@ package struct RawDecrypt {
             let b = tcp.streams[flow.reversed]
             // The initiator's first frame is its 32-byte ephemeral key.
             let candidates = [a, b].compactMap { $0 }
-            guard let (initiatorStream, entry) = candidates.lazy.compactMap({ s -> (TCPStreams.Stream, KeyLogEntry)? in
-                guard let e = Self.firstFrame(s.bytes), e.count == 32, let entry = byEphemeral[e] else { return nil }
-                return (s, entry)
-            }).first else {
+            guard
+                let (initiatorStream, entry) = candidates.lazy.compactMap({ s -> (TCPStreams.Stream, KeyLogEntry)? in
+                    guard let e = Self.firstFrame(s.bytes), e.count == 32, let entry = byEphemeral[e] else {
+                        return nil
+                    }
+                    return (s, entry)
+                }).first
+            else {
                 if candidates.contains(where: { Self.firstFrame($0.bytes)?.count == 32 }) {
-                    connections.append(Connection(id: UInt64(connections.count + 1), initiator: flow.source, responder: flow.destination, entry: nil, messages: 0, problem: "no key log entry for this connection"))
+                    connections.append(
+                        Connection(
+                            id: UInt64(connections.count + 1), initiator: flow.source, responder: flow.destination,
+                            entry: nil, messages: 0, problem: "no key log entry for this connection"))
                 }
                 continue
             }
@@ -68,13 +76,18 @@ package struct RawDecrypt {
             for (stream, fromInitiator) in [(initiatorStream, true), (responderStream, false)] {
                 guard let stream else { continue }
                 do {
-                    try Self.decrypt(stream, fromInitiator: fromInitiator, entry: entry, side: side, connection: id, rekeyInterval: rekeyInterval, into: &out)
+                    try Self.decrypt(
+                        stream, fromInitiator: fromInitiator, entry: entry, side: side, connection: id,
+                        rekeyInterval: rekeyInterval, into: &out)
                 } catch let e as CaptureError { problems.append(e.message) }
             }
             out.sort { $0.time < $1.time }
             records += out
-            connections.append(Connection(id: id, initiator: initiatorStream.flow.source, responder: initiatorStream.flow.destination,
-                                          entry: entry, messages: out.count, problem: problems.isEmpty ? nil : problems.joined(separator: "; ")))
+            connections.append(
+                Connection(
+                    id: id, initiator: initiatorStream.flow.source, responder: initiatorStream.flow.destination,
+                    entry: entry, messages: out.count,
+                    problem: problems.isEmpty ? nil : problems.joined(separator: "; ")))
         }
         records.sort { $0.time < $1.time }
     }
@@ -86,8 +99,10 @@ package struct RawDecrypt {
         return Array(bytes[2..<(2 + n)])
     }
 
-    static func decrypt(_ stream: TCPStreams.Stream, fromInitiator: Bool, entry: KeyLogEntry, side: Side, connection: UInt64,
-                        rekeyInterval: UInt64, into out: inout [CaptureRecord]) throws {
+    static func decrypt(
+        _ stream: TCPStreams.Stream, fromInitiator: Bool, entry: KeyLogEntry, side: Side, connection: UInt64,
+        rekeyInterval: UInt64, into out: inout [CaptureRecord]
+    ) throws {
         let key = fromInitiator ? entry.keys.initiatorToResponder : entry.keys.responderToInitiator
         var cipher = try NoiseCipherState(key: key)
         let local = side == .initiator ? entry.initiator : entry.responder
@@ -102,7 +117,10 @@ package struct RawDecrypt {
         let handshakeFrames = fromInitiator ? 2 : 1
         while offset + 2 <= bytes.count {
             let n = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
-            guard n > 0 else { throw CaptureError(.notDecryptable, offset: nil, "\(stream.flow.source): zero-length frame at stream offset \(offset)") }
+            guard n > 0 else {
+                throw CaptureError(
+                    .notDecryptable, offset: nil, "\(stream.flow.source): zero-length frame at stream offset \(offset)")
+            }
             guard offset + 2 + n <= bytes.count else { break }  // cut off at the end of the capture
             let body = Array(bytes[(offset + 2)..<(offset + 2 + n)])
             let time = stream.time(ofByte: offset + 1 + n)
@@ -111,16 +129,24 @@ package struct RawDecrypt {
             if frameIndex <= handshakeFrames { continue }
             let record: [UInt8]
             do { record = try cipher.decrypt(body) } catch {
-                throw CaptureError(.notDecryptable, offset: nil, "\(stream.flow.source): transport frame \(framesDecrypted + 1) does not decrypt with the logged key (wrong key log entry or rekey interval?)")
+                throw CaptureError(
+                    .notDecryptable, offset: nil,
+                    "\(stream.flow.source): transport frame \(framesDecrypted + 1) does not decrypt with the logged key (wrong key log entry or rekey interval?)"
+                )
             }
             framesDecrypted += 1
             if rekeyInterval > 0, framesDecrypted % rekeyInterval == 0 { cipher.rekey() }
             guard let type = record.first.flatMap(ChannelWire.RecordType.init(rawValue:)) else {
-                throw CaptureError(.notDecryptable, offset: nil, "\(stream.flow.source): unknown record type in transport frame \(framesDecrypted)")
+                throw CaptureError(
+                    .notDecryptable, offset: nil,
+                    "\(stream.flow.source): unknown record type in transport frame \(framesDecrypted)")
             }
             let data = Array(record.dropFirst())
             func emit(_ kind: CaptureRecord.Kind, _ data: [UInt8]) {
-                out.append(CaptureRecord(time: time, kind: kind, direction: outbound ? .outbound : .inbound, connection: connection, local: local, peer: peer, data: data))
+                out.append(
+                    CaptureRecord(
+                        time: time, kind: kind, direction: outbound ? .outbound : .inbound, connection: connection,
+                        local: local, peer: peer, data: data))
             }
             switch type {
             case .message: emit(.message, data)

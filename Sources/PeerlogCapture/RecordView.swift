@@ -53,7 +53,10 @@ package struct RecordView: Sendable {
             expanded = Self.expand(container: record.data, payloadKey: "certificate")
             problem = nil
             let cert = try? DeviceCertificate(encoded: record.data)
-            detail = cert.map { "\(record.direction == .outbound ? "dialed" : "accepted") device \($0.device) \"\($0.name)\" identity \($0.identity)" } ?? "certificate does not parse"
+            detail =
+                cert.map {
+                    "\(record.direction == .outbound ? "dialed" : "accepted") device \($0.device) \"\($0.name)\" identity \($0.identity)"
+                } ?? "certificate does not parse"
         case .closed:
             type = "closed"
             group = nil
@@ -64,8 +67,12 @@ package struct RecordView: Sendable {
         case .message:
             let decoded: CBOR
             do { decoded = try CBORDecoder(mode: .lenient).decode(record.data) } catch {
-                type = "undecodable"; group = nil; items = []; expanded = nil
-                problem = "\(error)"; detail = "\(record.data.count) bytes: \(error)"
+                type = "undecodable"
+                group = nil
+                items = []
+                expanded = nil
+                problem = "\(error)"
+                detail = "\(record.data.count) bytes: \(error)"
                 return
             }
             problem = nil
@@ -99,16 +106,23 @@ package struct RecordView: Sendable {
                 return ItemView(kind: .envelope, cid: e.receipt, fields: fields, problem: nil)
             } catch { return ItemView(kind: .envelope, cid: nil, fields: [], problem: "\(error)") }
         }
-        if omitted, let m = try? CBORDecoder.decodeStrict(bytes), let link = m["cid"], let cid = try? CID(cborLink: link) {
+        if omitted, let m = try? CBORDecoder.decodeStrict(bytes), let link = m["cid"],
+            let cid = try? CID(cborLink: link)
+        {
             let author = m["author"]?.bytesValue.flatMap { try? DeviceID(bytes: $0) }
-            return ItemView(kind: .receipt, cid: cid, fields: [
-                ("type", m["type"]?.textValue ?? "?"), ("author", author?.short ?? "?"),
-                ("counter", "\(m["counter"]?.unsignedValue ?? 0)"), ("body", "omitted (\(m["omitted"]?.unsignedValue ?? 0) bytes)"),
-            ], problem: nil)
+            return ItemView(
+                kind: .receipt, cid: cid,
+                fields: [
+                    ("type", m["type"]?.textValue ?? "?"), ("author", author?.short ?? "?"),
+                    ("counter", "\(m["counter"]?.unsignedValue ?? 0)"),
+                    ("body", "omitted (\(m["omitted"]?.unsignedValue ?? 0) bytes)"),
+                ], problem: nil)
         }
         do {
             let r = try Receipt(encoded: bytes)
-            return ItemView(kind: .receipt, cid: r.cid, fields: [("type", r.type), ("author", r.author.short), ("counter", "\(r.counter)")], problem: nil)
+            return ItemView(
+                kind: .receipt, cid: r.cid,
+                fields: [("type", r.type), ("author", r.author.short), ("counter", "\(r.counter)")], problem: nil)
         } catch { return ItemView(kind: .receipt, cid: nil, fields: [], problem: "\(error)") }
     }
 
@@ -116,9 +130,12 @@ package struct RecordView: Sendable {
         func u(_ k: String) -> String { m[k]?.unsignedValue.map(String.init) ?? "?" }
         switch type {
         case "hello":
-            let versions = (m["versions"]?.arrayValue ?? []).compactMap(\.unsignedValue).map(String.init).joined(separator: ",")
+            let versions = (m["versions"]?.arrayValue ?? []).compactMap(\.unsignedValue).map(String.init).joined(
+                separator: ",")
             let caps = (m["capabilities"]?.arrayValue ?? []).compactMap(\.textValue).joined(separator: ",")
-            let groups = (m["groups"]?.arrayValue ?? []).compactMap { $0.bytesValue.flatMap { try? GroupID(bytes: $0) }?.string }
+            let groups = (m["groups"]?.arrayValue ?? []).compactMap {
+                $0.bytesValue.flatMap { try? GroupID(bytes: $0) }?.string
+            }
             return "versions=[\(versions)] capabilities=[\(caps)] groups=[\(groups.joined(separator: ","))]"
         case "vector":
             return "committed=\(u("committed")) authors=\(m["authors"]?.arrayValue?.count ?? 0)"
@@ -135,7 +152,9 @@ package struct RecordView: Sendable {
         case "error": return "code=\(m["code"]?.textValue ?? "?") message=\(m["message"]?.textValue ?? "?")"
         case "election":
             var text = "\(m["kind"]?.textValue ?? "?") term=\(u("term"))"
-            if let entries = m["entries"]?.arrayValue { text += " prev=\(u("prev_seq")) entries=\(entries.count) commit=\(u("commit"))" }
+            if let entries = m["entries"]?.arrayValue {
+                text += " prev=\(u("prev_seq")) entries=\(entries.count) commit=\(u("commit"))"
+            }
             if let granted = m["granted"]?.boolValue { text += " granted=\(granted)" }
             if let success = m["success"]?.boolValue { text += " success=\(success) match=\(u("match"))" }
             return text
@@ -148,13 +167,14 @@ package struct RecordView: Sendable {
         guard case .map(var map) = m else { return m }
         for key in ["items", "receipts", "envelopes"] {
             guard let items = map[.text(key)]?.arrayValue else { continue }
-            map[.text(key)] = .array(items.map { item in
-                guard let bytes = item.bytesValue else { return item }
-                for payloadKey in ["receipt", "envelope"] {
-                    if let c = expand(container: bytes, payloadKey: payloadKey) { return c }
-                }
-                return (try? CBORDecoder(mode: .lenient).decode(bytes)) ?? item
-            })
+            map[.text(key)] = .array(
+                items.map { item in
+                    guard let bytes = item.bytesValue else { return item }
+                    for payloadKey in ["receipt", "envelope"] {
+                        if let c = expand(container: bytes, payloadKey: payloadKey) { return c }
+                    }
+                    return (try? CBORDecoder(mode: .lenient).decode(bytes)) ?? item
+                })
         }
         return .map(map)
     }
@@ -162,10 +182,13 @@ package struct RecordView: Sendable {
     /// A signed container with its payload (and a nested certificate's) decoded, or nil.
     static func expand(container bytes: [UInt8], payloadKey: String) -> CBOR? {
         guard case .map(var map)? = try? CBORDecoder(mode: .lenient).decode(bytes),
-              let payload = map[.text(payloadKey)]?.bytesValue,
-              let decoded = try? CBORDecoder(mode: .lenient).decode(payload) else { return nil }
+            let payload = map[.text(payloadKey)]?.bytesValue,
+            let decoded = try? CBORDecoder(mode: .lenient).decode(payload)
+        else { return nil }
         map[.text(payloadKey)] = decoded
-        if let cert = map[.text("certificate")]?.mapValue, let p = cert[.text("certificate")]?.bytesValue, let d = try? CBORDecoder(mode: .lenient).decode(p) {
+        if let cert = map[.text("certificate")]?.mapValue, let p = cert[.text("certificate")]?.bytesValue,
+            let d = try? CBORDecoder(mode: .lenient).decode(p)
+        {
             var c = cert
             c[.text("certificate")] = d
             map[.text("certificate")] = .map(c)

@@ -15,16 +15,26 @@ package final class SecureLink {
     package private(set) var closedReason: String?
 
     /// Connects and completes the handshake as `device` within `timeout` seconds.
-    package init(host: String, port: Int, device: LocalDevice, configuration: ChannelConfiguration, timeout: Double) throws {
+    package init(
+        host: String, port: Int, device: LocalDevice, configuration: ChannelConfiguration, timeout: Double
+    ) throws {
         do { socket = try BlockingSocket(host: host, port: port) } catch let failure as BlockingSocket.Failure {
-            throw CaptureError(offset: nil, failure.step == .resolve ? "cannot resolve \(host): \(failure)" : "cannot connect to \(host):\(port): \(failure)")
+            throw CaptureError(
+                offset: nil,
+                failure.step == .resolve
+                    ? "cannot resolve \(host): \(failure)" : "cannot connect to \(host):\(port): \(failure)")
         }
-        channel = SecureChannel(role: .initiator, device: device, configuration: configuration, authorize: { _ in .allow })
+        channel = SecureChannel(
+            role: .initiator, device: device, configuration: configuration, authorize: { _ in .allow })
         try perform(channel.start())
         let deadline = Date().addingTimeInterval(timeout)
         while peer == nil {
-            if let closedReason { throw CaptureError(offset: nil, "handshake with \(host):\(port) failed: \(closedReason)") }
-            guard try pump(until: deadline) else { throw CaptureError(offset: nil, "handshake with \(host):\(port) timed out after \(timeout) s") }
+            if let closedReason {
+                throw CaptureError(offset: nil, "handshake with \(host):\(port) failed: \(closedReason)")
+            }
+            guard try pump(until: deadline) else {
+                throw CaptureError(offset: nil, "handshake with \(host):\(port) timed out after \(timeout) s")
+            }
         }
     }
 

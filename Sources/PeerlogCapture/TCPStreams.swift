@@ -38,7 +38,8 @@ package struct TCPStreams {
 
         /// When the byte at `offset` arrived.
         package func time(ofByte offset: Int) -> UInt64 {
-            var lo = 0, hi = arrivals.count - 1
+            var lo = 0
+            var hi = arrivals.count - 1
             while lo < hi {
                 let mid = (lo + hi) / 2
                 if arrivals[mid].end > offset { hi = mid } else { lo = mid + 1 }
@@ -69,7 +70,10 @@ package struct TCPStreams {
     package init(file: PacketFile) throws {
         var segments = [Flow: [Segment]]()
         for p in file.packets {
-            guard let s = try Self.segment(p) else { skipped += 1; continue }
+            guard let s = try Self.segment(p) else {
+                skipped += 1
+                continue
+            }
             if segments[s.flow] == nil { order.append(s.flow) }
             segments[s.flow, default: []].append(s)
         }
@@ -82,13 +86,18 @@ package struct TCPStreams {
         let syn = segments.first { $0.syn }
         let isn = syn.map { $0.seq &+ 1 } ?? segments.min { Int32(bitPattern: $0.seq &- $1.seq) < 0 }!.seq
         var stream = Stream(flow: segments[0].flow, sawSYN: syn != nil, firstTime: segments[0].time)
-        let ordered = segments.filter { !$0.payload.isEmpty }.map { (rel: Int(Int32(bitPattern: $0.seq &- isn)), s: $0) }
-            .sorted { $0.rel != $1.rel ? $0.rel < $1.rel : $0.s.time < $1.s.time }
+        let ordered = segments.filter { !$0.payload.isEmpty }.map {
+            (rel: Int(Int32(bitPattern: $0.seq &- isn)), s: $0)
+        }
+        .sorted { $0.rel != $1.rel ? $0.rel < $1.rel : $0.s.time < $1.s.time }
         for (rel, s) in ordered {
             guard rel >= 0 else { continue }  // before the stream start (data before our first packet)
             let have = stream.bytes.count
             guard rel <= have else {
-                throw CaptureError(offset: s.offset, "TCP stream \(s.flow.source) → \(s.flow.destination) has a gap of \(rel - have) bytes at stream offset \(have) (packets missing from the capture)")
+                throw CaptureError(
+                    offset: s.offset,
+                    "TCP stream \(s.flow.source) → \(s.flow.destination) has a gap of \(rel - have) bytes at stream offset \(have) (packets missing from the capture)"
+                )
             }
             let end = rel + s.payload.count
             guard end > have else { continue }  // a retransmission of what we have
@@ -126,14 +135,23 @@ package struct TCPStreams {
             guard d.count >= 4 else { return nil }
             ip = 4
         case 101: ip = 0
-        case 228: ip = 0; version = 4
-        case 229: ip = 0; version = 6
+        case 228:
+            ip = 0
+            version = 4
+        case 229:
+            ip = 0
+            version = 6
         default:
-            throw CaptureError(.notDecryptable, offset: p.offset, "link type \(p.linkType) is not supported for decryption (supported: 0, 1, 101, 113, 228, 229, 276)")
+            throw CaptureError(
+                .notDecryptable, offset: p.offset,
+                "link type \(p.linkType) is not supported for decryption (supported: 0, 1, 101, 113, 228, 229, 276)")
         }
         guard d.count > ip else { return nil }
         let v = version ?? d[ip] >> 4
-        let src: String, dst: String, tcp: Int, end: Int
+        let src: String
+        let dst: String
+        let tcp: Int
+        let end: Int
         if v == 4 {
             guard d.count >= ip + 20, d[ip + 9] == 6 else { return nil }
             let ihl = Int(d[ip] & 0x0f) * 4
@@ -160,11 +178,13 @@ package struct TCPStreams {
         let dport = UInt16(d[tcp + 2]) << 8 | UInt16(d[tcp + 3])
         let seq = UInt32(d[tcp + 4]) << 24 | UInt32(d[tcp + 5]) << 16 | UInt32(d[tcp + 6]) << 8 | UInt32(d[tcp + 7])
         let syn = d[tcp + 13] & 0x02 != 0
-        return Segment(flow: Flow(source: Endpoint(address: src, port: sport), destination: Endpoint(address: dst, port: dport)),
-                       seq: seq, syn: syn, payload: Array(d[(tcp + dataOffset)..<end]), time: p.time, offset: p.offset)
+        return Segment(
+            flow: Flow(source: Endpoint(address: src, port: sport), destination: Endpoint(address: dst, port: dport)),
+            seq: seq, syn: syn, payload: Array(d[(tcp + dataOffset)..<end]), time: p.time, offset: p.offset)
     }
 
     static func ipv6(_ b: [UInt8]) -> String {
-        stride(from: 0, to: 16, by: 2).map { String(UInt16(b[$0]) << 8 | UInt16(b[$0 + 1]), radix: 16) }.joined(separator: ":")
+        stride(from: 0, to: 16, by: 2).map { String(UInt16(b[$0]) << 8 | UInt16(b[$0 + 1]), radix: 16) }.joined(
+            separator: ":")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,7 +28,9 @@ public final class BlockingSocket {
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &list)
-        guard rc == 0, let first = list else { throw Failure(step: .resolve, reason: String(cString: gai_strerror(rc))) }
+        guard rc == 0, let first = list else {
+            throw Failure(step: .resolve, reason: String(cString: gai_strerror(rc)))
+        }
         defer { freeaddrinfo(list) }
         var fd: Int32 = -1
         var lastError = "no address"
@@ -66,7 +69,9 @@ public final class BlockingSocket {
             raw[bytes.count] = 0
         }
         let connected = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard connected == 0 else {
             let reason = Self.lastError
@@ -82,7 +87,9 @@ public final class BlockingSocket {
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             guard n > 0 else { throw Failure(step: .send, reason: Self.lastError) }
             offset += n
         }

@@ -10,7 +10,10 @@ public struct ChannelConfiguration: Sendable {
     public var handshakeTimeout: Duration = .seconds(10)
 
     /// Settings as given, the defaults of §14.8 for those left out; nothing is checked here.
-    public init(networkID: String = "", maxMessageBytes: Int = 4_194_304, rekeyInterval: UInt64 = 4096, handshakeTimeout: Duration = .seconds(10)) {
+    public init(
+        networkID: String = "", maxMessageBytes: Int = 4_194_304, rekeyInterval: UInt64 = 4096,
+        handshakeTimeout: Duration = .seconds(10)
+    ) {
         self.networkID = networkID
         self.maxMessageBytes = maxMessageBytes
         self.rekeyInterval = rekeyInterval

@@ -23,9 +23,15 @@ public struct ChannelError: CodedError {
         self.line = line
     }
 
-    package static func notEstablished(file: String = #fileID, line: Int = #line) -> Self { Self(.notEstablished, "channel is not established", file: file, line: line) }
-    package static func closed(file: String = #fileID, line: Int = #line) -> Self { Self(.closed, "channel is closed", file: file, line: line) }
-    package static func emptyMessage(file: String = #fileID, line: Int = #line) -> Self { Self(.emptyMessage, "empty application messages are invalid", file: file, line: line) }
+    package static func notEstablished(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.notEstablished, "channel is not established", file: file, line: line)
+    }
+    package static func closed(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.closed, "channel is closed", file: file, line: line)
+    }
+    package static func emptyMessage(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.emptyMessage, "empty application messages are invalid", file: file, line: line)
+    }
     package static func messageTooLarge(size: Int, limit: Int, file: String = #fileID, line: Int = #line) -> Self {
         Self(.messageTooLarge, "message of \(size) bytes exceeds \(limit) bytes", file: file, line: line)
     }

@@ -5,14 +5,18 @@ extension SecureChannel {
     /// XX: msg1 (empty payload) →, ← msg2 (responder certificate), msg3 (initiator certificate) →.
     mutating func receiveHandshake(_ body: [UInt8]) -> [ChannelAction] {
         let payload: [UInt8]
-        do { payload = try handshake.readMessage(body) } catch let error as NoiseError where error.code == .decryptFailed {
+        do { payload = try handshake.readMessage(body) } catch let error as NoiseError
+            where error.code == .decryptFailed
+        {
             return fail(.protocolError("handshake failed: decrypt failed (wrong network id or corrupted message)"))
         } catch {
             return fail(.protocolError("handshake failed: \(error)"))
         }
         switch role {
         case .responder where !handshake.isComplete:
-            guard payload.isEmpty else { return fail(.protocolError("handshake failed: message 1 must have an empty payload")) }
+            guard payload.isEmpty else {
+                return fail(.protocolError("handshake failed: message 1 must have an empty payload"))
+            }
             do { return [.write(frames([try handshake.writeMessage(payload: device.certificate.encoded)]))] } catch {
                 return fail(.protocolError("handshake failed: \(error)"))
             }
@@ -68,10 +72,13 @@ extension SecureChannel {
         sendCipher = send
         receiveCipher = receive
         handshakeHash = handshake.handshakeHash
-        if let e = handshake.initiatorEphemeralKey, let s = send.exportKeyForKeyLog(), let r = receive.exportKeyForKeyLog() {
-            transportKeys = TransportKeys(initiatorEphemeral: e.rawRepresentation,
-                                          initiatorToResponder: role == .initiator ? s : r,
-                                          responderToInitiator: role == .initiator ? r : s)
+        if let e = handshake.initiatorEphemeralKey, let s = send.exportKeyForKeyLog(),
+            let r = receive.exportKeyForKeyLog()
+        {
+            transportKeys = TransportKeys(
+                initiatorEphemeral: e.rawRepresentation,
+                initiatorToResponder: role == .initiator ? s : r,
+                responderToInitiator: role == .initiator ? r : s)
         }
     }
 

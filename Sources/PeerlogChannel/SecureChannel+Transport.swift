@@ -22,9 +22,13 @@ extension SecureChannel {
     /// `wireLength(ofMessage:)` bytes (a reused buffer, a NIO ByteBuffer's writable bytes), so
     /// no frame is allocated or copied. Returns the bytes written, and the close if
     /// encryption failed (then nothing was written).
-    public mutating func send(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws -> (written: Int, actions: [ChannelAction]) {
+    public mutating func send(
+        _ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+    ) throws -> (written: Int, actions: [ChannelAction]) {
         try checkSendable(message.count)
-        precondition(out.count >= Self.wireLength(ofMessage: message.count), "the output buffer is shorter than wireLength(ofMessage:)")
+        precondition(
+            out.count >= Self.wireLength(ofMessage: message.count),
+            "the output buffer is shorter than wireLength(ofMessage:)")
         return sealMessage(message, into: out)
     }
 
@@ -37,7 +41,9 @@ extension SecureChannel {
         }
     }
 
-    private mutating func sealMessage(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> (Int, [ChannelAction]) {
+    private mutating func sealMessage(
+        _ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+    ) -> (Int, [ChannelAction]) {
         var written = 0
         do {
             if message.count <= ChannelWire.maxRecordData {
@@ -47,7 +53,8 @@ extension SecureChannel {
                 while start < message.count {
                     let end = min(start + ChannelWire.maxRecordData, message.count)
                     let type: ChannelWire.RecordType = end == message.count ? .lastFragment : .fragment
-                    written += try sealFrame(type, UnsafeRawBufferPointer(rebasing: message[start..<end]), into: out.baseAddress! + written)
+                    written += try sealFrame(
+                        type, UnsafeRawBufferPointer(rebasing: message[start..<end]), into: out.baseAddress! + written)
                     start = end
                 }
             }
@@ -60,14 +67,19 @@ extension SecureChannel {
 
     /// One frame as its own array (close records).
     mutating func sealedFrame(_ type: ChannelWire.RecordType, _ data: [UInt8]) throws -> [UInt8] {
-        try [UInt8](unsafeUninitializedCapacity: ChannelWire.headerLength + 1 + data.count + ChannelWire.tagLength) { buffer, count in
-            count = try data.withUnsafeBytes { try sealFrame(type, $0, into: UnsafeMutableRawPointer(buffer.baseAddress!)) }
+        try [UInt8](unsafeUninitializedCapacity: ChannelWire.headerLength + 1 + data.count + ChannelWire.tagLength) {
+            buffer, count in
+            count = try data.withUnsafeBytes {
+                try sealFrame(type, $0, into: UnsafeMutableRawPointer(buffer.baseAddress!))
+            }
         }
     }
 
     /// One whole frame at `out`, length ‖ encrypted(type ‖ data) ‖ tag, encrypted where it
     /// lies; returns its length.
-    mutating func sealFrame(_ type: ChannelWire.RecordType, _ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) throws -> Int {
+    mutating func sealFrame(
+        _ type: ChannelWire.RecordType, _ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer
+    ) throws -> Int {
         guard var cipher = sendCipher else { throw ChannelError.notEstablished() }
         let bodyLength = 1 + data.count + ChannelWire.tagLength
         out.storeBytes(of: UInt8(bodyLength >> 8), as: UInt8.self)
@@ -114,12 +126,16 @@ extension SecureChannel {
         case .fragment, .lastFragment:
             guard !data.isEmpty else { return fail(.protocolError("empty fragment")) }
             let last = type == ChannelWire.RecordType.lastFragment.rawValue
-            guard !(last && reassembly.isEmpty) else { return fail(.protocolError("last fragment without a first fragment")) }
+            guard !(last && reassembly.isEmpty) else {
+                return fail(.protocolError("last fragment without a first fragment"))
+            }
             guard reassembly.count + data.count <= configuration.maxMessageBytes else {
                 return fail(.protocolError("message exceeds \(configuration.maxMessageBytes) bytes"))
             }
             if let limit = reserveReassembly(for: reassembly.count + data.count) {
-                return fail(.resourceLimit("partial messages of identity \(peerCertificate?.identity.description ?? "?") exceed \(limit)"))
+                return fail(
+                    .resourceLimit(
+                        "partial messages of identity \(peerCertificate?.identity.description ?? "?") exceed \(limit)"))
             }
             reassembly += data
             guard last else { return [] }

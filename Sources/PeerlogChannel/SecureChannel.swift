@@ -43,18 +43,22 @@ public struct SecureChannel: Sendable {
     /// the peer's certificate is let in; `ephemeral` fixes the handshake's ephemeral key (tests,
     /// known-answer vectors; nil: a fresh one); `reassemblyBudget` bounds partial messages
     /// across connections (nil: only `maxMessageBytes`).
-    public init(role: ChannelRole, device: LocalDevice, configuration: ChannelConfiguration = .init(),
-                authorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision, ephemeral: X25519.PrivateKey? = nil,
-                reassemblyBudget: ReassemblyBudget? = nil) {
+    public init(
+        role: ChannelRole, device: LocalDevice, configuration: ChannelConfiguration = .init(),
+        authorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision,
+        ephemeral: X25519.PrivateKey? = nil,
+        reassemblyBudget: ReassemblyBudget? = nil
+    ) {
         self.role = role
         self.reassemblyBudget = reassemblyBudget
         self.device = device
         self.configuration = configuration
         self.authorize = authorize
         // Cannot throw: the protocol name is a supported constant and XX needs only our static key, which we have.
-        handshake = try! NoiseHandshake(protocol: NoiseProtocol(name: ChannelWire.protocolName), initiator: role == .initiator,
-                                        prologue: ChannelWire.prologue(networkID: configuration.networkID),
-                                        localStatic: device.noiseKey, ephemeral: ephemeral)
+        handshake = try! NoiseHandshake(
+            protocol: NoiseProtocol(name: ChannelWire.protocolName), initiator: role == .initiator,
+            prologue: ChannelWire.prologue(networkID: configuration.networkID),
+            localStatic: device.noiseKey, ephemeral: ephemeral)
     }
 
     /// The handshake completed and application messages may flow.
@@ -99,12 +103,15 @@ public struct SecureChannel: Sendable {
             case .needMore:
                 return actions
             case .invalidLength(let n):
-                actions += fail(.protocolError(n == 0 ? "zero-length frame" : "frame of \(n) bytes exceeds \(limit) bytes"))
+                actions += fail(
+                    .protocolError(n == 0 ? "zero-length frame" : "frame of \(n) bytes exceeds \(limit) bytes"))
             case .frame(let body):
                 actions += receiveFrame(body)
             case .buffered:
                 let frame = reader.takeBuffered()
-                actions += frame.withUnsafeBytes { receiveFrame(UnsafeRawBufferPointer(rebasing: $0[ChannelWire.headerLength...])) }
+                actions += frame.withUnsafeBytes {
+                    receiveFrame(UnsafeRawBufferPointer(rebasing: $0[ChannelWire.headerLength...]))
+                }
                 if state != .closed { reader.recycle(frame) }
             }
         }

@@ -31,7 +31,10 @@ public struct TapRecord: Sendable {
     public let message: [UInt8]
 
     /// A record as given; nothing is checked here.
-    public init(time: UInt64, kind: Kind = .message, direction: Direction, connection: UInt64, local: DeviceID, peer: DeviceID, message: [UInt8]) {
+    public init(
+        time: UInt64, kind: Kind = .message, direction: Direction, connection: UInt64, local: DeviceID, peer: DeviceID,
+        message: [UInt8]
+    ) {
         self.time = time
         self.kind = kind
         self.direction = direction

@@ -11,24 +11,34 @@ public enum ChaChaPoly {
     public static let tagLength = 16
 
     /// Returns ciphertext ‖ tag.
-    public static func seal(_ plaintext: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []) throws -> [UInt8] {
+    public static func seal(
+        _ plaintext: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []
+    ) throws -> [UInt8] {
         try check(key: key, nonce: nonce, length: nonceLength)
         var out = [UInt8](repeating: 0, count: plaintext.count + tagLength)
         var outLen: UInt64 = 0
         key.withUnsafeBytes { k in
-            _ = crypto_aead_chacha20poly1305_ietf_encrypt(&out, &outLen, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
+            _ = crypto_aead_chacha20poly1305_ietf_encrypt(
+                &out, &outLen, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce,
+                k.bindMemory(to: UInt8.self).baseAddress!)
         }
         return out
     }
 
     /// Verifies the tag and returns the plaintext, or throws `authenticationFailure`.
-    public static func open(_ sealed: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []) throws -> [UInt8] {
+    public static func open(
+        _ sealed: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []
+    ) throws -> [UInt8] {
         try check(key: key, nonce: nonce, length: nonceLength)
-        guard sealed.count >= tagLength else { throw CryptoError(.authenticationFailure, "ciphertext shorter than the tag") }
+        guard sealed.count >= tagLength else {
+            throw CryptoError(.authenticationFailure, "ciphertext shorter than the tag")
+        }
         var out = [UInt8](repeating: 0, count: sealed.count - tagLength)
         var outLen: UInt64 = 0
         let rc = key.withUnsafeBytes { k in
-            crypto_aead_chacha20poly1305_ietf_decrypt(&out, &outLen, nil, sealed, UInt64(sealed.count), ad, UInt64(ad.count), nonce, k.bindMemory(to: UInt8.self).baseAddress!)
+            crypto_aead_chacha20poly1305_ietf_decrypt(
+                &out, &outLen, nil, sealed, UInt64(sealed.count), ad, UInt64(ad.count), nonce,
+                k.bindMemory(to: UInt8.self).baseAddress!)
         }
         guard rc == 0 else { throw CryptoError(.authenticationFailure) }
         return out
@@ -36,14 +46,18 @@ public enum ChaChaPoly {
 
     /// Encrypts `buffer[range]` in place and writes the tag into the 16 bytes after it (the
     /// buffer must extend that far): bulk transport without extra copies.
-    public static func sealInPlace(_ buffer: inout [UInt8], range: Range<Int>, key: SecureBytes, nonce: [UInt8]) throws {
+    public static func sealInPlace(_ buffer: inout [UInt8], range: Range<Int>, key: SecureBytes, nonce: [UInt8]) throws
+    {
         try check(key: key, nonce: nonce, length: nonceLength)
-        guard range.lowerBound >= 0, range.upperBound + tagLength <= buffer.count else { throw CryptoError(.invalidParameter, "no room for the tag") }
+        guard range.lowerBound >= 0, range.upperBound + tagLength <= buffer.count else {
+            throw CryptoError(.invalidParameter, "no room for the tag")
+        }
         var outLen: UInt64 = 0
         buffer.withUnsafeMutableBufferPointer { b in
             let p = b.baseAddress! + range.lowerBound
             key.withUnsafeBytes { k in
-                _ = crypto_aead_chacha20poly1305_ietf_encrypt(p, &outLen, p, UInt64(range.count), nil, 0, nil, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
+                _ = crypto_aead_chacha20poly1305_ietf_encrypt(
+                    p, &outLen, p, UInt64(range.count), nil, 0, nil, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
             }
         }
     }
@@ -51,7 +65,8 @@ public enum ChaChaPoly {
     /// Verifies and decrypts `buffer[range]` (ciphertext ‖ tag) in place; the plaintext is the
     /// first `range.count - 16` bytes of the range. On failure libsodium zeroes the plaintext
     /// part, so keep a copy if the ciphertext may be needed again.
-    public static func openInPlace(_ buffer: inout [UInt8], range: Range<Int>, key: SecureBytes, nonce: [UInt8]) throws {
+    public static func openInPlace(_ buffer: inout [UInt8], range: Range<Int>, key: SecureBytes, nonce: [UInt8]) throws
+    {
         try check(key: key, nonce: nonce, length: nonceLength)
         guard range.lowerBound >= 0, range.upperBound <= buffer.count, range.count >= tagLength else {
             throw CryptoError(.authenticationFailure, "ciphertext shorter than the tag")
@@ -60,7 +75,8 @@ public enum ChaChaPoly {
         let rc = buffer.withUnsafeMutableBufferPointer { b in
             let p = b.baseAddress! + range.lowerBound
             return key.withUnsafeBytes { k in
-                crypto_aead_chacha20poly1305_ietf_decrypt(p, &outLen, nil, p, UInt64(range.count), nil, 0, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
+                crypto_aead_chacha20poly1305_ietf_decrypt(
+                    p, &outLen, nil, p, UInt64(range.count), nil, 0, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
             }
         }
         guard rc == 0 else { throw CryptoError(.authenticationFailure) }
@@ -84,12 +100,16 @@ public enum XChaChaPoly {
 
     /// Encrypts `plaintext`, authenticating it together with `ad`; returns ciphertext ‖ 16-byte tag.
     /// Throws a `CryptoError` unless the key is 32 bytes and the nonce 24.
-    public static func seal(_ plaintext: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []) throws -> [UInt8] {
+    public static func seal(
+        _ plaintext: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []
+    ) throws -> [UInt8] {
         try ChaChaPoly.check(key: key, nonce: nonce, length: nonceLength)
         var out = [UInt8](repeating: 0, count: plaintext.count + tagLength)
         var outLen: UInt64 = 0
         key.withUnsafeBytes { k in
-            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(&out, &outLen, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
+            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                &out, &outLen, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce,
+                k.bindMemory(to: UInt8.self).baseAddress!)
         }
         return out
     }
@@ -97,13 +117,19 @@ public enum XChaChaPoly {
     /// Verifies the tag over the ciphertext and `ad`, then returns the plaintext. Throws a
     /// `CryptoError` when the key or nonce has the wrong length, or (authentication failure) when
     /// `sealed` is shorter than the tag or was not sealed with this key, nonce and `ad`.
-    public static func open(_ sealed: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []) throws -> [UInt8] {
+    public static func open(
+        _ sealed: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []
+    ) throws -> [UInt8] {
         try ChaChaPoly.check(key: key, nonce: nonce, length: nonceLength)
-        guard sealed.count >= tagLength else { throw CryptoError(.authenticationFailure, "ciphertext shorter than the tag") }
+        guard sealed.count >= tagLength else {
+            throw CryptoError(.authenticationFailure, "ciphertext shorter than the tag")
+        }
         var out = [UInt8](repeating: 0, count: sealed.count - tagLength)
         var outLen: UInt64 = 0
         let rc = key.withUnsafeBytes { k in
-            crypto_aead_xchacha20poly1305_ietf_decrypt(&out, &outLen, nil, sealed, UInt64(sealed.count), ad, UInt64(ad.count), nonce, k.bindMemory(to: UInt8.self).baseAddress!)
+            crypto_aead_xchacha20poly1305_ietf_decrypt(
+                &out, &outLen, nil, sealed, UInt64(sealed.count), ad, UInt64(ad.count), nonce,
+                k.bindMemory(to: UInt8.self).baseAddress!)
         }
         guard rc == 0 else { throw CryptoError(.authenticationFailure) }
         return out

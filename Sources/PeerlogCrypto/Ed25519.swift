@@ -27,7 +27,9 @@ public enum Ed25519 {
         /// The key for a given 32-byte seed.
         public init(seed: SecureBytes) throws {
             Sodium.ensureInitialized()
-            guard seed.count == seedLength else { throw CryptoError(.invalidKeyLength, "Ed25519 seed must be 32 bytes") }
+            guard seed.count == seedLength else {
+                throw CryptoError(.invalidKeyLength, "Ed25519 seed must be 32 bytes")
+            }
             var pk = [UInt8](repeating: 0, count: publicKeyLength)
             var sk = [UInt8](repeating: 0, count: 64)
             seed.withUnsafeBytes { s in
@@ -58,7 +60,9 @@ public enum Ed25519 {
         /// Wraps 32 bytes as a public key; throws a `CryptoError` for any other length. The point is not
         /// checked here: `isValidSignature(_:for:)` refuses small-order keys.
         public init(_ bytes: [UInt8]) throws {
-            guard bytes.count == publicKeyLength else { throw CryptoError(.invalidKeyLength, "Ed25519 public key must be 32 bytes, got \(bytes.count)") }
+            guard bytes.count == publicKeyLength else {
+                throw CryptoError(.invalidKeyLength, "Ed25519 public key must be 32 bytes, got \(bytes.count)")
+            }
             rawRepresentation = bytes
         }
 

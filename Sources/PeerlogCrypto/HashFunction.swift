@@ -40,7 +40,8 @@ public final class SHA256: HashFunction {
     }
     /// Feeds more input, of any length.
     public func update(_ bytes: UnsafeRawBufferPointer) {
-        _ = crypto_hash_sha256_update(&state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+        _ = crypto_hash_sha256_update(
+            &state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
     }
     /// The 32-byte digest. Ends the hasher: call neither `update` nor `finalize` afterwards.
     public func finalize() -> [UInt8] {
@@ -64,7 +65,8 @@ public final class SHA512: HashFunction {
     }
     /// Feeds more input, of any length.
     public func update(_ bytes: UnsafeRawBufferPointer) {
-        _ = crypto_hash_sha512_update(&state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+        _ = crypto_hash_sha512_update(
+            &state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
     }
     /// The 64-byte digest. Ends the hasher: call neither `update` nor `finalize` afterwards.
     public func finalize() -> [UInt8] {
@@ -91,13 +93,19 @@ public final class BLAKE2b: HashFunction {
     /// A hasher with `length` (1...64) output bytes and an optional key (up to 64 bytes).
     public init(length: Int, key: SecureBytes?) throws {
         Sodium.ensureInitialized()
-        guard (1...64).contains(length) else { throw CryptoError(.invalidParameter, "BLAKE2b output length must be 1...64") }
-        guard (key?.count ?? 0) <= 64 else { throw CryptoError(.invalidKeyLength, "BLAKE2b key must be at most 64 bytes") }
+        guard (1...64).contains(length) else {
+            throw CryptoError(.invalidParameter, "BLAKE2b output length must be 1...64")
+        }
+        guard (key?.count ?? 0) <= 64 else {
+            throw CryptoError(.invalidKeyLength, "BLAKE2b key must be at most 64 bytes")
+        }
         outputLength = length
         state = .allocate(byteCount: crypto_generichash_blake2b_statebytes(), alignment: 64)
         let st = OpaquePointer(state)
         if let key {
-            key.withUnsafeBytes { k in _ = crypto_generichash_blake2b_init(st, k.bindMemory(to: UInt8.self).baseAddress, k.count, length) }
+            key.withUnsafeBytes { k in
+                _ = crypto_generichash_blake2b_init(st, k.bindMemory(to: UInt8.self).baseAddress, k.count, length)
+            }
         } else {
             _ = crypto_generichash_blake2b_init(st, nil, 0, length)
         }
@@ -110,7 +118,8 @@ public final class BLAKE2b: HashFunction {
 
     /// Feeds more input, of any length.
     public func update(_ bytes: UnsafeRawBufferPointer) {
-        _ = crypto_generichash_blake2b_update(OpaquePointer(state), bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+        _ = crypto_generichash_blake2b_update(
+            OpaquePointer(state), bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
     }
 
     /// The digest, of the length chosen at init (64 bytes from `init()`). Ends the hasher: call

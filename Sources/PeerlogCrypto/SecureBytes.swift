@@ -66,5 +66,6 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible, Cu
 /// Constant-time equality of two public byte strings (MACs, tags).
 public func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }
-    return a.withUnsafeBytes { x in b.withUnsafeBytes { y in sodium_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 } }
+    return a.withUnsafeBytes { x in b.withUnsafeBytes { y in sodium_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 }
+    }
 }

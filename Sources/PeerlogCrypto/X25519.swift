@@ -20,7 +20,9 @@ public enum X25519 {
         /// Throws a `CryptoError` for any other length.
         public init(_ scalar: SecureBytes) throws {
             Sodium.ensureInitialized()
-            guard scalar.count == keyLength else { throw CryptoError(.invalidKeyLength, "X25519 private key must be 32 bytes") }
+            guard scalar.count == keyLength else {
+                throw CryptoError(.invalidKeyLength, "X25519 private key must be 32 bytes")
+            }
             var pk = [UInt8](repeating: 0, count: keyLength)
             scalar.withUnsafeBytes { s in _ = crypto_scalarmult_base(&pk, s.bindMemory(to: UInt8.self).baseAddress!) }
             rawRepresentation = scalar
@@ -50,7 +52,9 @@ public enum X25519 {
         /// Wraps 32 bytes as a public key; throws a `CryptoError` for any other length. Low-order keys are
         /// accepted here and refused by `PrivateKey.sharedSecret(with:)`.
         public init(_ bytes: [UInt8]) throws {
-            guard bytes.count == keyLength else { throw CryptoError(.invalidKeyLength, "X25519 public key must be 32 bytes, got \(bytes.count)") }
+            guard bytes.count == keyLength else {
+                throw CryptoError(.invalidKeyLength, "X25519 public key must be 32 bytes, got \(bytes.count)")
+            }
             rawRepresentation = bytes
         }
     }

@@ -14,15 +14,22 @@ extension DNSSDSession {
     static let querySettle: Duration = .milliseconds(300)
     static let queryTimeout: Duration = .seconds(3)
 
-    func browseReply(flags: DNSServiceFlags, interface: UInt32, error: DNSServiceErrorType, name: UnsafePointer<CChar>?, type: UnsafePointer<CChar>?, domain: UnsafePointer<CChar>?) {
-        guard error == DNSSDSession.noError else { failure = failure ?? error; return }
+    func browseReply(
+        flags: DNSServiceFlags, interface: UInt32, error: DNSServiceErrorType, name: UnsafePointer<CChar>?,
+        type: UnsafePointer<CChar>?, domain: UnsafePointer<CChar>?
+    ) {
+        guard error == DNSSDSession.noError else {
+            failure = failure ?? error
+            return
+        }
         guard let name, let type, let domain else { return }
         let key = String(cString: name)
         if flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 {
             if let known = services[key] {
                 known.interfaces.insert(interface)
             } else if services.count < DNSSDSession.maxTracked {
-                services[key] = TrackedService(name: key, type: String(cString: type), domain: String(cString: domain), interface: interface)
+                services[key] = TrackedService(
+                    name: key, type: String(cString: type), domain: String(cString: domain), interface: interface)
             }
         } else if let known = services[key] {
             known.interfaces.remove(interface)
@@ -47,11 +54,15 @@ extension DNSSDSession {
             service.deadline = now + DNSSDSession.resolveTimeout
             service.nextResolve = now + DNSSDSession.refreshInterval
             let err = begin(.resolve, service: service.name) { ref, ctx in
-                DNSServiceResolve(ref, 0, service.interfaceIndex, service.name, service.type, service.domain, { _, _, interface, err, _, host, port, txtLen, txt, ctx in
-                    guard let op = DNSSDOperation.from(ctx) else { return }
-                    let txtBytes = txt.map { Array(UnsafeBufferPointer(start: $0, count: Int(txtLen))) } ?? []
-                    op.session.resolveReply(op, error: err, interface: interface, host: host.map { String(cString: $0) }, port: Int(UInt16(bigEndian: port)), txt: txtBytes)
-                }, ctx)
+                DNSServiceResolve(
+                    ref, 0, service.interfaceIndex, service.name, service.type, service.domain,
+                    { _, _, interface, err, _, host, port, txtLen, txt, ctx in
+                        guard let op = DNSSDOperation.from(ctx) else { return }
+                        let txtBytes = txt.map { Array(UnsafeBufferPointer(start: $0, count: Int(txtLen))) } ?? []
+                        op.session.resolveReply(
+                            op, error: err, interface: interface, host: host.map { String(cString: $0) },
+                            port: Int(UInt16(bigEndian: port)), txt: txtBytes)
+                    }, ctx)
             }
             if err == nil { inFlight += 1 } else { service.nextResolve = now + DNSSDSession.resolveTimeout }
         }
@@ -64,8 +75,12 @@ extension DNSSDSession {
         service.nextResolve = .now + DNSSDSession.resolveTimeout
     }
 
-    private func resolveReply(_ op: DNSSDOperation, error: DNSServiceErrorType, interface: UInt32, host: String?, port: Int, txt: [UInt8]) {
-        guard error == DNSSDSession.noError, let host, !host.isEmpty, let service = services[op.service] else { return resolveFailed(op) }
+    private func resolveReply(
+        _ op: DNSSDOperation, error: DNSServiceErrorType, interface: UInt32, host: String?, port: Int, txt: [UInt8]
+    ) {
+        guard error == DNSSDSession.noError, let host, !host.isEmpty, let service = services[op.service] else {
+            return resolveFailed(op)
+        }
         retire(op)
         service.resolveOp = nil
         service.interfaceIndex = interface
@@ -81,13 +96,17 @@ extension DNSSDSession {
         service.roundAddresses = []
         service.deadline = .now + DNSSDSession.queryTimeout
         let err = begin(.query, service: service.name) { ref, ctx in
-            DNSServiceQueryRecord(ref, 0, interface, host, UInt16(kDNSServiceType_A), UInt16(kDNSServiceClass_IN), { _, flags, _, err, _, rrtype, _, rdlen, rdata, _, ctx in
-                guard let op = DNSSDOperation.from(ctx) else { return }
-                guard err == DNSSDSession.noError else { return op.session.queryFinished(op) }
-                guard rrtype == UInt16(kDNSServiceType_A), rdlen == 4, let rdata else { return }
-                let b = rdata.assumingMemoryBound(to: UInt8.self)
-                op.session.addressReply(op, address: "\(b[0]).\(b[1]).\(b[2]).\(b[3])", added: flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0)
-            }, ctx)
+            DNSServiceQueryRecord(
+                ref, 0, interface, host, UInt16(kDNSServiceType_A), UInt16(kDNSServiceClass_IN),
+                { _, flags, _, err, _, rrtype, _, rdlen, rdata, _, ctx in
+                    guard let op = DNSSDOperation.from(ctx) else { return }
+                    guard err == DNSSDSession.noError else { return op.session.queryFinished(op) }
+                    guard rrtype == UInt16(kDNSServiceType_A), rdlen == 4, let rdata else { return }
+                    let b = rdata.assumingMemoryBound(to: UInt8.self)
+                    op.session.addressReply(
+                        op, address: "\(b[0]).\(b[1]).\(b[2]).\(b[3])",
+                        added: flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0)
+                }, ctx)
         }
         if err != nil { service.nextResolve = .now + DNSSDSession.resolveTimeout }
     }

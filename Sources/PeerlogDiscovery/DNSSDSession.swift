@@ -36,10 +36,13 @@ final class DNSSDSession {
         }
         if browse {
             let err = begin(.browse, service: "") { ref, ctx in
-                DNSServiceBrowse(ref, 0, 0, self.type, nil, { _, flags, interface, err, name, type, domain, ctx in
-                    guard let op = DNSSDOperation.from(ctx) else { return }
-                    op.session.browseReply(flags: flags, interface: interface, error: err, name: name, type: type, domain: domain)
-                }, ctx)
+                DNSServiceBrowse(
+                    ref, 0, 0, self.type, nil,
+                    { _, flags, interface, err, name, type, domain, ctx in
+                        guard let op = DNSSDOperation.from(ctx) else { return }
+                        op.session.browseReply(
+                            flags: flags, interface: interface, error: err, name: name, type: type, domain: domain)
+                    }, ctx)
             }
             if let err { return err }
         }
@@ -57,9 +60,11 @@ final class DNSSDSession {
             let base = ad.name.isEmpty ? "peerlog" : ad.name
             let name: String? = conflicts == 0 ? (ad.name.isEmpty ? nil : ad.name) : "\(base) #\(conflicts + 1)"
             let err = begin(.register, service: "") { ref, ctx in
-                DNSServiceRegister(ref, 0, 0, name, self.type, nil, nil, port, UInt16(txt.count), txt, { _, _, err, name, _, _, ctx in
-                    DNSSDOperation.from(ctx)?.session.registerReply(err, name: name.map { String(cString: $0) })
-                }, ctx)
+                DNSServiceRegister(
+                    ref, 0, 0, name, self.type, nil, nil, port, UInt16(txt.count), txt,
+                    { _, _, err, name, _, _, ctx in
+                        DNSSDOperation.from(ctx)?.session.registerReply(err, name: name.map { String(cString: $0) })
+                    }, ctx)
             }
             guard err == DNSSDSession.nameConflict, conflicts < DNSSDSession.maxRenames else { return err }
             conflicts += 1
@@ -68,11 +73,16 @@ final class DNSSDSession {
 
     /// Starts one operation; `call` gets the ref slot and the context pointer.
     @discardableResult
-    func begin(_ kind: DNSSDOperation.Kind, service: String, _ call: (UnsafeMutablePointer<DNSServiceRef?>, UnsafeMutableRawPointer) -> DNSServiceErrorType) -> DNSServiceErrorType? {
+    func begin(
+        _ kind: DNSSDOperation.Kind, service: String,
+        _ call: (UnsafeMutablePointer<DNSServiceRef?>, UnsafeMutableRawPointer) -> DNSServiceErrorType
+    ) -> DNSServiceErrorType? {
         let op = DNSSDOperation(kind: kind, service: service, session: self)
         var ref: DNSServiceRef?
         let err = call(&ref, op.context)
-        guard err == DNSSDSession.noError, let ref else { return err == DNSSDSession.noError ? DNSServiceErrorType(kDNSServiceErr_Unknown) : err }
+        guard err == DNSSDSession.noError, let ref else {
+            return err == DNSSDSession.noError ? DNSServiceErrorType(kDNSServiceErr_Unknown) : err
+        }
         op.ref = ref
         live[ObjectIdentifier(op)] = op
         switch kind {
@@ -132,7 +142,9 @@ final class DNSSDSession {
         for op in live.values { retire(op) }
         freeRetired()
         if reportLost {
-            for service in services.values.sorted(by: { $0.name < $1.name }) where service.reported != nil { emit(.lost(name: service.name)) }
+            for service in services.values.sorted(by: { $0.name < $1.name }) where service.reported != nil {
+                emit(.lost(name: service.name))
+            }
         }
         services.removeAll()
     }
@@ -144,7 +156,10 @@ final class DNSSDSession {
             if let err = register() { failure = failure ?? err }
             return
         }
-        guard err == DNSSDSession.noError else { failure = failure ?? err; return }
+        guard err == DNSSDSession.noError else {
+            failure = failure ?? err
+            return
+        }
         // avahi renames on conflict and calls again with the new name.
         if let name, name != registeredName {
             registeredName = name

@@ -14,7 +14,9 @@ package struct DiscoveredService: Sendable, Hashable {
     package let txt: [String: String]
     package let interfaceIndex: UInt32
 
-    package init(name: String, host: String, port: Int, addresses: [String], txt: [String: String], interfaceIndex: UInt32) {
+    package init(
+        name: String, host: String, port: Int, addresses: [String], txt: [String: String], interfaceIndex: UInt32
+    ) {
         self.name = name
         self.host = host
         self.port = port

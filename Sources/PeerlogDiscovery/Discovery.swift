@@ -14,7 +14,10 @@ package final class Discovery: @unchecked Sendable {
     private var control: LoopControl?
     private var thread: Thread?
 
-    package init(advertise: ServiceAdvertisement?, browse: Bool, type: String = PeerlogDNSSD.type, handler: @escaping @Sendable (DiscoveryEvent) -> Void) {
+    package init(
+        advertise: ServiceAdvertisement?, browse: Bool, type: String = PeerlogDNSSD.type,
+        handler: @escaping @Sendable (DiscoveryEvent) -> Void
+    ) {
         self.advertise = advertise
         self.browse = browse
         self.type = type
@@ -41,7 +44,8 @@ package final class Discovery: @unchecked Sendable {
     /// Deregisters, stops browsing and waits for the thread to finish. Idempotent.
     package func stop() {
         lock.lock()
-        let control = self.control, thread = self.thread
+        let control = self.control
+        let thread = self.thread
         self.control = nil
         self.thread = nil
         lock.unlock()

@@ -11,7 +11,10 @@ final class DiscoveryLoop: @unchecked Sendable {
     private let emit: @Sendable (DiscoveryEvent) -> Void
     private let control: LoopControl
 
-    init(advertise: ServiceAdvertisement?, browse: Bool, type: String, emit: @escaping @Sendable (DiscoveryEvent) -> Void, control: LoopControl) {
+    init(
+        advertise: ServiceAdvertisement?, browse: Bool, type: String,
+        emit: @escaping @Sendable (DiscoveryEvent) -> Void, control: LoopControl
+    ) {
         self.advertise = advertise
         self.browse = browse
         self.type = type
@@ -46,7 +49,8 @@ final class DiscoveryLoop: @unchecked Sendable {
 
     static func describe(_ error: DNSServiceErrorType) -> String {
         let names: [Int: String] = [
-            kDNSServiceErr_Unknown: "unknown", kDNSServiceErr_NoMemory: "no memory", kDNSServiceErr_BadParam: "bad parameter",
+            kDNSServiceErr_Unknown: "unknown", kDNSServiceErr_NoMemory: "no memory",
+            kDNSServiceErr_BadParam: "bad parameter",
             kDNSServiceErr_BadState: "bad state", kDNSServiceErr_NotInitialized: "not initialized",
             kDNSServiceErr_NameConflict: "name conflict", kDNSServiceErr_Refused: "refused",
         ]

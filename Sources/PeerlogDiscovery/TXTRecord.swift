@@ -10,7 +10,9 @@ enum TXTRecord {
         var out: [UInt8] = []
         for key in entries.keys.sorted() {
             let keyBytes = Array(key.utf8)
-            guard !keyBytes.isEmpty, keyBytes.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E && $0 != UInt8(ascii: "=") }) else { continue }
+            guard !keyBytes.isEmpty, keyBytes.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E && $0 != UInt8(ascii: "=") }) else {
+                continue
+            }
             let item = keyBytes + [UInt8(ascii: "=")] + Array(entries[key]!.utf8)
             guard item.count <= 255, out.count + 1 + item.count <= 65535 else { continue }
             out.append(UInt8(item.count))

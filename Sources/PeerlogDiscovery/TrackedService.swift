@@ -30,6 +30,7 @@ final class TrackedService {
     var snapshot: DiscoveredService {
         // "h1.local." as resolved; reported without the root dot, as users write host names.
         let shown = host.hasSuffix(".") ? String(host.dropLast()) : host
-        return DiscoveredService(name: name, host: shown, port: port, addresses: addresses, txt: txt, interfaceIndex: interfaceIndex)
+        return DiscoveredService(
+            name: name, host: shown, port: port, addresses: addresses, txt: txt, interfaceIndex: interfaceIndex)
     }
 }

@@ -16,19 +16,25 @@ extension CBOR {
         case .text(let s): return .string(s)
         case .array(let items): return .array(items.map(\.json))
         case .map(let entries):
-            let sorted = entries.sorted { CBOREncoder.encode($0.key).lexicographicallyPrecedes(CBOREncoder.encode($1.key)) }
+            let sorted = entries.sorted {
+                CBOREncoder.encode($0.key).lexicographicallyPrecedes(CBOREncoder.encode($1.key))
+            }
             if sorted.allSatisfy({ $0.key.textValue != nil }) {
                 return .object(sorted.map { ($0.key.textValue!, $0.value.json) })
             }
             return .object([("$map", .array(sorted.map { .array([$0.key.json, $0.value.json]) }))])
         case .tagged(let tag, let inner):
-            if tag == CID.cborLinkTag, let cid = try? CID(cborLink: self) { return .object([("$cid", .string(cid.string))]) }
+            if tag == CID.cborLinkTag, let cid = try? CID(cborLink: self) {
+                return .object([("$cid", .string(cid.string))])
+            }
             return .object([("$tag", .number(String(tag))), ("$value", inner.json)])
         case .bool(let b): return .bool(b)
         case .null: return .null
         case .undefined: return .object([("$simple", .number("23"))])
         case .simple(let v): return .object([("$simple", .number(String(v)))])
-        case .float(let d): return d.isFinite ? .number(CBOR.diagnosticFloat(d)) : .object([("$float", .string(CBOR.diagnosticFloat(d)))])
+        case .float(let d):
+            return d.isFinite
+                ? .number(CBOR.diagnosticFloat(d)) : .object([("$float", .string(CBOR.diagnosticFloat(d)))])
         }
     }
 
@@ -40,11 +46,25 @@ extension CBOR {
         case .bool(let b): self = .bool(b)
         case .string(let s): self = .text(s)
         case .number(let n):
-            if let u = UInt64(n) { self = .unsigned(u); return }
-            if n.hasPrefix("-"), let m = UInt64(n.dropFirst()), m >= 1 { self = .negative(m - 1); return }
-            if n == "-18446744073709551616" { self = .negative(.max); return }
-            if n.allSatisfy({ $0 == "-" || $0.isNumber }) { throw JSONConversionError(description: "integer \(n) is outside the CBOR range") }
-            guard allowFloats else { throw JSONConversionError(description: "\(n): floating-point numbers are not allowed here (use an integer or a string)") }
+            if let u = UInt64(n) {
+                self = .unsigned(u)
+                return
+            }
+            if n.hasPrefix("-"), let m = UInt64(n.dropFirst()), m >= 1 {
+                self = .negative(m - 1)
+                return
+            }
+            if n == "-18446744073709551616" {
+                self = .negative(.max)
+                return
+            }
+            if n.allSatisfy({ $0 == "-" || $0.isNumber }) {
+                throw JSONConversionError(description: "integer \(n) is outside the CBOR range")
+            }
+            guard allowFloats else {
+                throw JSONConversionError(
+                    description: "\(n): floating-point numbers are not allowed here (use an integer or a string)")
+            }
             guard let d = Double(n) else { throw JSONConversionError(description: "bad number \(n)") }
             self = .float(d)
         case .array(let items):
@@ -56,7 +76,9 @@ extension CBOR {
                 self = try CBOR.special(key, value, allowFloats: allowFloats)
                 return
             }
-            if entries.count == 2, entries[0].0 == "$tag", entries[1].0 == "$value", case .number(let t) = entries[0].1, let tag = UInt64(t) {
+            if entries.count == 2, entries[0].0 == "$tag", entries[1].0 == "$value", case .number(let t) = entries[0].1,
+                let tag = UInt64(t)
+            {
                 self = .tagged(tag, try CBOR(json: entries[1].1, allowFloats: allowFloats))
                 return
             }
@@ -69,22 +91,30 @@ extension CBOR {
     private static func special(_ key: String, _ value: JSON, allowFloats: Bool) throws(JSONConversionError) -> CBOR {
         switch (key, value) {
         case ("$bytes", .string(let hex)):
-            guard let b = PeerlogCrypto.bytes(fromHex: hex) else { throw JSONConversionError(description: "$bytes must be hex") }
+            guard let b = PeerlogCrypto.bytes(fromHex: hex) else {
+                throw JSONConversionError(description: "$bytes must be hex")
+            }
             return .bytes(b)
         case ("$cid", .string(let s)):
             do { return try CID(string: s).cborLink } catch { throw JSONConversionError(description: "$cid: \(error)") }
         case ("$map", .array(let pairs)):
             var map = [CBOR: CBOR]()
             for pair in pairs {
-                guard case .array(let kv) = pair, kv.count == 2 else { throw JSONConversionError(description: "$map entries must be [key, value]") }
+                guard case .array(let kv) = pair, kv.count == 2 else {
+                    throw JSONConversionError(description: "$map entries must be [key, value]")
+                }
                 map[try CBOR(json: kv[0], allowFloats: allowFloats)] = try CBOR(json: kv[1], allowFloats: allowFloats)
             }
             return .map(map)
         case ("$simple", .number(let n)):
-            guard let v = UInt8(n), v < 24 || v >= 32 else { throw JSONConversionError(description: "$simple must be 0...23 or 32...255") }
+            guard let v = UInt8(n), v < 24 || v >= 32 else {
+                throw JSONConversionError(description: "$simple must be 0...23 or 32...255")
+            }
             return .simpleValue(v)
         case ("$float", .string(let s)):
-            guard allowFloats else { throw JSONConversionError(description: "floating-point numbers are not allowed here") }
+            guard allowFloats else {
+                throw JSONConversionError(description: "floating-point numbers are not allowed here")
+            }
             switch s {
             case "NaN": return .float(.nan)
             case "Infinity": return .float(.infinity)

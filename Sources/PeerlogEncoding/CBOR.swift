@@ -64,7 +64,9 @@ extension CBOR {
     public subscript(key: String) -> CBOR? { mapValue?[.text(key)] }
 }
 
-extension CBOR: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByArrayLiteral, ExpressibleByBooleanLiteral {
+extension CBOR: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByArrayLiteral,
+    ExpressibleByBooleanLiteral
+{
     /// A string literal is a `.text` item.
     public init(stringLiteral value: String) { self = .text(value) }
     /// An integer literal is `.int(value)`: major type 0 or 1 by sign.

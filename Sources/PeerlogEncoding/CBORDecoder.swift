@@ -21,7 +21,10 @@ public struct CBORDecoder: Sendable {
 
         /// The defaults are PROTOCOL.md §1's: nesting 32, 16 MiB per string, 1,048,576 elements per
         /// collection, 64 MiB of input.
-        public init(maxDepth: Int = CBORDecoder.defaultMaxDepth, maxStringBytes: Int = 16 << 20, maxCollectionCount: Int = 1 << 20, maxInputBytes: Int = 64 << 20) {
+        public init(
+            maxDepth: Int = CBORDecoder.defaultMaxDepth, maxStringBytes: Int = 16 << 20,
+            maxCollectionCount: Int = 1 << 20, maxInputBytes: Int = 64 << 20
+        ) {
             self.maxDepth = maxDepth
             self.maxStringBytes = maxStringBytes
             self.maxCollectionCount = maxCollectionCount
@@ -50,7 +53,9 @@ public struct CBORDecoder: Sendable {
         }
         var reader = Reader(input: input, mode: mode, limits: limits)
         let value = try reader.item(depth: 0)
-        guard reader.offset == input.count else { throw CBORError(.trailingBytes, at: reader.offset, "\(input.count - reader.offset) extra bytes") }
+        guard reader.offset == input.count else {
+            throw CBORError(.trailingBytes, at: reader.offset, "\(input.count - reader.offset) extra bytes")
+        }
         return value
     }
 
@@ -95,13 +100,23 @@ private struct Reader {
         let minimum: UInt64
         switch ai {
         case 0..<24: return UInt64(ai)
-        case 24: value = try bigEndian(1); minimum = 24
-        case 25: value = try bigEndian(2); minimum = 0x100
-        case 26: value = try bigEndian(4); minimum = 0x1_0000
-        case 27: value = try bigEndian(8); minimum = 0x1_0000_0000
+        case 24:
+            value = try bigEndian(1)
+            minimum = 24
+        case 25:
+            value = try bigEndian(2)
+            minimum = 0x100
+        case 26:
+            value = try bigEndian(4)
+            minimum = 0x1_0000
+        case 27:
+            value = try bigEndian(8)
+            minimum = 0x1_0000_0000
         default: throw CBORError(.reservedAdditionalInfo, at: start, "additional information \(ai)")
         }
-        if strict && value < minimum { throw CBORError(.nonShortestArgument, at: start, "\(value) encoded in \(offset - start - 1) bytes") }
+        if strict && value < minimum {
+            throw CBORError(.nonShortestArgument, at: start, "\(value) encoded in \(offset - start - 1) bytes")
+        }
         return value
     }
 
@@ -126,7 +141,9 @@ private struct Reader {
         case 3: return .text(try text(try stringBytes(ai, headAt: start), at: start))
         case 4:
             let count = try length(ai, headAt: start, limit: limits.maxCollectionCount, what: "array of items")
-            guard count <= remaining else { throw CBORError(.truncated, at: start, "array of \(count) items in \(remaining) bytes") }
+            guard count <= remaining else {
+                throw CBORError(.truncated, at: start, "array of \(count) items in \(remaining) bytes")
+            }
             try checkDepth(depth + 1, at: start)
             var items = [CBOR]()
             items.reserveCapacity(count)
@@ -134,7 +151,9 @@ private struct Reader {
             return .array(items)
         case 5:
             let count = try length(ai, headAt: start, limit: limits.maxCollectionCount, what: "map of entries")
-            guard count <= remaining / 2 else { throw CBORError(.truncated, at: start, "map of \(count) entries in \(remaining) bytes") }
+            guard count <= remaining / 2 else {
+                throw CBORError(.truncated, at: start, "map of \(count) entries in \(remaining) bytes")
+            }
             try checkDepth(depth + 1, at: start)
             return try mapEntries(count: count, depth: depth + 1)
         case 6:
@@ -147,7 +166,9 @@ private struct Reader {
     }
 
     func checkDepth(_ depth: Int, at offset: Int) throws(CBORError) {
-        guard depth <= limits.maxDepth else { throw CBORError(.depthLimitExceeded, at: offset, "limit \(limits.maxDepth)") }
+        guard depth <= limits.maxDepth else {
+            throw CBORError(.depthLimitExceeded, at: offset, "limit \(limits.maxDepth)")
+        }
     }
 
     mutating func stringBytes(_ ai: UInt8, headAt start: Int) throws(CBORError) -> [UInt8] {
@@ -196,22 +217,30 @@ private struct Reader {
             while try !atBreak() {
                 let chunkStart = offset
                 let head = try byte()
-                guard head >> 5 == major, head & 0x1f != 31 else { throw CBORError(.invalidIndefiniteChunk, at: chunkStart) }
+                guard head >> 5 == major, head & 0x1f != 31 else {
+                    throw CBORError(.invalidIndefiniteChunk, at: chunkStart)
+                }
                 joined += try stringBytes(head & 0x1f, headAt: chunkStart)
-                guard joined.count <= limits.maxStringBytes else { throw CBORError(.sizeLimitExceeded, at: chunkStart, "string limit \(limits.maxStringBytes)") }
+                guard joined.count <= limits.maxStringBytes else {
+                    throw CBORError(.sizeLimitExceeded, at: chunkStart, "string limit \(limits.maxStringBytes)")
+                }
             }
             return major == 2 ? .bytes(joined) : .text(try text(joined, at: start))
         case 4:
             var items = [CBOR]()
             while try !atBreak() {
-                guard items.count < limits.maxCollectionCount else { throw CBORError(.sizeLimitExceeded, at: offset, "array limit \(limits.maxCollectionCount)") }
+                guard items.count < limits.maxCollectionCount else {
+                    throw CBORError(.sizeLimitExceeded, at: offset, "array limit \(limits.maxCollectionCount)")
+                }
                 items.append(try item(depth: depth + 1))
             }
             return .array(items)
         default:
             var dict = [CBOR: CBOR]()
             while try !atBreak() {
-                guard dict.count < limits.maxCollectionCount else { throw CBORError(.sizeLimitExceeded, at: offset, "map limit \(limits.maxCollectionCount)") }
+                guard dict.count < limits.maxCollectionCount else {
+                    throw CBORError(.sizeLimitExceeded, at: offset, "map limit \(limits.maxCollectionCount)")
+                }
                 let keyStart = offset
                 let key = try item(depth: depth + 1)
                 let value = try item(depth: depth + 1)
@@ -224,7 +253,10 @@ private struct Reader {
     /// Consumes a break code (0xff) if one is next.
     mutating func atBreak() throws(CBORError) -> Bool {
         guard offset < input.count else { throw CBORError(.truncated, at: offset, "missing break") }
-        if input[offset] == 0xff { offset += 1; return true }
+        if input[offset] == 0xff {
+            offset += 1
+            return true
+        }
         return false
     }
 
@@ -249,14 +281,18 @@ private struct Reader {
             let d = Double(f)
             if strict {
                 if d.isNaN { throw CBORError(.nonCanonicalNaN, at: start) }
-                if FloatBits.halfBits(exactly: d) != nil { throw CBORError(.nonPreferredFloat, at: start, "fits in half precision") }
+                if FloatBits.halfBits(exactly: d) != nil {
+                    throw CBORError(.nonPreferredFloat, at: start, "fits in half precision")
+                }
             }
             return .float(d)
         case 27:
             let d = Double(bitPattern: try bigEndian(8))
             if strict {
                 if d.isNaN { throw CBORError(.nonCanonicalNaN, at: start) }
-                if Float(exactly: d) != nil { throw CBORError(.nonPreferredFloat, at: start, "fits in a shorter float") }
+                if Float(exactly: d) != nil {
+                    throw CBORError(.nonPreferredFloat, at: start, "fits in a shorter float")
+                }
             }
             return .float(d)
         default:

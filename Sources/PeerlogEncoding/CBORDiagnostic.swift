@@ -17,14 +17,21 @@ extension CBOR: CustomStringConvertible {
         case .bytes(let b): out += "h'\(hexDigits(b))'"
         case .text(let s): out += quoted(s)
         case .array(let items):
-            writeCollection(items.map { item in { (o: inout String, i: Int?) in item.write(to: &o, indent: i) } }, open: "[", close: "]", to: &out, indent: indent)
+            writeCollection(
+                items.map { item in { (o: inout String, i: Int?) in item.write(to: &o, indent: i) } }, open: "[",
+                close: "]", to: &out, indent: indent)
         case .map(let entries):
-            let sorted = entries.map { (CBOREncoder.encode($0.key), $0.key, $0.value) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
-            writeCollection(sorted.map { entry in { (o: inout String, i: Int?) in
-                entry.1.write(to: &o, indent: i)
-                o += ": "
-                entry.2.write(to: &o, indent: i)
-            } }, open: "{", close: "}", to: &out, indent: indent)
+            let sorted = entries.map { (CBOREncoder.encode($0.key), $0.key, $0.value) }.sorted {
+                $0.0.lexicographicallyPrecedes($1.0)
+            }
+            writeCollection(
+                sorted.map { entry in
+                    { (o: inout String, i: Int?) in
+                        entry.1.write(to: &o, indent: i)
+                        o += ": "
+                        entry.2.write(to: &o, indent: i)
+                    }
+                }, open: "{", close: "}", to: &out, indent: indent)
         case .tagged(let tag, let inner):
             out += "\(tag)("
             inner.write(to: &out, indent: indent)
@@ -37,7 +44,9 @@ extension CBOR: CustomStringConvertible {
         }
     }
 
-    private func writeCollection(_ parts: [(inout String, Int?) -> Void], open: String, close: String, to out: inout String, indent: Int?) {
+    private func writeCollection(
+        _ parts: [(inout String, Int?) -> Void], open: String, close: String, to out: inout String, indent: Int?
+    ) {
         out += open
         guard let indent, !parts.isEmpty else {
             for (i, part) in parts.enumerated() {
@@ -73,6 +82,9 @@ func hexDigits(_ bytes: [UInt8]) -> String {
     let digits = Array("0123456789abcdef".utf8)
     var out = [UInt8]()
     out.reserveCapacity(bytes.count * 2)
-    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xf)]) }
+    for b in bytes {
+        out.append(digits[Int(b >> 4)])
+        out.append(digits[Int(b & 0xf)])
+    }
     return String(decoding: out, as: UTF8.self)
 }

@@ -57,14 +57,22 @@ public enum CBOREncoder {
         switch argument {
         case 0..<24: out.append(m | UInt8(argument))
         case 24...0xff: out.append(contentsOf: [m | 24, UInt8(argument)])
-        case 0x100...0xffff: out.append(m | 25); appendBigEndian(argument, bytes: 2, to: &out)
-        case 0x1_0000...0xffff_ffff: out.append(m | 26); appendBigEndian(argument, bytes: 4, to: &out)
-        default: out.append(m | 27); appendBigEndian(argument, bytes: 8, to: &out)
+        case 0x100...0xffff:
+            out.append(m | 25)
+            appendBigEndian(argument, bytes: 2, to: &out)
+        case 0x1_0000...0xffff_ffff:
+            out.append(m | 26)
+            appendBigEndian(argument, bytes: 4, to: &out)
+        default:
+            out.append(m | 27)
+            appendBigEndian(argument, bytes: 8, to: &out)
         }
     }
 
     static func appendBigEndian(_ v: UInt64, bytes: Int, to out: inout [UInt8]) {
-        for i in stride(from: bytes - 1, through: 0, by: -1) { out.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) }
+        for i in stride(from: bytes - 1, through: 0, by: -1) {
+            out.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i))))
+        }
     }
 
     static func appendFloat(_ d: Double, to out: inout [UInt8]) {

@@ -65,8 +65,12 @@ public struct CID: Hashable, Comparable, Sendable, CustomStringConvertible {
         let hash = try field("multihash code")
         guard hash == Self.sha256Code else { throw .unsupportedHash(hash) }
         let length = try field("digest length")
-        guard length == UInt64(Self.digestLength), raw.count - offset >= Self.digestLength else { throw .wrongDigestLength(length) }
-        guard raw.count - offset == Self.digestLength else { throw .trailingBytes(raw.count - offset - Self.digestLength) }
+        guard length == UInt64(Self.digestLength), raw.count - offset >= Self.digestLength else {
+            throw .wrongDigestLength(length)
+        }
+        guard raw.count - offset == Self.digestLength else {
+            throw .trailingBytes(raw.count - offset - Self.digestLength)
+        }
         self.init(digest: Array(raw[offset...]))
     }
 

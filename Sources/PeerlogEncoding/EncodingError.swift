@@ -34,41 +34,58 @@ public struct EncodingError: CodedError {
 
     /// Refused CBOR: `code` at byte `offset`.
     public init(_ code: Code, at offset: Int, _ detail: String = "", file: String = #fileID, line: Int = #line) {
-        self.init(code: code, offset: offset, detail: detail,
-                  description: "CBOR error at offset \(offset): \(code.text)" + (detail.isEmpty ? "" : " (\(detail))"), file: file, line: line)
+        self.init(
+            code: code, offset: offset, detail: detail,
+            description: "CBOR error at offset \(offset): \(code.text)" + (detail.isEmpty ? "" : " (\(detail))"),
+            file: file, line: line)
     }
 
     /// JSON text that does not parse, and why.
     public init(offset: Int, reason: String, file: String = #fileID, line: Int = #line) {
-        self.init(code: .invalidJSON, offset: offset, detail: reason, description: "invalid JSON at offset \(offset): \(reason)", file: file, line: line)
+        self.init(
+            code: .invalidJSON, offset: offset, detail: reason,
+            description: "invalid JSON at offset \(offset): \(reason)", file: file, line: line)
     }
 
     /// A JSON value with no CBOR form here.
     public init(description: String, file: String = #fileID, line: Int = #line) {
-        self.init(code: .invalidJSONValue, offset: nil, detail: description, description: description, file: file, line: line)
+        self.init(
+            code: .invalidJSONValue, offset: nil, detail: description, description: description, file: file, line: line)
     }
 
     // Base32 (`invalidBase32`).
     package static func invalidCharacter(offset: Int, file: String = #fileID, line: Int = #line) -> Self {
-        Self(code: .invalidBase32, offset: offset, detail: "", description: "invalid base32 character at offset \(offset) (expected a-z or 2-7)", file: file, line: line)
+        Self(
+            code: .invalidBase32, offset: offset, detail: "",
+            description: "invalid base32 character at offset \(offset) (expected a-z or 2-7)", file: file, line: line)
     }
     package static func invalidLength(_ n: Int, file: String = #fileID, line: Int = #line) -> Self {
-        Self(code: .invalidBase32, offset: nil, detail: "", description: "invalid base32 length \(n)", file: file, line: line)
+        Self(
+            code: .invalidBase32, offset: nil, detail: "", description: "invalid base32 length \(n)", file: file,
+            line: line)
     }
     package static func nonZeroTrailingBits(file: String = #fileID, line: Int = #line) -> Self {
-        Self(code: .invalidBase32, offset: nil, detail: "", description: "base32 text has non-zero trailing bits (not canonical)", file: file, line: line)
+        Self(
+            code: .invalidBase32, offset: nil, detail: "",
+            description: "base32 text has non-zero trailing bits (not canonical)", file: file, line: line)
     }
 
     // CIDs (`invalidCID`).
     private static func cid(_ description: String, file: String, line: Int) -> Self {
         Self(code: .invalidCID, offset: nil, detail: "", description: description, file: file, line: line)
     }
-    package static func empty(file: String = #fileID, line: Int = #line) -> Self { cid("empty CID", file: file, line: line) }
+    package static func empty(file: String = #fileID, line: Int = #line) -> Self {
+        cid("empty CID", file: file, line: line)
+    }
     package static func unsupportedMultibase(_ c: Character, file: String = #fileID, line: Int = #line) -> Self {
         cid("unsupported multibase prefix '\(c)' (expected 'b', base32 lower-case)", file: file, line: line)
     }
-    package static func invalidBase32(_ e: EncodingError, file: String = #fileID, line: Int = #line) -> Self { cid("invalid CID text: \(e)", file: file, line: line) }
-    package static func malformedVarint(field: String, file: String = #fileID, line: Int = #line) -> Self { cid("malformed varint in CID \(field)", file: file, line: line) }
+    package static func invalidBase32(_ e: EncodingError, file: String = #fileID, line: Int = #line) -> Self {
+        cid("invalid CID text: \(e)", file: file, line: line)
+    }
+    package static func malformedVarint(field: String, file: String = #fileID, line: Int = #line) -> Self {
+        cid("malformed varint in CID \(field)", file: file, line: line)
+    }
     package static func unsupportedVersion(_ v: UInt64, file: String = #fileID, line: Int = #line) -> Self {
         cid("unsupported CID version \(v) (expected 1)", file: file, line: line)
     }
@@ -81,7 +98,9 @@ public struct EncodingError: CodedError {
     package static func wrongDigestLength(_ n: UInt64, file: String = #fileID, line: Int = #line) -> Self {
         cid("multihash digest length \(n) (expected 32)", file: file, line: line)
     }
-    package static func trailingBytes(_ n: Int, file: String = #fileID, line: Int = #line) -> Self { cid("\(n) bytes after the CID", file: file, line: line) }
+    package static func trailingBytes(_ n: Int, file: String = #fileID, line: Int = #line) -> Self {
+        cid("\(n) bytes after the CID", file: file, line: line)
+    }
 }
 
 extension ErrorCode where Domain == EncodingError {

@@ -28,7 +28,8 @@ public indirect enum JSON: Hashable, Sendable {
         case (.number(let a), .number(let b)): a == b
         case (.string(let a), .string(let b)): a == b
         case (.array(let a), .array(let b)): a == b
-        case (.object(let a), .object(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        case (.object(let a), .object(let b)):
+            a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
         default: false
         }
     }
@@ -67,9 +68,15 @@ extension JSON: CustomStringConvertible {
         }
     }
 
-    private func writeList(_ count: Int, open: String, close: String, _ out: inout String, _ indent: Int?, _ item: (Int, inout String, Int?) -> Void) {
+    private func writeList(
+        _ count: Int, open: String, close: String, _ out: inout String, _ indent: Int?,
+        _ item: (Int, inout String, Int?) -> Void
+    ) {
         out += open
-        guard count > 0 else { out += close; return }
+        guard count > 0 else {
+            out += close
+            return
+        }
         for i in 0..<count {
             if i > 0 { out += "," }
             if let indent { out += "\n" + String(repeating: "  ", count: indent + 1) }
@@ -122,7 +129,9 @@ private struct JSONParser {
     let bytes: [UInt8]
     var i = 0
 
-    func fail(_ reason: String, file: String = #fileID, line: Int = #line) -> JSONParseError { JSONParseError(offset: i, reason: reason, file: file, line: line) }
+    func fail(_ reason: String, file: String = #fileID, line: Int = #line) -> JSONParseError {
+        JSONParseError(offset: i, reason: reason, file: file, line: line)
+    }
 
     mutating func skipSpace() {
         while i < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[i]) { i += 1 }
@@ -147,13 +156,19 @@ private struct JSONParser {
             i += 1
             var items = [JSON]()
             skipSpace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
+            if i < bytes.count, bytes[i] == UInt8(ascii: "]") {
+                i += 1
+                return .array(items)
+            }
             while true {
                 skipSpace()
                 items.append(try value(depth: depth + 1))
                 skipSpace()
                 guard i < bytes.count else { throw fail("unterminated array") }
-                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+                if bytes[i] == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
                 guard bytes[i] == UInt8(ascii: "]") else { throw fail("expected , or ]") }
                 i += 1
                 return .array(items)
@@ -163,13 +178,18 @@ private struct JSONParser {
             var entries = [(String, JSON)]()
             var seen = Set<String>()
             skipSpace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(entries) }
+            if i < bytes.count, bytes[i] == UInt8(ascii: "}") {
+                i += 1
+                return .object(entries)
+            }
             while true {
                 skipSpace()
                 guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
                 let keyAt = i
                 let key = try string()
-                guard seen.insert(key).inserted else { throw JSONParseError(offset: keyAt, reason: "duplicate key \"\(key)\"") }
+                guard seen.insert(key).inserted else {
+                    throw JSONParseError(offset: keyAt, reason: "duplicate key \"\(key)\"")
+                }
                 skipSpace()
                 guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected :") }
                 i += 1
@@ -177,7 +197,10 @@ private struct JSONParser {
                 entries.append((key, try value(depth: depth + 1)))
                 skipSpace()
                 guard i < bytes.count else { throw fail("unterminated object") }
-                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+                if bytes[i] == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
                 guard bytes[i] == UInt8(ascii: "}") else { throw fail("expected , or }") }
                 i += 1
                 return .object(entries)
@@ -210,7 +233,9 @@ private struct JSONParser {
     }
 
     mutating func hex4() throws(JSONParseError) -> UInt32 {
-        guard i + 4 <= bytes.count, let v = UInt32(String(decoding: bytes[i..<i + 4], as: UTF8.self), radix: 16) else { throw fail("bad \\u escape") }
+        guard i + 4 <= bytes.count, let v = UInt32(String(decoding: bytes[i..<i + 4], as: UTF8.self), radix: 16) else {
+            throw fail("bad \\u escape")
+        }
         i += 4
         return v
     }
@@ -227,9 +252,17 @@ private struct JSONParser {
         while true {
             guard i < bytes.count else { throw fail("unterminated string") }
             let c = bytes[i]
-            if c == UInt8(ascii: "\"") { i += 1; try flush(); return String(scalars) }
+            if c == UInt8(ascii: "\"") {
+                i += 1
+                try flush()
+                return String(scalars)
+            }
             if c < 0x20 { throw fail("control character in string") }
-            if c != UInt8(ascii: "\\") { run.append(c); i += 1; continue }
+            if c != UInt8(ascii: "\\") {
+                run.append(c)
+                i += 1
+                continue
+            }
             try flush()
             i += 1
             guard i < bytes.count else { throw fail("unterminated escape") }
@@ -247,7 +280,9 @@ private struct JSONParser {
             case UInt8(ascii: "u"):
                 var v = try hex4()
                 if (0xd800...0xdbff).contains(v) {
-                    guard i + 2 <= bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else { throw fail("unpaired surrogate") }
+                    guard i + 2 <= bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else {
+                        throw fail("unpaired surrogate")
+                    }
                     i += 2
                     let low = try hex4()
                     guard (0xdc00...0xdfff).contains(low) else { throw fail("unpaired surrogate") }

@@ -24,7 +24,8 @@ struct Fold {
         guard outcome.rejected == nil, let op = outcome.op else { return outcome.rejected }
         state = outcome.state
         switch op {
-        case .entityPut(let key, let value) where tracks(key): entities[key] = EntityValue(key: key, value: value, cid: r.cid, status: status)
+        case .entityPut(let key, let value) where tracks(key):
+            entities[key] = EntityValue(key: key, value: value, cid: r.cid, status: status)
         case .entityDelete(let key) where tracks(key): entities[key] = nil
         case .deleted: entities = [:]
         default: break
@@ -35,7 +36,9 @@ struct Fold {
     /// What `r` does at a position whose group state is `state`: its operation (nil when the
     /// body does not parse), the state after it, and why it is rejected (nil when applied). The
     /// one rule both the fold and the maintained overlay use.
-    static func step(_ r: Receipt, group: GroupID, state: GroupState?) -> (op: GroupOperation?, state: GroupState?, rejected: String?) {
+    static func step(
+        _ r: Receipt, group: GroupID, state: GroupState?
+    ) -> (op: GroupOperation?, state: GroupState?, rejected: String?) {
         if state?.status == .deleted { return (nil, state, "group is deleted") }
         let op: GroupOperation
         do { op = try GroupOperation(receiptType: r.type, body: r.body) } catch { return (nil, state, error.reason) }
@@ -57,14 +60,17 @@ struct Fold {
     /// `{"v": 1, "group": bstr(16), "state": canonical state or null, "entities": [[key, value, cid link], …]}`
     /// with entities sorted by the UTF-8 bytes of their keys.
     var stateHash: [UInt8] {
-        let rows: [CBOR] = entities.values.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }.map {
-            .array([.text($0.key), $0.value, $0.cid.cborLink])
-        }
-        return SHA256.hash(CBOREncoder.encode(.textMap([
-            "v": 1,
-            "group": .bytes(group.bytes),
-            "state": state?.canonicalCBOR ?? .null,
-            "entities": .array(rows),
-        ])))
+        let rows: [CBOR] = entities.values.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
+            .map {
+                .array([.text($0.key), $0.value, $0.cid.cborLink])
+            }
+        return SHA256.hash(
+            CBOREncoder.encode(
+                .textMap([
+                    "v": 1,
+                    "group": .bytes(group.bytes),
+                    "state": state?.canonicalCBOR ?? .null,
+                    "entities": .array(rows),
+                ])))
     }
 }

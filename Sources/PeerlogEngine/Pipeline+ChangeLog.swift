@@ -27,7 +27,8 @@ public enum ChangeLogKind: String, Sendable, CaseIterable {
 
 /// Bits of an `entity` row's `flags`.
 public enum ChangeLogFlags {
-    public static let oldPresent: Int64 = 1, oldTentative: Int64 = 2, newPresent: Int64 = 4, newTentative: Int64 = 8, reordered: Int64 = 16
+    public static let oldPresent: Int64 = 1, oldTentative: Int64 = 2, newPresent: Int64 = 4, newTentative: Int64 = 8,
+        reordered: Int64 = 16
 }
 
 /// The change log (docs/PROTOCOL.md §10.4): at the end of each settle, the changes an app sees,
@@ -43,7 +44,9 @@ extension Pipeline {
     }
 
     mutating func visible(_ k: ViewKey) throws -> VisibleEntity {
-        if try overlayMayHoldEntities(k.group), let row = try db.overlayEntity(k.group, key: k.key) { return VisibleEntity(value: row.value, tentative: true) }
+        if try overlayMayHoldEntities(k.group), let row = try db.overlayEntity(k.group, key: k.key) {
+            return VisibleEntity(value: row.value, tentative: true)
+        }
         return VisibleEntity(value: try db.entity(group: k.group, key: k.key)?.value, tentative: false)
     }
 
@@ -66,7 +69,9 @@ extension Pipeline {
         guard !groups.isEmpty else { return [] }
         var keys = Set<ViewKey>()
         for r in storedHere.values where groups.contains(r.group) && r.type.hasPrefix("entity.") {
-            if let key = (try? GroupOperation(receiptType: r.type, body: r.body))?.entityKey { keys.insert(ViewKey(group: r.group, key: key)) }
+            if let key = (try? GroupOperation(receiptType: r.type, body: r.body))?.entityKey {
+                keys.insert(ViewKey(group: r.group, key: key))
+            }
         }
         return keys
     }
@@ -79,7 +84,9 @@ extension Pipeline {
         var facts = ChangeFacts()
         for e in events { facts.note(e, stored: storedHere, local: local.identity) }
 
-        var rows = facts.invited.map { ChangeLogRow(group: $0.group, kind: ChangeLogKind.invited.rawValue, cid: $0.cid, at: now) }
+        var rows = facts.invited.map {
+            ChangeLogRow(group: $0.group, kind: ChangeLogKind.invited.rawValue, cid: $0.cid, at: now)
+        }
         rows += facts.membership.sorted().map { ChangeLogRow(group: $0, kind: ChangeLogKind.members.rawValue, at: now) }
         var reordered = [GroupID: [String]]()
         for (k, before) in viewBefore.sorted(by: { $0.key < $1.key }) where !facts.deleted.contains(k.group) {
@@ -99,17 +106,26 @@ extension Pipeline {
                 flags |= ChangeLogFlags.reordered
                 reordered[k.group, default: []].append(k.key)
             }
-            rows.append(ChangeLogRow(group: k.group, kind: ChangeLogKind.entity.rawValue, key: k.key, oldValue: before.value, newValue: after.value, flags: flags, at: now))
+            rows.append(
+                ChangeLogRow(
+                    group: k.group, kind: ChangeLogKind.entity.rawValue, key: k.key, oldValue: before.value,
+                    newValue: after.value, flags: flags, at: now))
         }
         viewBefore = [:]
         committedHere = [:]
         rows += reordered.sorted { $0.key < $1.key }.map { g, keys in
-            ChangeLogRow(group: g, kind: ChangeLogKind.reordered.rawValue, newValue: CBOREncoder.encode(.array(keys.map(CBOR.text))), at: now)
+            ChangeLogRow(
+                group: g, kind: ChangeLogKind.reordered.rawValue,
+                newValue: CBOREncoder.encode(.array(keys.map(CBOR.text))), at: now)
         }
         rows += facts.committed.sorted { $0.key < $1.key }.map { g, range in
-            ChangeLogRow(group: g, kind: ChangeLogKind.committed.rawValue, firstSeq: range.first, lastSeq: range.last, at: now)
+            ChangeLogRow(
+                group: g, kind: ChangeLogKind.committed.rawValue, firstSeq: range.first, lastSeq: range.last, at: now)
         }
-        rows += facts.rejected.map { ChangeLogRow(group: $0.group, kind: ChangeLogKind.rejected.rawValue, cid: $0.cid, reason: $0.reason, at: now) }
+        rows += facts.rejected.map {
+            ChangeLogRow(
+                group: $0.group, kind: ChangeLogKind.rejected.rawValue, cid: $0.cid, reason: $0.reason, at: now)
+        }
         rows += facts.deleted.sorted().map { ChangeLogRow(group: $0, kind: ChangeLogKind.deleted.rawValue, at: now) }
         guard !rows.isEmpty else { return }
         var last: Int64 = 0
@@ -134,7 +150,9 @@ private struct ChangeFacts {
             guard type.hasPrefix("group.") else { return }
             membership.insert(g)
             if type == "group.member_added", let r = stored[cid], r.identity != local,
-               case .memberAdded(let identity, _)? = try? GroupOperation(receiptType: r.type, body: r.body), identity == local {
+                case .memberAdded(let identity, _)? = try? GroupOperation(receiptType: r.type, body: r.body),
+                identity == local
+            {
                 invited.append((g, cid))
             }
         case .committed(let g, let seq, let cid, let type, let reason):

@@ -8,12 +8,16 @@ extension Pipeline {
     /// (`committedState`), so every replica reaches the same outcome; an unauthorized receipt
     /// is recorded as rejected with its reason and has no effect.
     mutating func commit(_ e: Envelope, receipt r: Receipt) throws {
-        try commit(seq: e.seq, receipt: r) { db, outcome, reason in try db.insertEnvelope(e, outcome: outcome, reason: reason) }
+        try commit(seq: e.seq, receipt: r) { db, outcome, reason in
+            try db.insertEnvelope(e, outcome: outcome, reason: reason)
+        }
     }
 
     /// `record` writes the envelope row; a sequencer signing a batched run writes a row to be
     /// signed at the end of its pass (`Pipeline+Sequencer.swift`).
-    mutating func commit(seq: UInt64, receipt r: Receipt, record: (StoreDB, CommitOutcome, String?) throws -> Void) throws {
+    mutating func commit(
+        seq: UInt64, receipt r: Receipt, record: (StoreDB, CommitOutcome, String?) throws -> Void
+    ) throws {
         if let expected = try earliestOlderTentative(r.group), expected != r.cid {
             report.events.append(.reordered(group: r.group, seq: seq, expected: expected, committed: r.cid))
         }
@@ -47,10 +51,14 @@ extension Pipeline {
     /// transaction: what views showed next. Receipts arriving and committing in the same
     /// transaction were never shown, so they cannot have been reordered.
     mutating func earliestOlderTentative(_ group: GroupID) throws -> CID? {
-        try earliestOlderTentativeCache.value(group) { [db, firstNewReceiptID] in try db.firstTentative(group: $0, before: firstNewReceiptID) }
+        try earliestOlderTentativeCache.value(group) { [db, firstNewReceiptID] in
+            try db.firstTentative(group: $0, before: firstNewReceiptID)
+        }
     }
 
-    private mutating func applyEffects(_ op: GroupOperation, receipt r: Receipt, seq: UInt64, before: GroupState?, after: GroupState) throws {
+    private mutating func applyEffects(
+        _ op: GroupOperation, receipt r: Receipt, seq: UInt64, before: GroupState?, after: GroupState
+    ) throws {
         switch op {
         case .entityPut(let key, let value):
             try noteViewChange(r.group, key: key)
@@ -75,7 +83,9 @@ extension Pipeline {
     }
 
     mutating func saveState(_ state: GroupState, seq: UInt64) throws {
-        let members = state.members.values.sorted { $0.identity < $1.identity }.map { (identity: $0.identity.bytes, role: $0.role.rawValue, status: $0.status.rawValue) }
+        let members = state.members.values.sorted { $0.identity < $1.identity }.map {
+            (identity: $0.identity.bytes, role: $0.role.rawValue, status: $0.status.rawValue)
+        }
         try db.saveGroupState(group: state.group, blob: state.storedBytes, members: members, seq: seq, at: now)
         stateCache[state.group] = .some(state)
     }

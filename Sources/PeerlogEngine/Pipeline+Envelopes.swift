@@ -20,19 +20,26 @@ extension Pipeline {
             if existing == e.receipt {
                 report.duplicates += 1
             } else {
-                report.rejected.append((e.receipt, "conflicting envelope: seq \(e.seq) of the group is already committed as \(existing.map(\.string) ?? "?")"))
+                report.rejected.append(
+                    (
+                        e.receipt,
+                        "conflicting envelope: seq \(e.seq) of the group is already committed as \(existing.map(\.string) ?? "?")"
+                    ))
             }
             return
         }
         // The common case on catch-up: next in line with its receipt at hand. Commit now.
-        if e.seq == hwm + 1, try db.pendingEnvelopeCount(group: e.group) == 0, let receipt = try receiptForCommit(e.receipt),
-           try authorityProblem(e, receipt: receipt) == nil {
+        if e.seq == hwm + 1, try db.pendingEnvelopeCount(group: e.group) == 0,
+            let receipt = try receiptForCommit(e.receipt),
+            try authorityProblem(e, receipt: receipt) == nil
+        {
             try commit(e, receipt: receipt)
             touch(e.group)
             return
         }
         guard try pendingEnvelopeCount(e.group) < limits.maxPendingEnvelopesPerGroup else {
-            report.rejected.append((e.receipt, "pending envelope queue of the group is full (\(limits.maxPendingEnvelopesPerGroup))"))
+            report.rejected.append(
+                (e.receipt, "pending envelope queue of the group is full (\(limits.maxPendingEnvelopesPerGroup))"))
             return
         }
         try db.insertPendingEnvelope(e, reason: "waiting for seq \(hwm + 1)", at: now)
@@ -70,9 +77,12 @@ extension Pipeline {
             var committedOne = false
             var waiting = [QueuedItem]()
             for item in next {
-                let e = try queuedHere[EnvelopeKey(group: group, seq: item.seqOrCounter, cid: item.cid)] ?? Envelope(encoded: item.encoded)
+                let e =
+                    try queuedHere[EnvelopeKey(group: group, seq: item.seqOrCounter, cid: item.cid)]
+                    ?? Envelope(encoded: item.encoded)
                 guard let receipt = try receiptForCommit(e.receipt) else {
-                    try db.updatePendingEnvelopeReason(group: group, seq: e.seq, cid: e.receipt, reason: "waiting for receipt \(e.receipt)")
+                    try db.updatePendingEnvelopeReason(
+                        group: group, seq: e.seq, cid: e.receipt, reason: "waiting for receipt \(e.receipt)")
                     try request(.requestReceipts(group: group, cids: [e.receipt]))
                     waiting.append(item)
                     continue
@@ -111,14 +121,16 @@ extension Pipeline {
         if let here = storedHere[cid] { return here }
         if let stored = try db.loadReceipt(cid) { return stored.receipt }
         guard let evidence = try db.equivocation(cid),
-              let twin = try db.receiptCID(group: evidence.group, author: evidence.author, counter: evidence.counter),
-              let twinStored = try db.loadReceipt(twin), twinStored.seq == nil else { return nil }
+            let twin = try db.receiptCID(group: evidence.group, author: evidence.author, counter: evidence.counter),
+            let twinStored = try db.loadReceipt(twin), twinStored.seq == nil
+        else { return nil }
         try overlayBaseline(evidence.group)
         try db.deleteReceipt(twin)
         storedHere[twin] = nil
         noteOverlayRebuild(evidence.group)
         try db.insertEquivocation(twinStored.receipt, at: now)
-        try db.markProcessed(twin, group: evidence.group, outcome: .equivocation, reason: "same author counter as \(cid)", at: now)
+        try db.markProcessed(
+            twin, group: evidence.group, outcome: .equivocation, reason: "same author counter as \(cid)", at: now)
         try db.deleteEquivocation(cid)
         try db.insertReceipt(evidence, receivedAt: now)
         return evidence
@@ -129,18 +141,25 @@ extension Pipeline {
         guard receipt.group == e.group else { return "envelope names a receipt of another group" }
         if e.seq == 1 {
             guard receipt.type == "group.created" else { return "seq 1 must be the group's group.created receipt" }
-            return e.sequencer == receipt.author ? nil : "seq 1 must be sequenced by the creating device \(receipt.author)"
+            return e.sequencer == receipt.author
+                ? nil : "seq 1 must be sequenced by the creating device \(receipt.author)"
         }
         guard let state = try committedState(e.group) else { return "group has no committed state" }
         switch state.authority {
         case .solo(let device):
-            return e.sequencer == device ? nil : "envelope signed by \(e.sequencer), but the group's sequencer is the device \(device)"
+            return e.sequencer == device
+                ? nil : "envelope signed by \(e.sequencer), but the group's sequencer is the device \(device)"
         case .elected(let voters):
-            guard voters.contains(e.sequencer) else { return "envelope signed by \(e.sequencer), who is not a voter of the group" }
+            guard voters.contains(e.sequencer) else {
+                return "envelope signed by \(e.sequencer), who is not a voter of the group"
+            }
             let floor = ElectedTerms.floor(base: try db.authorityChange(group: e.group)?.seq ?? 0)
-            return e.term >= floor ? nil : "envelope term \(e.term) is below \(floor), the first term of the group's current elected authority"
+            return e.term >= floor
+                ? nil
+                : "envelope term \(e.term) is below \(floor), the first term of the group's current elected authority"
         case .relay(let key, _):
-            return e.sequencer == key ? nil : "envelope signed by \(e.sequencer), but the group's sequencer is the relay \(key)"
+            return e.sequencer == key
+                ? nil : "envelope signed by \(e.sequencer), but the group's sequencer is the relay \(key)"
         }
     }
 

@@ -50,7 +50,8 @@ extension Pipeline {
         guard !rebuild, freshAtStart, try db.overlayGroup(group) != nil else { return try rebuildOverlay(group) }
 
         var repair = OverlayRepair()
-        let storedHere = Set(stored.map(\.cid)), committedHere = Set(committed.map(\.receipt.cid))
+        let storedHere = Set(stored.map(\.cid))
+        let committedHere = Set(committed.map(\.receipt.cid))
         for (c, changedBase) in committed {
             let p = OverlayPosition(c)
             guard !storedHere.contains(c.cid), let step = try db.overlayStep(group, p) else {
@@ -69,7 +70,9 @@ extension Pipeline {
         }
 
         let flagged = stored.isEmpty ? [:] : try db.flaggedAuthors(group: group)
-        let joining = stored.filter { r in !committedHere.contains(r.cid) && flagged[r.author].map { r.counter < $0 } ?? true }
+        let joining = stored.filter { r in
+            !committedHere.contains(r.cid) && flagged[r.author].map { r.counter < $0 } ?? true
+        }
         let batch = OverlayBatch(joining)
         var inserts = [(r: Receipt, p: OverlayPosition, op: GroupOperation?)]()
         for r in joining {
@@ -123,7 +126,11 @@ extension Pipeline {
             return held.position < p
         }
         for parent in r.parents {
-            if let q = batch.byCID[parent] { if OverlayPosition(q) > p { return false } } else if !before(try db.receiptPosition(parent)) { return false }
+            if let q = batch.byCID[parent] {
+                if OverlayPosition(q) > p { return false }
+            } else if !before(try db.receiptPosition(parent)) {
+                return false
+            }
         }
         if r.counter > 1 {
             if let q = batch.byCounter[OverlayBatch.Key(author: r.author, counter: r.counter - 1)] {
@@ -133,8 +140,11 @@ extension Pipeline {
             }
         }
         // Counters are stored contiguously, so a next counter can only be in this batch.
-        if let q = batch.byCounter[OverlayBatch.Key(author: r.author, counter: r.counter + 1)], OverlayPosition(q) < p { return false }
-        for child in try db.tentativeChildren(of: r.cid) where inView(child.author, child.counter) && child.position < p { return false }
+        if let q = batch.byCounter[OverlayBatch.Key(author: r.author, counter: r.counter + 1)], OverlayPosition(q) < p {
+            return false
+        }
+        for child in try db.tentativeChildren(of: r.cid) where inView(child.author, child.counter) && child.position < p
+        { return false }
         return true
     }
 }

@@ -9,7 +9,9 @@ extension Pipeline {
     /// checkpoints, until past every change of this transaction a checkpoint comes out as it was
     /// (then everything after it is unchanged too). Returns the state after the last step when
     /// the walk reached the end (nil: the stored final state still holds).
-    mutating func refoldOverlay(_ group: GroupID, from start: OverlayPosition?, repair: inout OverlayRepair) throws -> GroupState?? {
+    mutating func refoldOverlay(
+        _ group: GroupID, from start: OverlayPosition?, repair: inout OverlayRepair
+    ) throws -> GroupState?? {
         var state = try stateBefore(group, start)
         var cursor = start
         var inclusive = true
@@ -39,12 +41,15 @@ extension Pipeline {
     mutating func refreshOverlayEntity(_ group: GroupID, key: String) throws {
         try noteViewChange(group, key: key)
         // Usually the writer was stored by this transaction (a local write): no reload then.
-        guard let writer = try db.lastOverlayWriter(group, key: key), let r = try storedHere[writer.cid] ?? db.loadReceipt(writer.cid)?.receipt,
-              let op = try? GroupOperation(receiptType: r.type, body: r.body) else {
+        guard let writer = try db.lastOverlayWriter(group, key: key),
+            let r = try storedHere[writer.cid] ?? db.loadReceipt(writer.cid)?.receipt,
+            let op = try? GroupOperation(receiptType: r.type, body: r.body)
+        else {
             return try db.deleteOverlayEntity(group, key: key)
         }
         switch op {
-        case .entityPut(_, let value): try db.putOverlayEntity(group, key: key, value: CBOREncoder.encode(value), cid: r.cid)
+        case .entityPut(_, let value):
+            try db.putOverlayEntity(group, key: key, value: CBOREncoder.encode(value), cid: r.cid)
         default: try db.putOverlayEntity(group, key: key, value: nil, cid: r.cid)
         }
         overlayHasEntities[group] = true
@@ -57,7 +62,9 @@ extension Pipeline {
         try db.clearOverlay(group)
         overlayHasEntities[group] = nil
         let flagged = try db.flaggedAuthors(group: group)
-        let held = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in flagged[r.author].map { r.counter < $0 } ?? true }
+        let held = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in
+            flagged[r.author].map { r.counter < $0 } ?? true
+        }
         let order = TentativeOrder.order(held)
         let positions = order.map(OverlayPosition.init)
         let regular = positions.allSatisfy(\.storable) && zip(positions, positions.dropFirst()).allSatisfy { $0 < $1 }

@@ -17,7 +17,9 @@ extension Pipeline {
         }
         if !verified {
             let certOK = try knownCertificates.contains(r.certificate.cid) || db.certificateKnown(r.certificate.cid)
-            if case .invalid(let why) = r.verify(certificateVerified: certOK) { return try recordInvalid(r, reason: why) }
+            if case .invalid(let why) = r.verify(certificateVerified: certOK) {
+                return try recordInvalid(r, reason: why)
+            }
         }
         if knownCertificates.insert(r.certificate.cid).inserted { try db.insertCertificate(r.certificate) }
 
@@ -28,10 +30,15 @@ extension Pipeline {
         }
         if r.counter > held + 1 {
             guard try pendingReceiptCount(r.group) < limits.maxPendingReceiptsPerGroup else {
-                report.rejected.append((r.cid, "pending queue of the group is full (\(limits.maxPendingReceiptsPerGroup)); send it again later"))
+                report.rejected.append(
+                    (
+                        r.cid,
+                        "pending queue of the group is full (\(limits.maxPendingReceiptsPerGroup)); send it again later"
+                    ))
                 return
             }
-            try db.insertPendingReceipt(r, reason: "waiting for author counters \(held + 1)...\(r.counter - 1)", at: now)
+            try db.insertPendingReceipt(
+                r, reason: "waiting for author counters \(held + 1)...\(r.counter - 1)", at: now)
             pendingReceiptCounts[r.group, default: 0] += 1
             report.queued += 1
             try request(.requestAuthorCounters(group: r.group, author: r.author, from: held + 1, to: r.counter - 1))
@@ -44,7 +51,9 @@ extension Pipeline {
     /// A receipt whose signature or certificate fails: never applied, remembered as evidence
     /// (claimed author and identity, the sending peer) and reported.
     mutating func recordInvalid(_ r: Receipt, reason: String) throws {
-        try db.markInvalid(r.cid, group: r.group, author: r.author, identity: r.certificate.identity, peer: source, reason: reason, at: now)
+        try db.markInvalid(
+            r.cid, group: r.group, author: r.author, identity: r.certificate.identity, peer: source, reason: reason,
+            at: now)
         report.rejected.append((r.cid, reason))
         report.invalid.append(r.cid)
     }
@@ -84,7 +93,8 @@ extension Pipeline {
 
     /// A second receipt for a held (group, author, counter): keep it as evidence, flag the author.
     mutating func recordEquivocation(_ r: Receipt) throws {
-        guard let existing = try db.receiptCID(group: r.group, author: r.author, counter: r.counter), existing != r.cid else {
+        guard let existing = try db.receiptCID(group: r.group, author: r.author, counter: r.counter), existing != r.cid
+        else {
             report.duplicates += 1
             return
         }
@@ -92,8 +102,10 @@ extension Pipeline {
         try overlayBaseline(r.group)
         try db.flagAuthor(group: r.group, author: r.author, fromCounter: r.counter, at: now)
         noteOverlayRebuild(r.group)
-        try db.markProcessed(r.cid, group: r.group, outcome: .equivocation, reason: "same author counter as \(existing)", at: now)
-        report.events.append(.equivocation(group: r.group, author: r.author, counter: r.counter, cids: [existing, r.cid].sorted()))
+        try db.markProcessed(
+            r.cid, group: r.group, outcome: .equivocation, reason: "same author counter as \(existing)", at: now)
+        report.events.append(
+            .equivocation(group: r.group, author: r.author, counter: r.counter, cids: [existing, r.cid].sorted()))
         touch(r.group)
     }
 }

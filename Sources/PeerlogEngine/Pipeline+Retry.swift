@@ -13,7 +13,11 @@ extension Pipeline {
                 try db.notePendingReceiptAttempt(item.cid, reason: item.reason, at: now)
                 if let author = item.author {
                     let held = try db.heldCounter(group: item.group, author: author)
-                    if item.seqOrCounter > held + 1 { try request(.requestAuthorCounters(group: item.group, author: author, from: held + 1, to: item.seqOrCounter - 1)) }
+                    if item.seqOrCounter > held + 1 {
+                        try request(
+                            .requestAuthorCounters(
+                                group: item.group, author: author, from: held + 1, to: item.seqOrCounter - 1))
+                    }
                 }
             }
         }
@@ -22,15 +26,20 @@ extension Pipeline {
                 try db.deletePendingEnvelope(group: item.group, seq: item.seqOrCounter, cid: item.cid)
                 try bury(item, why)
             } else {
-                try db.notePendingEnvelopeAttempt(group: item.group, seq: item.seqOrCounter, cid: item.cid, reason: item.reason, at: now)
+                try db.notePendingEnvelopeAttempt(
+                    group: item.group, seq: item.seqOrCounter, cid: item.cid, reason: item.reason, at: now)
                 touch(item.group)
             }
         }
     }
 
     private func giveUp(_ item: QueuedItem) -> String? {
-        if item.retryCount + 1 >= limits.maxPendingRetries { return "\(item.reason); gave up after \(limits.maxPendingRetries) retries" }
-        if now >= item.firstSeenAt + limits.maxPendingAgeMillis { return "\(item.reason); gave up after waiting \(limits.maxPendingAgeMillis / 1000) s" }
+        if item.retryCount + 1 >= limits.maxPendingRetries {
+            return "\(item.reason); gave up after \(limits.maxPendingRetries) retries"
+        }
+        if now >= item.firstSeenAt + limits.maxPendingAgeMillis {
+            return "\(item.reason); gave up after waiting \(limits.maxPendingAgeMillis / 1000) s"
+        }
         return nil
     }
 

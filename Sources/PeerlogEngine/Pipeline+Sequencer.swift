@@ -77,7 +77,10 @@ extension Pipeline {
         var seq = try db.committedSeq(group: group)
         for r in TentativeOrder.order(candidates) {
             if let state {
-                guard sequencesHere(state), state.status == .active else { plan.stopped = true; break }
+                guard sequencesHere(state), state.status == .active else {
+                    plan.stopped = true
+                    break
+                }
             } else if !(r.type == "group.created" && r.author == local.device) {
                 continue  // only the creating device may commit seq 1
             }
@@ -94,7 +97,10 @@ extension Pipeline {
             case .failure(let problem):
                 plan.steps.append(.refuse(r, reason: problem.reason))
             case .success(let next):
-                guard plan.assignments < maxAssignments else { plan.full = true; return plan }
+                guard plan.assignments < maxAssignments else {
+                    plan.full = true
+                    return plan
+                }
                 seq += 1
                 plan.steps.append(.assign(seq: seq, receipt: r))
                 plan.assignments += 1
@@ -108,7 +114,8 @@ extension Pipeline {
     /// A device on its own store: commits the plan's assignments now, with batched runs of
     /// envelopes signed together at the end (one signature per run).
     private mutating func applyUngated(_ plan: SequencingPlan) throws {
-        var run = [CID](), runStart: UInt64 = 0
+        var run = [CID]()
+        var runStart: UInt64 = 0
         let (device, at) = (local.device, now)
         for step in plan.steps {
             switch step {
@@ -116,7 +123,9 @@ extension Pipeline {
                 try refuse(r, reason: reason, group: plan.group)
             case .assign(let seq, let r):
                 try commit(seq: seq, receipt: r) { db, outcome, reason in
-                    try db.insertUnsignedEnvelope(group: r.group, seq: seq, cid: r.cid, term: 0, sequencer: device, receivedAt: at, outcome: outcome, reason: reason)
+                    try db.insertUnsignedEnvelope(
+                        group: r.group, seq: seq, cid: r.cid, term: 0, sequencer: device, receivedAt: at,
+                        outcome: outcome, reason: reason)
                 }
                 if run.isEmpty { runStart = seq }
                 run.append(r.cid)
@@ -137,12 +146,16 @@ extension Pipeline {
         for step in plan.steps {
             switch step {
             case .refuse(let r, let reason):
-                guard try db.loadReceipt(r.cid)?.seq == nil, try db.refusals(group: plan.group)[r.cid] == nil else { continue }
+                guard try db.loadReceipt(r.cid)?.seq == nil, try db.refusals(group: plan.group)[r.cid] == nil else {
+                    continue
+                }
                 try refuse(r, reason: reason, group: plan.group)
             case .assign(let seq, let r):
                 let stored = try db.loadReceipt(r.cid)
                 if let committed = stored?.seq, committed == seq { continue }
-                guard let envelope = envelopes[seq], envelope.receipt == r.cid, seq == next, stored != nil, stored?.seq == nil else {
+                guard let envelope = envelopes[seq], envelope.receipt == r.cid, seq == next, stored != nil,
+                    stored?.seq == nil
+                else {
                     report.contended.insert(plan.group)
                     return false
                 }
@@ -163,7 +176,9 @@ extension Pipeline {
     /// up to `EnvelopeRun.maxLength` otherwise) into their envelope rows.
     mutating func signRun(group: GroupID, firstSeq: UInt64, receipts: [CID]) throws {
         guard !receipts.isEmpty else { return }
-        for e in try EnvelopeRun.signRuns(group: group, firstSeq: firstSeq, receipts: receipts, term: 0, receivedAt: now, key: local.signingKey) {
+        for e in try EnvelopeRun.signRuns(
+            group: group, firstSeq: firstSeq, receipts: receipts, term: 0, receivedAt: now, key: local.signingKey)
+        {
             try db.setEnvelopeForm(e)
         }
     }

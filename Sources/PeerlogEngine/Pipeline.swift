@@ -89,7 +89,9 @@ struct Pipeline {
     }
 
     mutating func heldCounter(_ group: GroupID, _ author: DeviceID) throws -> UInt64 {
-        try heldCounters.value(AuthorKey(group: group, author: author)) { [db] in try db.heldCounter(group: $0.group, author: $0.author) }
+        try heldCounters.value(AuthorKey(group: group, author: author)) { [db] in
+            try db.heldCounter(group: $0.group, author: $0.author)
+        }
     }
 
     mutating func isTombstoned(_ group: GroupID) throws -> Bool {
@@ -106,10 +108,16 @@ struct Pipeline {
         let (group, kind, subject, from, to): (GroupID, BackfillKind, [UInt8], UInt64, UInt64)
         switch action {
         case .requestSeqRange(let g, let f, let t): (group, kind, subject, from, to) = (g, .seq, [], f, t)
-        case .requestAuthorCounters(let g, let a, let f, let t): (group, kind, subject, from, to) = (g, .author, a.bytes, f, t)
-        case .requestReceipts(let g, let cids): (group, kind, subject, from, to) = (g, .cid, cids.first?.bytes ?? [], 0, 0)
+        case .requestAuthorCounters(let g, let a, let f, let t):
+            (group, kind, subject, from, to) = (g, .author, a.bytes, f, t)
+        case .requestReceipts(let g, let cids):
+            (group, kind, subject, from, to) = (g, .cid, cids.first?.bytes ?? [], 0, 0)
         }
-        if let at = try db.backfillRequestedAt(group: group, kind: kind, subject: subject, from: from), now < at + limits.backfillGuardMillis { return }
+        if let at = try db.backfillRequestedAt(group: group, kind: kind, subject: subject, from: from),
+            now < at + limits.backfillGuardMillis
+        {
+            return
+        }
         try db.noteBackfillRequest(group: group, kind: kind, subject: subject, from: from, to: to, at: now)
         report.actions.append(action)
     }

@@ -10,14 +10,17 @@ extension Replica {
     package func groupOperationStamp() throws -> [Int64] { try store.read { try $0.groupOperationStamp() } }
 
     /// The group's committed high-water mark alone (cheaper than `vector(of:)`).
-    public func committedSeq(of group: GroupID) throws -> UInt64 { try store.read { try $0.committedSeq(group: group) } }
+    public func committedSeq(of group: GroupID) throws -> UInt64 {
+        try store.read { try $0.committedSeq(group: group) }
+    }
 
     /// Identities a node lets connect: members of any group we hold (except removed or
     /// departed ones), in the tentative view so a just-invited device is let in.
     package func knownMemberIdentities() throws -> Set<IdentityID> {
         var result = Set<IdentityID>()
         for group in try groupIDs() {
-            for view in try members(of: group, view: .tentative) where view.member.status == .active || view.member.status == .pending {
+            for view in try members(of: group, view: .tentative)
+            where view.member.status == .active || view.member.status == .pending {
                 result.insert(view.member.identity)
             }
         }
@@ -32,8 +35,9 @@ extension Replica {
         var result = Set<RelayEndpoint>()
         for group in try groupIDs() {
             guard let state = try state(of: group, view: .tentative), state.status == .active,
-                  case .relay(let key, let address) = state.authority, key != local.device,
-                  let me = state.members[local.identity], me.status == .active || me.status == .pending else { continue }
+                case .relay(let key, let address) = state.authority, key != local.device,
+                let me = state.members[local.identity], me.status == .active || me.status == .pending
+            else { continue }
             result.insert(RelayEndpoint(key: key, address: address))
         }
         return result

@@ -39,7 +39,10 @@ extension Replica {
     @discardableResult
     public func appendBatch(_ ops: [GroupOperation], to group: GroupID) throws -> [AppendResult] {
         guard ops.count <= limits.maxBatchOperations else {
-            throw ReplicaError(.batchTooLarge, "a batch holds at most \(limits.maxBatchOperations) operations (maxBatchOperations), this one \(ops.count): split it into several batches")
+            throw ReplicaError(
+                .batchTooLarge,
+                "a batch holds at most \(limits.maxBatchOperations) operations (maxBatchOperations), this one \(ops.count): split it into several batches"
+            )
         }
         guard !ops.isEmpty else { return [] }
         var receipts = [Receipt]()
@@ -69,12 +72,17 @@ extension Replica {
             do {
                 // The body as every replica will parse it (shape and GroupLimits), then the rules.
                 _ = try GroupOperation(receiptType: op.receiptType, body: op.body)
-                state = try GroupRules.apply(op, sender: local.identity, device: local.device, group: group, to: state).get()
+                state = try GroupRules.apply(op, sender: local.identity, device: local.device, group: group, to: state)
+                    .get()
                 // Refuses a payload over `Receipt.maxPayloadBytes`, saying what to do instead.
-                let payload = try Receipt.payload(of: localDraft(op, to: group, at: position, wall: p.now), certificate: local.certificate)
+                let payload = try Receipt.payload(
+                    of: localDraft(op, to: group, at: position, wall: p.now), certificate: local.certificate)
                 payloadBytes += payload.count
                 guard payloadBytes <= limits.maxBatchPayloadBytes else {
-                    throw ReplicaError(.payloadTooLarge, "the batch's receipts reach \(payloadBytes) payload bytes, over the limit of \(limits.maxBatchPayloadBytes) (maxBatchPayloadBytes): split it into several batches")
+                    throw ReplicaError(
+                        .payloadTooLarge,
+                        "the batch's receipts reach \(payloadBytes) payload bytes, over the limit of \(limits.maxBatchPayloadBytes) (maxBatchPayloadBytes): split it into several batches"
+                    )
                 }
                 position.advance(past: CID(hashing: payload))
                 payloads.append(payload)
@@ -93,12 +101,21 @@ extension Replica {
         DispatchQueue.concurrentPerform(iterations: chunks) { c in
             var signed = [(Int, Result<Receipt, any Error>)]()
             for i in stride(from: c, to: payloads.count, by: chunks) {
-                signed.append((i, Result { try Receipt.sign(payload: payloads[i], signingKey: device.signingKey, certificate: device.certificate) }))
+                signed.append(
+                    (
+                        i,
+                        Result {
+                            try Receipt.sign(
+                                payload: payloads[i], signingKey: device.signingKey, certificate: device.certificate)
+                        }
+                    ))
             }
             results.withLock { for (i, r) in signed { $0[i] = r } }
         }
         return try results.withLock { $0 }.enumerated().map { i, r in
-            do { return try r!.get() } catch { throw BatchError(index: i, reason: Self.reason(error), code: Self.code(error)) }
+            do { return try r!.get() } catch {
+                throw BatchError(index: i, reason: Self.reason(error), code: Self.code(error))
+            }
         }
     }
 

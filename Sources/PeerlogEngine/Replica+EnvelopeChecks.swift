@@ -7,7 +7,9 @@ extension Replica {
     static func checkEnvelopes(_ envelopes: [Envelope]) -> [String?] {
         struct Statement: Hashable, Sendable {
             let envelope: Envelope
-            static func == (l: Statement, r: Statement) -> Bool { l.envelope.signature == r.envelope.signature && l.envelope.signedBytes == r.envelope.signedBytes }
+            static func == (l: Statement, r: Statement) -> Bool {
+                l.envelope.signature == r.envelope.signature && l.envelope.signedBytes == r.envelope.signedBytes
+            }
             func hash(into h: inout Hasher) { h.combine(envelope.signature) }
         }
         var index = [Statement: Int]()

@@ -5,9 +5,12 @@ import PeerlogStore
 extension Replica {
     /// Replaces what `peer` last said it holds of `group`: one write transaction, its size
     /// that of the vector (one row per author plus the committed mark), not of the log.
-    public func recordPeerVector(peer: DeviceID, group: GroupID, committed: UInt64, authors: [DeviceID: UInt64]) throws {
+    public func recordPeerVector(peer: DeviceID, group: GroupID, committed: UInt64, authors: [DeviceID: UInt64]) throws
+    {
         let now = clock()
-        try store.write { try $0.replacePeerVector(peer: peer, group: group, committed: committed, authors: authors, at: now) }
+        try store.write {
+            try $0.replacePeerVector(peer: peer, group: group, committed: committed, authors: authors, at: now)
+        }
     }
 
     /// What `peer` last said it holds of `group` (zero and none when it never said).

@@ -64,9 +64,11 @@ extension Replica {
                 }
             }
             guard let plan, !plan.steps.isEmpty else { return report }
-            var envelopes = [UInt64: Envelope](), batch = [(envelope: Envelope, receipt: Receipt)]()
+            var envelopes = [UInt64: Envelope]()
+            var batch = [(envelope: Envelope, receipt: Receipt)]()
             for case .assign(let seq, let r) in plan.steps {
-                let e = try Envelope.sign(group: group, seq: seq, receipt: r.cid, term: 0, receivedAt: now, key: local.signingKey)
+                let e = try Envelope.sign(
+                    group: group, seq: seq, receipt: r.cid, term: 0, receivedAt: now, key: local.signingKey)
                 envelopes[seq] = e
                 batch.append((e, r))
             }
@@ -87,7 +89,9 @@ extension Replica {
 
     /// Runs blocking store work on the driver's queue, not on the cooperative pool.
     private func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { c in gateBacklog.queue.async { c.resume(with: Result { try body() }) } }
+        try await withCheckedThrowingContinuation { c in
+            gateBacklog.queue.async { c.resume(with: Result { try body() }) }
+        }
     }
 }
 

@@ -8,7 +8,8 @@ extension Replica {
     /// The group's elected authority in the committed state, or nil (solo, relay, unknown).
     package func electedAuthority(of group: GroupID) throws -> ElectedAuthority? {
         try store.read { db in
-            guard case .elected(let voters)? = try committedFold(group: group, db: db, entities: .none).state?.authority else { return nil }
+            guard case .elected(let voters)? = try committedFold(group: group, db: db, entities: .none).state?.authority
+            else { return nil }
             return ElectedAuthority(group: group, voters: voters, base: try db.authorityChange(group: group)?.seq ?? 0)
         }
     }
@@ -24,22 +25,33 @@ extension Replica {
     }
 
     /// Persists one change (durable when this returns: SQLite commits with fsync in WAL mode).
-    package func saveSequencer(group: GroupID, term: UInt64, votedFor: DeviceID?, truncatedAfter: UInt64?, appended: [(seq: UInt64, cid: CID, term: UInt64)]) throws {
+    package func saveSequencer(
+        group: GroupID, term: UInt64, votedFor: DeviceID?, truncatedAfter: UInt64?,
+        appended: [(seq: UInt64, cid: CID, term: UInt64)]
+    ) throws {
         let now = clock()
-        try store.write { try $0.saveSequencer(group: group, term: term, votedFor: votedFor, truncatedAfter: truncatedAfter, appended: appended, at: now) }
+        try store.write {
+            try $0.saveSequencer(
+                group: group, term: term, votedFor: votedFor, truncatedAfter: truncatedAfter, appended: appended,
+                at: now)
+        }
     }
 
     /// As the elected leader of `term`: signs an envelope for each committed assignment and
     /// applies them like any envelope (peers then receive them by sync).
     @discardableResult
-    package func commitElected(group: GroupID, assignments: [(seq: UInt64, cid: CID)], term: UInt64) throws -> IngestReport {
+    package func commitElected(
+        group: GroupID, assignments: [(seq: UInt64, cid: CID)], term: UInt64
+    ) throws -> IngestReport {
         let now = clock()
         // Consecutive seqs share one signature (batched runs, §3.5); a gap starts a new run.
         var envelopes = [Envelope]()
         var start = 0
-        for i in assignments.indices where i + 1 == assignments.count || assignments[i + 1].seq != assignments[i].seq + 1 {
-            envelopes += try EnvelopeRun.signRuns(group: group, firstSeq: assignments[start].seq, receipts: assignments[start...i].map(\.cid),
-                                                  term: term, receivedAt: now, key: local.signingKey)
+        for i in assignments.indices
+        where i + 1 == assignments.count || assignments[i + 1].seq != assignments[i].seq + 1 {
+            envelopes += try EnvelopeRun.signRuns(
+                group: group, firstSeq: assignments[start].seq, receipts: assignments[start...i].map(\.cid),
+                term: term, receivedAt: now, key: local.signingKey)
             start = i + 1
         }
         return try ingest(receipts: [], envelopes: envelopes)

@@ -90,15 +90,22 @@ extension Replica {
             guard try db.holdsGroup(group) else { return .notHeld }
             guard try !db.isTombstoned(group: group) else { return .closed }
             // No state yet: a copy without `group.created` (pieces that arrived out of order).
-            guard let state = try fold(group: group, view: .tentative, db: db, entities: .none).state else { return .unknownState }
+            guard let state = try fold(group: group, view: .tentative, db: db, entities: .none).state else {
+                return .unknownState
+            }
             guard state.status == .active else { return .closed }
             func present(_ id: IdentityID) -> Bool {
                 guard let m = state.members[id] else { return false }
                 return m.status == .pending || m.status == .active
             }
             if case .relay(let key, _) = state.authority {
-                if key == local.device { return SyncSharing(held: true, peerPresent: present(peer.identity), localPresent: true) }  // we are its relay
-                if key == peer.device { return SyncSharing(held: true, peerPresent: present(local.identity), localPresent: present(local.identity)) }  // the peer is it
+                if key == local.device {
+                    return SyncSharing(held: true, peerPresent: present(peer.identity), localPresent: true)
+                }  // we are its relay
+                if key == peer.device {
+                    return SyncSharing(
+                        held: true, peerPresent: present(local.identity), localPresent: present(local.identity))
+                }  // the peer is it
             }
             return SyncSharing(held: true, peerPresent: present(peer.identity), localPresent: present(local.identity))
         }
@@ -111,8 +118,10 @@ extension Replica {
     public func syncCommitted(group: GroupID, fromSeq: UInt64, limit: Int) throws -> [SyncCommittedItem] {
         try store.read { db in
             try db.rawCommitted(group: group, fromSeq: fromSeq, limit: limit).map {
-                SyncCommittedItem(seq: $0.seq, envelope: Self.envelopeContainer(payload: $0.envelopePayload, signature: $0.envelopeSignature),
-                                  receipt: try Self.item($0.receipt))
+                SyncCommittedItem(
+                    seq: $0.seq,
+                    envelope: Self.envelopeContainer(payload: $0.envelopePayload, signature: $0.envelopeSignature),
+                    receipt: try Self.item($0.receipt))
             }
         }
     }
@@ -120,7 +129,10 @@ extension Replica {
     /// Committed envelope containers for seqs `from...to`, at most `limit`.
     public func syncEnvelopes(group: GroupID, from: UInt64, to: UInt64, limit: Int) throws -> [SyncEnvelopeItem] {
         try store.read { db in
-            try db.rawEnvelopes(group: group, from: from, to: to, limit: limit).map { SyncEnvelopeItem(seq: $0.seq, encoded: Self.envelopeContainer(payload: $0.payload, signature: $0.signature)) }
+            try db.rawEnvelopes(group: group, from: from, to: to, limit: limit).map {
+                SyncEnvelopeItem(
+                    seq: $0.seq, encoded: Self.envelopeContainer(payload: $0.payload, signature: $0.signature))
+            }
         }
     }
 
@@ -131,12 +143,19 @@ extension Replica {
         let e = try Envelope(encoded: encoded)
         guard e.run != nil else { return encoded }
         guard e.sequencer == local.device else { return nil }
-        return try Envelope.sign(group: e.group, seq: e.seq, receipt: e.receipt, term: e.term, receivedAt: e.receivedAt, key: local.signingKey).encoded
+        return try Envelope.sign(
+            group: e.group, seq: e.seq, receipt: e.receipt, term: e.term, receivedAt: e.receivedAt,
+            key: local.signingKey
+        ).encoded
     }
 
     /// One author's receipts with counters `from...to`, in counter order, at most `limit`.
-    public func syncReceipts(group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int) throws -> [SyncReceiptItem] {
-        try store.read { db in try db.rawReceipts(group: group, author: author, from: from, to: to, limit: limit).map(Self.item) }
+    public func syncReceipts(
+        group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int
+    ) throws -> [SyncReceiptItem] {
+        try store.read { db in
+            try db.rawReceipts(group: group, author: author, from: from, to: to, limit: limit).map(Self.item)
+        }
     }
 
     /// Receipts of `group` by CID; CIDs not held (or of another group) are skipped.
@@ -145,8 +164,9 @@ extension Replica {
     }
 
     static func item(_ row: RawReceiptRow) throws -> SyncReceiptItem {
-        SyncReceiptItem(author: try DeviceID(bytes: row.author), counter: row.counter, seq: row.seq,
-                        encoded: receiptContainer(payload: row.payload, signature: row.signature, certificate: row.certificate))
+        SyncReceiptItem(
+            author: try DeviceID(bytes: row.author), counter: row.counter, seq: row.seq,
+            encoded: receiptContainer(payload: row.payload, signature: row.signature, certificate: row.certificate))
     }
 
     /// `Receipt.encoded` spliced from stored parts without parsing the payload: the keys in

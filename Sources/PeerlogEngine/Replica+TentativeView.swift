@@ -17,14 +17,20 @@ extension Replica {
     /// the committed tables (`peerlog check`; the property tests).
     public func checkTentativeOverlay(of group: GroupID) throws -> OverlayCheck {
         try store.read { db in
-            guard try db.isTombstoned(group: group) || db.overlayGroup(group)?.fresh == true else { return .notMaintained }
+            guard try db.isTombstoned(group: group) || db.overlayGroup(group)?.fresh == true else {
+                return .notMaintained
+            }
             let maintained = try fold(group: group, view: .tentative, db: db)
             let replayed = try foldFromScratch(group: group, view: .tentative, db: db)
             if maintained.state?.storedBytes != replayed.state?.storedBytes {
-                return .mismatch("group state: maintained \(maintained.state.map { "\($0.name), \($0.members.count) members" } ?? "none"), replayed \(replayed.state.map { "\($0.name), \($0.members.count) members" } ?? "none")")
+                return .mismatch(
+                    "group state: maintained \(maintained.state.map { "\($0.name), \($0.members.count) members" } ?? "none"), replayed \(replayed.state.map { "\($0.name), \($0.members.count) members" } ?? "none")"
+                )
             }
             if maintained.entities != replayed.entities {
-                let keys = Set(maintained.entities.keys).union(replayed.entities.keys).filter { maintained.entities[$0] != replayed.entities[$0] }.sorted()
+                let keys = Set(maintained.entities.keys).union(replayed.entities.keys).filter {
+                    maintained.entities[$0] != replayed.entities[$0]
+                }.sorted()
                 return .mismatch("entities differ: \(keys.prefix(5).joined(separator: ", "))")
             }
             return maintained.stateHash == replayed.stateHash ? .matches : .mismatch("state hash")
@@ -41,7 +47,8 @@ extension Replica {
     public func buildMissingTentativeViews() throws -> Int {
         let groups = try store.read { db in
             try db.knownGroups().filter { group in
-                try !db.isTombstoned(group: group) && db.overlayGroup(group)?.fresh != true && db.hasTentativeReceipts(group: group)
+                try !db.isTombstoned(group: group) && db.overlayGroup(group)?.fresh != true
+                    && db.hasTentativeReceipts(group: group)
             }
         }
         guard !groups.isEmpty else { return 0 }

@@ -30,13 +30,21 @@ public final class Replica: Sendable {
 
     /// Opens (or creates) the replica database at `path`. Cheap: nothing is scanned at open.
     /// `access: .readOnly` for a home that cannot be written: reads work, writes throw.
-    public convenience init(path: String, device: LocalDevice, access: StoreAccess = .readWrite, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
-                            sequenceGate: (any SequenceGate)? = nil) throws {
-        try self.init(store: Store(path: path, access: access), device: device, limits: limits, clock: clock, sequenceGate: sequenceGate)
+    public convenience init(
+        path: String, device: LocalDevice, access: StoreAccess = .readWrite, limits: ReplicaLimits = ReplicaLimits(),
+        clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
+        sequenceGate: (any SequenceGate)? = nil
+    ) throws {
+        try self.init(
+            store: Store(path: path, access: access), device: device, limits: limits, clock: clock,
+            sequenceGate: sequenceGate)
     }
 
-    package init(store: Store, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
-                sequenceGate: (any SequenceGate)? = nil) {
+    package init(
+        store: Store, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(),
+        clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
+        sequenceGate: (any SequenceGate)? = nil
+    ) {
         self.store = store
         local = device
         self.limits = limits
@@ -70,7 +78,9 @@ public final class Replica: Sendable {
     /// envelopes that name them (so commits keep pace with arrivals); signatures of the next
     /// batch are checked on the other cores while the current batch is written.
     /// `peer`: the device that sent them (recorded with any that fail verification).
-    public func ingest(receipts: [Receipt], envelopes: [Envelope] = [], from peer: DeviceID? = nil) throws -> IngestReport {
+    public func ingest(
+        receipts: [Receipt], envelopes: [Envelope] = [], from peer: DeviceID? = nil
+    ) throws -> IngestReport {
         let batches = Self.batches(receipts: receipts, envelopes: envelopes, size: limits.ingestBatchSize)
         var report = IngestReport()
         guard !batches.isEmpty else { return report }
@@ -113,7 +123,11 @@ public final class Replica: Sendable {
                 }
             }
             for (e, problem) in zip(batch.envelopes, batch.envelopeChecks) {
-                if let problem { p.report.rejected.append((e.receipt, problem)) } else { try p.ingest(envelope: e, verified: true) }
+                if let problem {
+                    p.report.rejected.append((e.receipt, problem))
+                } else {
+                    try p.ingest(envelope: e, verified: true)
+                }
             }
         }
     }
@@ -129,7 +143,9 @@ public final class Replica: Sendable {
 
     /// Splits input into batches of receipts, each followed by the envelopes naming them (in
     /// seq order); envelopes for receipts not in the input come last.
-    static func batches(receipts: [Receipt], envelopes: [Envelope], size: Int) -> [(receipts: [Receipt], envelopes: [Envelope])] {
+    static func batches(
+        receipts: [Receipt], envelopes: [Envelope], size: Int
+    ) -> [(receipts: [Receipt], envelopes: [Envelope])] {
         var byCID = [CID: [Envelope]]()
         for e in envelopes { byCID[e.receipt, default: []].append(e) }
         var out = [(receipts: [Receipt], envelopes: [Envelope])]()
@@ -140,22 +156,30 @@ public final class Replica: Sendable {
             out.append((chunk, attached.sorted { $0.seq < $1.seq }))
         }
         let rest = byCID.values.flatMap { $0 }.sorted { $0.group != $1.group ? $0.group < $1.group : $0.seq < $1.seq }
-        for start in stride(from: 0, to: rest.count, by: size) { out.append(([], Array(rest[start..<min(start + size, rest.count)]))) }
+        for start in stride(from: 0, to: rest.count, by: size) {
+            out.append(([], Array(rest[start..<min(start + size, rest.count)])))
+        }
         return out
     }
 
     /// Drops known CIDs (before paying for signature checks) and verifies the rest in parallel.
     func prepare(_ batch: (receipts: [Receipt], envelopes: [Envelope])) throws -> PreparedBatch {
         let (known, verifiedCertificates) = try store.read { db in
-            (try batch.receipts.filter { try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid) || db.processedOutcome($0.cid) != nil },
-             try db.knownCertificates(Set(batch.receipts.map(\.certificate.cid))))
+            (
+                try batch.receipts.filter {
+                    try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid)
+                        || db.processedOutcome($0.cid) != nil
+                },
+                try db.knownCertificates(Set(batch.receipts.map(\.certificate.cid)))
+            )
         }
         let knownSet = Set(known.map(\.cid))
         var seen = Set<CID>()
         let fresh = batch.receipts.filter { !knownSet.contains($0.cid) && seen.insert($0.cid).inserted }
         let envelopeChecks = Self.checkEnvelopes(batch.envelopes)
-        return PreparedBatch(receipts: fresh, receiptChecks: Self.verifyInParallel(fresh, verifiedCertificates: verifiedCertificates),
-                             envelopes: batch.envelopes, envelopeChecks: envelopeChecks, duplicates: batch.receipts.count - fresh.count)
+        return PreparedBatch(
+            receipts: fresh, receiptChecks: Self.verifyInParallel(fresh, verifiedCertificates: verifiedCertificates),
+            envelopes: batch.envelopes, envelopeChecks: envelopeChecks, duplicates: batch.receipts.count - fresh.count)
     }
 
     /// Writes a local receipt: the receipt, its effect and its change-log rows commit in one
@@ -167,7 +191,9 @@ public final class Replica: Sendable {
         let report = try write { p in
             if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
             let view = try self.fold(group: group, view: .tentative, db: p.db, entities: .none)
-            if case .failure(let v) = GroupRules.apply(op, sender: self.local.identity, device: self.local.device, group: group, to: view.state) {
+            if case .failure(let v) = GroupRules.apply(
+                op, sender: self.local.identity, device: self.local.device, group: group, to: view.state)
+            {
                 throw ReplicaError(v)
             }
             var position = try self.localWritePosition(in: group, pipeline: p)
@@ -180,7 +206,9 @@ public final class Replica: Sendable {
     }
 
     /// Creates a group (this device becomes its owner and solo sequencer) and returns its id.
-    public func createGroup(name: String, maxMembers: Int = GroupLimits.defaultMaxMembers, id: GroupID = .random()) throws -> GroupID {
+    public func createGroup(
+        name: String, maxMembers: Int = GroupLimits.defaultMaxMembers, id: GroupID = .random()
+    ) throws -> GroupID {
         let group = id
         try append(.created(name: name, maxMembers: maxMembers), to: group)
         return group
@@ -211,7 +239,9 @@ public final class Replica: Sendable {
     static func verifyInParallel(_ receipts: [Receipt], verifiedCertificates: Set<CID> = []) -> [String?] {
         var certificates = [CID: VerificationResult]()
         for cid in verifiedCertificates { certificates[cid] = .valid }
-        for r in receipts where certificates[r.certificate.cid] == nil { certificates[r.certificate.cid] = r.certificate.verify() }
+        for r in receipts where certificates[r.certificate.cid] == nil {
+            certificates[r.certificate.cid] = r.certificate.verify()
+        }
         let certOK = certificates
         return inParallel(receipts) { r in
             if case .invalid(let why) = certOK[r.certificate.cid]! { return why }
@@ -249,8 +279,12 @@ extension Replica {
         if let id = try? GroupID(string: text) { return id }
         var matches = [GroupID]()
         for id in try groupIDs() where try state(of: id, view: .tentative)?.name == text { matches.append(id) }
-        guard let first = matches.first else { throw ReplicaError(.groupNotFound, "no group named or with id \"\(text)\"") }
-        guard matches.count == 1 else { throw ReplicaError(.ambiguousGroupName, "several groups are named \"\(text)\"; use the group id") }
+        guard let first = matches.first else {
+            throw ReplicaError(.groupNotFound, "no group named or with id \"\(text)\"")
+        }
+        guard matches.count == 1 else {
+            throw ReplicaError(.ambiguousGroupName, "several groups are named \"\(text)\"; use the group id")
+        }
         return first
     }
 
@@ -280,7 +314,11 @@ extension Replica {
 
     /// Every entity of the group in `view`, sorted by key bytes (UTF-8).
     public func entities(in group: GroupID, view: View) throws -> [EntityValue] {
-        try store.read { try fold(group: group, view: view, db: $0).entities.values.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) } }
+        try store.read {
+            try fold(group: group, view: view, db: $0).entities.values.sorted {
+                Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8))
+            }
+        }
     }
 
     /// The deterministic digest of the group's materialized state in a view (docs/PROTOCOL.md §12).
@@ -293,7 +331,9 @@ extension Replica {
     public func replayedStateHash(of group: GroupID) throws -> [UInt8] {
         try store.read { db in
             var fold = Fold(group: group, state: nil, entities: [:])
-            for item in try db.committedLog(group: group) { _ = fold.apply(item.receipt, status: .committed(seq: item.seq)) }
+            for item in try db.committedLog(group: group) {
+                _ = fold.apply(item.receipt, status: .committed(seq: item.seq))
+            }
             return fold.stateHash
         }
     }
@@ -302,7 +342,9 @@ extension Replica {
     /// tentative ones in tentative order, each marked and with its outcome.
     public func log(of group: GroupID, view: View) throws -> [LogItem] {
         try store.read { db in
-            var items = try db.committedLog(group: group).map { LogItem(receipt: $0.receipt, status: .committed(seq: $0.seq), rejected: $0.rejected) }
+            var items = try db.committedLog(group: group).map {
+                LogItem(receipt: $0.receipt, status: .committed(seq: $0.seq), rejected: $0.rejected)
+            }
             guard view == .tentative else { return items }
             var fold = try committedFold(group: group, db: db)
             for r in try tentativeReceipts(group: group, db: db) {
@@ -320,18 +362,24 @@ extension Replica {
     }
 
     /// How many of the group's held receipts have no seq yet (tentative).
-    public func tentativeCount(of group: GroupID) throws -> Int { try store.read { try $0.tentativeCount(group: group) } }
+    public func tentativeCount(of group: GroupID) throws -> Int {
+        try store.read { try $0.tentativeCount(group: group) }
+    }
 
     /// Items that gave up (too many retries, too old: `ReplicaLimits`), in the order they gave up.
     public func deadLetters() throws -> [QueuedItem] { try store.read { try $0.deadLetters() } }
 
     /// Receipts refused because their signature or certificate failed, newest first: what they
     /// claim and which peer sent them (evidence of a forgery attempt or corruption).
-    public func invalidReceipts(limit: Int = 1_000) throws -> [InvalidReceipt] { try store.read { try $0.invalidReceipts(limit: limit) } }
+    public func invalidReceipts(limit: Int = 1_000) throws -> [InvalidReceipt] {
+        try store.read { try $0.invalidReceipts(limit: limit) }
+    }
 
     /// What waits now: receipts for missing author counters, then envelopes for a seq gap,
     /// each sorted by group.
-    public func pending() throws -> [QueuedItem] { try store.read { try $0.allPendingReceipts() + $0.allPendingEnvelopes() } }
+    public func pending() throws -> [QueuedItem] {
+        try store.read { try $0.allPendingReceipts() + $0.allPendingEnvelopes() }
+    }
 
     // MARK: View construction
 
@@ -343,11 +391,14 @@ extension Replica {
     }
 
     /// `state: false` leaves the group state out (the caller sets it).
-    func committedFold(group: GroupID, db: StoreDB, entities scope: EntityScope = .all, state withState: Bool = true) throws -> Fold {
+    func committedFold(
+        group: GroupID, db: StoreDB, entities scope: EntityScope = .all, state withState: Bool = true
+    ) throws -> Fold {
         let state = withState ? try db.groupStateBlob(group: group).map { try GroupState(storedBytes: $0) } : nil
         var entities = [String: EntityValue]()
         func add(_ e: (key: String, value: [UInt8], cid: CID, seq: UInt64)) throws {
-            entities[e.key] = EntityValue(key: e.key, value: try CBORDecoder.decodeStrict(e.value), cid: e.cid, status: .committed(seq: e.seq))
+            entities[e.key] = EntityValue(
+                key: e.key, value: try CBORDecoder.decodeStrict(e.value), cid: e.cid, status: .committed(seq: e.seq))
         }
         switch scope {
         case .none: break
@@ -362,14 +413,18 @@ extension Replica {
     /// Tentative receipts in tentative order, without those of authors flagged for equivocation.
     func tentativeReceipts(group: GroupID, db: StoreDB) throws -> [Receipt] {
         let flagged = try db.flaggedAuthors(group: group)
-        let held = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in flagged[r.author].map { r.counter < $0 } ?? true }
+        let held = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in
+            flagged[r.author].map { r.counter < $0 } ?? true
+        }
         return TentativeOrder.order(held)
     }
 
     /// The group in a view: the committed tables, and for the tentative view the maintained
     /// overlay on top (docs/PROTOCOL.md §11.1), or a fold from scratch where it is not maintained.
     func fold(group: GroupID, view: View, db: StoreDB, entities scope: EntityScope = .all) throws -> Fold {
-        guard view == .tentative, try !db.isTombstoned(group: group), let overlay = try db.overlayGroup(group), overlay.fresh else {
+        guard view == .tentative, try !db.isTombstoned(group: group), let overlay = try db.overlayGroup(group),
+            overlay.fresh
+        else {
             return try foldFromScratch(group: group, view: view, db: db, entities: scope)
         }
         var fold = try committedFold(group: group, db: db, entities: scope, state: false)
@@ -379,7 +434,9 @@ extension Replica {
             return fold
         }
         func shadow(_ key: String, _ value: [UInt8]?, _ cid: CID) throws {
-            fold.entities[key] = try value.map { EntityValue(key: key, value: try CBORDecoder.decodeStrict($0), cid: cid, status: .tentative) }
+            fold.entities[key] = try value.map {
+                EntityValue(key: key, value: try CBORDecoder.decodeStrict($0), cid: cid, status: .tentative)
+            }
         }
         switch scope {
         case .none: break
@@ -408,12 +465,16 @@ public struct SequenceVector: Hashable, Sendable {
 
     /// Equal when `committed` and every (device, counter) pair, in order, are equal.
     public static func == (l: SequenceVector, r: SequenceVector) -> Bool {
-        l.committed == r.committed && l.authors.map(\.0) == r.authors.map(\.0) && l.authors.map(\.1) == r.authors.map(\.1)
+        l.committed == r.committed && l.authors.map(\.0) == r.authors.map(\.0)
+            && l.authors.map(\.1) == r.authors.map(\.1)
     }
 
     /// Hashes `committed` and the pairs in order, consistent with `==`.
     public func hash(into h: inout Hasher) {
         h.combine(committed)
-        for (d, c) in authors { h.combine(d); h.combine(c) }
+        for (d, c) in authors {
+            h.combine(d)
+            h.combine(c)
+        }
     }
 }

@@ -84,7 +84,8 @@ public struct IngestReport: Sendable, Equatable {
     /// `invalid` and `contended` are not compared.
     public static func == (l: IngestReport, r: IngestReport) -> Bool {
         l.stored == r.stored && l.duplicates == r.duplicates && l.queued == r.queued && l.committed == r.committed
-            && l.ignored == r.ignored && l.rejected.map(\.cid) == r.rejected.map(\.cid) && l.actions == r.actions && l.events == r.events
+            && l.ignored == r.ignored && l.rejected.map(\.cid) == r.rejected.map(\.cid) && l.actions == r.actions
+            && l.events == r.events
     }
 
     mutating func merge(_ other: IngestReport) {

@@ -13,14 +13,20 @@ public enum TentativeOrder {
         var index = [CID: Int]()
         for (i, r) in receipts.enumerated() { index[r.cid] = i }
         var byAuthorCounter = [AuthorKey: Int]()
-        for (i, r) in receipts.enumerated() { byAuthorCounter[AuthorKey(group: r.group, author: r.author, counter: r.counter)] = i }
+        for (i, r) in receipts.enumerated() {
+            byAuthorCounter[AuthorKey(group: r.group, author: r.author, counter: r.counter)] = i
+        }
 
         var children = [[Int]](repeating: [], count: receipts.count)
         var waiting = [Int](repeating: 0, count: receipts.count)
         for (i, r) in receipts.enumerated() {
             var preds = Set<Int>()
             for p in r.parents { if let j = index[p], j != i { preds.insert(j) } }
-            if r.counter > 1, let j = byAuthorCounter[AuthorKey(group: r.group, author: r.author, counter: r.counter - 1)] { preds.insert(j) }
+            if r.counter > 1,
+                let j = byAuthorCounter[AuthorKey(group: r.group, author: r.author, counter: r.counter - 1)]
+            {
+                preds.insert(j)
+            }
             waiting[i] = preds.count
             for j in preds { children[j].append(i) }
         }
@@ -82,7 +88,8 @@ struct BinaryHeap {
         let top = items.removeLast()
         var i = 0
         while true {
-            let l = 2 * i + 1, r = l + 1
+            let l = 2 * i + 1
+            let r = l + 1
             var m = i
             if l < items.count, less(items[l], items[m]) { m = l }
             if r < items.count, less(items[r], items[m]) { m = r }

@@ -8,7 +8,8 @@ import PeerlogSync
 /// Entry points shared by the libFuzzer targets (Fuzz/) and the regression tests that replay
 /// every input kept in Fuzz/Regressions/: each must return, whatever the bytes.
 public enum FuzzHarness {
-    static let alice = try! LocalDevice.deterministic(seed: [UInt8](repeating: 1, count: 32), name: "alice", createdAt: 1)
+    static let alice = try! LocalDevice.deterministic(
+        seed: [UInt8](repeating: 1, count: 32), name: "alice", createdAt: 1)
     static let bob = try! LocalDevice.deterministic(seed: [UInt8](repeating: 2, count: 32), name: "bob", createdAt: 1)
 
     /// A responder before the handshake and one established with a peer, built once; each
@@ -28,7 +29,9 @@ public enum FuzzHarness {
     }()
 
     /// For the regression tests: the prepared channel really is established.
-    public static var establishedForTesting: Bool { channels.established.isEstablished && !channels.fresh.isEstablished }
+    public static var establishedForTesting: Bool {
+        channels.established.isEstablished && !channels.fresh.isEstablished
+    }
 
     static func writes(_ actions: [ChannelAction]) -> [UInt8] {
         actions.flatMap { action -> [UInt8] in
@@ -48,7 +51,9 @@ public enum FuzzHarness {
             let chunk = Array(rest.prefix(size))
             rest = rest.dropFirst(size)
             _ = channel.receive(chunk)
-            precondition(channel.bufferedBytes <= 65_537 + channel.configuration.maxMessageBytes, "receive buffer over its bound")
+            precondition(
+                channel.bufferedBytes <= 65_537 + channel.configuration.maxMessageBytes, "receive buffer over its bound"
+            )
         }
         _ = channel.inputClosed()
     }

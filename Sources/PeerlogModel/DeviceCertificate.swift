@@ -30,16 +30,21 @@ public struct DeviceCertificate: Hashable, Sendable {
     public let signature: [UInt8]
 
     /// Issues a certificate for a device, signed by the identity key.
-    public static func issue(identityKey: Ed25519.PrivateKey, device: DeviceID, noiseKey: X25519.PublicKey, name: String, createdAt: UInt64) throws -> DeviceCertificate {
-        guard !name.isEmpty, name.utf8.count <= maxNameBytes else { throw ModelError(.fieldOutOfRange, "device name must be 1...\(maxNameBytes) bytes of UTF-8") }
-        let payload = CBOREncoder.encode(.textMap([
-            "v": 1,
-            "identity": .bytes(identityKey.publicKey.rawRepresentation),
-            "device": .bytes(device.bytes),
-            "noise": .bytes(noiseKey.rawRepresentation),
-            "name": .text(name),
-            "created": .unsigned(createdAt),
-        ]))
+    public static func issue(
+        identityKey: Ed25519.PrivateKey, device: DeviceID, noiseKey: X25519.PublicKey, name: String, createdAt: UInt64
+    ) throws -> DeviceCertificate {
+        guard !name.isEmpty, name.utf8.count <= maxNameBytes else {
+            throw ModelError(.fieldOutOfRange, "device name must be 1...\(maxNameBytes) bytes of UTF-8")
+        }
+        let payload = CBOREncoder.encode(
+            .textMap([
+                "v": 1,
+                "identity": .bytes(identityKey.publicKey.rawRepresentation),
+                "device": .bytes(device.bytes),
+                "noise": .bytes(noiseKey.rawRepresentation),
+                "name": .text(name),
+                "created": .unsigned(createdAt),
+            ]))
         let sig = identityKey.signature(for: SignatureContext.certificate.message(for: payload))
         return try DeviceCertificate(payload: payload, signature: sig)
     }
@@ -55,7 +60,9 @@ public struct DeviceCertificate: Hashable, Sendable {
         noiseKey = try X25519.PublicKey(try Fields.bytes(map, "noise", what: what, count: 32))
         name = try Fields.text(map, "name", what: what, maxBytes: Self.maxNameBytes)
         createdAt = try Fields.uint(map, "created", what: what)
-        guard signature.count == Ed25519.signatureLength else { throw ModelError(.wrongShape, "certificate signature must be 64 bytes") }
+        guard signature.count == Ed25519.signatureLength else {
+            throw ModelError(.wrongShape, "certificate signature must be 64 bytes")
+        }
         self.payload = payload
         self.signature = signature
     }

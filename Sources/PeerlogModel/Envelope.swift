@@ -37,17 +37,21 @@ public struct Envelope: Hashable, Sendable {
 
     /// Signs a single envelope (docs/PROTOCOL.md §3.4) with `key`, whose public key becomes
     /// `sequencer`. Throws a `ModelError` when `seq` is 0 (seqs start at 1).
-    public static func sign(group: GroupID, seq: UInt64, receipt: CID, term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey) throws -> Envelope {
-        let payload = CBOREncoder.encode(.textMap([
-            "v": 1,
-            "group": .bytes(group.bytes),
-            "seq": .unsigned(seq),
-            "cid": receipt.cborLink,
-            "term": .unsigned(term),
-            "sequencer": .bytes(key.publicKey.rawRepresentation),
-            "received_at": .unsigned(receivedAt),
-        ]))
-        return try Envelope(payload: payload, signature: key.signature(for: SignatureContext.envelope.message(for: payload)))
+    public static func sign(
+        group: GroupID, seq: UInt64, receipt: CID, term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey
+    ) throws -> Envelope {
+        let payload = CBOREncoder.encode(
+            .textMap([
+                "v": 1,
+                "group": .bytes(group.bytes),
+                "seq": .unsigned(seq),
+                "cid": receipt.cborLink,
+                "term": .unsigned(term),
+                "sequencer": .bytes(key.publicKey.rawRepresentation),
+                "received_at": .unsigned(receivedAt),
+            ]))
+        return try Envelope(
+            payload: payload, signature: key.signature(for: SignatureContext.envelope.message(for: payload)))
     }
 
     /// Parses a single envelope's or a run item's payload (a `run` field makes it an item) and
@@ -56,7 +60,9 @@ public struct Envelope: Hashable, Sendable {
     public init(payload: [UInt8], signature: [UInt8]) throws {
         let what = "envelope"
         let map = try Fields.decode(payload, what: what, decoder: Fields.payloadDecoder(maxBytes: Self.maxEncodedBytes))
-        guard signature.count == Ed25519.signatureLength else { throw ModelError(.wrongShape, "envelope signature must be 64 bytes") }
+        guard signature.count == Ed25519.signatureLength else {
+            throw ModelError(.wrongShape, "envelope signature must be 64 bytes")
+        }
         if map[.text("run")] != nil {
             try self.init(runItem: map, payload: payload, signature: signature)
         } else {
@@ -73,7 +79,9 @@ public struct Envelope: Hashable, Sendable {
         group = try GroupID(bytes: try Fields.bytes(map, "group", what: what, count: GroupID.length))
         seq = try Fields.uint(map, "seq", what: what)
         guard seq >= 1 else { throw ModelError(.fieldOutOfRange, "envelope.seq must be at least 1") }
-        do { receipt = try CID(cborLink: map["cid"]!) } catch { throw ModelError(.wrongShape, "envelope.cid: \(error)") }
+        do { receipt = try CID(cborLink: map["cid"]!) } catch {
+            throw ModelError(.wrongShape, "envelope.cid: \(error)")
+        }
         term = try Fields.uint(map, "term", what: what)
         sequencer = try DeviceID(bytes: try Fields.bytes(map, "sequencer", what: what, count: 32))
         receivedAt = try Fields.uint(map, "received_at", what: what)
@@ -89,12 +97,19 @@ public struct Envelope: Hashable, Sendable {
         let header = try EnvelopeRun.Header(payload: try Fields.bytes(map, "run", what: what))
         seq = try Fields.uint(map, "seq", what: what)
         guard seq >= header.firstSeq, seq - header.firstSeq < header.count else {
-            throw ModelError(.fieldOutOfRange, "envelope item seq \(seq) is outside its run \(header.firstSeq)+\(header.count)")
+            throw ModelError(
+                .fieldOutOfRange, "envelope item seq \(seq) is outside its run \(header.firstSeq)+\(header.count)")
         }
-        do { receipt = try CID(cborLink: map[.text("cid")]!) } catch { throw ModelError(.wrongShape, "envelope item cid: \(error)") }
-        guard let hashes = map[.text("path")]?.arrayValue, hashes.count <= 8 else { throw ModelError(.wrongShape, "envelope item path must be an array of at most 8 hashes") }
+        do { receipt = try CID(cborLink: map[.text("cid")]!) } catch {
+            throw ModelError(.wrongShape, "envelope item cid: \(error)")
+        }
+        guard let hashes = map[.text("path")]?.arrayValue, hashes.count <= 8 else {
+            throw ModelError(.wrongShape, "envelope item path must be an array of at most 8 hashes")
+        }
         path = try hashes.map { h in
-            guard let b = h.bytesValue, b.count == 32 else { throw ModelError(.wrongShape, "envelope item path holds 32-byte hashes") }
+            guard let b = h.bytesValue, b.count == 32 else {
+                throw ModelError(.wrongShape, "envelope item path holds 32-byte hashes")
+            }
             return b
         }
         group = header.group
@@ -108,7 +123,11 @@ public struct Envelope: Hashable, Sendable {
 
     /// The payload of one seq's item in a run.
     static func itemPayload(run header: [UInt8], seq: UInt64, receipt: CID, path: [[UInt8]]) -> [UInt8] {
-        CBOREncoder.encode(.textMap(["v": 1, "run": .bytes(header), "seq": .unsigned(seq), "cid": receipt.cborLink, "path": .array(path.map(CBOR.bytes))]))
+        CBOREncoder.encode(
+            .textMap([
+                "v": 1, "run": .bytes(header), "seq": .unsigned(seq), "cid": receipt.cborLink,
+                "path": .array(path.map(CBOR.bytes)),
+            ]))
     }
 
     /// Parses the container form. Throws a `ModelError` for a container over `maxEncodedBytes` or
@@ -146,7 +165,8 @@ public struct Envelope: Hashable, Sendable {
     public func verifyPosition() -> VerificationResult {
         guard let run else { return .valid }
         let leaf = EnvelopeRun.leafHash(seq: seq, receipt: receipt)
-        return EnvelopeRun.verifyPath(leaf: leaf, index: seq - run.firstSeq, size: run.count, path: path, root: run.root)
+        return EnvelopeRun.verifyPath(
+            leaf: leaf, index: seq - run.firstSeq, size: run.count, path: path, root: run.root)
             ? .valid : .invalid("envelope item for seq \(seq) is not in its run's Merkle root")
     }
 

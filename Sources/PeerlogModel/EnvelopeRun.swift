@@ -33,15 +33,21 @@ public enum EnvelopeRun {
 
         init(payload: [UInt8]) throws {
             let what = "envelope run"
-            let map = try Fields.decode(payload, what: what, decoder: Fields.payloadDecoder(maxBytes: Envelope.maxEncodedBytes))
-            try Fields.requireKeys(map, ["v", "group", "first_seq", "count", "root", "term", "sequencer", "received_at"], what: what)
+            let map = try Fields.decode(
+                payload, what: what, decoder: Fields.payloadDecoder(maxBytes: Envelope.maxEncodedBytes))
+            try Fields.requireKeys(
+                map, ["v", "group", "first_seq", "count", "root", "term", "sequencer", "received_at"], what: what)
             try Fields.version(map, what: what)
             group = try GroupID(bytes: try Fields.bytes(map, "group", what: what, count: GroupID.length))
             firstSeq = try Fields.uint(map, "first_seq", what: what)
             count = try Fields.uint(map, "count", what: what)
             guard firstSeq >= 1 else { throw ModelError(.fieldOutOfRange, "envelope run first_seq must be at least 1") }
-            guard (2...EnvelopeRun.maxLength).contains(count) else { throw ModelError(.fieldOutOfRange, "envelope run count must be 2...\(EnvelopeRun.maxLength)") }
-            guard firstSeq <= UInt64.max - count else { throw ModelError(.fieldOutOfRange, "envelope run overflows seq") }
+            guard (2...EnvelopeRun.maxLength).contains(count) else {
+                throw ModelError(.fieldOutOfRange, "envelope run count must be 2...\(EnvelopeRun.maxLength)")
+            }
+            guard firstSeq <= UInt64.max - count else {
+                throw ModelError(.fieldOutOfRange, "envelope run overflows seq")
+            }
             root = try Fields.bytes(map, "root", what: what, count: 32)
             term = try Fields.uint(map, "term", what: what)
             sequencer = try DeviceID(bytes: try Fields.bytes(map, "sequencer", what: what, count: 32))
@@ -49,47 +55,63 @@ public enum EnvelopeRun {
             self.payload = payload
         }
 
-        static func encode(group: GroupID, firstSeq: UInt64, count: UInt64, root: [UInt8], term: UInt64, sequencer: DeviceID, receivedAt: UInt64) -> [UInt8] {
-            CBOREncoder.encode(.textMap([
-                "v": 1,
-                "group": .bytes(group.bytes),
-                "first_seq": .unsigned(firstSeq),
-                "count": .unsigned(count),
-                "root": .bytes(root),
-                "term": .unsigned(term),
-                "sequencer": .bytes(sequencer.bytes),
-                "received_at": .unsigned(receivedAt),
-            ]))
+        static func encode(
+            group: GroupID, firstSeq: UInt64, count: UInt64, root: [UInt8], term: UInt64, sequencer: DeviceID,
+            receivedAt: UInt64
+        ) -> [UInt8] {
+            CBOREncoder.encode(
+                .textMap([
+                    "v": 1,
+                    "group": .bytes(group.bytes),
+                    "first_seq": .unsigned(firstSeq),
+                    "count": .unsigned(count),
+                    "root": .bytes(root),
+                    "term": .unsigned(term),
+                    "sequencer": .bytes(sequencer.bytes),
+                    "received_at": .unsigned(receivedAt),
+                ]))
         }
     }
 
     /// Signs consecutive seqs `firstSeq, firstSeq+1, …` for `receipts` (2...maxLength of them)
     /// and returns one envelope item per seq, in seq order.
-    public static func sign(group: GroupID, firstSeq: UInt64, receipts: [CID], term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey) throws -> [Envelope] {
-        guard (2...Int(maxLength)).contains(receipts.count) else { throw ModelError(.fieldOutOfRange, "an envelope run covers 2...\(maxLength) seqs") }
+    public static func sign(
+        group: GroupID, firstSeq: UInt64, receipts: [CID], term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey
+    ) throws -> [Envelope] {
+        guard (2...Int(maxLength)).contains(receipts.count) else {
+            throw ModelError(.fieldOutOfRange, "an envelope run covers 2...\(maxLength) seqs")
+        }
         let leaves = receipts.enumerated().map { leafHash(seq: firstSeq + UInt64($0.offset), receipt: $0.element) }
         var paths = [[[UInt8]]](repeating: [], count: leaves.count)
         let root = tree(leaves[...], offset: 0, paths: &paths)
-        let header = Header.encode(group: group, firstSeq: firstSeq, count: UInt64(receipts.count), root: root, term: term,
-                                   sequencer: DeviceID(publicKey: key.publicKey), receivedAt: receivedAt)
+        let header = Header.encode(
+            group: group, firstSeq: firstSeq, count: UInt64(receipts.count), root: root, term: term,
+            sequencer: DeviceID(publicKey: key.publicKey), receivedAt: receivedAt)
         let signature = key.signature(for: SignatureContext.envelopeRun.message(for: header))
         return try receipts.enumerated().map { i, cid in
-            try Envelope(payload: Envelope.itemPayload(run: header, seq: firstSeq + UInt64(i), receipt: cid, path: paths[i]), signature: signature)
+            try Envelope(
+                payload: Envelope.itemPayload(run: header, seq: firstSeq + UInt64(i), receipt: cid, path: paths[i]),
+                signature: signature)
         }
     }
 
     /// Splits `receipts` (for seqs from `firstSeq`) into runs of at most `maxLength`; a run of
     /// one is a single envelope (§3.4), the form every peer reads.
-    public static func signRuns(group: GroupID, firstSeq: UInt64, receipts: [CID], term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey) throws -> [Envelope] {
+    public static func signRuns(
+        group: GroupID, firstSeq: UInt64, receipts: [CID], term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey
+    ) throws -> [Envelope] {
         var out = [Envelope]()
         out.reserveCapacity(receipts.count)
         for start in stride(from: 0, to: receipts.count, by: Int(maxLength)) {
             let chunk = Array(receipts[start..<min(start + Int(maxLength), receipts.count)])
             let seq = firstSeq + UInt64(start)
             if chunk.count == 1 {
-                out.append(try Envelope.sign(group: group, seq: seq, receipt: chunk[0], term: term, receivedAt: receivedAt, key: key))
+                out.append(
+                    try Envelope.sign(
+                        group: group, seq: seq, receipt: chunk[0], term: term, receivedAt: receivedAt, key: key))
             } else {
-                out += try sign(group: group, firstSeq: seq, receipts: chunk, term: term, receivedAt: receivedAt, key: key)
+                out += try sign(
+                    group: group, firstSeq: seq, receipts: chunk, term: term, receivedAt: receivedAt, key: key)
             }
         }
         return out
@@ -99,7 +121,9 @@ public enum EnvelopeRun {
     /// ties each CID to its position, whatever the path says.
     public static func leafHash(seq: UInt64, receipt: CID) -> [UInt8] {
         var input: [UInt8] = [0x00]
-        for shift in stride(from: 56, through: 0, by: -8) { input.append(UInt8(truncatingIfNeeded: seq >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            input.append(UInt8(truncatingIfNeeded: seq >> UInt64(shift)))
+        }
         input += receipt.bytes
         return SHA256.hash(input)
     }
@@ -123,13 +147,18 @@ public enum EnvelopeRun {
     /// RFC 9162 §2.1.3.2: whether `path` proves `leaf` at `index` in a tree of `size` leaves with head `root`.
     public static func verifyPath(leaf: [UInt8], index: UInt64, size: UInt64, path: [[UInt8]], root: [UInt8]) -> Bool {
         guard index < size else { return false }
-        var fn = index, sn = size - 1, r = leaf
+        var fn = index
+        var sn = size - 1
+        var r = leaf
         for p in path {
             guard sn != 0 else { return false }
             if fn & 1 == 1 || fn == sn {
                 r = nodeHash(p, r)
                 if fn & 1 == 0 {
-                    while fn & 1 == 0 && fn != 0 { fn >>= 1; sn >>= 1 }
+                    while fn & 1 == 0 && fn != 0 {
+                        fn >>= 1
+                        sn >>= 1
+                    }
                 }
             } else {
                 r = nodeHash(r, p)

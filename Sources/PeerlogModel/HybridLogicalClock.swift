@@ -57,6 +57,8 @@ public struct HybridLogicalClock: Sendable {
 
     /// Logical overflow moves to the next millisecond instead of wrapping.
     private func increment(_ t: HLCTimestamp) -> HLCTimestamp {
-        t.logical == .max ? HLCTimestamp(physical: min(t.physical + 1, HLCTimestamp.maxPhysical), logical: 0) : HLCTimestamp(physical: t.physical, logical: t.logical + 1)
+        t.logical == .max
+            ? HLCTimestamp(physical: min(t.physical + 1, HLCTimestamp.maxPhysical), logical: 0)
+            : HLCTimestamp(physical: t.physical, logical: t.logical + 1)
     }
 }

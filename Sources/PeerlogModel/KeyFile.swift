@@ -1,9 +1,10 @@
+import PeerlogCrypto
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import PeerlogCrypto
 
 /// One secret per file, mode 0600, owned by the current user; refused if anyone else may read it.
 ///
@@ -22,7 +23,9 @@ public enum KeyFile {
 
     /// Writes a secret atomically (temporary file created 0600, fsync, rename). Refuses to overwrite.
     public static func write(_ secret: SecureBytes, kind: Kind, to path: String) throws {
-        var text = Array("peerlog-secret v1 \(kind.rawValue)\n".utf8) + Array(secret.withUnsafeBytes { hexString($0) }.utf8) + [0x0a]
+        var text =
+            Array("peerlog-secret v1 \(kind.rawValue)\n".utf8) + Array(secret.withUnsafeBytes { hexString($0) }.utf8)
+            + [0x0a]
         defer { SecureBytes.zero(&text) }
         try FileIO.writeNew(text, to: path, mode: 0o600)
     }
@@ -30,16 +33,24 @@ public enum KeyFile {
     /// Reads a secret after checking ownership and permissions.
     public static func read(_ path: String, kind: Kind) throws -> SecureBytes {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw ModelError(.keyFile, "cannot read \(path): \(String(cString: strerror(errno)))") }
+        guard stat(path, &st) == 0 else {
+            throw ModelError(.keyFile, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
         let mode = st.st_mode & 0o777
         guard mode & 0o077 == 0 else {
-            throw ModelError(.keyFile, "\(path) has permissions \(String(mode, radix: 8)); secret key files must be 600 (run: chmod 600 \(path))")
+            throw ModelError(
+                .keyFile,
+                "\(path) has permissions \(String(mode, radix: 8)); secret key files must be 600 (run: chmod 600 \(path))"
+            )
         }
-        guard st.st_uid == getuid() else { throw ModelError(.keyFile, "\(path) is owned by uid \(st.st_uid), not by the current user") }
+        guard st.st_uid == getuid() else {
+            throw ModelError(.keyFile, "\(path) is owned by uid \(st.st_uid), not by the current user")
+        }
         var data = try FileIO.read(path, maxBytes: 4096)
         defer { SecureBytes.zero(&data) }
         let lines = data.split(separator: 0x0a, omittingEmptySubsequences: false)
-        guard lines.count == 3, lines[2].isEmpty, Array(lines[0]) == Array("peerlog-secret v1 \(kind.rawValue)".utf8) else {
+        guard lines.count == 3, lines[2].isEmpty, Array(lines[0]) == Array("peerlog-secret v1 \(kind.rawValue)".utf8)
+        else {
             throw ModelError(.keyFile, "\(path) is not a peerlog \(kind.rawValue) file")
         }
         guard var raw = bytes(fromHex: String(decoding: lines[1], as: UTF8.self)), raw.count == 32 else {
@@ -77,10 +88,15 @@ public enum FileIO {
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; throw ModelError(.keyFile, "cannot read \(path): \(String(cString: strerror(errno)))") }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ModelError(.keyFile, "cannot read \(path): \(String(cString: strerror(errno)))")
+            }
             if n == 0 { break }
             out += chunk[0..<n]
-            guard out.count <= maxBytes else { throw ModelError(.sizeLimitExceeded, "\(path) is larger than \(maxBytes) bytes") }
+            guard out.count <= maxBytes else {
+                throw ModelError(.sizeLimitExceeded, "\(path) is larger than \(maxBytes) bytes")
+            }
         }
         return out
     }
@@ -97,15 +113,27 @@ public enum FileIO {
         var written = 0
         while written < data.count {
             let n = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
-            if n < 0 { if errno == EINTR { continue }; close(fd); throw ModelError(.keyFile, "cannot write \(tmp): \(String(cString: strerror(errno)))") }
+            if n < 0 {
+                if errno == EINTR { continue }
+                close(fd)
+                throw ModelError(.keyFile, "cannot write \(tmp): \(String(cString: strerror(errno)))")
+            }
             written += n
         }
-        guard fsync(fd) == 0 else { close(fd); throw ModelError(.keyFile, "fsync \(tmp) failed: \(String(cString: strerror(errno)))") }
+        guard fsync(fd) == 0 else {
+            close(fd)
+            throw ModelError(.keyFile, "fsync \(tmp) failed: \(String(cString: strerror(errno)))")
+        }
         close(fd)
-        guard rename(tmp, path) == 0 else { throw ModelError(.keyFile, "cannot rename \(tmp) to \(path): \(String(cString: strerror(errno)))") }
+        guard rename(tmp, path) == 0 else {
+            throw ModelError(.keyFile, "cannot rename \(tmp) to \(path): \(String(cString: strerror(errno)))")
+        }
         ok = true
         let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY)
-        if dfd >= 0 { fsync(dfd); close(dfd) }
+        if dfd >= 0 {
+            fsync(dfd)
+            close(dfd)
+        }
     }
 }

@@ -28,7 +28,9 @@ extension Ed25519KeyID {
 
     /// Parses the text form printed by `peerlog id`.
     public init(string: String) throws {
-        guard string.first == "b" else { throw ModelError(.wrongShape, "key id must start with 'b' (multibase base32)") }
+        guard string.first == "b" else {
+            throw ModelError(.wrongShape, "key id must start with 'b' (multibase base32)")
+        }
         let raw: [UInt8]
         do { raw = try Base32.decode(string.dropFirst()) } catch { throw ModelError(.wrongShape, "key id: \(error)") }
         try self.init(bytes: raw)
@@ -63,7 +65,9 @@ public struct GroupID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// Throws a `ModelError` unless `bytes` holds exactly 16 bytes.
     public init(bytes: [UInt8]) throws {
-        guard bytes.count == Self.length else { throw ModelError(.fieldOutOfRange, "group id must be 16 bytes, got \(bytes.count)") }
+        guard bytes.count == Self.length else {
+            throw ModelError(.fieldOutOfRange, "group id must be 16 bytes, got \(bytes.count)")
+        }
         self.bytes = bytes
     }
 
@@ -74,7 +78,9 @@ public struct GroupID: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Parses the text form (`string`). Throws a `ModelError` for a missing `b` prefix, invalid
     /// base32 or a length other than 16 bytes.
     public init(string: String) throws {
-        guard string.first == "b" else { throw ModelError(.wrongShape, "group id must start with 'b' (multibase base32)") }
+        guard string.first == "b" else {
+            throw ModelError(.wrongShape, "group id must start with 'b' (multibase base32)")
+        }
         do { try self.init(bytes: try Base32.decode(string.dropFirst())) } catch let e as ModelError { throw e } catch {
             throw ModelError(.wrongShape, "group id: \(error)")
         }

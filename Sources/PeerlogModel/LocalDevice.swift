@@ -34,7 +34,9 @@ public struct LocalDevice: Sendable {
         let identityKey = Ed25519.PrivateKey()
         let signingKey = Ed25519.PrivateKey()
         let noiseKey = X25519.PrivateKey()
-        let cert = try DeviceCertificate.issue(identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey, name: name, createdAt: createdAt)
+        let cert = try DeviceCertificate.issue(
+            identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey,
+            name: name, createdAt: createdAt)
         return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
     }
 
@@ -42,18 +44,24 @@ public struct LocalDevice: Sendable {
     public func additionalDevice(name: String, createdAt: UInt64) throws -> LocalDevice {
         let signingKey = Ed25519.PrivateKey()
         let noiseKey = X25519.PrivateKey()
-        let cert = try DeviceCertificate.issue(identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey, name: name, createdAt: createdAt)
+        let cert = try DeviceCertificate.issue(
+            identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey,
+            name: name, createdAt: createdAt)
         return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
     }
 
     /// Keys derived from `seed` (BLAKE2b with a label per key), so tests and examples are
     /// reproducible. Never use this for a real identity: anyone with the seed has the keys.
     public static func deterministic(seed: [UInt8], name: String, createdAt: UInt64) throws -> LocalDevice {
-        func derive(_ label: String) throws -> SecureBytes { SecureBytes(try BLAKE2b.hash(Array("peerlog-test-key/\(label)/".utf8) + seed, length: 32)) }
+        func derive(_ label: String) throws -> SecureBytes {
+            SecureBytes(try BLAKE2b.hash(Array("peerlog-test-key/\(label)/".utf8) + seed, length: 32))
+        }
         let identityKey = try Ed25519.PrivateKey(seed: derive("identity"))
         let signingKey = try Ed25519.PrivateKey(seed: derive("device"))
         let noiseKey = try X25519.PrivateKey(derive("noise"))
-        let cert = try DeviceCertificate.issue(identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey, name: name, createdAt: createdAt)
+        let cert = try DeviceCertificate.issue(
+            identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey,
+            name: name, createdAt: createdAt)
         return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
     }
 
@@ -73,13 +81,18 @@ public struct LocalDevice: Sendable {
     /// Loads and cross-checks the keys: the certificate must verify and bind exactly these keys.
     public static func load(home: String) throws -> LocalDevice {
         let p = Self.paths(home: home)
-        guard FileIO.exists(p.certificate) else { throw ModelError(.keyFile, "\(home) is not initialised (run: peerlog init --home \(home))") }
+        guard FileIO.exists(p.certificate) else {
+            throw ModelError(.keyFile, "\(home) is not initialised (run: peerlog init --home \(home))")
+        }
         let identityKey = try Ed25519.PrivateKey(seed: try KeyFile.read(p.identity, kind: .identitySeed))
         let signingKey = try Ed25519.PrivateKey(seed: try KeyFile.read(p.device, kind: .deviceSeed))
         let noiseKey = try X25519.PrivateKey(try KeyFile.read(p.noise, kind: .noiseKey))
-        let cert = try DeviceCertificate(encoded: try FileIO.read(p.certificate, maxBytes: DeviceCertificate.maxEncodedBytes))
+        let cert = try DeviceCertificate(
+            encoded: try FileIO.read(p.certificate, maxBytes: DeviceCertificate.maxEncodedBytes))
         guard cert.verify().isValid else { throw ModelError(.badSignature, "\(p.certificate) does not verify") }
-        guard cert.identity.publicKey == identityKey.publicKey, cert.device.publicKey == signingKey.publicKey, cert.noiseKey == noiseKey.publicKey else {
+        guard cert.identity.publicKey == identityKey.publicKey, cert.device.publicKey == signingKey.publicKey,
+            cert.noiseKey == noiseKey.publicKey
+        else {
             throw ModelError(.certificateMismatch, "\(p.certificate) does not bind the keys in \(home)")
         }
         return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)

@@ -74,12 +74,17 @@ public struct Receipt: Hashable, Sendable {
     public let cid: CID
 
     /// Signs a draft as `device`.
-    public static func sign(_ draft: Draft, signingKey: Ed25519.PrivateKey, certificate: DeviceCertificate) throws -> Receipt {
-        try sign(payload: payload(of: draft, certificate: certificate), signingKey: signingKey, certificate: certificate)
+    public static func sign(
+        _ draft: Draft, signingKey: Ed25519.PrivateKey, certificate: DeviceCertificate
+    ) throws -> Receipt {
+        try sign(
+            payload: payload(of: draft, certificate: certificate), signingKey: signingKey, certificate: certificate)
     }
 
     /// Signs a payload made by `payload(of:certificate:)`.
-    public static func sign(payload: [UInt8], signingKey: Ed25519.PrivateKey, certificate: DeviceCertificate) throws -> Receipt {
+    public static func sign(
+        payload: [UInt8], signingKey: Ed25519.PrivateKey, certificate: DeviceCertificate
+    ) throws -> Receipt {
         guard signingKey.publicKey == certificate.device.publicKey else {
             throw ModelError(.certificateMismatch, "signing key is not the certificate's device key")
         }
@@ -91,22 +96,26 @@ public struct Receipt: Hashable, Sendable {
     /// receipt's, known before signing: a batch chains receipts by it and signs them in parallel.
     public static func payload(of draft: Draft, certificate: DeviceCertificate) throws -> [UInt8] {
         let parents = Array(Set(draft.parents)).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
-        let payload = CBOREncoder.encode(.textMap([
-            "v": 1,
-            "group": .bytes(draft.group.bytes),
-            "type": .text(draft.type),
-            "author": .bytes(certificate.device.bytes),
-            "identity": .bytes(certificate.identity.bytes),
-            "counter": .unsigned(draft.counter),
-            "parents": .array(parents.map(\.cborLink)),
-            "hlc": .unsigned(draft.hlc.packed),
-            "body": draft.body,
-        ]))
+        let payload = CBOREncoder.encode(
+            .textMap([
+                "v": 1,
+                "group": .bytes(draft.group.bytes),
+                "type": .text(draft.type),
+                "author": .bytes(certificate.device.bytes),
+                "identity": .bytes(certificate.identity.bytes),
+                "counter": .unsigned(draft.counter),
+                "parents": .array(parents.map(\.cborLink)),
+                "hlc": .unsigned(draft.hlc.packed),
+                "body": draft.body,
+            ]))
         // Checked before signing, with what to do instead: this is where a local write that is
         // too large stops (the CLI's `put`, an app's append).
         guard payload.count <= maxPayloadBytes else {
-            throw ModelError(.sizeLimitExceeded, "the receipt payload would be \(payload.count) bytes, over the limit of \(maxPayloadBytes) bytes (64 KiB); "
-                + "split the value over several keys, or store the data elsewhere and put a reference to it (such as its hash or URL)")
+            throw ModelError(
+                .sizeLimitExceeded,
+                "the receipt payload would be \(payload.count) bytes, over the limit of \(maxPayloadBytes) bytes (64 KiB); "
+                    + "split the value over several keys, or store the data elsewhere and put a reference to it (such as its hash or URL)"
+            )
         }
         return payload
     }
@@ -114,38 +123,57 @@ public struct Receipt: Hashable, Sendable {
     /// Parses and checks the structure; the signature is checked by `verify()`.
     public init(payload: [UInt8], signature: [UInt8], certificate: DeviceCertificate) throws {
         let what = "receipt"
-        guard payload.count <= Self.maxPayloadBytes else { throw ModelError(.sizeLimitExceeded, "receipt payload is \(payload.count) bytes, limit \(Self.maxPayloadBytes)") }
+        guard payload.count <= Self.maxPayloadBytes else {
+            throw ModelError(
+                .sizeLimitExceeded, "receipt payload is \(payload.count) bytes, limit \(Self.maxPayloadBytes)")
+        }
         let map = try Fields.decode(payload, what: what, decoder: Fields.payloadDecoder(maxBytes: Self.maxPayloadBytes))
-        try Fields.requireKeys(map, ["v", "group", "type", "author", "identity", "counter", "parents", "hlc", "body"], what: what)
+        try Fields.requireKeys(
+            map, ["v", "group", "type", "author", "identity", "counter", "parents", "hlc", "body"], what: what)
         try Fields.version(map, what: what)
         group = try GroupID(bytes: try Fields.bytes(map, "group", what: what, count: GroupID.length))
         type = try Fields.text(map, "type", what: what, maxBytes: Self.maxTypeBytes)
-        guard Self.isValidType(type) else { throw ModelError(.fieldOutOfRange, "receipt.type \"\(type)\" must match [a-z][a-z0-9_.-]*") }
+        guard Self.isValidType(type) else {
+            throw ModelError(.fieldOutOfRange, "receipt.type \"\(type)\" must match [a-z][a-z0-9_.-]*")
+        }
         author = try DeviceID(bytes: try Fields.bytes(map, "author", what: what, count: 32))
         identity = try IdentityID(bytes: try Fields.bytes(map, "identity", what: what, count: 32))
         counter = try Fields.uint(map, "counter", what: what)
         guard counter >= 1 else { throw ModelError(.fieldOutOfRange, "receipt.counter must be at least 1") }
-        guard let links = map["parents"]?.arrayValue else { throw ModelError(.wrongShape, "receipt.parents must be an array") }
-        guard links.count <= Self.maxParents else { throw ModelError(.sizeLimitExceeded, "receipt has \(links.count) parents, limit \(Self.maxParents)") }
+        guard let links = map["parents"]?.arrayValue else {
+            throw ModelError(.wrongShape, "receipt.parents must be an array")
+        }
+        guard links.count <= Self.maxParents else {
+            throw ModelError(.sizeLimitExceeded, "receipt has \(links.count) parents, limit \(Self.maxParents)")
+        }
         var parents = [CID]()
         for link in links {
-            do { parents.append(try CID(cborLink: link)) } catch { throw ModelError(.wrongShape, "receipt.parents holds an invalid CID link: \(error)") }
+            do { parents.append(try CID(cborLink: link)) } catch {
+                throw ModelError(.wrongShape, "receipt.parents holds an invalid CID link: \(error)")
+            }
         }
         for (a, b) in zip(parents, parents.dropFirst()) where !a.bytes.lexicographicallyPrecedes(b.bytes) {
             throw ModelError(.wrongShape, "receipt.parents must be sorted and unique")
         }
         self.parents = parents
         let packed = try Fields.uint(map, "hlc", what: what)
-        guard packed >> 16 <= HLCTimestamp.maxPhysical else { throw ModelError(.fieldOutOfRange, "receipt.hlc out of range") }
+        guard packed >> 16 <= HLCTimestamp.maxPhysical else {
+            throw ModelError(.fieldOutOfRange, "receipt.hlc out of range")
+        }
         hlc = HLCTimestamp(packed: packed)
         body = map["body"]!
         try ReceiptProfile.check(body, path: "receipt.body")
-        guard signature.count == Ed25519.signatureLength else { throw ModelError(.wrongShape, "receipt signature must be 64 bytes") }
+        guard signature.count == Ed25519.signatureLength else {
+            throw ModelError(.wrongShape, "receipt signature must be 64 bytes")
+        }
         guard certificate.device == author else {
-            throw ModelError(.certificateMismatch, "certificate is for device \(certificate.device), receipt names author \(author)")
+            throw ModelError(
+                .certificateMismatch, "certificate is for device \(certificate.device), receipt names author \(author)")
         }
         guard certificate.identity == identity else {
-            throw ModelError(.certificateMismatch, "certificate is for identity \(certificate.identity), receipt names identity \(identity)")
+            throw ModelError(
+                .certificateMismatch,
+                "certificate is for identity \(certificate.identity), receipt names identity \(identity)")
         }
         self.certificate = certificate
         self.payload = payload
@@ -155,8 +183,11 @@ public struct Receipt: Hashable, Sendable {
 
     /// Parses the container form (a `.receipt` file, a sync batch entry).
     public init(encoded: [UInt8]) throws {
-        let c = try Fields.container(encoded, payloadKey: "receipt", extraKeys: ["certificate"], maxBytes: Self.maxEncodedBytes)
-        guard let certValue = c.map["certificate"] else { throw ModelError(.wrongShape, "receipt container lacks its certificate") }
+        let c = try Fields.container(
+            encoded, payloadKey: "receipt", extraKeys: ["certificate"], maxBytes: Self.maxEncodedBytes)
+        guard let certValue = c.map["certificate"] else {
+            throw ModelError(.wrongShape, "receipt container lacks its certificate")
+        }
         let certificate = try DeviceCertificate(encoded: CBOREncoder.encode(certValue))
         try self.init(payload: c.payload, signature: c.signature, certificate: certificate)
     }
@@ -181,12 +212,16 @@ public struct Receipt: Hashable, Sendable {
     }
 
     /// Decoded payload, for display.
-    public var payloadValue: CBOR { (try? Fields.payloadDecoder(maxBytes: Self.maxPayloadBytes).decode(payload)) ?? .null }
+    public var payloadValue: CBOR {
+        (try? Fields.payloadDecoder(maxBytes: Self.maxPayloadBytes).decode(payload)) ?? .null
+    }
 
     static func isValidType(_ t: String) -> Bool {
         let u = Array(t.utf8)
         guard let first = u.first, (0x61...0x7a).contains(first) else { return false }
-        return u.allSatisfy { (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }
+        return u.allSatisfy {
+            (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d
+        }
     }
 }
 
@@ -205,10 +240,14 @@ enum ReceiptProfile {
                 try check(v, path: "\(path).\(key)")
             }
         case .tagged(CID.cborLinkTag, let inner):
-            do { _ = try CID(cborLink: .tagged(CID.cborLinkTag, inner)) } catch { throw ModelError(.wrongShape, "\(path): invalid CID link: \(error)") }
-        case .tagged(let tag, _): throw ModelError(.wrongShape, "\(path): tag \(tag) is not allowed (only 42, CID links)")
+            do { _ = try CID(cborLink: .tagged(CID.cborLinkTag, inner)) } catch {
+                throw ModelError(.wrongShape, "\(path): invalid CID link: \(error)")
+            }
+        case .tagged(let tag, _):
+            throw ModelError(.wrongShape, "\(path): tag \(tag) is not allowed (only 42, CID links)")
         case .float: throw ModelError(.wrongShape, "\(path): floating-point values are not allowed in receipts")
-        case .undefined, .simple: throw ModelError(.wrongShape, "\(path): only false, true and null simple values are allowed")
+        case .undefined, .simple:
+            throw ModelError(.wrongShape, "\(path): only false, true and null simple values are allowed")
         }
     }
 }

@@ -32,7 +32,11 @@ public enum VerificationResult: Equatable, Sendable {
 enum Fields {
     /// Decoder limits for payloads: they are small, flat and deterministic.
     static func payloadDecoder(maxBytes: Int) -> CBORDecoder {
-        CBORDecoder(mode: .strict, limits: .init(maxDepth: Receipt.maxBodyDepth + 2, maxStringBytes: maxBytes, maxCollectionCount: maxBytes, maxInputBytes: maxBytes))
+        CBORDecoder(
+            mode: .strict,
+            limits: .init(
+                maxDepth: Receipt.maxBodyDepth + 2, maxStringBytes: maxBytes, maxCollectionCount: maxBytes,
+                maxInputBytes: maxBytes))
     }
 
     static func decode(_ bytes: [UInt8], what: String, decoder: CBORDecoder) throws -> [CBOR: CBOR] {
@@ -46,35 +50,55 @@ enum Fields {
     static func requireKeys(_ map: [CBOR: CBOR], _ keys: Set<String>, what: String) throws {
         let present = Set(map.keys.compactMap(\.textValue))
         guard present.count == map.count else { throw ModelError(.wrongShape, "\(what) has a non-text key") }
-        if let missing = keys.subtracting(present).sorted().first { throw ModelError(.wrongShape, "\(what) lacks field \"\(missing)\"") }
-        if let extra = present.subtracting(keys).sorted().first { throw ModelError(.wrongShape, "\(what) has unknown field \"\(extra)\"") }
+        if let missing = keys.subtracting(present).sorted().first {
+            throw ModelError(.wrongShape, "\(what) lacks field \"\(missing)\"")
+        }
+        if let extra = present.subtracting(keys).sorted().first {
+            throw ModelError(.wrongShape, "\(what) has unknown field \"\(extra)\"")
+        }
     }
 
     static func bytes(_ map: [CBOR: CBOR], _ key: String, what: String, count: Int? = nil) throws -> [UInt8] {
-        guard let b = map[.text(key)]?.bytesValue else { throw ModelError(.wrongShape, "\(what).\(key) must be a byte string") }
-        if let count, b.count != count { throw ModelError(.fieldOutOfRange, "\(what).\(key) must be \(count) bytes, got \(b.count)") }
+        guard let b = map[.text(key)]?.bytesValue else {
+            throw ModelError(.wrongShape, "\(what).\(key) must be a byte string")
+        }
+        if let count, b.count != count {
+            throw ModelError(.fieldOutOfRange, "\(what).\(key) must be \(count) bytes, got \(b.count)")
+        }
         return b
     }
 
     static func uint(_ map: [CBOR: CBOR], _ key: String, what: String) throws -> UInt64 {
-        guard let v = map[.text(key)]?.unsignedValue else { throw ModelError(.wrongShape, "\(what).\(key) must be an unsigned integer") }
+        guard let v = map[.text(key)]?.unsignedValue else {
+            throw ModelError(.wrongShape, "\(what).\(key) must be an unsigned integer")
+        }
         return v
     }
 
     static func text(_ map: [CBOR: CBOR], _ key: String, what: String, maxBytes: Int) throws -> String {
-        guard let s = map[.text(key)]?.textValue else { throw ModelError(.wrongShape, "\(what).\(key) must be a text string") }
-        guard !s.isEmpty, s.utf8.count <= maxBytes else { throw ModelError(.fieldOutOfRange, "\(what).\(key) must be 1...\(maxBytes) bytes") }
+        guard let s = map[.text(key)]?.textValue else {
+            throw ModelError(.wrongShape, "\(what).\(key) must be a text string")
+        }
+        guard !s.isEmpty, s.utf8.count <= maxBytes else {
+            throw ModelError(.fieldOutOfRange, "\(what).\(key) must be 1...\(maxBytes) bytes")
+        }
         return s
     }
 
     static func version(_ map: [CBOR: CBOR], what: String) throws {
         let v = try uint(map, "v", what: what)
-        guard v == 1 else { throw ModelError(.unsupportedVersion, "\(what) version \(v), this implementation reads version 1") }
+        guard v == 1 else {
+            throw ModelError(.unsupportedVersion, "\(what) version \(v), this implementation reads version 1")
+        }
     }
 
     /// Splits a signed container `{<payloadKey>: bstr, "sig": bstr(64), ...}`.
-    static func container(_ bytes: [UInt8], payloadKey: String, extraKeys: Set<String> = [], maxBytes: Int) throws -> (map: [CBOR: CBOR], payload: [UInt8], signature: [UInt8]) {
-        guard bytes.count <= maxBytes else { throw ModelError(.sizeLimitExceeded, "\(payloadKey) container is \(bytes.count) bytes, limit \(maxBytes)") }
+    static func container(
+        _ bytes: [UInt8], payloadKey: String, extraKeys: Set<String> = [], maxBytes: Int
+    ) throws -> (map: [CBOR: CBOR], payload: [UInt8], signature: [UInt8]) {
+        guard bytes.count <= maxBytes else {
+            throw ModelError(.sizeLimitExceeded, "\(payloadKey) container is \(bytes.count) bytes, limit \(maxBytes)")
+        }
         let map = try decode(bytes, what: "\(payloadKey) container", decoder: payloadDecoder(maxBytes: maxBytes))
         try requireKeys(map, extraKeys.union([payloadKey, "sig"]), what: "\(payloadKey) container")
         let payload = try Fields.bytes(map, payloadKey, what: "container")

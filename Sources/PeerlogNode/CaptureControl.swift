@@ -28,7 +28,9 @@ final class CaptureControl: Sendable {
         }
         running.store(true, ordering: .relaxed)
         old?.close()
-        logger.warning("capturing decrypted traffic to \(path)\(options.omitBodies ? " (receipt bodies omitted)" : ", receipt bodies included"): keep the file private")
+        logger.warning(
+            "capturing decrypted traffic to \(path)\(options.omitBodies ? " (receipt bodies omitted)" : ", receipt bodies included"): keep the file private"
+        )
     }
 
     @discardableResult
@@ -48,13 +50,15 @@ final class CaptureControl: Sendable {
 
     func tapped(_ tap: TapRecord) {
         guard let writer = writer.withLock({ $0 }) else { return }
-        let kind: CaptureRecord.Kind = switch tap.kind {
-        case .message: .message
-        case .opened: .opened
-        case .closed: .closed
-        }
-        let record = CaptureRecord(time: tap.time * 1000, kind: kind, direction: tap.direction == .inbound ? .inbound : .outbound,
-                                   connection: tap.connection, local: tap.local, peer: tap.peer, data: tap.message)
+        let kind: CaptureRecord.Kind =
+            switch tap.kind {
+            case .message: .message
+            case .opened: .opened
+            case .closed: .closed
+            }
+        let record = CaptureRecord(
+            time: tap.time * 1000, kind: kind, direction: tap.direction == .inbound ? .inbound : .outbound,
+            connection: tap.connection, local: tap.local, peer: tap.peer, data: tap.message)
         if let error = writer.write(record) {
             logger.error("capture to \(writer.path) stopped: \(error)")
             stop()
@@ -69,7 +73,9 @@ final class CaptureControl: Sendable {
     }
 
     private static func status(_ w: CaptureWriter) -> CaptureStatus {
-        CaptureStatus(path: w.path, files: w.files, records: w.recordCount, omitBodies: w.options.omitBodies, maxBytes: w.options.maxBytes)
+        CaptureStatus(
+            path: w.path, files: w.files, records: w.recordCount, omitBodies: w.options.omitBodies,
+            maxBytes: w.options.maxBytes)
     }
 }
 

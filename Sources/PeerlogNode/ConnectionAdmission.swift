@@ -11,8 +11,10 @@ final class ConnectionAdmission: Sendable {
 
     init(limits: NodeLimits, fileDescriptorLimit: Int) {
         self.limits = limits
-        reassembly = ReassemblyBudget(totalBytes: limits.reassemblyBudgetBytes, perIdentityBytes: limits.reassemblyBytesPerIdentity)
-        handshakes = PendingHandshakes(capacity: limits.pendingHandshakeCapacity(fileDescriptorLimit: fileDescriptorLimit))
+        reassembly = ReassemblyBudget(
+            totalBytes: limits.reassemblyBudgetBytes, perIdentityBytes: limits.reassemblyBytesPerIdentity)
+        handshakes = PendingHandshakes(
+            capacity: limits.pendingHandshakeCapacity(fileDescriptorLimit: fileDescriptorLimit))
         identities = IdentityConnections(limit: limits.maxConnectionsPerIdentity)
     }
 }

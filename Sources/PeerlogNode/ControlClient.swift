@@ -9,9 +9,13 @@ public enum ControlClient {
     /// Sends one request and returns the reply document.
     public static func request(_ request: ControlRequest, socketPath: String) throws -> [UInt8] {
         let socket: BlockingSocket
-        do { socket = try BlockingSocket(unixPath: socketPath, timeoutSeconds: timeoutSeconds) } catch let failure as BlockingSocket.Failure {
+        do { socket = try BlockingSocket(unixPath: socketPath, timeoutSeconds: timeoutSeconds) } catch let failure
+            as BlockingSocket.Failure
+        {
             switch failure.step {
-            case .connect: throw NodeError.controlSocket("no daemon answers at \(socketPath) (\(failure)); start one with `peerlog daemon`")
+            case .connect:
+                throw NodeError.controlSocket(
+                    "no daemon answers at \(socketPath) (\(failure)); start one with `peerlog daemon`")
             case .path: throw NodeError.controlSocket("\(failure)")
             default: throw NodeError.controlSocket("socket(): \(failure)")
             }
@@ -22,7 +26,9 @@ public enum ControlClient {
         var reply: [UInt8] = []
         while true {
             let chunk: [UInt8]
-            do { chunk = try socket.receive() } catch { throw NodeError.controlSocket("no reply within \(timeoutSeconds) s: \(error)") }
+            do { chunk = try socket.receive() } catch {
+                throw NodeError.controlSocket("no reply within \(timeoutSeconds) s: \(error)")
+            }
             if chunk.isEmpty { break }
             reply += chunk
             guard reply.count <= 16 << 20 else { throw NodeError.controlSocket("reply over 16 MiB") }
@@ -43,7 +49,8 @@ public enum ControlClient {
 
     /// A reply document as `T`, or the daemon's `{"error": …}` as a thrown error.
     public static func decode<T: Decodable>(_ type: T.Type, _ reply: [UInt8]) throws -> T {
-        if let error = try? JSONDecoder().decode([String: String].self, from: Data(reply)), let message = error["error"] {
+        if let error = try? JSONDecoder().decode([String: String].self, from: Data(reply)), let message = error["error"]
+        {
             throw NodeError.controlSocket(message)
         }
         do { return try JSONDecoder().decode(T.self, from: Data(reply)) } catch {

@@ -23,7 +23,8 @@ public enum ControlRequest: Sendable, Hashable {
         switch self {
         case .ping: "ping"
         case .status: "status"
-        case .captureStart(let path, let maxBytes, let omitBodies): "capture start omit-bodies=\(omitBodies ? 1 : 0) max-bytes=\(maxBytes ?? 0) \(path)"
+        case .captureStart(let path, let maxBytes, let omitBodies):
+            "capture start omit-bodies=\(omitBodies ? 1 : 0) max-bytes=\(maxBytes ?? 0) \(path)"
         case .captureStop: "capture stop"
         }
     }
@@ -40,7 +41,11 @@ public enum ControlRequest: Sendable, Hashable {
         case "ping": return .success(.ping)
         case "status": return .success(.status)
         case _ where line.hasPrefix("capture "): return parseCapture(String(line.dropFirst("capture ".count)))
-        default: return .failure(Invalid(description: "unknown request \"\(line.prefix(64))\" (known: status, ping, capture start, capture stop)"))
+        default:
+            return .failure(
+                Invalid(
+                    description:
+                        "unknown request \"\(line.prefix(64))\" (known: status, ping, capture start, capture stop)"))
         }
     }
 
@@ -52,10 +57,12 @@ public enum ControlRequest: Sendable, Hashable {
             return .success(.captureStop)
         case "start":
             guard words.count == 4, words[1].hasPrefix("omit-bodies="), words[2].hasPrefix("max-bytes="),
-                  let max = Int(words[2].dropFirst("max-bytes=".count)), words[3].hasPrefix("/") else {
+                let max = Int(words[2].dropFirst("max-bytes=".count)), words[3].hasPrefix("/")
+            else {
                 return .failure(Invalid(description: "usage: capture start omit-bodies=0|1 max-bytes=N /absolute/path"))
             }
-            return .success(.captureStart(path: words[3], maxBytes: max == 0 ? nil : max, omitBodies: words[1] == "omit-bodies=1"))
+            return .success(
+                .captureStart(path: words[3], maxBytes: max == 0 ? nil : max, omitBodies: words[1] == "omit-bodies=1"))
         default:
             return .failure(Invalid(description: "unknown capture request (known: capture start, capture stop)"))
         }

@@ -8,7 +8,11 @@ import Synchronization
 /// Keeps one static peer connected: dial, wait for the connection to end, back off, redial.
 final class Dialer: Sendable {
     /// Dials once; the callbacks report the handshake and the end of the connection.
-    typealias Connect = @Sendable (PeerAddress, @escaping @Sendable (DeviceCertificate) -> Void, @escaping @Sendable (ChannelCloseReason) -> Void) async throws -> Channel
+    typealias Connect =
+        @Sendable (
+            PeerAddress, @escaping @Sendable (DeviceCertificate) -> Void,
+            @escaping @Sendable (ChannelCloseReason) -> Void
+        ) async throws -> Channel
 
     /// How one attempt ended.
     private enum Outcome: Sendable {
@@ -39,7 +43,8 @@ final class Dialer: Sendable {
     /// device is connected some other way (its own dial, a static peer).
     init(address: PeerAddress, source: PeerStatus.Source = .static, expectedDevice: DeviceID? = nil) {
         self.address = address
-        state = Mutex(PeerStatus(address: address.description, state: .connecting, direction: .outbound, source: source))
+        state = Mutex(
+            PeerStatus(address: address.description, state: .connecting, direction: .outbound, source: source))
         device = Mutex(expectedDevice)
     }
 
@@ -68,17 +73,19 @@ final class Dialer: Sendable {
             state.withLock { $0.state = .connecting }
             let attempt = Attempt()
             do {
-                let channel = try await connect(address, { [self] certificate in
-                    attempt.established.store(true, ordering: .relaxed)
-                    device.withLock { $0 = certificate.device }
-                    state.withLock {
-                        $0.state = .connected
-                        $0.device = certificate.device.string
-                        $0.name = certificate.name
-                        $0.connectedSince = WallClock.nowMillis()
-                        $0.lastError = nil
-                    }
-                }, { reason in attempt.outcome.withLock { $0 = .closed(reason) } })
+                let channel = try await connect(
+                    address,
+                    { [self] certificate in
+                        attempt.established.store(true, ordering: .relaxed)
+                        device.withLock { $0 = certificate.device }
+                        state.withLock {
+                            $0.state = .connected
+                            $0.device = certificate.device.string
+                            $0.name = certificate.name
+                            $0.connectedSince = WallClock.nowMillis()
+                            $0.lastError = nil
+                        }
+                    }, { reason in attempt.outcome.withLock { $0 = .closed(reason) } })
                 try await channel.closeFuture.get()
             } catch {
                 attempt.outcome.withLock { $0 = .cannotConnect("\(error)") }
@@ -88,7 +95,8 @@ final class Dialer: Sendable {
             if wasEstablished { backoff.reset() }
             state.withLock { $0.connectedSince = nil }
             // A connection the tie-break dropped is not an error: the peer's own dial lives on.
-            let tieBreak = if case .closed(let reason) = ended { NodeCloseReason.isDuplicateConnection(reason) } else { false }
+            let tieBreak =
+                if case .closed(let reason) = ended { NodeCloseReason.isDuplicateConnection(reason) } else { false }
             if let ended, !wasEstablished || !tieBreak {
                 state.withLock { $0.lastError = ended.description }
             }
@@ -96,7 +104,9 @@ final class Dialer: Sendable {
             let ms = NodeHub.milliseconds(delay)
             retryAt.withLock { $0 = WallClock.nowMillis() + ms }
             state.withLock { $0.state = .backoff }
-            if !wasEstablished { logger.info("peer \(address): \(ended?.description ?? "closed"); retrying in \(ms) ms") }
+            if !wasEstablished {
+                logger.info("peer \(address): \(ended?.description ?? "closed"); retrying in \(ms) ms")
+            }
             await stopped.sleep(for: delay)
         }
     }

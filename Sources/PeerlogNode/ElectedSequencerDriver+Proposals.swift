@@ -11,18 +11,24 @@ extension ElectedSequencerDriver {
         guard let instance = instances[group], instance.machine.isLeader else { return [] }
         let candidates: [Receipt]
         do { candidates = try replica.assignableReceipts(of: group) } catch {
-            problems.append(ElectionError(.cannotReadTentative, group: group, "cannot read tentative receipts of \(group): \(error)"))
+            problems.append(
+                ElectionError(
+                    .cannotReadTentative, group: group, "cannot read tentative receipts of \(group): \(error)"))
             return []
         }
         let fresh = candidates.filter { !instance.machine.contains($0.cid) }
         guard !fresh.isEmpty else { return markTermIfNeeded(group) }
-        let outside = Set(fresh.flatMap(\.parents)).subtracting(fresh.map(\.cid)).filter { !instance.machine.contains($0) }
+        let outside = Set(fresh.flatMap(\.parents)).subtracting(fresh.map(\.cid)).filter {
+            !instance.machine.contains($0)
+        }
         let committedParents = (try? replica.committedAmong(outside)) ?? []
         var items = [CID]()
         var placed = Set<CID>()
         for r in fresh {
             guard items.count < SequencerMessage<CID>.maxEntries else { break }
-            let ready = r.parents.allSatisfy { p in placed.contains(p) || instance.machine.contains(p) || committedParents.contains(p) }
+            let ready = r.parents.allSatisfy { p in
+                placed.contains(p) || instance.machine.contains(p) || committedParents.contains(p)
+            }
             guard ready else { continue }
             items.append(r.cid)
             placed.insert(r.cid)
@@ -38,12 +44,17 @@ extension ElectedSequencerDriver {
     /// writes one term marker; it is assigned on the next tick and commits them with it.
     func markTermIfNeeded(_ group: GroupID) -> [Send] {
         guard let instance = instances[group], instance.machine.isLeader, instance.markedTerm < instance.machine.term,
-              instance.machine.uncommittedEntries.contains(where: { $0.term < instance.machine.term }) else { return [] }
+            instance.machine.uncommittedEntries.contains(where: { $0.term < instance.machine.term })
+        else { return [] }
         instances[group]?.markedTerm = instance.machine.term
         do {
-            try replica.append(.application(type: Self.termMarkerType, body: .textMap(["term": .unsigned(instance.machine.term)])), to: group)
+            try replica.append(
+                .application(type: Self.termMarkerType, body: .textMap(["term": .unsigned(instance.machine.term)])),
+                to: group)
         } catch {
-            problems.append(ElectionError(.cannotWriteTermMarker, group: group, "cannot write the term marker of \(group): \(error)"))
+            problems.append(
+                ElectionError(
+                    .cannotWriteTermMarker, group: group, "cannot write the term marker of \(group): \(error)"))
         }
         return []
     }
@@ -56,10 +67,15 @@ extension ElectedSequencerDriver {
             switch effect {
             case .persist(let change):
                 do {
-                    try replica.saveSequencer(group: group, term: change.currentTerm, votedFor: change.votedFor, truncatedAfter: change.truncatedAfter,
-                                              appended: change.appended.map { (seq: $0.seq, cid: $0.item, term: $0.term) })
+                    try replica.saveSequencer(
+                        group: group, term: change.currentTerm, votedFor: change.votedFor,
+                        truncatedAfter: change.truncatedAfter,
+                        appended: change.appended.map { (seq: $0.seq, cid: $0.item, term: $0.term) })
                 } catch {
-                    problems.append(ElectionError(.cannotPersist, group: group, "cannot persist the sequencer state of \(group): \(error); dropping this step"))
+                    problems.append(
+                        ElectionError(
+                            .cannotPersist, group: group,
+                            "cannot persist the sequencer state of \(group): \(error); dropping this step"))
                     // Not durable, so not said: restart from what the store holds.
                     if let authority = instances[group]?.authority { instances[group] = try? start(authority) }
                     return out
@@ -75,7 +91,8 @@ extension ElectedSequencerDriver {
                     try replica.commitElected(group: group, assignments: fresh, term: term)
                     signed.insert(group)
                 } catch {
-                    problems.append(ElectionError(.cannotSign, group: group, "cannot sign envelopes for \(group): \(error)"))
+                    problems.append(
+                        ElectionError(.cannotSign, group: group, "cannot sign envelopes for \(group): \(error)"))
                 }
             case .roleChanged:
                 break

@@ -85,7 +85,9 @@ final class ElectedSequencerDriver {
             do {
                 instances[group] = try start(authority)
             } catch {
-                problems.append(ElectionError(.cannotStart, group: group, "cannot start the elected sequencer of group \(group): \(error)"))
+                problems.append(
+                    ElectionError(
+                        .cannotStart, group: group, "cannot start the elected sequencer of group \(group): \(error)"))
                 instances[group] = nil
             }
         }
@@ -96,16 +98,20 @@ final class ElectedSequencerDriver {
         var stored = try replica.sequencerState(of: authority.group)
         if stored?.base != authority.base {
             // A new authority: its log starts empty after base, its terms at its floor.
-            try replica.resetSequencer(group: authority.group, base: authority.base, term: max(stored?.term ?? 0, authority.termFloor))
+            try replica.resetSequencer(
+                group: authority.group, base: authority.base, term: max(stored?.term ?? 0, authority.termFloor))
             stored = try replica.sequencerState(of: authority.group)
         }
-        guard let stored else { throw ElectionError(.noSequencerState, group: authority.group, "no sequencer state after reset") }
+        guard let stored else {
+            throw ElectionError(.noSequencerState, group: authority.group, "no sequencer state after reset")
+        }
         let persisted = SequencerPersistentState<DeviceID, CID>(
             currentTerm: max(stored.term, authority.termFloor), votedFor: stored.votedFor,
             entries: stored.entries.map { SequencerEntry(seq: $0.seq, item: $0.cid, term: $0.term) })
-        let config = try SequencerConfig(voters: authority.voters, base: authority.base,
-                                         electionTimeoutTicks: timing.election, heartbeatTicks: timing.heartbeat,
-                                         maxEntriesPerAppend: SequencerMessage<CID>.maxEntries)
+        let config = try SequencerConfig(
+            voters: authority.voters, base: authority.base,
+            electionTimeoutTicks: timing.election, heartbeatTicks: timing.heartbeat,
+            maxEntriesPerAppend: SequencerMessage<CID>.maxEntries)
         let machine = try Machine(me: me, config: config, persisted: persisted, seed: rng.next())
         return Instance(authority: authority, machine: machine)
     }
@@ -135,7 +141,8 @@ final class ElectedSequencerDriver {
 
     func view(of group: GroupID) -> GroupView? {
         guard let i = instances[group] else { return nil }
-        return GroupView(role: i.machine.role, term: i.machine.term, leader: i.machine.leader,
-                         voters: i.authority.voters, base: i.authority.base, commitSeq: i.machine.commitSeq)
+        return GroupView(
+            role: i.machine.role, term: i.machine.term, leader: i.machine.leader,
+            voters: i.authority.voters, base: i.authority.base, commitSeq: i.machine.commitSeq)
     }
 }

@@ -24,7 +24,10 @@ final class LanPeers: Sendable {
     private let unavailableReported = Mutex(false)
     let availability = Mutex<String?>(nil)
 
-    init(local: LocalDevice, network: String, hub: NodeHub, logger: Logger, startDialer: @escaping @Sendable (Dialer) -> Void) {
+    init(
+        local: LocalDevice, network: String, hub: NodeHub, logger: Logger,
+        startDialer: @escaping @Sendable (Dialer) -> Void
+    ) {
         self.local = local
         self.network = network
         self.hub = hub
@@ -72,7 +75,9 @@ final class LanPeers: Sendable {
             e.services[service.name] = service
             e.identity = identity ?? e.identity
             let mayConnect = identity.map { hub.mayConnect(identity: $0) } ?? false
-            e.note = mayConnect ? nil : "not connecting: identity \(identity?.description ?? "unknown") shares no group with us"
+            e.note =
+                mayConnect
+                ? nil : "not connecting: identity \(identity?.description ?? "unknown") shares no group with us"
             if mayConnect, e.dialer?.address != target {
                 toStop = e.dialer
                 let dialer = Dialer(address: target, source: .mdns, expectedDevice: device)
@@ -127,7 +132,9 @@ final class LanPeers: Sendable {
                 return s
             }
             let address = e.services.values.first.map { "\($0.addresses.first ?? $0.host):\($0.port)" } ?? "?"
-            return PeerStatus(address: address, state: .discovered, direction: .outbound, source: .mdns, device: e.device.string, lastError: e.note)
+            return PeerStatus(
+                address: address, state: .discovered, direction: .outbound, source: .mdns, device: e.device.string,
+                lastError: e.note)
         }
     }
 }

@@ -1,7 +1,7 @@
 import Logging
 import PeerlogChannel
-import PeerlogEngine
 import PeerlogEncoding
+import PeerlogEngine
 import PeerlogModel
 import PeerlogSequencer
 import PeerlogSync
@@ -69,7 +69,9 @@ struct NodeAdmission: Sendable, Equatable {
     func decide(_ certificate: DeviceCertificate) -> AuthorizationDecision {
         if open || allowed.contains(certificate.identity) { return .allow }
         if relays.contains(where: { $0.key == certificate.device }) { return .allow }
-        return .deny("identity \(certificate.identity) is not ours, not a member of a group we hold, not a relay of one, and not allowed for pairing")
+        return .deny(
+            "identity \(certificate.identity) is not ours, not a member of a group we hold, not a relay of one, and not allowed for pairing"
+        )
     }
 
     /// Takes the replica's members and named relays; says which of the two changed.

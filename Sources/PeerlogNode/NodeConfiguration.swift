@@ -52,13 +52,16 @@ public struct NodeConfiguration: Sendable {
     public mutating func load(file path: String) throws {
         let text: String
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw NodeError.invalidConfiguration(path: path, configurationLine: 0, "cannot read: \(error.localizedDescription)")
+            throw NodeError.invalidConfiguration(
+                path: path, configurationLine: 0, "cannot read: \(error.localizedDescription)")
         }
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let line =
+                raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty { continue }
-            let fail = { (why: String) in NodeError.invalidConfiguration(path: path, configurationLine: index + 1, why) }
+            let fail = { (why: String) in NodeError.invalidConfiguration(path: path, configurationLine: index + 1, why)
+            }
             guard let eq = trimmed.firstIndex(of: "=") else { throw fail("expected key = value") }
             let key = trimmed[..<eq].trimmingCharacters(in: .whitespaces)
             let value = trimmed[trimmed.index(after: eq)...].trimmingCharacters(in: .whitespaces)
@@ -90,7 +93,9 @@ public struct NodeConfiguration: Sendable {
 
     /// The log level named `text` (`trace` … `critical`); any other word throws `failure`
     /// of "SETTING must be one of trace, debug, …".
-    public static func logLevel(named text: String, setting: String, failure: (String) -> any Error) throws -> Logger.Level {
+    public static func logLevel(
+        named text: String, setting: String, failure: (String) -> any Error
+    ) throws -> Logger.Level {
         guard let level = Logger.Level(rawValue: text) else {
             throw failure("\(setting) must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }

@@ -22,7 +22,10 @@ public struct NodeError: CodedError {
     /// Where the error was raised.
     public let line: Int
 
-    init(_ code: Code, _ detail: String, description: String, configuration: (file: String, line: Int)? = nil, file: String, line: Int) {
+    init(
+        _ code: Code, _ detail: String, description: String, configuration: (file: String, line: Int)? = nil,
+        file: String, line: Int
+    ) {
         self.code = code
         self.detail = detail
         self.description = description
@@ -35,14 +38,20 @@ public struct NodeError: CodedError {
     static func invalidAddress(_ text: String, _ why: String, file: String = #fileID, line: Int = #line) -> Self {
         Self(.invalidAddress, why, description: "invalid address \"\(text)\": \(why)", file: file, line: line)
     }
-    static func invalidConfiguration(path: String, configurationLine: Int, _ why: String, file: String = #fileID, line: Int = #line) -> Self {
-        Self(.invalidConfiguration, why, description: "\(path):\(configurationLine): \(why)", configuration: (path, configurationLine), file: file, line: line)
+    static func invalidConfiguration(
+        path: String, configurationLine: Int, _ why: String, file: String = #fileID, line: Int = #line
+    ) -> Self {
+        Self(
+            .invalidConfiguration, why, description: "\(path):\(configurationLine): \(why)",
+            configuration: (path, configurationLine), file: file, line: line)
     }
     static func controlSocket(_ why: String, file: String = #fileID, line: Int = #line) -> Self {
         Self(.controlSocket, why, description: "control socket: \(why)", file: file, line: line)
     }
     static func alreadyRunning(_ path: String, file: String = #fileID, line: Int = #line) -> Self {
-        Self(.alreadyRunning, path, description: "a daemon already runs for this home (control socket \(path) answers)", file: file, line: line)
+        Self(
+            .alreadyRunning, path, description: "a daemon already runs for this home (control socket \(path) answers)",
+            file: file, line: line)
     }
 }
 

@@ -15,7 +15,9 @@ extension NodeHub {
             case .success(.status):
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                reply((try? encoder.encode(buildStatus())).map { Array($0) } ?? ControlReply.error("cannot encode status"))
+                reply(
+                    (try? encoder.encode(buildStatus())).map { Array($0) } ?? ControlReply.error("cannot encode status")
+                )
             case .success(.captureStart(let path, let maxBytes, let omitBodies)):
                 reply(startCapture(path: path, options: .init(maxBytes: maxBytes, omitBodies: omitBodies)))
             case .success(.captureStop):
@@ -34,11 +36,13 @@ extension NodeHub {
         let sessionStatus = sessionsSnapshot()
         // Connections a dialer does not already show (inbound ones, mostly).
         for (connection, _) in sessionStatus where !dialedDevices.contains(connection.peer.device.string) {
-            peers.append(PeerStatus(
-                address: connection.remote, state: .connected, direction: connection.outbound ? .outbound : .inbound,
-                source: connection.outbound ? .static : .inbound,
-                device: connection.peer.device.string, name: connection.peer.name, connectedSince: connection.since
-            ))
+            peers.append(
+                PeerStatus(
+                    address: connection.remote, state: .connected,
+                    direction: connection.outbound ? .outbound : .inbound,
+                    source: connection.outbound ? .static : .inbound,
+                    device: connection.peer.device.string, name: connection.peer.name, connectedSince: connection.since
+                ))
         }
         var groups: [GroupStatus] = []
         for group in (try? replica.groupIDs()) ?? [] {
@@ -48,22 +52,27 @@ extension NodeHub {
             var lags: [GroupPeerStatus] = []
             for (connection, status) in sessionStatus {
                 guard let g = status.groups.first(where: { $0.group == group }) else { continue }
-                lags.append(GroupPeerStatus(
-                    device: connection.peer.device.string, peerCommitted: g.peerCommitted,
-                    behind: g.peerCommitted.map { $0 > committed ? $0 - committed : 0 } ?? 0,
-                    ahead: g.peerCommitted.map { committed > $0 ? committed - $0 : 0 } ?? 0,
-                    caughtUp: g.caughtUpReceived, itemsReceived: g.received.items, itemsSent: g.sent.items
-                ))
+                lags.append(
+                    GroupPeerStatus(
+                        device: connection.peer.device.string, peerCommitted: g.peerCommitted,
+                        behind: g.peerCommitted.map { $0 > committed ? $0 - committed : 0 } ?? 0,
+                        ahead: g.peerCommitted.map { committed > $0 ? committed - $0 : 0 } ?? 0,
+                        caughtUp: g.caughtUpReceived, itemsReceived: g.received.items, itemsSent: g.sent.items
+                    ))
             }
-            var entry = GroupStatus(id: group.string, name: name, committed: committed, tentative: tentative, peers: lags)
+            var entry = GroupStatus(
+                id: group.string, name: name, committed: committed, tentative: tentative, peers: lags)
             entry.sequencer = sequencerStatus(group, tentative: tentative)
             groups.append(entry)
         }
         return NodeStatus(
             device: device.device.string, identity: device.identity.string, name: device.certificate.name,
             listening: listening.withLock { $0 }, peers: peers, groups: groups,
-            recentlyClosed: recentCloses().map { ClosedStatus(device: $0.peer?.string, address: $0.remote, reason: $0.reason, at: $0.at) },
-            discoveryUnavailable: discoveryState.withLock { $0.unavailable }, discovery: discoveryState.withLock { $0.enabled },
+            recentlyClosed: recentCloses().map {
+                ClosedStatus(device: $0.peer?.string, address: $0.remote, reason: $0.reason, at: $0.at)
+            },
+            discoveryUnavailable: discoveryState.withLock { $0.unavailable },
+            discovery: discoveryState.withLock { $0.enabled },
             capture: capture.status,
             refusals: recentRefusals(),
             rejected: recentRejections(),
@@ -77,8 +86,10 @@ extension NodeHub {
         var s: SequencerStatus
         switch authority {
         case .solo(let d): s = SequencerStatus(authority: .solo, devices: [d.string], commitLag: tentative)
-        case .elected(let voters): s = SequencerStatus(authority: .elected, devices: voters.map(\.string), commitLag: tentative)
-        case .relay(let key, let address): s = SequencerStatus(authority: .relay, devices: [key.string], address: address, commitLag: tentative)
+        case .elected(let voters):
+            s = SequencerStatus(authority: .elected, devices: voters.map(\.string), commitLag: tentative)
+        case .relay(let key, let address):
+            s = SequencerStatus(authority: .relay, devices: [key.string], address: address, commitLag: tentative)
         }
         if let v = election.view(of: group) {
             s.role = v.role

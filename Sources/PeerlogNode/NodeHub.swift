@@ -49,9 +49,11 @@ final class NodeHub: @unchecked Sendable {
     private var sessions: [UInt64: SyncSession] = [:]
     private var timer: DispatchSourceTimer?
 
-    init(replica: Replica, device: LocalDevice, allow: Set<IdentityID>, openAdmission: Bool = false, logger: Logger,
-         cadence: NodeStateMachine.Cadence = .init(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
-         executor: Executor = .queue(DispatchQueue(label: "peerlog.node.hub"))) {
+    init(
+        replica: Replica, device: LocalDevice, allow: Set<IdentityID>, openAdmission: Bool = false, logger: Logger,
+        cadence: NodeStateMachine.Cadence = .init(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
+        executor: Executor = .queue(DispatchQueue(label: "peerlog.node.hub"))
+    ) {
         self.replica = replica
         self.device = device
         self.logger = logger
@@ -83,7 +85,9 @@ final class NodeHub: @unchecked Sendable {
     /// Whether a device of this identity would be let in (for dialing discovered peers).
     func mayConnect(identity: IdentityID) -> Bool { admission.withLock { $0.mayConnect(identity: identity) } }
 
-    func authorize(_ certificate: DeviceCertificate) -> AuthorizationDecision { admission.withLock { $0.decide(certificate) } }
+    func authorize(_ certificate: DeviceCertificate) -> AuthorizationDecision {
+        admission.withLock { $0.decide(certificate) }
+    }
 
     // MARK: Lifecycle
 
@@ -135,7 +139,9 @@ final class NodeHub: @unchecked Sendable {
     }
 
     func closed(_ id: UInt64, peer: DeviceID?, remote: String, reason: String) {
-        async { [self] in perform(machine.connectionClosed(id, peer: peer, remote: remote, reason: reason, now: clock())) }
+        async { [self] in
+            perform(machine.connectionClosed(id, peer: peer, remote: remote, reason: reason, now: clock()))
+        }
     }
 
     func isConnected(device: DeviceID) -> Bool { sync { machine.isConnected(device: device) } }
@@ -183,7 +189,8 @@ final class NodeHub: @unchecked Sendable {
             if let stamp = try? replica.groupOperationStamp() { perform(machine.groupOperationsObserved(stamp)) }
         case .refreshMembership:
             do {
-                let observed = machine.membershipObserved(members: try replica.knownMemberIdentities(), relays: try replica.relayEndpoints())
+                let observed = machine.membershipObserved(
+                    members: try replica.knownMemberIdentities(), relays: try replica.relayEndpoints())
                 let now = machine.admission
                 admission.withLock { $0 = now }
                 perform(observed)
@@ -197,7 +204,9 @@ final class NodeHub: @unchecked Sendable {
             onRelaysChange.withLock { $0 }(relays)
         case .retryQueued(let via):
             // What it applies changes the stamp, so the poll that follows pushes it.
-            guard let report = try? replica.retryPending(), !report.actions.isEmpty, let via, let session = sessions[via] else { return }
+            guard let report = try? replica.retryPending(), !report.actions.isEmpty, let via,
+                let session = sessions[via]
+            else { return }
             perform(session.requestBackfill(report.actions), on: via)
         case .log(let level, let message):
             logger.log(level: level, "\(message)")
@@ -224,10 +233,11 @@ final class NodeHub: @unchecked Sendable {
 
     /// Hands what the elected sequencers produced to the machine for routing.
     private func route(_ sends: [ElectedSequencerDriver.Send]) {
-        perform(machine.electionOutput(
-            sends: sends.map { ElectionSend(to: $0.to, group: $0.group, message: $0.message) },
-            signed: election.takeSigned(), problems: election.takeProblems()
-        ))
+        perform(
+            machine.electionOutput(
+                sends: sends.map { ElectionSend(to: $0.to, group: $0.group, message: $0.message) },
+                signed: election.takeSigned(), problems: election.takeProblems()
+            ))
     }
 
     // MARK: Status helpers (executor-confined)

@@ -12,7 +12,11 @@ extension NodeStateMachine {
             // Membership first: nothing is pushed to a peer that what arrived just removed.
             return (report.touchesGroupOperations ? [.checkGroupOperations] : []) + fanOut(group, except: id)
         case .ignoredOffer(let group):
-            return [.log(.notice, "\(peer.device.short) offered group \(group), which we hold and do not share with it: not synced")]
+            return [
+                .log(
+                    .notice,
+                    "\(peer.device.short) offered group \(group), which we hold and do not share with it: not synced")
+            ]
         case .withdrew(let group, let why):
             return [.log(.notice, "stopped syncing group \(group) with \(peer.device.short): \(why)")]
         case .unsharedByPeer(let group, let why):
@@ -28,10 +32,15 @@ extension NodeStateMachine {
         case .rejected(let group, let items):
             return rejected(group: group, items: items, from: peer, now: now)
         case .refusedByPeer(let group, let items):
-            Self.remember(&refusals, items.map {
-                RefusalStatus(group: group.string, cid: $0.cid.string, by: peer.device.string, reason: $0.reason, at: now)
-            })
-            return items.map { .log(.warning, "\(peer.device.short) refused receipt \($0.cid) of group \(group): \($0.reason)") }
+            Self.remember(
+                &refusals,
+                items.map {
+                    RefusalStatus(
+                        group: group.string, cid: $0.cid.string, by: peer.device.string, reason: $0.reason, at: now)
+                })
+            return items.map {
+                .log(.warning, "\(peer.device.short) refused receipt \($0.cid) of group \(group): \($0.reason)")
+            }
         default:
             return []
         }
@@ -45,20 +54,33 @@ extension NodeStateMachine {
     /// Logs what our replica refused from a peer (a few lines per batch, so a flood cannot
     /// flood the log) and keeps the newest for `status`. Invalid signatures and certificates
     /// are warnings: they are evidence of a forgery attempt.
-    private mutating func rejected(group: GroupID, items: [RejectedItem], from peer: DeviceCertificate, now: UInt64) -> [NodeAction] {
+    private mutating func rejected(
+        group: GroupID, items: [RejectedItem], from peer: DeviceCertificate, now: UInt64
+    ) -> [NodeAction] {
         var actions: [NodeAction] = []
         for item in items.prefix(Self.rejectionLogLines) {
             let what = item.invalid ? "invalid receipt" : "receipt"
             let claims = item.author.map { " claiming author \($0) of identity \(item.identity?.string ?? "?")" } ?? ""
-            actions.append(.log(.warning, "rejected \(what) \(item.cid) of group \(group)\(claims) from peer \(peer.device) (identity \(peer.identity)): \(item.reason)"))
+            actions.append(
+                .log(
+                    .warning,
+                    "rejected \(what) \(item.cid) of group \(group)\(claims) from peer \(peer.device) (identity \(peer.identity)): \(item.reason)"
+                ))
         }
         if items.count > Self.rejectionLogLines {
-            actions.append(.log(.warning, "… and \(items.count - Self.rejectionLogLines) more rejected from \(peer.device) in the same batch"))
+            actions.append(
+                .log(
+                    .warning,
+                    "… and \(items.count - Self.rejectionLogLines) more rejected from \(peer.device) in the same batch")
+            )
         }
-        Self.remember(&rejections, items.map {
-            RejectionStatus(group: group.string, cid: $0.cid.string, author: $0.author?.string, identity: $0.identity?.string,
-                            from: peer.device.string, reason: $0.reason, invalid: $0.invalid, at: now)
-        })
+        Self.remember(
+            &rejections,
+            items.map {
+                RejectionStatus(
+                    group: group.string, cid: $0.cid.string, author: $0.author?.string, identity: $0.identity?.string,
+                    from: peer.device.string, reason: $0.reason, invalid: $0.invalid, at: now)
+            })
         rejectedTotal += items.count
         return actions
     }

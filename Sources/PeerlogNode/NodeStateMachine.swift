@@ -85,18 +85,28 @@ struct NodeStateMachine: Sendable {
     mutating func established(_ new: NodeConnection) -> [NodeAction] {
         var actions: [NodeAction] = []
         if let existing = connections.values.first(where: { $0.peer.device == new.peer.device }) {
-            if TieBreak.keepNew(local: local, peer: new.peer.device, newIsOutbound: new.outbound, existingIsOutbound: existing.outbound) {
-                actions.append(.log(.info, "replacing connection \(existing.id) to \(new.peer.device.short) with \(new.id) (tie-break)"))
+            if TieBreak.keepNew(
+                local: local, peer: new.peer.device, newIsOutbound: new.outbound, existingIsOutbound: existing.outbound)
+            {
+                actions.append(
+                    .log(
+                        .info,
+                        "replacing connection \(existing.id) to \(new.peer.device.short) with \(new.id) (tie-break)"))
                 connections[existing.id] = nil
                 actions.append(.close(existing.id, .duplicateConnection))
             } else {
-                actions.append(.log(.info, "closing duplicate connection \(new.id) to \(new.peer.device.short) (tie-break)"))
+                actions.append(
+                    .log(.info, "closing duplicate connection \(new.id) to \(new.peer.device.short) (tie-break)"))
                 actions.append(.close(new.id, .duplicateConnection))
                 return actions
             }
         }
         connections[new.id] = new
-        actions.append(.log(.info, "connected to device \(new.peer.device) (\(new.peer.name)) at \(new.remote), \(new.outbound ? "outbound" : "inbound")"))
+        actions.append(
+            .log(
+                .info,
+                "connected to device \(new.peer.device) (\(new.peer.name)) at \(new.remote), \(new.outbound ? "outbound" : "inbound")"
+            ))
         actions.append(.startSession(new.id))
         return actions
     }
@@ -104,11 +114,15 @@ struct NodeStateMachine: Sendable {
     /// A session asked to close its connection (protocol error, limit).
     mutating func sessionClosing(_ id: UInt64, reason: String) -> [NodeAction] {
         guard let connection = connections.removeValue(forKey: id) else { return [] }
-        return [.log(.warning, "closing connection to \(connection.peer.device): \(reason)"), .close(id, .session(reason))]
+        return [
+            .log(.warning, "closing connection to \(connection.peer.device): \(reason)"), .close(id, .session(reason)),
+        ]
     }
 
     /// The transport reports a connection gone (whoever closed it); `status` remembers why.
-    mutating func connectionClosed(_ id: UInt64, peer: DeviceID?, remote: String, reason: String, now: UInt64) -> [NodeAction] {
+    mutating func connectionClosed(
+        _ id: UInt64, peer: DeviceID?, remote: String, reason: String, now: UInt64
+    ) -> [NodeAction] {
         Self.remember(&recentlyClosed, ClosedConnection(peer: peer, remote: remote, reason: reason, at: now))
         return connections.removeValue(forKey: id) == nil ? [] : [.dropSession(id)]
     }
@@ -139,8 +153,13 @@ struct NodeStateMachine: Sendable {
     /// After a session re-checked its groups: a peer whose identity no longer shares anything
     /// with us is disconnected.
     mutating func membershipRechecked(_ id: UInt64) -> [NodeAction] {
-        guard let connection = connections[id], case .deny(let why) = admission.decide(connection.peer) else { return [] }
+        guard let connection = connections[id], case .deny(let why) = admission.decide(connection.peer) else {
+            return []
+        }
         connections[id] = nil
-        return [.log(.notice, "disconnecting \(connection.peer.device.short): no longer admitted (\(why))"), .close(id, .noLongerAdmitted(why))]
+        return [
+            .log(.notice, "disconnecting \(connection.peer.device.short): no longer admitted (\(why))"),
+            .close(id, .noLongerAdmitted(why)),
+        ]
     }
 }

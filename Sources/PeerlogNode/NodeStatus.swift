@@ -130,7 +130,10 @@ public struct GroupStatus: Codable, Sendable, Equatable {
     public var sequencer: SequencerStatus?
 
     /// A group's status; `sequencer` nil when not given.
-    public init(id: String, name: String, committed: UInt64, tentative: Int, peers: [GroupPeerStatus], sequencer: SequencerStatus? = nil) {
+    public init(
+        id: String, name: String, committed: UInt64, tentative: Int, peers: [GroupPeerStatus],
+        sequencer: SequencerStatus? = nil
+    ) {
         self.id = id
         self.name = name
         self.committed = committed

@@ -14,7 +14,8 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
     /// Parses `HOST:PORT` or `[V6ADDR]:PORT`; the port must be 1...65535 (0 too for a listen
     /// address, where it means "any free port").
     public init(parsing text: String, listening: Bool = false) throws {
-        let host: Substring, portText: Substring
+        let host: Substring
+        let portText: Substring
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
                 throw NodeError.invalidAddress(text, "expected [IPV6]:PORT")

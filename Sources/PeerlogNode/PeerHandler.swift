@@ -38,7 +38,11 @@ final class PeerHandler: ChannelDuplexHandler {
     /// The identity this connection counts against once established (`maxConnectionsPerIdentity`).
     private var countedIdentity: IdentityID?
 
-    init(id: UInt64, outbound: Bool, hub: NodeHub, configuration: ChannelConfiguration, admission: ConnectionAdmission, tap: Tap?, logger: Logger, onEstablished: @escaping @Sendable (DeviceCertificate) -> Void = { _ in }, onClosed: @escaping @Sendable (ChannelCloseReason) -> Void = { _ in }) {
+    init(
+        id: UInt64, outbound: Bool, hub: NodeHub, configuration: ChannelConfiguration, admission: ConnectionAdmission,
+        tap: Tap?, logger: Logger, onEstablished: @escaping @Sendable (DeviceCertificate) -> Void = { _ in },
+        onClosed: @escaping @Sendable (ChannelCloseReason) -> Void = { _ in }
+    ) {
         self.id = id
         self.outbound = outbound
         self.hub = hub
@@ -49,8 +53,10 @@ final class PeerHandler: ChannelDuplexHandler {
         self.admission = admission
         handshakeTimeout = configuration.handshakeTimeout
         let hub = hub
-        channel = SecureChannel(role: outbound ? .initiator : .responder, device: hub.device, configuration: configuration, authorize: { hub.authorize($0) },
-                                reassemblyBudget: admission.reassembly)
+        channel = SecureChannel(
+            role: outbound ? .initiator : .responder, device: hub.device, configuration: configuration,
+            authorize: { hub.authorize($0) },
+            reassemblyBudget: admission.reassembly)
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -146,13 +152,19 @@ final class PeerHandler: ChannelDuplexHandler {
     /// while the request travelled here.
     private func evictPendingHandshake() {
         guard !finished, !channel.isEstablished else { return }
-        perform(channel.close(limit: "\(admission.handshakes.capacity) handshakes in progress (maxPendingHandshakes); closing the oldest"))
+        perform(
+            channel.close(
+                limit:
+                    "\(admission.handshakes.capacity) handshakes in progress (maxPendingHandshakes); closing the oldest"
+            ))
     }
 
     private func tapped(_ direction: TapRecord.Direction, _ message: [UInt8], kind: TapRecord.Kind = .message) {
         // The common case, no tap and no capture, costs two reads.
         guard tap != nil || hub.capture.isRunning, let peer = channel.peerCertificate?.device else { return }
-        let record = TapRecord(time: WallClock.nowMillis(), kind: kind, direction: direction, connection: id, local: hub.device.device, peer: peer, message: message)
+        let record = TapRecord(
+            time: WallClock.nowMillis(), kind: kind, direction: direction, connection: id, local: hub.device.device,
+            peer: peer, message: message)
         tap?(record)
         hub.capture.tapped(record)
     }
@@ -170,24 +182,32 @@ final class PeerHandler: ChannelDuplexHandler {
                 admission.handshakes.end(id)
                 guard admission.identities.admit(certificate.identity) else {
                     // Before the hub or a tap sees it; later actions of this batch are moot.
-                    perform(channel.close(limit: "identity \(certificate.identity) already has \(admission.identities.limit) connections (maxConnectionsPerIdentity)"))
+                    perform(
+                        channel.close(
+                            limit:
+                                "identity \(certificate.identity) already has \(admission.identities.limit) connections (maxConnectionsPerIdentity)"
+                        ))
                     return
                 }
                 countedIdentity = certificate.identity
                 tapped(outbound ? .outbound : .inbound, certificate.encoded, kind: .opened)
                 if KeyLogFile.path != nil, let keys = channel.transportKeys {
                     let me = hub.device.device
-                    let entry = KeyLogEntry(keys: keys, initiator: outbound ? me : certificate.device, responder: outbound ? certificate.device : me)
+                    let entry = KeyLogEntry(
+                        keys: keys, initiator: outbound ? me : certificate.device,
+                        responder: outbound ? certificate.device : me)
                     hub.capture.keyLog(entry)
                 }
                 onEstablished(certificate)
                 let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
                 let eventLoop = context.eventLoop
-                hub.established(ConnectionRef(
-                    info: NodeConnection(id: id, outbound: outbound, remote: remote, peer: certificate, since: WallClock.nowMillis()),
-                    send: { bytes in eventLoop.execute { loopBound.value.send(bytes) } },
-                    close: { reason in eventLoop.execute { loopBound.value.close(reason: reason.description) } }
-                ))
+                hub.established(
+                    ConnectionRef(
+                        info: NodeConnection(
+                            id: id, outbound: outbound, remote: remote, peer: certificate, since: WallClock.nowMillis()),
+                        send: { bytes in eventLoop.execute { loopBound.value.send(bytes) } },
+                        close: { reason in eventLoop.execute { loopBound.value.close(reason: reason.description) } }
+                    ))
             case .deliver(let message):
                 tapped(.inbound, message)
                 pendingBytes += message.count

@@ -38,23 +38,32 @@ public final class PeerlogNode: Service, Sendable {
     /// node shares its replica, so its own writes reach peers at once); it must have been
     /// opened with `configuration.sequenceGate`. `onListening` is called once the listener is
     /// bound, with the actual address (port 0 asks for any).
-    public init(home: String, configuration: NodeConfiguration, logger: Logger, tap: Tap? = nil, replica: Replica? = nil,
-                onListening: (@Sendable (PeerAddress?) -> Void)? = nil) throws {
+    public init(
+        home: String, configuration: NodeConfiguration, logger: Logger, tap: Tap? = nil, replica: Replica? = nil,
+        onListening: (@Sendable (PeerAddress?) -> Void)? = nil
+    ) throws {
         self.home = home
         self.onListening = onListening
         self.configuration = configuration
         self.logger = logger
         self.tap = tap
         device = try replica?.local ?? LocalDevice.load(home: home)
-        self.replica = try replica ?? Replica(path: home + "/replica.sqlite", device: device, sequenceGate: configuration.sequenceGate)
+        self.replica =
+            try replica
+            ?? Replica(path: home + "/replica.sqlite", device: device, sequenceGate: configuration.sequenceGate)
         // A store from before the maintained tentative view (or written by an older binary since)
         // gets it now, so sync and status reads do not fold every waiting receipt meanwhile.
         let built = try self.replica.buildMissingTentativeViews()
         if built > 0 { logger.info("built the tentative view of \(built) group(s) with receipts waiting") }
-        let cadence = NodeStateMachine.Cadence(poll: NodeHub.milliseconds(configuration.pollInterval), election: NodeHub.milliseconds(configuration.electionTick))
-        hub = NodeHub(replica: self.replica, device: device, allow: configuration.allow, openAdmission: configuration.openAdmission, logger: logger, cadence: cadence)
+        let cadence = NodeStateMachine.Cadence(
+            poll: NodeHub.milliseconds(configuration.pollInterval),
+            election: NodeHub.milliseconds(configuration.electionTick))
+        hub = NodeHub(
+            replica: self.replica, device: device, allow: configuration.allow,
+            openAdmission: configuration.openAdmission, logger: logger, cadence: cadence)
         dialers = configuration.peers.map { Dialer(address: $0) }
-        admission = ConnectionAdmission(limits: configuration.limits, fileDescriptorLimit: FileDescriptorLimit.raiseToHard())
+        admission = ConnectionAdmission(
+            limits: configuration.limits, fileDescriptorLimit: FileDescriptorLimit.raiseToHard())
     }
 
     /// Starts recording every decrypted message in and out to a pcapng file (docs/TOOLS.md),
@@ -83,7 +92,9 @@ public final class PeerlogNode: Service, Sendable {
         unlink(controlPath)  // a stale socket of a daemon that was killed
 
         if let keyLog = KeyLogFile.path {
-            logger.warning("\(KeyLogEntry.environmentVariable) is set: writing every connection's transport keys to \(keyLog); anyone with that file can decrypt captured traffic")
+            logger.warning(
+                "\(KeyLogEntry.environmentVariable) is set: writing every connection's transport keys to \(keyLog); anyone with that file can decrypt captured traffic"
+            )
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var servers: [Channel] = []
@@ -99,12 +110,15 @@ public final class PeerlogNode: Service, Sendable {
                     }
                     .bind(host: listen.host, port: listen.port).get()
                 servers.append(server)
-                boundAddress.withLock { $0 = PeerAddress(host: listen.host, port: server.localAddress?.port ?? listen.port) }
+                boundAddress.withLock {
+                    $0 = PeerAddress(host: listen.host, port: server.localAddress?.port ?? listen.port)
+                }
             }
             let control = try await ServerBootstrap(group: group)
                 .childChannelInitializer { [hub] channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ControlHandler(answer: { line, reply in hub.answer(line, reply: reply) }))
+                        try channel.pipeline.syncOperations.addHandler(
+                            ControlHandler(answer: { line, reply in hub.answer(line, reply: reply) }))
                     }
                 }
                 .bind(unixDomainSocketPath: controlPath, cleanupExistingSocketFile: true).get()
@@ -118,14 +132,18 @@ public final class PeerlogNode: Service, Sendable {
         hub.listening.withLock { $0 = boundAddress.withLock { $0 }?.description }
         // Dialers found later (LAN peers, relays our groups name) run in the task group below.
         let (found, startDialer) = AsyncStream.makeStream(of: Dialer.self)
-        let lan = LanPeers(local: device, network: configuration.channel.networkID, hub: hub, logger: logger) { startDialer.yield($0) }
+        let lan = LanPeers(local: device, network: configuration.channel.networkID, hub: hub, logger: logger) {
+            startDialer.yield($0)
+        }
         let relays = RelayLinks(logger: logger, overrides: configuration.relayAddresses) { startDialer.yield($0) }
         hub.dialerStatus.withLock { $0 = { [dialers] in dialers.map(\.status) + relays.status + lan.status } }
         hub.onMembershipChange.withLock { $0 = { lan.recheck() } }
         hub.onRelaysChange.withLock { $0 = { relays.reconcile($0) } }
         hub.start()
         let discovery = configuration.discovery ? startDiscovery(lan) : nil
-        logger.info("device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.withLock { $0 }?.description ?? "nothing (dial only)"), control socket \(controlPath)")
+        logger.info(
+            "device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.withLock { $0 }?.description ?? "nothing (dial only)"), control socket \(controlPath)"
+        )
         onListening?(boundAddress.withLock { $0 })
 
         await withTaskGroup(of: Void.self) { tasks in
@@ -158,9 +176,11 @@ public final class PeerlogNode: Service, Sendable {
     }
 
     private func runDialer(_ dialer: Dialer, group: EventLoopGroup) async {
-        await dialer.run(hub: hub, connect: { [self] address, established, closed in
-            try await dial(address, group: group, established: established, closed: closed)
-        }, logger: logger)
+        await dialer.run(
+            hub: hub,
+            connect: { [self] address, established, closed in
+                try await dial(address, group: group, established: established, closed: closed)
+            }, logger: logger)
     }
 
     /// Advertises our listener (when there is one) and browses for peers.
@@ -170,7 +190,9 @@ public final class PeerlogNode: Service, Sendable {
             ServiceAdvertisement(
                 name: configuration.serviceName ?? "\(device.certificate.name.prefix(40)) (\(device.device.short))",
                 port: address.port,
-                txt: PeerlogDNSSD.txt(device: device.device.string, identity: device.identity.string, network: configuration.channel.networkID)
+                txt: PeerlogDNSSD.txt(
+                    device: device.device.string, identity: device.identity.string,
+                    network: configuration.channel.networkID)
             )
         }
         let hub = hub
@@ -188,14 +210,20 @@ public final class PeerlogNode: Service, Sendable {
 
     /// Puts a `PeerHandler` on a new connection's pipeline and keeps the connection (until it
     /// closes) for `closeConnections()`. On the connection's event loop.
-    private func addHandler(to channel: Channel, outbound: Bool, established: @escaping @Sendable (DeviceCertificate) -> Void = { _ in },
-                            closed: @escaping @Sendable (ChannelCloseReason) -> Void = { _ in }) throws {
+    private func addHandler(
+        to channel: Channel, outbound: Bool, established: @escaping @Sendable (DeviceCertificate) -> Void = { _ in },
+        closed: @escaping @Sendable (ChannelCloseReason) -> Void = { _ in }
+    ) throws {
         let id = nextConnectionID.add(1, ordering: .relaxed).newValue
-        let handler = PeerHandler(id: id, outbound: outbound, hub: hub, configuration: configuration.channel, admission: admission, tap: tap, logger: logger,
-                                  onEstablished: established, onClosed: closed)
+        let handler = PeerHandler(
+            id: id, outbound: outbound, hub: hub, configuration: configuration.channel, admission: admission, tap: tap,
+            logger: logger,
+            onEstablished: established, onClosed: closed)
         try channel.pipeline.syncOperations.addHandler(handler)
         let loopBound = NIOLoopBound(handler, eventLoop: channel.eventLoop)
-        let close: @Sendable () -> Void = { channel.eventLoop.execute { loopBound.value.close(reason: NodeCloseReason.shuttingDown.description) } }
+        let close: @Sendable () -> Void = {
+            channel.eventLoop.execute { loopBound.value.close(reason: NodeCloseReason.shuttingDown.description) }
+        }
         openConnections.withLock { $0[id] = (channel, close) }
         channel.closeFuture.whenComplete { [self] _ in _ = openConnections.withLock { $0.removeValue(forKey: id) } }
     }
@@ -217,7 +245,10 @@ public final class PeerlogNode: Service, Sendable {
 
     static let closeTimeout: TimeAmount = .seconds(2)
 
-    private func dial(_ address: PeerAddress, group: EventLoopGroup, established: @escaping @Sendable (DeviceCertificate) -> Void, closed: @escaping @Sendable (ChannelCloseReason) -> Void) async throws -> Channel {
+    private func dial(
+        _ address: PeerAddress, group: EventLoopGroup, established: @escaping @Sendable (DeviceCertificate) -> Void,
+        closed: @escaping @Sendable (ChannelCloseReason) -> Void
+    ) async throws -> Channel {
         try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(5))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -229,4 +260,3 @@ public final class PeerlogNode: Service, Sendable {
             .connect(host: address.host, port: address.port).get()
     }
 }
-

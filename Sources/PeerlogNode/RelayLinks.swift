@@ -34,7 +34,9 @@ final class RelayLinks: Sendable {
         for endpoint in endpoints.sorted(by: { $0.address < $1.address }) where current[endpoint] == nil {
             guard let address = overrides[endpoint.key] ?? (try? PeerAddress(parsing: endpoint.address)) else {
                 if reported.withLock({ $0.insert(endpoint.address).inserted }) {
-                    logger.warning("a group names the relay \(endpoint.key.short) at \"\(endpoint.address)\", which is not HOST:PORT; not dialing it")
+                    logger.warning(
+                        "a group names the relay \(endpoint.key.short) at \"\(endpoint.address)\", which is not HOST:PORT; not dialing it"
+                    )
                 }
                 continue
             }

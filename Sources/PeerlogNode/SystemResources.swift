@@ -30,7 +30,7 @@ enum MemoryTrim {
     }
 
     static func soon() {
-        guard mallocTrim != nil,  !scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard mallocTrim != nil, !scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .milliseconds(200)) {
             scheduled.store(false, ordering: .releasing)
             _ = mallocTrim?(0)

@@ -57,7 +57,9 @@ public struct NoiseCipherState: Sendable {
         guard let key else { return ciphertext }
         guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
         let plaintext: [UInt8]
-        do { plaintext = try ChaChaPoly.open(ciphertext, key: key, nonce: Self.nonceBytes(nonce), authenticating: ad) } catch {
+        do {
+            plaintext = try ChaChaPoly.open(ciphertext, key: key, nonce: Self.nonceBytes(nonce), authenticating: ad)
+        } catch {
             throw NoiseError.decryptFailed()
         }
         nonce += 1
@@ -113,7 +115,8 @@ public struct NoiseCipherState: Sendable {
     /// The nonce is not reset.
     public mutating func rekey() {
         guard let key else { return }
-        var sealed = try! ChaChaPoly.seal([UInt8](repeating: 0, count: 32), key: key, nonce: Self.nonceBytes(UInt64.max))
+        var sealed = try! ChaChaPoly.seal(
+            [UInt8](repeating: 0, count: 32), key: key, nonce: Self.nonceBytes(UInt64.max))
         self.key = SecureBytes(sealed.prefix(32))
         SecureBytes.zero(&sealed)
     }

@@ -25,8 +25,10 @@ public struct NoiseHandshake: Sendable {
     /// pre-message; `remoteStatic` when the peer's is a pre-message (the initiator of IK and XK).
     /// `ephemeral` fixes this side's ephemeral key, for test vectors; by default a fresh one is
     /// made. Throws a `NoiseError` when a required key is missing.
-    public init(protocol noiseProtocol: NoiseProtocol, initiator: Bool, prologue: [UInt8], localStatic: X25519.PrivateKey?,
-                remoteStatic: X25519.PublicKey? = nil, ephemeral: X25519.PrivateKey? = nil) throws {
+    public init(
+        protocol noiseProtocol: NoiseProtocol, initiator: Bool, prologue: [UInt8], localStatic: X25519.PrivateKey?,
+        remoteStatic: X25519.PublicKey? = nil, ephemeral: X25519.PrivateKey? = nil
+    ) throws {
         self.noiseProtocol = noiseProtocol
         self.initiator = initiator
         let definition = noiseProtocol.pattern.definition
@@ -37,15 +39,20 @@ public struct NoiseHandshake: Sendable {
         symmetric = SymmetricState(protocolName: noiseProtocol.name, hash: noiseProtocol.hash)
         symmetric.mixHash(prologue)
         // Pre-messages: the initiator's keys first, then the responder's (spec §7.1).
-        for (token, ours) in definition.initiatorPre.map({ ($0, initiator) }) + definition.responderPre.map({ ($0, !initiator) }) {
+        for (token, ours) in definition.initiatorPre.map({ ($0, initiator) })
+            + definition.responderPre.map({ ($0, !initiator) })
+        {
             guard token == .s else { throw NoiseError.unsupportedProtocol(noiseProtocol.name) }
-            guard let key = ours ? s?.publicKey : rs else { throw NoiseError.missingKey(ours ? "local static" : "remote static") }
+            guard let key = ours ? s?.publicKey : rs else {
+                throw NoiseError.missingKey(ours ? "local static" : "remote static")
+            }
             symmetric.mixHash(key.rawRepresentation)
         }
         // Every pattern here that sends or uses `s` needs a local static key.
-        let usesLocalStatic = definition.messages.enumerated().contains { i, tokens in
-            (i % 2 == 0) == initiator && tokens.contains(.s)
-        } || (initiator ? definition.initiatorPre : definition.responderPre).contains(.s)
+        let usesLocalStatic =
+            definition.messages.enumerated().contains { i, tokens in
+                (i % 2 == 0) == initiator && tokens.contains(.s)
+            } || (initiator ? definition.initiatorPre : definition.responderPre).contains(.s)
         if usesLocalStatic && s == nil { throw NoiseError.missingKey("local static") }
     }
 

@@ -29,17 +29,33 @@ public struct NoiseError: CodedError {
         self.line = line
     }
 
-    package static func decryptFailed(file: String = #fileID, line: Int = #line) -> Self { Self(.decryptFailed, "decrypt failed", file: file, line: line) }
-    package static func nonceExhausted(file: String = #fileID, line: Int = #line) -> Self { Self(.nonceExhausted, "nonce exhausted", file: file, line: line) }
-    package static func lowOrderPublicKey(file: String = #fileID, line: Int = #line) -> Self { Self(.lowOrderPublicKey, "low-order public key", file: file, line: line) }
-    package static func messageTooShort(file: String = #fileID, line: Int = #line) -> Self { Self(.messageTooShort, "handshake message too short", file: file, line: line) }
-    package static func messageOutOfTurn(file: String = #fileID, line: Int = #line) -> Self { Self(.messageOutOfTurn, "message out of turn", file: file, line: line) }
-    package static func messageTooLong(file: String = #fileID, line: Int = #line) -> Self { Self(.messageTooLong, "message longer than 65535 bytes", file: file, line: line) }
+    package static func decryptFailed(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.decryptFailed, "decrypt failed", file: file, line: line)
+    }
+    package static func nonceExhausted(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.nonceExhausted, "nonce exhausted", file: file, line: line)
+    }
+    package static func lowOrderPublicKey(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.lowOrderPublicKey, "low-order public key", file: file, line: line)
+    }
+    package static func messageTooShort(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.messageTooShort, "handshake message too short", file: file, line: line)
+    }
+    package static func messageOutOfTurn(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.messageOutOfTurn, "message out of turn", file: file, line: line)
+    }
+    package static func messageTooLong(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.messageTooLong, "message longer than 65535 bytes", file: file, line: line)
+    }
     package static func unsupportedProtocol(_ name: String, file: String = #fileID, line: Int = #line) -> Self {
         Self(.unsupportedProtocol, "unsupported Noise protocol \"\(name)\"", file: file, line: line)
     }
-    package static func missingKey(_ which: String, file: String = #fileID, line: Int = #line) -> Self { Self(.missingKey, "missing key: \(which)", file: file, line: line) }
-    package static func handshakeNotComplete(file: String = #fileID, line: Int = #line) -> Self { Self(.handshakeNotComplete, "handshake not complete", file: file, line: line) }
+    package static func missingKey(_ which: String, file: String = #fileID, line: Int = #line) -> Self {
+        Self(.missingKey, "missing key: \(which)", file: file, line: line)
+    }
+    package static func handshakeNotComplete(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.handshakeNotComplete, "handshake not complete", file: file, line: line)
+    }
     package static func handshakeAborted(file: String = #fileID, line: Int = #line) -> Self {
         Self(.handshakeAborted, "handshake aborted after an earlier failure", file: file, line: line)
     }
@@ -84,7 +100,7 @@ public struct NoiseProtocol: Sendable, Equatable {
     public init(name: String) throws {
         let parts = name.split(separator: "_", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 5, parts[0] == "Noise", parts[2] == "25519", parts[3] == "ChaChaPoly",
-              let pattern = NoisePattern(name: parts[1]), let hash = NoiseHash(rawValue: parts[4])
+            let pattern = NoisePattern(name: parts[1]), let hash = NoiseHash(rawValue: parts[4])
         else { throw NoiseError.unsupportedProtocol(name) }
         self.name = name
         self.pattern = pattern

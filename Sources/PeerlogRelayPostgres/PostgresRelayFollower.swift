@@ -48,7 +48,9 @@ public final class PostgresRelayFollower: Sendable {
         await withTaskGroup(of: Void.self) { tasks in
             tasks.addTask { [store, wakeup] in await store.listen { wakeup.signal($0) } }
             tasks.addTask { [replica, logger] in
-                await replica.runSequenceGate { error in logger.warning("relay store: \(error); assigning again shortly") }
+                await replica.runSequenceGate { error in
+                    logger.warning("relay store: \(error); assigning again shortly")
+                }
             }
             await follow()
             tasks.cancelAll()
@@ -67,7 +69,12 @@ public final class PostgresRelayFollower: Sendable {
                 }
             } catch {
                 let text = "\(error)"
-                if lastProblem.withLock({ p in defer { p = text }; return p != text }) { logger.warning("relay store: \(text); retrying") }
+                if lastProblem.withLock({ p in
+                    defer { p = text }
+                    return p != text
+                }) {
+                    logger.warning("relay store: \(text); retrying")
+                }
                 failed = true
                 try? await Task.sleep(for: .milliseconds(50))
             }
@@ -119,11 +126,15 @@ public final class PostgresRelayFollower: Sendable {
                 missing.append(1...UInt64.max)
             }
             for range in missing {
-                let items = try await onQueue { try self.replica.syncCommitted(group: group, fromSeq: range.lowerBound, limit: Self.pageSize) }.filter { range.contains($0.seq) }
+                let items = try await onQueue {
+                    try self.replica.syncCommitted(group: group, fromSeq: range.lowerBound, limit: Self.pageSize)
+                }.filter { range.contains($0.seq) }
                 guard !items.isEmpty else { continue }
-                try await store.publish(group: group, try items.map { item in
-                    (item.seq, try Envelope(encoded: item.envelope).receipt, item.envelope, item.receipt.encoded)
-                })
+                try await store.publish(
+                    group: group,
+                    try items.map { item in
+                        (item.seq, try Envelope(encoded: item.envelope).receipt, item.envelope, item.receipt.encoded)
+                    })
                 moved.insert(group)
             }
         }
@@ -141,7 +152,8 @@ public final class PostgresRelayFollower: Sendable {
         while head.map({ $0 > local }) ?? true {
             let rows = try await store.entries(group: group, after: local, limit: Self.pageSize)
             guard !rows.isEmpty else { break }
-            var receipts = [Receipt](), envelopes = [Envelope]()
+            var receipts = [Receipt]()
+            var envelopes = [Envelope]()
             for row in rows {
                 do {
                     envelopes.append(try Envelope(encoded: row.envelope))

@@ -15,16 +15,20 @@ extension PostgresRelayStore {
     /// Creates the notifying trigger once (inside `migrate`'s transaction and advisory lock).
     func createNotifyTrigger(_ c: PostgresConnection) async throws {
         var present = false
-        for try await _ in try await c.query("SELECT 1 FROM pg_trigger WHERE tgname = 'peerlog_relay_notify'", logger: logger).decode(Int32.self) { present = true }
+        for try await _ in try await c.query(
+            "SELECT 1 FROM pg_trigger WHERE tgname = 'peerlog_relay_notify'", logger: logger
+        ).decode(Int32.self) { present = true }
         guard !present else { return }
-        try await c.query("""
+        try await c.query(
+            """
             CREATE OR REPLACE FUNCTION peerlog_relay_notify() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
               PERFORM pg_notify('peerlog_relay_log', (SELECT string_agg(DISTINCT encode(group_id, 'hex'), ',') FROM inserted));
               RETURN NULL;
             END $$
             """, logger: logger)
-        try await c.query("""
+        try await c.query(
+            """
             CREATE TRIGGER peerlog_relay_notify AFTER INSERT ON peerlog_relay_log
               REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION peerlog_relay_notify()
             """, logger: logger)
@@ -36,7 +40,9 @@ extension PostgresRelayStore {
     /// sent meanwhile are lost).
     public func listen(_ notified: @escaping @Sendable (Set<GroupID>?) -> Void) async {
         let c = configuration
-        let config = PostgresConnection.Configuration(host: c.host ?? "127.0.0.1", port: c.port ?? 5432, username: c.username, password: c.password, database: c.database, tls: .disable)
+        let config = PostgresConnection.Configuration(
+            host: c.host ?? "127.0.0.1", port: c.port ?? 5432, username: c.username, password: c.password,
+            database: c.database, tls: .disable)
         var first = true
         while !Task.isCancelled {
             do {
@@ -49,7 +55,9 @@ extension PostgresRelayStore {
                 }
             } catch {
                 if Task.isCancelled { return }
-                logger.notice("PostgreSQL: listening for assignments failed (\(Self.describe(error))); polling until it reconnects")
+                logger.notice(
+                    "PostgreSQL: listening for assignments failed (\(Self.describe(error))); polling until it reconnects"
+                )
             }
             first = false
             try? await Task.sleep(for: .seconds(1))
@@ -68,7 +76,8 @@ extension PostgresRelayStore {
 
     private static func hexBytes(_ hex: Substring) -> [UInt8]? {
         guard hex.count % 2 == 0 else { return nil }
-        var out = [UInt8](), i = hex.startIndex
+        var out = [UInt8]()
+        var i = hex.startIndex
         while i < hex.endIndex {
             let j = hex.index(i, offsetBy: 2)
             guard let b = UInt8(hex[i..<j], radix: 16) else { return nil }
@@ -101,7 +110,10 @@ final class FollowerWakeup: Sendable {
     /// What was named since the last `wait` or `take` (nil: everything), without waiting.
     func take() -> Set<GroupID>? {
         state.withLock { s in
-            defer { s.groups = []; s.everything = false }
+            defer {
+                s.groups = []
+                s.everything = false
+            }
             return s.everything ? nil : s.groups
         }
     }
@@ -122,7 +134,10 @@ final class FollowerWakeup: Sendable {
             if ready { c.resume() }
         }
         return state.withLock { s in
-            defer { s.groups = []; s.everything = false }
+            defer {
+                s.groups = []
+                s.everything = false
+            }
             return s.everything ? nil : s.groups
         }
     }

@@ -47,13 +47,17 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
     /// a schema from a newer peerlog is said here, not a minute later by the pool).
     public func start() async throws {
         let c = configuration
-        let host = c.host ?? "127.0.0.1", port = c.port ?? 5432
-        let config = PostgresConnection.Configuration(host: host, port: port, username: c.username, password: c.password, database: c.database, tls: .disable)
+        let host = c.host ?? "127.0.0.1"
+        let port = c.port ?? 5432
+        let config = PostgresConnection.Configuration(
+            host: host, port: port, username: c.username, password: c.password, database: c.database, tls: .disable)
         let connection: PostgresConnection
         do {
             connection = try await PostgresConnection.connect(configuration: config, id: 0, logger: logger)
         } catch {
-            throw RelayStoreError("cannot connect to PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?")): \(Self.describe(error))", code: .unreachable)
+            throw RelayStoreError(
+                "cannot connect to PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?")): \(Self.describe(error))",
+                code: .unreachable)
         }
         do {
             try await migrate(connection)
@@ -71,12 +75,20 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
             try await c.query("SELECT pg_advisory_xact_lock(7350)", logger: logger)
             try await c.query("CREATE TABLE IF NOT EXISTS peerlog_relay_schema (version INT NOT NULL)", logger: logger)
             var found: Int?
-            for try await v in try await c.query("SELECT version FROM peerlog_relay_schema", logger: logger).decode(Int.self) { found = v }
+            for try await v in try await c.query("SELECT version FROM peerlog_relay_schema", logger: logger).decode(
+                Int.self)
+            { found = v }
             if let found, found > Self.schemaVersion {
-                throw RelayStoreError("the database holds relay schema version \(found); this peerlog knows up to \(Self.schemaVersion)", code: .schemaVersion)
+                throw RelayStoreError(
+                    "the database holds relay schema version \(found); this peerlog knows up to \(Self.schemaVersion)",
+                    code: .schemaVersion)
             }
-            if found == nil { try await c.query("INSERT INTO peerlog_relay_schema (version) VALUES (\(Self.schemaVersion))", logger: logger) }
-            try await c.query("""
+            if found == nil {
+                try await c.query(
+                    "INSERT INTO peerlog_relay_schema (version) VALUES (\(Self.schemaVersion))", logger: logger)
+            }
+            try await c.query(
+                """
                 CREATE TABLE IF NOT EXISTS peerlog_relay_log (
                   group_id BYTEA NOT NULL, seq BIGINT NOT NULL, cid BYTEA NOT NULL,
                   envelope BYTEA NOT NULL, receipt BYTEA NOT NULL, stored_at TIMESTAMPTZ NOT NULL DEFAULT now(),
@@ -99,7 +111,8 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
         guard !rows.seqs.isEmpty else { return .reserved }
         return try await retrying("store \(rows.description)") {
             do {
-                try await client.query("""
+                try await client.query(
+                    """
                     INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt)
                     SELECT * FROM unnest(\(rows.groups)::bytea[], \(rows.seqs)::bigint[], \(rows.cids)::bytea[], \(rows.envelopes)::bytea[], \(rows.receipts)::bytea[])
                     """, logger: logger)
@@ -107,7 +120,8 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
                 // Taken: by another process, or by us in a try whose answer was lost. Ours only
                 // if every one of these seqs holds exactly the receipt we asked for.
-                let held = try await client.query("""
+                let held = try await client.query(
+                    """
                     SELECT count(*) FROM peerlog_relay_log l
                     JOIN unnest(\(rows.groups)::bytea[], \(rows.seqs)::bigint[], \(rows.cids)::bytea[]) AS b(group_id, seq, cid)
                       ON l.group_id = b.group_id AND l.seq = b.seq AND l.cid = b.cid
@@ -124,8 +138,11 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
         var delay: UInt64 = 20
         for attempt in 1... {
             do { return try await body() } catch {
-                guard attempt < Self.maxTries, Self.isTransient(error) else { throw RelayStoreError("PostgreSQL: cannot \(what): \(Self.describe(error))") }
-                logger.notice("PostgreSQL: \(what) failed (\(Self.describe(error))); try \(attempt + 1) of \(Self.maxTries)")
+                guard attempt < Self.maxTries, Self.isTransient(error) else {
+                    throw RelayStoreError("PostgreSQL: cannot \(what): \(Self.describe(error))")
+                }
+                logger.notice(
+                    "PostgreSQL: \(what) failed (\(Self.describe(error))); try \(attempt + 1) of \(Self.maxTries)")
                 try await Task.sleep(for: .milliseconds(delay))
                 delay *= 2
             }
@@ -135,14 +152,18 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
 
     static func isTransient(_ error: any Error) -> Bool {
         guard let e = error as? PSQLError else { return false }
-        if let state = e.serverInfo?[.sqlState] { return state == "40001" || state == "40P01" || state.hasPrefix("08") || state == "57P01" }
+        if let state = e.serverInfo?[.sqlState] {
+            return state == "40001" || state == "40P01" || state.hasPrefix("08") || state == "57P01"
+        }
         return e.code == .connectionError || e.code == .serverClosedConnection || e.code == .uncleanShutdown
     }
 
     /// PSQLError hides the server's message from `description` (it may hold data); the relay's
     /// own statements hold nothing secret, so say what the server said.
     static func describe(_ error: any Error) -> String {
-        if let t = error as? PostgresTransactionError, let inner = t.beginError ?? t.closureError ?? t.commitError { return describe(inner) }
+        if let t = error as? PostgresTransactionError, let inner = t.beginError ?? t.closureError ?? t.commitError {
+            return describe(inner)
+        }
         guard let e = error as? PSQLError else { return "\(error)" }
         if let message = e.serverInfo?[.message] { return "\(message) (SQLSTATE \(e.serverInfo?[.sqlState] ?? "?"))" }
         if let underlying = e.underlying { return "\(e.code): \(underlying)" }
@@ -155,9 +176,12 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
     public func heads() async throws -> [GroupID: (first: UInt64, last: UInt64)] {
         try await retrying("read the groups' heads") {
             var out = [GroupID: (first: UInt64, last: UInt64)]()
-            let rows = try await client.query("SELECT group_id, MIN(seq), MAX(seq) FROM peerlog_relay_log GROUP BY group_id", logger: logger)
+            let rows = try await client.query(
+                "SELECT group_id, MIN(seq), MAX(seq) FROM peerlog_relay_log GROUP BY group_id", logger: logger)
             for try await (g, first, last) in rows.decode((ByteBuffer, Int64, Int64).self) {
-                guard let group = try? GroupID(bytes: Array(g.readableBytesView)), first > 0, last >= first else { continue }
+                guard let group = try? GroupID(bytes: Array(g.readableBytesView)), first > 0, last >= first else {
+                    continue
+                }
                 out[group] = (UInt64(first), UInt64(last))
             }
             return out
@@ -165,11 +189,17 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
     }
 
     /// Up to `limit` rows of `group` after `seq`, in seq order: (seq, envelope, receipt).
-    public func entries(group: GroupID, after seq: UInt64, limit: Int) async throws -> [(seq: UInt64, envelope: [UInt8], receipt: [UInt8])] {
-        let g = ByteBuffer(bytes: group.bytes), from = Int64(clamping: seq), n = limit
+    public func entries(
+        group: GroupID, after seq: UInt64, limit: Int
+    ) async throws -> [(seq: UInt64, envelope: [UInt8], receipt: [UInt8])] {
+        let g = ByteBuffer(bytes: group.bytes)
+        let from = Int64(clamping: seq)
+        let n = limit
         return try await retrying("read group \(group) after seq \(seq)") {
             var out = [(seq: UInt64, envelope: [UInt8], receipt: [UInt8])]()
-            let rows = try await client.query("SELECT seq, envelope, receipt FROM peerlog_relay_log WHERE group_id = \(g) AND seq > \(from) ORDER BY seq LIMIT \(n)", logger: logger)
+            let rows = try await client.query(
+                "SELECT seq, envelope, receipt FROM peerlog_relay_log WHERE group_id = \(g) AND seq > \(from) ORDER BY seq LIMIT \(n)",
+                logger: logger)
             for try await (s, e, r) in rows.decode((Int64, ByteBuffer, ByteBuffer).self) {
                 out.append((UInt64(s), Array(e.readableBytesView), Array(r.readableBytesView)))
             }
@@ -180,13 +210,18 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
     /// Stores committed positions the table lacks (a group's history from before the relay
     /// took over, which only members bring), in one statement; rows already there are left as
     /// they are.
-    public func publish(group: GroupID, _ items: [(seq: UInt64, cid: CID, envelope: [UInt8], receipt: [UInt8])]) async throws {
+    public func publish(
+        group: GroupID, _ items: [(seq: UInt64, cid: CID, envelope: [UInt8], receipt: [UInt8])]
+    ) async throws {
         guard let first = items.first, let last = items.last else { return }
         let groups = [ByteBuffer](repeating: ByteBuffer(bytes: group.bytes), count: items.count)
-        let seqs = items.map { Int64(clamping: $0.seq) }, cids = items.map { ByteBuffer(bytes: $0.cid.bytes) }
-        let envelopes = items.map { ByteBuffer(bytes: $0.envelope) }, receipts = items.map { ByteBuffer(bytes: $0.receipt) }
+        let seqs = items.map { Int64(clamping: $0.seq) }
+        let cids = items.map { ByteBuffer(bytes: $0.cid.bytes) }
+        let envelopes = items.map { ByteBuffer(bytes: $0.envelope) }
+        let receipts = items.map { ByteBuffer(bytes: $0.receipt) }
         _ = try await retrying("publish seqs \(first.seq)…\(last.seq) of group \(group)") {
-            try await client.query("""
+            try await client.query(
+                """
                 INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt)
                 SELECT * FROM unnest(\(groups)::bytea[], \(seqs)::bigint[], \(cids)::bytea[], \(envelopes)::bytea[], \(receipts)::bytea[])
                 ON CONFLICT DO NOTHING

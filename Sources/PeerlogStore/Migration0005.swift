@@ -6,21 +6,22 @@ import GRDB
 /// deletes the newest row, so ids never repeat without AUTOINCREMENT's extra write per row.
 enum Migration0005 {
     static func migrate(_ db: Database) throws {
-        try db.execute(sql: """
-            CREATE TABLE change_log (
-                id INTEGER PRIMARY KEY,
-                group_id BLOB NOT NULL,
-                kind TEXT NOT NULL,
-                key TEXT,
-                old_value BLOB,
-                new_value BLOB,
-                flags INTEGER NOT NULL DEFAULT 0,
-                first_seq INTEGER,
-                last_seq INTEGER,
-                cid BLOB,
-                reason TEXT,
-                at INTEGER NOT NULL
-            );
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE change_log (
+                    id INTEGER PRIMARY KEY,
+                    group_id BLOB NOT NULL,
+                    kind TEXT NOT NULL,
+                    key TEXT,
+                    old_value BLOB,
+                    new_value BLOB,
+                    flags INTEGER NOT NULL DEFAULT 0,
+                    first_seq INTEGER,
+                    last_seq INTEGER,
+                    cid BLOB,
+                    reason TEXT,
+                    at INTEGER NOT NULL
+                );
+                """)
     }
 }

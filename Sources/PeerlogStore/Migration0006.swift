@@ -5,8 +5,9 @@ import GRDB
 /// whole committed log for every envelope.
 enum Migration0006 {
     static func migrate(_ db: Database) throws {
-        try db.execute(sql: """
-            CREATE INDEX receipts_sequencer_changes ON receipts(group_id, seq) WHERE type = 'group.sequencer_changed' AND seq IS NOT NULL;
-            """)
+        try db.execute(
+            sql: """
+                CREATE INDEX receipts_sequencer_changes ON receipts(group_id, seq) WHERE type = 'group.sequencer_changed' AND seq IS NOT NULL;
+                """)
     }
 }

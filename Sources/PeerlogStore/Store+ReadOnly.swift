@@ -35,10 +35,14 @@ extension Store {
         var config = Configuration()
         config.readonly = true
         config.busyMode = .timeout(10)
-        let walPresent = FileManager.default.fileExists(atPath: path + "-wal") && FileManager.default.fileExists(atPath: path + "-shm")
+        let walPresent =
+            FileManager.default.fileExists(atPath: path + "-wal")
+            && FileManager.default.fileExists(atPath: path + "-shm")
         let queue = try DatabaseQueue(path: walPresent ? path : immutableURI(path), configuration: config)
         guard try queue.read({ try Migrations.migrator.hasCompletedMigrations($0) }) else {
-            throw StoreError(.needsUpgrade, "\(path) was made by an older version and needs upgrading, which needs write access to its directory")
+            throw StoreError(
+                .needsUpgrade,
+                "\(path) was made by an older version and needs upgrading, which needs write access to its directory")
         }
         return queue
     }
@@ -54,6 +58,9 @@ extension Store {
     /// The one-line refusal of a write to a read-only store.
     var readOnlyRefusal: StoreError {
         let directory = (path as NSString).deletingLastPathComponent
-        return StoreError(.readOnly, "\(directory.isEmpty ? "." : directory) is read-only: this command writes to the replica and cannot run here (commands that only read still work)")
+        return StoreError(
+            .readOnly,
+            "\(directory.isEmpty ? "." : directory) is read-only: this command writes to the replica and cannot run here (commands that only read still work)"
+        )
     }
 }

@@ -75,7 +75,8 @@ package final class Store: Sendable {
         guard access == .readWrite else { throw readOnlyRefusal }
         let result = try pool.write { db in try body(StoreDB(db: db)) }
         if let checkpointer, writes.add(1, ordering: .relaxed).newValue % Self.checkpointEveryWrites == 0,
-           !checkpointing.exchange(true, ordering: .acquiringAndReleasing) {
+            !checkpointing.exchange(true, ordering: .acquiringAndReleasing)
+        {
             checkpointQueue.async { [weak self] in
                 // Failure is harmless: the writer's own checkpoint is the safety net.
                 _ = try? checkpointer.writeWithoutTransaction { try $0.checkpoint(.passive) }

@@ -34,8 +34,11 @@ public struct ChangeLogRow: Sendable, Equatable {
     public var at: UInt64
 
     /// A row to append; nothing is checked here, and `id` is assigned by the store.
-    public init(group: GroupID, kind: String, key: String? = nil, oldValue: [UInt8]? = nil, newValue: [UInt8]? = nil, flags: Int64 = 0,
-                firstSeq: UInt64? = nil, lastSeq: UInt64? = nil, cid: CID? = nil, reason: String? = nil, at: UInt64) {
+    public init(
+        group: GroupID, kind: String, key: String? = nil, oldValue: [UInt8]? = nil, newValue: [UInt8]? = nil,
+        flags: Int64 = 0,
+        firstSeq: UInt64? = nil, lastSeq: UInt64? = nil, cid: CID? = nil, reason: String? = nil, at: UInt64
+    ) {
         self.group = group
         self.kind = kind
         self.key = key
@@ -54,11 +57,16 @@ extension StoreDB {
     /// Appends a row and returns its id (the cursor after it).
     @discardableResult
     package func appendChange(_ c: ChangeLogRow) throws -> Int64 {
-        try execute("""
+        try execute(
+            """
             INSERT INTO change_log (group_id, kind, key, old_value, new_value, flags, first_seq, last_seq, cid, reason, at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [c.group.bytes.blob, c.kind, c.key, c.oldValue?.blob, c.newValue?.blob, c.flags, c.firstSeq?.sql, c.lastSeq?.sql,
-                  c.cid?.bytes.blob, c.reason, c.at.sql])
+            """,
+            [
+                c.group.bytes.blob, c.kind, c.key, c.oldValue?.blob, c.newValue?.blob, c.flags, c.firstSeq?.sql,
+                c.lastSeq?.sql,
+                c.cid?.bytes.blob, c.reason, c.at.sql,
+            ])
         return db.lastInsertedRowID
     }
 
@@ -67,15 +75,21 @@ extension StoreDB {
         let columns = "id, group_id, kind, key, old_value, new_value, flags, first_seq, last_seq, cid, reason, at"
         let found: [Row]
         if let group {
-            found = try rows("SELECT \(columns) FROM change_log WHERE id > ? AND group_id = ? ORDER BY id LIMIT ?", [cursor, group.bytes.blob, limit])
+            found = try rows(
+                "SELECT \(columns) FROM change_log WHERE id > ? AND group_id = ? ORDER BY id LIMIT ?",
+                [cursor, group.bytes.blob, limit])
         } else {
             found = try rows("SELECT \(columns) FROM change_log WHERE id > ? ORDER BY id LIMIT ?", [cursor, limit])
         }
         return try found.map { row in
-            var c = ChangeLogRow(group: try GroupID(bytes: (row["group_id"] as Data).bytes), kind: row["kind"], key: row["key"],
-                                 oldValue: (row["old_value"] as Data?)?.bytes, newValue: (row["new_value"] as Data?)?.bytes, flags: row["flags"],
-                                 firstSeq: (row["first_seq"] as Int64?).map(UInt64.init(sql:)), lastSeq: (row["last_seq"] as Int64?).map(UInt64.init(sql:)),
-                                 cid: try (row["cid"] as Data?).map { try CID(bytes: $0.bytes) }, reason: row["reason"], at: UInt64(sql: row["at"]))
+            var c = ChangeLogRow(
+                group: try GroupID(bytes: (row["group_id"] as Data).bytes), kind: row["kind"], key: row["key"],
+                oldValue: (row["old_value"] as Data?)?.bytes, newValue: (row["new_value"] as Data?)?.bytes,
+                flags: row["flags"],
+                firstSeq: (row["first_seq"] as Int64?).map(UInt64.init(sql:)),
+                lastSeq: (row["last_seq"] as Int64?).map(UInt64.init(sql:)),
+                cid: try (row["cid"] as Data?).map { try CID(bytes: $0.bytes) }, reason: row["reason"],
+                at: UInt64(sql: row["at"]))
             c.id = row["id"]
             return c
         }

@@ -12,9 +12,13 @@ extension StoreDB {
     /// Changes when a group operation (`group.*` receipt) is stored, removed or committed:
     /// the only events that change who is a member or who sequences. Cheap (a partial index).
     package func groupOperationStamp() throws -> [Int64] {
-        guard let row = try Row.fetchOne(db, sql: """
-            SELECT IFNULL(MAX(id), 0) AS last, COUNT(*) AS n, COUNT(seq) AS committed FROM receipts WHERE type LIKE 'group.%'
-            """) else { return [] }
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT IFNULL(MAX(id), 0) AS last, COUNT(*) AS n, COUNT(seq) AS committed FROM receipts WHERE type LIKE 'group.%'
+                    """)
+        else { return [] }
         return [row["last"], row["n"], row["committed"]]
     }
 }

@@ -18,7 +18,9 @@ extension StoreDB {
     }
 
     package func envelopeCID(group: GroupID, seq: UInt64) throws -> CID? {
-        guard let row = try row("SELECT cid FROM envelopes WHERE group_id = ? AND seq = ?", [group.bytes.blob, seq.sql]) else { return nil }
+        guard
+            let row = try row("SELECT cid FROM envelopes WHERE group_id = ? AND seq = ?", [group.bytes.blob, seq.sql])
+        else { return nil }
         return try CID(bytes: (row["cid"] as Data).bytes)
     }
 
@@ -28,34 +30,52 @@ extension StoreDB {
     }
 
     package func insertEnvelope(_ e: Envelope, outcome: CommitOutcome, reason: String?) throws {
-        try execute("""
+        try execute(
+            """
             INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob, e.term.sql, e.sequencer.bytes.blob, e.receivedAt.sql,
-                  e.payload.blob, e.signature.blob, outcome.rawValue, reason])
+            """,
+            [
+                e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob, e.term.sql, e.sequencer.bytes.blob,
+                e.receivedAt.sql,
+                e.payload.blob, e.signature.blob, outcome.rawValue, reason,
+            ])
     }
 
     /// An envelope row whose payload and signature come later in the same transaction, from
     /// `setEnvelopeForm`: a sequencer commits a run seq by seq, then signs it once.
-    package func insertUnsignedEnvelope(group: GroupID, seq: UInt64, cid: CID, term: UInt64, sequencer: DeviceID, receivedAt: UInt64, outcome: CommitOutcome, reason: String?) throws {
-        try execute("""
+    package func insertUnsignedEnvelope(
+        group: GroupID, seq: UInt64, cid: CID, term: UInt64, sequencer: DeviceID, receivedAt: UInt64,
+        outcome: CommitOutcome, reason: String?
+    ) throws {
+        try execute(
+            """
             INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason)
             VALUES (?, ?, ?, ?, ?, ?, x'', x'', ?, ?)
-            """, [group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, sequencer.bytes.blob, receivedAt.sql, outcome.rawValue, reason])
+            """,
+            [
+                group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, sequencer.bytes.blob, receivedAt.sql,
+                outcome.rawValue, reason,
+            ])
     }
 
     /// Fills in the signed form of an envelope row written by `insertUnsignedEnvelope`.
     package func setEnvelopeForm(_ e: Envelope) throws {
-        try execute("UPDATE envelopes SET payload = ?, signature = ? WHERE group_id = ? AND seq = ? AND cid = ?",
-                    [e.payload.blob, e.signature.blob, e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob])
+        try execute(
+            "UPDATE envelopes SET payload = ?, signature = ? WHERE group_id = ? AND seq = ? AND cid = ?",
+            [e.payload.blob, e.signature.blob, e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob])
     }
 
     /// Committed envelopes with seq in `from...to`, in seq order.
     package func envelopes(group: GroupID, from: UInt64, to: UInt64) throws -> [StoredEnvelope] {
-        try rows("SELECT payload, signature, outcome, reason FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-                 [group.bytes.blob, from.sql, to.sql]).map {
-            StoredEnvelope(envelope: try Envelope(payload: ($0["payload"] as Data).bytes, signature: ($0["signature"] as Data).bytes),
-                           outcome: $0["outcome"], reason: $0["reason"])
+        try rows(
+            "SELECT payload, signature, outcome, reason FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            [group.bytes.blob, from.sql, to.sql]
+        ).map {
+            StoredEnvelope(
+                envelope: try Envelope(
+                    payload: ($0["payload"] as Data).bytes, signature: ($0["signature"] as Data).bytes),
+                outcome: $0["outcome"], reason: $0["reason"])
         }
     }
 }
@@ -69,11 +89,16 @@ extension StoreDB {
     }
 
     /// Saves the committed group state and its members view.
-    package func saveGroupState(group: GroupID, blob: [UInt8], members: [(identity: [UInt8], role: String, status: String)], seq: UInt64, at now: UInt64) throws {
-        try execute("INSERT OR REPLACE INTO groups (group_id, state, committed_seq, updated_at) VALUES (?, ?, ?, ?)",
-                    [group.bytes.blob, blob.blob, seq.sql, now.sql])
+    package func saveGroupState(
+        group: GroupID, blob: [UInt8], members: [(identity: [UInt8], role: String, status: String)], seq: UInt64,
+        at now: UInt64
+    ) throws {
+        try execute(
+            "INSERT OR REPLACE INTO groups (group_id, state, committed_seq, updated_at) VALUES (?, ?, ?, ?)",
+            [group.bytes.blob, blob.blob, seq.sql, now.sql])
         for m in members {
-            try execute("""
+            try execute(
+                """
                 INSERT INTO members (group_id, identity, role, status, since_seq) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT(group_id, identity) DO UPDATE SET
                   since_seq = CASE WHEN role = excluded.role AND status = excluded.status THEN since_seq ELSE excluded.since_seq END,
@@ -87,17 +112,23 @@ extension StoreDB {
     }
 
     /// The members view: (identity, role, status, since_seq), by identity.
-    package func members(group: GroupID) throws -> [(identity: [UInt8], role: String, status: String, sinceSeq: UInt64)] {
-        try rows("SELECT identity, role, status, since_seq FROM members WHERE group_id = ? ORDER BY identity", [group.bytes.blob]).map {
+    package func members(group: GroupID) throws -> [(identity: [UInt8], role: String, status: String, sinceSeq: UInt64)]
+    {
+        try rows(
+            "SELECT identity, role, status, since_seq FROM members WHERE group_id = ? ORDER BY identity",
+            [group.bytes.blob]
+        ).map {
             (($0["identity"] as Data).bytes, $0["role"], $0["status"], UInt64(sql: $0["since_seq"]))
         }
     }
 
     package func entity(group: GroupID, key: String) throws -> (value: [UInt8], cid: CID, seq: UInt64)? {
-        guard let row = try row("SELECT value, cid, seq FROM entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key]) else { return nil }
+        guard
+            let row = try row(
+                "SELECT value, cid, seq FROM entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key])
+        else { return nil }
         return ((row["value"] as Data).bytes, try CID(bytes: (row["cid"] as Data).bytes), UInt64(sql: row["seq"]))
     }
-
 
     package func entities(group: GroupID) throws -> [(key: String, value: [UInt8], cid: CID, seq: UInt64)] {
         try rows("SELECT key, value, cid, seq FROM entities WHERE group_id = ? ORDER BY key", [group.bytes.blob]).map {
@@ -106,8 +137,9 @@ extension StoreDB {
     }
 
     package func putEntity(group: GroupID, key: String, value: [UInt8], cid: CID, seq: UInt64) throws {
-        try execute("INSERT OR REPLACE INTO entities (group_id, key, value, cid, seq) VALUES (?, ?, ?, ?, ?)",
-                    [group.bytes.blob, key, value.blob, cid.bytes.blob, seq.sql])
+        try execute(
+            "INSERT OR REPLACE INTO entities (group_id, key, value, cid, seq) VALUES (?, ?, ?, ?, ?)",
+            [group.bytes.blob, key, value.blob, cid.bytes.blob, seq.sql])
     }
 
     package func deleteEntity(group: GroupID, key: String) throws {
@@ -123,6 +155,8 @@ extension StoreDB {
     }
 
     package func insertTombstone(group: GroupID, cid: CID, seq: UInt64, at now: UInt64) throws {
-        try execute("INSERT OR IGNORE INTO tombstones (group_id, cid, seq, deleted_at) VALUES (?, ?, ?, ?)", [group.bytes.blob, cid.bytes.blob, seq.sql, now.sql])
+        try execute(
+            "INSERT OR IGNORE INTO tombstones (group_id, cid, seq, deleted_at) VALUES (?, ?, ?, ?)",
+            [group.bytes.blob, cid.bytes.blob, seq.sql, now.sql])
     }
 }

@@ -17,7 +17,9 @@ package struct OverlayPosition: Hashable, Comparable, Sendable {
 
     package init(_ r: Receipt) { self.init(hlc: r.hlc.packed, cid: r.cid) }
 
-    package static func < (l: OverlayPosition, r: OverlayPosition) -> Bool { l.hlc != r.hlc ? l.hlc < r.hlc : l.cid < r.cid }
+    package static func < (l: OverlayPosition, r: OverlayPosition) -> Bool {
+        l.hlc != r.hlc ? l.hlc < r.hlc : l.cid < r.cid
+    }
 
     /// SQLite compares the stored (signed) bit pattern, which agrees with `<` below 2^63; a
     /// receipt at or above it makes its group irregular, so stored positions never need more.
@@ -52,13 +54,19 @@ extension StoreDB {
     // MARK: Groups
 
     package func overlayGroup(_ group: GroupID) throws -> OverlayGroupRow? {
-        guard let row = try row("SELECT state, regular, changes = maintained AS fresh FROM overlay_groups WHERE group_id = ?", [group.bytes.blob]) else { return nil }
-        return OverlayGroupRow(state: (row["state"] as Data?)?.bytes, regular: row["regular"] as Bool, fresh: row["fresh"] as Bool)
+        guard
+            let row = try row(
+                "SELECT state, regular, changes = maintained AS fresh FROM overlay_groups WHERE group_id = ?",
+                [group.bytes.blob])
+        else { return nil }
+        return OverlayGroupRow(
+            state: (row["state"] as Data?)?.bytes, regular: row["regular"] as Bool, fresh: row["fresh"] as Bool)
     }
 
     /// Writes the tentative state and marks the group repaired (`maintained = changes`).
     package func saveOverlayGroup(_ group: GroupID, state: [UInt8]?, regular: Bool) throws {
-        try execute("""
+        try execute(
+            """
             INSERT INTO overlay_groups (group_id, state, regular) VALUES (?, ?, ?)
             ON CONFLICT(group_id) DO UPDATE SET state = excluded.state, regular = excluded.regular, maintained = changes
             """, [group.bytes.blob, state?.blob, regular])
@@ -83,40 +91,57 @@ extension StoreDB {
 
     /// Groups with a maintained view that something else changed since (an older binary).
     package func staleOverlayGroups() throws -> [GroupID] {
-        try rows("SELECT group_id FROM overlay_groups WHERE changes != maintained").map { try GroupID(bytes: ($0["group_id"] as Data).bytes) }
+        try rows("SELECT group_id FROM overlay_groups WHERE changes != maintained").map {
+            try GroupID(bytes: ($0["group_id"] as Data).bytes)
+        }
     }
 
     // MARK: Steps
 
-    package func insertOverlayStep(_ group: GroupID, _ p: OverlayPosition, key: String?, rejected: Bool, state: [UInt8]?) throws {
-        try execute("INSERT OR REPLACE INTO overlay_steps (group_id, hlc, cid, key, rejected, state) VALUES (?, ?, ?, ?, ?, ?)",
-                    StatementArguments([group.bytes.blob]) + p.arguments + StatementArguments([key, rejected, state?.blob] as [(any DatabaseValueConvertible)?]))
+    package func insertOverlayStep(
+        _ group: GroupID, _ p: OverlayPosition, key: String?, rejected: Bool, state: [UInt8]?
+    ) throws {
+        try execute(
+            "INSERT OR REPLACE INTO overlay_steps (group_id, hlc, cid, key, rejected, state) VALUES (?, ?, ?, ?, ?, ?)",
+            StatementArguments([group.bytes.blob]) + p.arguments
+                + StatementArguments([key, rejected, state?.blob] as [(any DatabaseValueConvertible)?]))
     }
 
     package func updateOverlayStep(_ group: GroupID, _ p: OverlayPosition, rejected: Bool, state: [UInt8]?) throws {
-        try execute("UPDATE overlay_steps SET rejected = ?, state = ? WHERE group_id = ? AND hlc = ? AND cid = ?",
-                    StatementArguments([rejected, state?.blob, group.bytes.blob] as [(any DatabaseValueConvertible)?]) + p.arguments)
+        try execute(
+            "UPDATE overlay_steps SET rejected = ?, state = ? WHERE group_id = ? AND hlc = ? AND cid = ?",
+            StatementArguments([rejected, state?.blob, group.bytes.blob] as [(any DatabaseValueConvertible)?])
+                + p.arguments)
     }
 
     package func deleteOverlayStep(_ group: GroupID, _ p: OverlayPosition) throws {
-        try execute("DELETE FROM overlay_steps WHERE group_id = ? AND hlc = ? AND cid = ?", StatementArguments([group.bytes.blob]) + p.arguments)
+        try execute(
+            "DELETE FROM overlay_steps WHERE group_id = ? AND hlc = ? AND cid = ?",
+            StatementArguments([group.bytes.blob]) + p.arguments)
     }
 
     package func overlayStep(_ group: GroupID, _ p: OverlayPosition) throws -> OverlayStep? {
-        try row("SELECT hlc, cid, key, rejected, state FROM overlay_steps WHERE group_id = ? AND hlc = ? AND cid = ?", StatementArguments([group.bytes.blob]) + p.arguments).map { try Self.overlayStep($0) }
+        try row(
+            "SELECT hlc, cid, key, rejected, state FROM overlay_steps WHERE group_id = ? AND hlc = ? AND cid = ?",
+            StatementArguments([group.bytes.blob]) + p.arguments
+        ).map { try Self.overlayStep($0) }
     }
 
     /// The first step of the order (the head a sequencer is expected to commit next).
     package func firstOverlayStep(_ group: GroupID) throws -> OverlayPosition? {
-        try row("SELECT hlc, cid FROM overlay_steps WHERE group_id = ? ORDER BY hlc, cid LIMIT 1", [group.bytes.blob]).map(Self.position)
+        try row("SELECT hlc, cid FROM overlay_steps WHERE group_id = ? ORDER BY hlc, cid LIMIT 1", [group.bytes.blob])
+            .map(Self.position)
     }
 
     /// The state after the last accepted group operation before `p`, if there is one.
     package func overlayCheckpoint(_ group: GroupID, before p: OverlayPosition) throws -> [UInt8]? {
-        guard let row = try row("""
-            SELECT state FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL AND (hlc, cid) < (?, ?)
-            ORDER BY hlc DESC, cid DESC LIMIT 1
-            """, StatementArguments([group.bytes.blob]) + p.arguments) else { return nil }
+        guard
+            let row = try row(
+                """
+                SELECT state FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL AND (hlc, cid) < (?, ?)
+                ORDER BY hlc DESC, cid DESC LIMIT 1
+                """, StatementArguments([group.bytes.blob]) + p.arguments)
+        else { return nil }
         return (row["state"] as Data).bytes
     }
 
@@ -124,34 +149,47 @@ extension StoreDB {
     /// here and below: the planner would otherwise walk the primary key, which is in the same
     /// order, filtering every step of the group.
     package func firstOverlayCheckpoint(_ group: GroupID) throws -> OverlayPosition? {
-        try row("SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL ORDER BY hlc, cid LIMIT 1", [group.bytes.blob]).map(Self.position)
+        try row(
+            "SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL ORDER BY hlc, cid LIMIT 1",
+            [group.bytes.blob]
+        ).map(Self.position)
     }
 
     /// Up to `limit` steps at or after `p` in order, each with its receipt.
-    package func overlaySteps(_ group: GroupID, from p: OverlayPosition?, after: Bool = false, limit: Int) throws -> [OverlayStep] {
+    package func overlaySteps(
+        _ group: GroupID, from p: OverlayPosition?, after: Bool = false, limit: Int
+    ) throws -> [OverlayStep] {
         let start = p ?? OverlayPosition(hlc: 0, cid: CID(digest: [UInt8](repeating: 0, count: 32)))
-        return try rows("""
+        return try rows(
+            """
             SELECT s.hlc, s.cid, s.key, s.rejected, s.state, r.payload, r.signature, c.encoded AS certificate FROM overlay_steps s
             JOIN receipts r ON r.cid = s.cid JOIN certificates c ON c.cid = r.certificate_cid
             WHERE s.group_id = ? AND (s.hlc, s.cid) \(after ? ">" : ">=") (?, ?) ORDER BY s.hlc, s.cid LIMIT ?
-            """, StatementArguments([group.bytes.blob]) + start.arguments + [limit]).map { row in
+            """, StatementArguments([group.bytes.blob]) + start.arguments + [limit]
+        ).map { row in
             let cert = try DeviceCertificate(encoded: (row["certificate"] as Data).bytes)
-            let receipt = try Receipt(payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
+            let receipt = try Receipt(
+                payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
             return try Self.overlayStep(row, receipt: receipt)
         }
     }
 
     /// The last accepted step that writes `key`, if any.
     package func lastOverlayWriter(_ group: GroupID, key: String) throws -> OverlayPosition? {
-        try row("SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_writers WHERE group_id = ? AND key = ? AND rejected = 0 ORDER BY hlc DESC, cid DESC LIMIT 1",
-                [group.bytes.blob, key]).map(Self.position)
+        try row(
+            "SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_writers WHERE group_id = ? AND key = ? AND rejected = 0 ORDER BY hlc DESC, cid DESC LIMIT 1",
+            [group.bytes.blob, key]
+        ).map(Self.position)
     }
 
     // MARK: Entities
 
     /// The tentative row of `key`: `value` nil means deleted in the tentative view.
     package func overlayEntity(_ group: GroupID, key: String) throws -> (value: [UInt8]?, cid: CID)? {
-        guard let row = try row("SELECT value, cid FROM overlay_entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key]) else { return nil }
+        guard
+            let row = try row(
+                "SELECT value, cid FROM overlay_entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key])
+        else { return nil }
         return ((row["value"] as Data?)?.bytes, try CID(bytes: (row["cid"] as Data).bytes))
     }
 
@@ -167,7 +205,9 @@ extension StoreDB {
     }
 
     package func putOverlayEntity(_ group: GroupID, key: String, value: [UInt8]?, cid: CID) throws {
-        try execute("INSERT OR REPLACE INTO overlay_entities (group_id, key, value, cid) VALUES (?, ?, ?, ?)", [group.bytes.blob, key, value?.blob, cid.bytes.blob])
+        try execute(
+            "INSERT OR REPLACE INTO overlay_entities (group_id, key, value, cid) VALUES (?, ?, ?, ?)",
+            [group.bytes.blob, key, value?.blob, cid.bytes.blob])
     }
 
     package func deleteOverlayEntity(_ group: GroupID, key: String) throws {
@@ -182,26 +222,43 @@ extension StoreDB {
     }
 
     /// The position and seq of a held receipt (nil when not held).
-    package func receiptPosition(_ cid: CID) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
-        guard let row = try row("SELECT hlc, author, author_counter, seq FROM receipts WHERE cid = ?", [cid.bytes.blob]) else { return nil }
-        return (OverlayPosition(hlc: UInt64(sql: row["hlc"]), cid: cid), try DeviceID(bytes: (row["author"] as Data).bytes),
-                UInt64(sql: row["author_counter"]), (row["seq"] as Int64?) != nil)
+    package func receiptPosition(
+        _ cid: CID
+    ) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
+        guard let row = try row("SELECT hlc, author, author_counter, seq FROM receipts WHERE cid = ?", [cid.bytes.blob])
+        else { return nil }
+        return (
+            OverlayPosition(hlc: UInt64(sql: row["hlc"]), cid: cid), try DeviceID(bytes: (row["author"] as Data).bytes),
+            UInt64(sql: row["author_counter"]), (row["seq"] as Int64?) != nil
+        )
     }
 
     /// The same for the receipt at (group, author, counter).
-    package func receiptPosition(group: GroupID, author: DeviceID, counter: UInt64) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
-        guard let row = try row("SELECT hlc, cid, seq FROM receipts WHERE group_id = ? AND author = ? AND author_counter = ?",
-                                [group.bytes.blob, author.bytes.blob, counter.sql]) else { return nil }
+    package func receiptPosition(
+        group: GroupID, author: DeviceID, counter: UInt64
+    ) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
+        guard
+            let row = try row(
+                "SELECT hlc, cid, seq FROM receipts WHERE group_id = ? AND author = ? AND author_counter = ?",
+                [group.bytes.blob, author.bytes.blob, counter.sql])
+        else { return nil }
         return (try Self.position(row), author, counter, (row["seq"] as Int64?) != nil)
     }
 
     /// Tentative receipts that name `cid` as a parent: (position, author, counter).
-    package func tentativeChildren(of cid: CID) throws -> [(position: OverlayPosition, author: DeviceID, counter: UInt64)] {
-        try rows("""
+    package func tentativeChildren(
+        of cid: CID
+    ) throws -> [(position: OverlayPosition, author: DeviceID, counter: UInt64)] {
+        try rows(
+            """
             SELECT r.hlc, r.cid, r.author, r.author_counter FROM receipt_parents p JOIN receipts r ON r.id = p.receipt_id
             WHERE p.parent = ? AND r.seq IS NULL
-            """, [cid.bytes.blob]).map {
-            (try Self.position($0), try DeviceID(bytes: ($0["author"] as Data).bytes), UInt64(sql: $0["author_counter"]))
+            """, [cid.bytes.blob]
+        ).map {
+            (
+                try Self.position($0), try DeviceID(bytes: ($0["author"] as Data).bytes),
+                UInt64(sql: $0["author_counter"])
+            )
         }
     }
 
@@ -210,6 +267,8 @@ extension StoreDB {
     }
 
     static func overlayStep(_ row: Row, receipt: Receipt? = nil) throws -> OverlayStep {
-        OverlayStep(position: try position(row), key: row["key"], rejected: row["rejected"] as Bool, state: (row["state"] as Data?)?.bytes, receipt: receipt)
+        OverlayStep(
+            position: try position(row), key: row["key"], rejected: row["rejected"] as Bool,
+            state: (row["state"] as Data?)?.bytes, receipt: receipt)
     }
 }

@@ -18,8 +18,12 @@ extension StoreDB {
     }
 
     package func insertCertificate(_ c: DeviceCertificate) throws {
-        try execute("INSERT OR IGNORE INTO certificates (cid, identity, device, noise_key, name, created_at, encoded) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [c.cid.bytes.blob, c.identity.bytes.blob, c.device.bytes.blob, c.noiseKey.rawRepresentation.blob, c.name, c.createdAt.sql, c.encoded.blob])
+        try execute(
+            "INSERT OR IGNORE INTO certificates (cid, identity, device, noise_key, name, created_at, encoded) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                c.cid.bytes.blob, c.identity.bytes.blob, c.device.bytes.blob, c.noiseKey.rawRepresentation.blob, c.name,
+                c.createdAt.sql, c.encoded.blob,
+            ])
     }
 
     /// Certificates of one device (a device may be re-certified with a new name).
@@ -33,11 +37,15 @@ extension StoreDB {
 
     /// The outcome recorded for a CID the pipeline already finished with, if any.
     package func processedOutcome(_ cid: CID) throws -> ProcessedOutcome? {
-        try String.fetchOne(db.cachedStatement(sql: "SELECT outcome FROM processed_receipts WHERE cid = ?"), arguments: [cid.bytes.blob])
-            .map { text in
-                guard let outcome = ProcessedOutcome(rawValue: text) else { throw StoreError(.unknownStoredValue, "a processed receipt with unknown outcome \"\(text)\"") }
-                return outcome
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT outcome FROM processed_receipts WHERE cid = ?"), arguments: [cid.bytes.blob]
+        )
+        .map { text in
+            guard let outcome = ProcessedOutcome(rawValue: text) else {
+                throw StoreError(.unknownStoredValue, "a processed receipt with unknown outcome \"\(text)\"")
             }
+            return outcome
+        }
     }
 
     /// The highest receipt row id (0 in an empty store): rows stored later have higher ids.
@@ -45,27 +53,45 @@ extension StoreDB {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT COALESCE(MAX(id), 0) FROM receipts")) ?? 0
     }
 
-    package func markProcessed(_ cid: CID, group: GroupID, outcome: ProcessedOutcome, reason: String?, at now: UInt64) throws {
-        try execute("INSERT OR REPLACE INTO processed_receipts (cid, group_id, outcome, reason, processed_at) VALUES (?, ?, ?, ?, ?)",
-                    [cid.bytes.blob, group.bytes.blob, outcome.rawValue, reason, now.sql])
+    package func markProcessed(
+        _ cid: CID, group: GroupID, outcome: ProcessedOutcome, reason: String?, at now: UInt64
+    ) throws {
+        try execute(
+            "INSERT OR REPLACE INTO processed_receipts (cid, group_id, outcome, reason, processed_at) VALUES (?, ?, ?, ?, ?)",
+            [cid.bytes.blob, group.bytes.blob, outcome.rawValue, reason, now.sql])
     }
 
     /// A receipt whose signature or certificate does not verify: remembered (it is never
     /// checked again) with the author and identity it claims and the peer that sent it.
-    package func markInvalid(_ cid: CID, group: GroupID, author: DeviceID, identity: IdentityID, peer: DeviceID?, reason: String, at now: UInt64) throws {
-        try execute("""
+    package func markInvalid(
+        _ cid: CID, group: GroupID, author: DeviceID, identity: IdentityID, peer: DeviceID?, reason: String,
+        at now: UInt64
+    ) throws {
+        try execute(
+            """
             INSERT OR REPLACE INTO processed_receipts (cid, group_id, outcome, reason, processed_at, author, identity, peer)
             VALUES (?, ?, 'invalid', ?, ?, ?, ?, ?)
-            """, [cid.bytes.blob, group.bytes.blob, reason, now.sql, author.bytes.blob, identity.bytes.blob, peer?.bytes.blob])
+            """,
+            [
+                cid.bytes.blob, group.bytes.blob, reason, now.sql, author.bytes.blob, identity.bytes.blob,
+                peer?.bytes.blob,
+            ])
     }
 
     /// The newest `limit` invalid receipts, newest first.
     package func invalidReceipts(limit: Int) throws -> [InvalidReceipt] {
-        try rows("SELECT * FROM processed_receipts WHERE outcome = 'invalid' ORDER BY processed_at DESC LIMIT ?", [limit]).map { row in
-            func id<T>(_ column: String, _ make: ([UInt8]) throws -> T) -> T? { (row[column] as Data?).flatMap { try? make($0.bytes) } }
-            return InvalidReceipt(cid: try CID(bytes: (row["cid"] as Data).bytes), group: try GroupID(bytes: (row["group_id"] as Data).bytes),
-                                  author: id("author", DeviceID.init(bytes:)), identity: id("identity", IdentityID.init(bytes:)),
-                                  peer: id("peer", DeviceID.init(bytes:)), reason: row["reason"] ?? "", at: UInt64(sql: row["processed_at"]))
+        try rows(
+            "SELECT * FROM processed_receipts WHERE outcome = 'invalid' ORDER BY processed_at DESC LIMIT ?", [limit]
+        ).map { row in
+            func id<T>(_ column: String, _ make: ([UInt8]) throws -> T) -> T? {
+                (row[column] as Data?).flatMap { try? make($0.bytes) }
+            }
+            return InvalidReceipt(
+                cid: try CID(bytes: (row["cid"] as Data).bytes),
+                group: try GroupID(bytes: (row["group_id"] as Data).bytes),
+                author: id("author", DeviceID.init(bytes:)), identity: id("identity", IdentityID.init(bytes:)),
+                peer: id("peer", DeviceID.init(bytes:)), reason: row["reason"] ?? "",
+                at: UInt64(sql: row["processed_at"]))
         }
     }
 
@@ -78,12 +104,19 @@ extension StoreDB {
     /// Highest author counter held for (group, author); counters are stored contiguously, so
     /// this is also the contiguous high-water mark. 0 when none.
     package func heldCounter(group: GroupID, author: DeviceID) throws -> UInt64 {
-        UInt64(sql: try int("SELECT MAX(author_counter) FROM receipts WHERE group_id = ? AND author = ?", [group.bytes.blob, author.bytes.blob]) ?? 0)
+        UInt64(
+            sql: try int(
+                "SELECT MAX(author_counter) FROM receipts WHERE group_id = ? AND author = ?",
+                [group.bytes.blob, author.bytes.blob]) ?? 0)
     }
 
     /// The CID held at (group, author, counter).
     package func receiptCID(group: GroupID, author: DeviceID, counter: UInt64) throws -> CID? {
-        guard let row = try row("SELECT cid FROM receipts WHERE group_id = ? AND author = ? AND author_counter = ?", [group.bytes.blob, author.bytes.blob, counter.sql]) else { return nil }
+        guard
+            let row = try row(
+                "SELECT cid FROM receipts WHERE group_id = ? AND author = ? AND author_counter = ?",
+                [group.bytes.blob, author.bytes.blob, counter.sql])
+        else { return nil }
         return try CID(bytes: (row["cid"] as Data).bytes)
     }
 
@@ -91,15 +124,23 @@ extension StoreDB {
     /// maintains the group's heads. Returns the row id.
     @discardableResult
     package func insertReceipt(_ r: Receipt, receivedAt: UInt64) throws -> Int64 {
-        try execute("""
+        try execute(
+            """
             INSERT INTO receipts (cid, group_id, author, author_counter, identity, type, hlc, payload, signature, certificate_cid, received_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [r.cid.bytes.blob, r.group.bytes.blob, r.author.bytes.blob, r.counter.sql, r.identity.bytes.blob, r.type, r.hlc.packed.sql,
-                  r.payload.blob, r.signature.blob, r.certificate.cid.bytes.blob, received(receivedAt)])
+            """,
+            [
+                r.cid.bytes.blob, r.group.bytes.blob, r.author.bytes.blob, r.counter.sql, r.identity.bytes.blob, r.type,
+                r.hlc.packed.sql,
+                r.payload.blob, r.signature.blob, r.certificate.cid.bytes.blob, received(receivedAt),
+            ])
         let id = db.lastInsertedRowID
         for parent in r.parents {
-            try execute("INSERT OR IGNORE INTO receipt_parents (receipt_id, parent) VALUES (?, ?)", [id, parent.bytes.blob])
-            try execute("DELETE FROM heads WHERE group_id = ? AND receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [r.group.bytes.blob, parent.bytes.blob])
+            try execute(
+                "INSERT OR IGNORE INTO receipt_parents (receipt_id, parent) VALUES (?, ?)", [id, parent.bytes.blob])
+            try execute(
+                "DELETE FROM heads WHERE group_id = ? AND receipt_id = (SELECT id FROM receipts WHERE cid = ?)",
+                [r.group.bytes.blob, parent.bytes.blob])
         }
         // A child that arrived first already names this receipt: then it is not a head.
         if try int("SELECT 1 FROM receipt_parents WHERE parent = ? LIMIT 1", [r.cid.bytes.blob]) == nil {
@@ -112,10 +153,12 @@ extension StoreDB {
 
     /// The most recent heads of a group (by HLC, then CID), at most `limit`.
     package func heads(group: GroupID, limit: Int) throws -> [CID] {
-        try rows("""
+        try rows(
+            """
             SELECT r.cid FROM heads h JOIN receipts r ON r.id = h.receipt_id
             WHERE h.group_id = ? ORDER BY r.hlc DESC, r.cid DESC LIMIT ?
-            """, [group.bytes.blob, limit]).map { try CID(bytes: ($0["cid"] as Data).bytes) }
+            """, [group.bytes.blob, limit]
+        ).map { try CID(bytes: ($0["cid"] as Data).bytes) }
     }
 
     package func loadReceipt(_ cid: CID) throws -> StoredReceipt? {
@@ -125,12 +168,17 @@ extension StoreDB {
 
     /// Receipts without an envelope, in (HLC, CID) order; the engine refines the order by parents.
     package func tentativeReceipts(group: GroupID) throws -> [StoredReceipt] {
-        try rows(Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid", [group.bytes.blob]).map(Self.storedReceipt)
+        try rows(
+            Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid", [group.bytes.blob]
+        ).map(Self.storedReceipt)
     }
 
     /// The `limit` earliest tentative receipts by (HLC, CID) (an HLC is after its parents').
     package func earliestTentativeReceipts(group: GroupID, limit: Int) throws -> [StoredReceipt] {
-        try rows(Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid LIMIT ?", [group.bytes.blob, limit]).map(Self.storedReceipt)
+        try rows(
+            Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid LIMIT ?",
+            [group.bytes.blob, limit]
+        ).map(Self.storedReceipt)
     }
 
     package func tentativeCount(group: GroupID) throws -> Int {
@@ -139,18 +187,27 @@ extension StoreDB {
 
     /// Receipts of one author in counter order, from `fromCounter`, at most `limit`.
     package func receipts(group: GroupID, author: DeviceID, fromCounter: UInt64, limit: Int) throws -> [StoredReceipt] {
-        try rows(Self.receiptSelect + " WHERE r.group_id = ? AND r.author = ? AND r.author_counter >= ? ORDER BY r.author_counter LIMIT ?",
-                 [group.bytes.blob, author.bytes.blob, fromCounter.sql, limit]).map(Self.storedReceipt)
+        try rows(
+            Self.receiptSelect
+                + " WHERE r.group_id = ? AND r.author = ? AND r.author_counter >= ? ORDER BY r.author_counter LIMIT ?",
+            [group.bytes.blob, author.bytes.blob, fromCounter.sql, limit]
+        ).map(Self.storedReceipt)
     }
 
     /// Every receipt of a group: committed ones in seq order, then tentative ones.
     package func allReceipts(group: GroupID) throws -> [StoredReceipt] {
-        try rows(Self.receiptSelect + " WHERE r.group_id = ? ORDER BY r.seq IS NULL, r.seq, r.author, r.author_counter", [group.bytes.blob]).map(Self.storedReceipt)
+        try rows(
+            Self.receiptSelect + " WHERE r.group_id = ? ORDER BY r.seq IS NULL, r.seq, r.author, r.author_counter",
+            [group.bytes.blob]
+        ).map(Self.storedReceipt)
     }
 
     /// Per-author contiguous counters held for a group.
     package func authorCounters(group: GroupID) throws -> [(DeviceID, UInt64)] {
-        try rows("SELECT author, MAX(author_counter) AS c FROM receipts WHERE group_id = ? GROUP BY author ORDER BY author", [group.bytes.blob]).map {
+        try rows(
+            "SELECT author, MAX(author_counter) AS c FROM receipts WHERE group_id = ? GROUP BY author ORDER BY author",
+            [group.bytes.blob]
+        ).map {
             (try DeviceID(bytes: ($0["author"] as Data).bytes), UInt64(sql: $0["c"]))
         }
     }
@@ -162,14 +219,16 @@ extension StoreDB {
     /// Removes a receipt (used when an envelope commits the other half of an equivocation).
     package func deleteReceipt(_ cid: CID) throws {
         try execute("DELETE FROM heads WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
-        try execute("DELETE FROM receipt_parents WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
+        try execute(
+            "DELETE FROM receipt_parents WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
         try execute("DELETE FROM receipts WHERE cid = ?", [cid.bytes.blob])
     }
 
     /// Group ids this store knows: created ones, and any with receipts.
     /// Whether `group` is among `knownGroups()`: three index probes, not a list of every group.
     package func knowsGroup(_ group: GroupID) throws -> Bool {
-        try int("""
+        try int(
+            """
             SELECT EXISTS(SELECT 1 FROM groups WHERE group_id = ?1)
                 OR EXISTS(SELECT 1 FROM receipts WHERE group_id = ?1 AND type = 'group.created')
                 OR EXISTS(SELECT 1 FROM tombstones WHERE group_id = ?1)
@@ -177,7 +236,9 @@ extension StoreDB {
     }
 
     package func knownGroups() throws -> [GroupID] {
-        try rows("SELECT group_id FROM groups UNION SELECT group_id FROM receipts WHERE type = 'group.created' UNION SELECT group_id FROM tombstones").map {
+        try rows(
+            "SELECT group_id FROM groups UNION SELECT group_id FROM receipts WHERE type = 'group.created' UNION SELECT group_id FROM tombstones"
+        ).map {
             try GroupID(bytes: ($0["group_id"] as Data).bytes)
         }
     }
@@ -189,7 +250,8 @@ extension StoreDB {
 
     static func storedReceipt(_ row: Row) throws -> StoredReceipt {
         let cert = try DeviceCertificate(encoded: (row["certificate"] as Data).bytes)
-        let receipt = try Receipt(payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
+        let receipt = try Receipt(
+            payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
         let seq: Int64? = row["seq"]
         return StoredReceipt(id: row["id"], receipt: receipt, seq: seq.map(UInt64.init(sql:)))
     }
@@ -198,7 +260,11 @@ extension StoreDB {
 extension StoreDB {
     /// The earliest tentative receipt of a group by (HLC, CID) among rows with id below `before`.
     package func firstTentative(group: GroupID, before: Int64) throws -> CID? {
-        guard let row = try row("SELECT cid FROM receipts WHERE group_id = ? AND seq IS NULL AND id < ? ORDER BY hlc, cid LIMIT 1", [group.bytes.blob, before]) else { return nil }
+        guard
+            let row = try row(
+                "SELECT cid FROM receipts WHERE group_id = ? AND seq IS NULL AND id < ? ORDER BY hlc, cid LIMIT 1",
+                [group.bytes.blob, before])
+        else { return nil }
         return try CID(bytes: (row["cid"] as Data).bytes)
     }
 }
@@ -206,20 +272,30 @@ extension StoreDB {
 extension StoreDB {
     /// The highest HLC among a group's heads (what a new receipt must follow).
     package func latestHeadHLC(group: GroupID) throws -> UInt64? {
-        try int("SELECT MAX(r.hlc) FROM heads h JOIN receipts r ON r.id = h.receipt_id WHERE h.group_id = ?", [group.bytes.blob]).map(UInt64.init(sql:))
+        try int(
+            "SELECT MAX(r.hlc) FROM heads h JOIN receipts r ON r.id = h.receipt_id WHERE h.group_id = ?",
+            [group.bytes.blob]
+        ).map(UInt64.init(sql:))
     }
 
     /// Committed receipts of a group in seq order, with each envelope's recorded outcome.
-    package func committedLog(group: GroupID, fromSeq: UInt64 = 1, limit: Int = .max) throws -> [(receipt: Receipt, seq: UInt64, rejected: String?)] {
-        try rows("""
+    package func committedLog(
+        group: GroupID, fromSeq: UInt64 = 1, limit: Int = .max
+    ) throws -> [(receipt: Receipt, seq: UInt64, rejected: String?)] {
+        try rows(
+            """
             SELECT r.payload, r.signature, c.encoded AS certificate, e.seq, e.outcome, e.reason FROM envelopes e
             JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
-            """, [group.bytes.blob, fromSeq.sql, limit]).map { row in
+            """, [group.bytes.blob, fromSeq.sql, limit]
+        ).map { row in
             let cert = try DeviceCertificate(encoded: (row["certificate"] as Data).bytes)
-            let receipt = try Receipt(payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
+            let receipt = try Receipt(
+                payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
             let outcome: String = row["outcome"]
-            return (receipt, UInt64(sql: row["seq"]), outcome == "applied" ? nil : (row["reason"] as String?) ?? "rejected")
+            return (
+                receipt, UInt64(sql: row["seq"]), outcome == "applied" ? nil : (row["reason"] as String?) ?? "rejected"
+            )
         }
     }
 }
@@ -227,7 +303,9 @@ extension StoreDB {
 extension StoreDB {
     /// Whether `device` authored a tentative group.created for the group.
     package func hasTentativeCreation(group: GroupID, by device: DeviceID) throws -> Bool {
-        try int("SELECT 1 FROM receipts WHERE group_id = ? AND type = 'group.created' AND author = ? AND seq IS NULL LIMIT 1", [group.bytes.blob, device.bytes.blob]) != nil
+        try int(
+            "SELECT 1 FROM receipts WHERE group_id = ? AND type = 'group.created' AND author = ? AND seq IS NULL LIMIT 1",
+            [group.bytes.blob, device.bytes.blob]) != nil
     }
 
     /// Which of these certificate CIDs are stored (and so already verified).

@@ -33,45 +33,59 @@ extension StoreDB {
 
     /// Committed envelopes with seq >= `fromSeq` joined to their receipts, in seq order.
     package func rawCommitted(group: GroupID, fromSeq: UInt64, limit: Int) throws -> [RawCommittedRow] {
-        try rows("""
+        try rows(
+            """
             SELECT e.seq, e.payload AS ep, e.signature AS es, r.author, r.author_counter, r.payload, r.signature, c.encoded AS certificate
             FROM envelopes e JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
-            """, [group.bytes.blob, fromSeq.sql, limit]).map { row in
+            """, [group.bytes.blob, fromSeq.sql, limit]
+        ).map { row in
             let seq = UInt64(sql: row["seq"])
-            return RawCommittedRow(seq: seq, envelopePayload: (row["ep"] as Data).bytes, envelopeSignature: (row["es"] as Data).bytes,
-                                   receipt: Self.rawReceipt(row, seq: seq))
+            return RawCommittedRow(
+                seq: seq, envelopePayload: (row["ep"] as Data).bytes, envelopeSignature: (row["es"] as Data).bytes,
+                receipt: Self.rawReceipt(row, seq: seq))
         }
     }
 
     /// Committed envelopes alone (the receipts are known to be held), seq in `from...to`.
-    package func rawEnvelopes(group: GroupID, from: UInt64, to: UInt64, limit: Int) throws -> [(seq: UInt64, payload: [UInt8], signature: [UInt8])] {
-        try rows("SELECT seq, payload, signature FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? ORDER BY seq LIMIT ?",
-                 [group.bytes.blob, from.sql, to.sql, limit]).map { (UInt64(sql: $0["seq"]), ($0["payload"] as Data).bytes, ($0["signature"] as Data).bytes) }
+    package func rawEnvelopes(
+        group: GroupID, from: UInt64, to: UInt64, limit: Int
+    ) throws -> [(seq: UInt64, payload: [UInt8], signature: [UInt8])] {
+        try rows(
+            "SELECT seq, payload, signature FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? ORDER BY seq LIMIT ?",
+            [group.bytes.blob, from.sql, to.sql, limit]
+        ).map { (UInt64(sql: $0["seq"]), ($0["payload"] as Data).bytes, ($0["signature"] as Data).bytes) }
     }
 
     /// One author's receipts with counters in `from...to`, in counter order.
-    package func rawReceipts(group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int) throws -> [RawReceiptRow] {
-        try rows("""
+    package func rawReceipts(
+        group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int
+    ) throws -> [RawReceiptRow] {
+        try rows(
+            """
             SELECT r.author, r.author_counter, r.seq, r.payload, r.signature, c.encoded AS certificate
             FROM receipts r JOIN certificates c ON c.cid = r.certificate_cid
             WHERE r.group_id = ? AND r.author = ? AND r.author_counter BETWEEN ? AND ? ORDER BY r.author_counter LIMIT ?
-            """, [group.bytes.blob, author.bytes.blob, from.sql, to.sql, limit]).map { Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
+            """, [group.bytes.blob, author.bytes.blob, from.sql, to.sql, limit]
+        ).map { Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
     }
 
     /// Receipts of a group by CID (those held; others are skipped).
     package func rawReceipts(group: GroupID, cids: [CID]) throws -> [RawReceiptRow] {
         try cids.compactMap { cid in
-            try row("""
+            try row(
+                """
                 SELECT r.author, r.author_counter, r.seq, r.payload, r.signature, c.encoded AS certificate
                 FROM receipts r JOIN certificates c ON c.cid = r.certificate_cid WHERE r.cid = ? AND r.group_id = ?
-                """, [cid.bytes.blob, group.bytes.blob]).map { Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
+                """, [cid.bytes.blob, group.bytes.blob]
+            ).map { Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
         }
     }
 
     static func rawReceipt(_ row: Row, seq: UInt64?) -> RawReceiptRow {
-        RawReceiptRow(author: (row["author"] as Data).bytes, counter: UInt64(sql: row["author_counter"]), seq: seq,
-                      payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes,
-                      certificate: (row["certificate"] as Data).bytes)
+        RawReceiptRow(
+            author: (row["author"] as Data).bytes, counter: UInt64(sql: row["author_counter"]), seq: seq,
+            payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes,
+            certificate: (row["certificate"] as Data).bytes)
     }
 }

@@ -19,7 +19,9 @@ struct StoreOpenLock: ~Copyable {
         // Read-only and 0644 (it holds nothing): flock needs no write access, so another user
         // sharing the directory can lock it too.
         fd = open(lockPath, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw StoreError(.openLock, "cannot open \(lockPath): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw StoreError(.openLock, "cannot open \(lockPath): \(String(cString: strerror(errno)))")
+        }
         var waited = 0.0
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let failure = errno
@@ -29,7 +31,10 @@ struct StoreOpenLock: ~Copyable {
             }
             guard waited < Self.timeoutSeconds else {
                 close(fd)
-                throw StoreError(.openLock, "another process has been opening \(path) for over \(Int(Self.timeoutSeconds)) s (it holds \(lockPath))")
+                throw StoreError(
+                    .openLock,
+                    "another process has been opening \(path) for over \(Int(Self.timeoutSeconds)) s (it holds \(lockPath))"
+                )
             }
             usleep(10_000)
             waited += 0.01

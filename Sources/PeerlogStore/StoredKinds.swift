@@ -33,4 +33,3 @@ package enum BackfillKind: String, Hashable, Sendable {
     /// Receipts by CID.
     case cid
 }
-

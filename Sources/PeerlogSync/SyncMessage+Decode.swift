@@ -7,13 +7,22 @@ extension SyncMessage {
     /// known type present and well typed, every list within its named limit. Unknown keys of
     /// known types and unknown types are tolerated (forward compatibility).
     public static func decode(_ bytes: [UInt8], limits: SyncLimits) throws(SyncCodecError) -> SyncMessage {
-        guard bytes.count <= limits.maxMessageBytes else { throw .limit("maxMessageBytes: message size", bytes.count, limits.maxMessageBytes) }
-        let widest = max(limits.maxGroupsPerHello, limits.maxAuthorsPerVector, limits.maxBatchItems, limits.maxCIDsPerRequest, limits.maxHelloListItems)
-        let decoder = CBORDecoder(mode: .strict, limits: .init(maxDepth: 4, maxStringBytes: limits.maxMessageBytes,
-                                                               maxCollectionCount: widest + 1, maxInputBytes: limits.maxMessageBytes))
+        guard bytes.count <= limits.maxMessageBytes else {
+            throw .limit("maxMessageBytes: message size", bytes.count, limits.maxMessageBytes)
+        }
+        let widest = max(
+            limits.maxGroupsPerHello, limits.maxAuthorsPerVector, limits.maxBatchItems, limits.maxCIDsPerRequest,
+            limits.maxHelloListItems)
+        let decoder = CBORDecoder(
+            mode: .strict,
+            limits: .init(
+                maxDepth: 4, maxStringBytes: limits.maxMessageBytes,
+                maxCollectionCount: widest + 1, maxInputBytes: limits.maxMessageBytes))
         let value: CBOR
         do { value = try decoder.decode(bytes) } catch {
-            if error.code == .sizeLimitExceeded || error.code == .depthLimitExceeded { throw SyncCodecError(.limit, "\(error)") }
+            if error.code == .sizeLimitExceeded || error.code == .depthLimitExceeded {
+                throw SyncCodecError(.limit, "\(error)")
+            }
             throw .malformed("not deterministic CBOR: \(error)")
         }
         guard let map = value.mapValue else { throw .malformed("a message must be a map") }
@@ -26,42 +35,57 @@ extension SyncMessage {
         guard let type = fields["t"]?.textValue else { throw .malformed("message lacks text field \"t\"") }
         switch type {
         case "hello":
-            let versions = try f.array("versions", limit: limits.maxHelloListItems, name: "maxHelloListItems: versions").map { v throws(SyncCodecError) in
-                guard let u = v.unsignedValue else { throw .malformed("\"versions\" must hold uints") }
-                return u
-            }
-            let caps = try f.array("capabilities", limit: limits.maxHelloListItems, name: "maxHelloListItems: capabilities").map { v throws(SyncCodecError) in
-                guard let s = v.textValue, (1...64).contains(s.utf8.count) else { throw .malformed("\"capabilities\" must hold text of 1-64 bytes") }
+            let versions = try f.array("versions", limit: limits.maxHelloListItems, name: "maxHelloListItems: versions")
+                .map { v throws(SyncCodecError) in
+                    guard let u = v.unsignedValue else { throw .malformed("\"versions\" must hold uints") }
+                    return u
+                }
+            let caps = try f.array(
+                "capabilities", limit: limits.maxHelloListItems, name: "maxHelloListItems: capabilities"
+            ).map { v throws(SyncCodecError) in
+                guard let s = v.textValue, (1...64).contains(s.utf8.count) else {
+                    throw .malformed("\"capabilities\" must hold text of 1-64 bytes")
+                }
                 return s
             }
-            let groups = try f.array("groups", limit: limits.maxGroupsPerHello, name: "maxGroupsPerHello").map { v throws(SyncCodecError) in try groupID(v, "groups") }
+            let groups = try f.array("groups", limit: limits.maxGroupsPerHello, name: "maxGroupsPerHello").map {
+                v throws(SyncCodecError) in try groupID(v, "groups")
+            }
             return .hello(versions: versions, capabilities: caps, groups: groups)
         case "vector":
             var authors = [AuthorCounter]()
             for pair in try f.array("authors", limit: limits.maxAuthorsPerVector, name: "maxAuthorsPerVector") {
-                guard let p = pair.arrayValue, p.count == 2, let d = p[0].bytesValue, let c = p[1].unsignedValue, let device = try? DeviceID(bytes: d) else {
+                guard let p = pair.arrayValue, p.count == 2, let d = p[0].bytesValue, let c = p[1].unsignedValue,
+                    let device = try? DeviceID(bytes: d)
+                else {
                     throw .malformed("\"authors\" must hold [bstr(32), uint] pairs")
                 }
-                if let last = authors.last, !(last.author < device) { throw .malformed("\"authors\" must be sorted by device, without duplicates") }
+                if let last = authors.last, !(last.author < device) {
+                    throw .malformed("\"authors\" must be sorted by device, without duplicates")
+                }
                 authors.append(AuthorCounter(author: device, counter: c))
             }
             return .vector(group: try f.group(), committed: try f.uint("committed"), authors: authors)
         case "receipts", "envelopes":
             let maxItem = type == "receipts" ? Receipt.maxEncodedBytes : Envelope.maxEncodedBytes
             var total = 0
-            let items = try f.array("items", limit: limits.maxBatchItems, name: "maxBatchItems").map { v throws(SyncCodecError) in
+            let items = try f.array("items", limit: limits.maxBatchItems, name: "maxBatchItems").map {
+                v throws(SyncCodecError) in
                 guard let b = v.bytesValue else { throw .malformed("\"items\" must hold byte strings") }
                 guard b.count <= maxItem else { throw .limit("item size", b.count, maxItem) }
                 total += b.count
                 return b
             }
-            guard total <= limits.maxBatchBytes else { throw .limit("maxBatchBytes: batch bytes", total, limits.maxBatchBytes) }
+            guard total <= limits.maxBatchBytes else {
+                throw .limit("maxBatchBytes: batch bytes", total, limits.maxBatchBytes)
+            }
             let g = try f.group()
             return type == "receipts" ? .receipts(group: g, items: items) : .envelopes(group: g, items: items)
         case "commits":
             var total = 0
             func items(_ key: String, maxItem: Int) throws(SyncCodecError) -> [[UInt8]] {
-                try f.array(key, limit: limits.maxBatchItems, name: "maxBatchItems: \(key)").map { v throws(SyncCodecError) in
+                try f.array(key, limit: limits.maxBatchItems, name: "maxBatchItems: \(key)").map {
+                    v throws(SyncCodecError) in
                     guard let b = v.bytesValue else { throw .malformed("\"\(key)\" must hold byte strings") }
                     guard b.count <= maxItem else { throw .limit("item size", b.count, maxItem) }
                     total += b.count
@@ -70,25 +94,34 @@ extension SyncMessage {
             }
             let receipts = try items("receipts", maxItem: Receipt.maxEncodedBytes)
             let envelopes = try items("envelopes", maxItem: Envelope.maxEncodedBytes)
-            guard total <= limits.maxBatchBytes else { throw .limit("maxBatchBytes: batch bytes", total, limits.maxBatchBytes) }
+            guard total <= limits.maxBatchBytes else {
+                throw .limit("maxBatchBytes: batch bytes", total, limits.maxBatchBytes)
+            }
             return .commits(group: try f.group(), receipts: receipts, envelopes: envelopes)
         case "request":
-            let g = try f.group(), id = try f.uint("id")
+            let g = try f.group()
+            let id = try f.uint("id")
             let present = ["after", "from", "cids"].filter { fields[$0] != nil }
-            guard present.count == 1 else { throw .malformed("a request has exactly one of \"after\", \"from\"/\"to\", \"cids\"") }
+            guard present.count == 1 else {
+                throw .malformed("a request has exactly one of \"after\", \"from\"/\"to\", \"cids\"")
+            }
             if fields["after"] != nil { return .request(group: g, id: id, what: .after(try f.uint("after"))) }
             if fields["cids"] != nil {
-                let cids = try f.array("cids", limit: limits.maxCIDsPerRequest, name: "maxCIDsPerRequest").map { v throws(SyncCodecError) in
+                let cids = try f.array("cids", limit: limits.maxCIDsPerRequest, name: "maxCIDsPerRequest").map {
+                    v throws(SyncCodecError) in
                     guard let cid = try? CID(cborLink: v) else { throw .malformed("\"cids\" must hold CID links") }
                     return cid
                 }
                 guard !cids.isEmpty else { throw .malformed("\"cids\" is empty") }
                 return .request(group: g, id: id, what: .cids(cids))
             }
-            let from = try f.uint("from"), to = try f.uint("to")
+            let from = try f.uint("from")
+            let to = try f.uint("to")
             guard from >= 1, from <= to else { throw .malformed("request range must have 1 <= from <= to") }
             if let a = fields["author"] {
-                guard let d = a.bytesValue, let author = try? DeviceID(bytes: d) else { throw .malformed("\"author\" must be bstr(32)") }
+                guard let d = a.bytesValue, let author = try? DeviceID(bytes: d) else {
+                    throw .malformed("\"author\" must be bstr(32)")
+                }
                 return .request(group: g, id: id, what: .authorCounters(author: author, from: from, to: to))
             }
             return .request(group: g, id: id, what: .seqRange(from: from, to: to))
@@ -99,8 +132,11 @@ extension SyncMessage {
         case "caught_up": return .caughtUp(group: try f.group())
         case "done": return .done(group: try f.group(), id: try f.uint("id"))
         case "error":
-            let code = try f.text("code"), message = try f.text("message")
-            guard message.utf8.count <= limits.maxErrorMessageBytes else { throw .limit("maxErrorMessageBytes", message.utf8.count, limits.maxErrorMessageBytes) }
+            let code = try f.text("code")
+            let message = try f.text("message")
+            guard message.utf8.count <= limits.maxErrorMessageBytes else {
+                throw .limit("maxErrorMessageBytes", message.utf8.count, limits.maxErrorMessageBytes)
+            }
             return .error(code: code, message: message)
         case "election":
             let group = try f.group()
@@ -109,18 +145,25 @@ extension SyncMessage {
             }
             return .election(group: group, message)
         case "refused":
-            let items = try f.array("items", limit: limits.maxBatchItems, name: "maxBatchItems: refused").map { v throws(SyncCodecError) in
-                guard let pair = v.arrayValue, pair.count == 2, let cid = try? CID(cborLink: pair[0]), let reason = pair[1].textValue else {
+            let items = try f.array("items", limit: limits.maxBatchItems, name: "maxBatchItems: refused").map {
+                v throws(SyncCodecError) in
+                guard let pair = v.arrayValue, pair.count == 2, let cid = try? CID(cborLink: pair[0]),
+                    let reason = pair[1].textValue
+                else {
                     throw .malformed("\"items\" must hold [CID link, text] pairs")
                 }
-                guard reason.utf8.count <= limits.maxErrorMessageBytes else { throw .limit("maxErrorMessageBytes: refusal reason", reason.utf8.count, limits.maxErrorMessageBytes) }
+                guard reason.utf8.count <= limits.maxErrorMessageBytes else {
+                    throw .limit("maxErrorMessageBytes: refusal reason", reason.utf8.count, limits.maxErrorMessageBytes)
+                }
                 return RefusedReceipt(cid: cid, reason: reason)
             }
             guard !items.isEmpty else { throw .malformed("\"items\" is empty") }
             return .refused(group: try f.group(), items: items)
         case "unshared":
             let reason = try f.text("reason")
-            guard reason.utf8.count <= limits.maxErrorMessageBytes else { throw .limit("maxErrorMessageBytes: unshared reason", reason.utf8.count, limits.maxErrorMessageBytes) }
+            guard reason.utf8.count <= limits.maxErrorMessageBytes else {
+                throw .limit("maxErrorMessageBytes: unshared reason", reason.utf8.count, limits.maxErrorMessageBytes)
+            }
             return .unshared(group: try f.group(), reason: reason)
         default:
             return .unknown(type: type)
@@ -128,7 +171,9 @@ extension SyncMessage {
     }
 
     static func groupID(_ v: CBOR, _ key: String) throws(SyncCodecError) -> GroupID {
-        guard let b = v.bytesValue, let g = try? GroupID(bytes: b) else { throw .malformed("\"\(key)\" must be bstr(16) group ids") }
+        guard let b = v.bytesValue, let g = try? GroupID(bytes: b) else {
+            throw .malformed("\"\(key)\" must be bstr(16) group ids")
+        }
         return g
     }
 }

@@ -96,8 +96,10 @@ public enum SyncMessage: Hashable, Sendable {
     /// The group a message is about, if any.
     public var group: GroupID? {
         switch self {
-        case .vector(let g, _, _), .receipts(let g, _), .envelopes(let g, _), .commits(let g, _, _), .request(let g, _, _),
-             .caughtUp(let g), .done(let g, _), .election(let g, _), .refused(let g, _), .unshared(let g, _): g
+        case .vector(let g, _, _), .receipts(let g, _), .envelopes(let g, _), .commits(let g, _, _),
+            .request(let g, _, _),
+            .caughtUp(let g), .done(let g, _), .election(let g, _), .refused(let g, _), .unshared(let g, _):
+            g
         case .hello, .credit, .error, .unknown: nil
         }
     }
@@ -133,14 +135,23 @@ public enum SyncMessage: Hashable, Sendable {
             m["id"] = .unsigned(id)
             switch what {
             case .after(let s): m["after"] = .unsigned(s)
-            case .seqRange(let f, let t): m["from"] = .unsigned(f); m["to"] = .unsigned(t)
-            case .authorCounters(let a, let f, let t): m["author"] = .bytes(a.bytes); m["from"] = .unsigned(f); m["to"] = .unsigned(t)
+            case .seqRange(let f, let t):
+                m["from"] = .unsigned(f)
+                m["to"] = .unsigned(t)
+            case .authorCounters(let a, let f, let t):
+                m["author"] = .bytes(a.bytes)
+                m["from"] = .unsigned(f)
+                m["to"] = .unsigned(t)
             case .cids(let cids): m["cids"] = .array(cids.map(\.cborLink))
             }
         case .credit(let n): m["n"] = .unsigned(n)
         case .caughtUp(let g): m["group"] = .bytes(g.bytes)
-        case .done(let g, let id): m["group"] = .bytes(g.bytes); m["id"] = .unsigned(id)
-        case .error(let code, let message): m["code"] = .text(code); m["message"] = .text(message)
+        case .done(let g, let id):
+            m["group"] = .bytes(g.bytes)
+            m["id"] = .unsigned(id)
+        case .error(let code, let message):
+            m["code"] = .text(code)
+            m["message"] = .text(message)
         case .election(let g, let e):
             m["group"] = .bytes(g.bytes)
             for (k, v) in e.fields { m[k] = v }
@@ -182,8 +193,12 @@ public struct SyncCodecError: CodedError {
 
     /// The code as the wire names it (§15.2, step 11: `limit`, `malformed`, …), then the message.
     public var description: String { "\(code.wireName): \(message)" }
-    static func malformed(_ m: String, file: String = #fileID, line: Int = #line) -> SyncCodecError { SyncCodecError(.malformed, m, file: file, line: line) }
-    static func limit(_ name: String, _ value: Int, _ max: Int, file: String = #fileID, line: Int = #line) -> SyncCodecError {
+    static func malformed(_ m: String, file: String = #fileID, line: Int = #line) -> SyncCodecError {
+        SyncCodecError(.malformed, m, file: file, line: line)
+    }
+    static func limit(
+        _ name: String, _ value: Int, _ max: Int, file: String = #fileID, line: Int = #line
+    ) -> SyncCodecError {
         SyncCodecError(.limit, "\(name) is \(value), limit \(max)", file: file, line: line)
     }
 }

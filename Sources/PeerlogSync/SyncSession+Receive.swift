@@ -15,7 +15,9 @@ extension SyncSession {
             out.append(.event(.ignoredUnknownMessage(type: type)))
             return
         }
-        if case .hello(let versions, let capabilities, let peerGroups) = m { return try hello(versions: versions, capabilities: capabilities, groups: peerGroups, into: &out) }
+        if case .hello(let versions, let capabilities, let peerGroups) = m {
+            return try hello(versions: versions, capabilities: capabilities, groups: peerGroups, into: &out)
+        }
         guard phase == .open else { throw SyncFailure("protocol", "\"\(m.type)\" before hello") }
         if let g = m.group, groups[g] == nil, withdrawn[g] != nil, lateForWithdrawn(m) {
             // Sent before our "unshared" reached the peer: dropped, but the credit is returned.
@@ -29,34 +31,53 @@ extension SyncSession {
         switch m {
         case .election(let g, let e):
             // Only for groups shared with this peer; the node checks the sender is a voter.
-            if groups[g] != nil || offered.contains(g) { out.append(.event(.election(group: g, from: peer.device, e))) } else { ignored += 1 }
+            if groups[g] != nil || offered.contains(g) {
+                out.append(.event(.election(group: g, from: peer.device, e)))
+            } else {
+                ignored += 1
+            }
         case .refused(let g, let items): out.append(.event(.refusedByPeer(group: g, items: items)))
         case .unshared(let g, let reason):
-            guard groups[g] != nil || offered.contains(g) else { ignored += 1; return }
+            guard groups[g] != nil || offered.contains(g) else {
+                ignored += 1
+                return
+            }
             forget(g)
             unsharedByPeer.insert(g)
             out.append(.event(.unsharedByPeer(group: g, reason: reason)))
-        case .vector(let g, let committed, let authors): try vector(g, committed: committed, authors: authors, into: &out)
+        case .vector(let g, let committed, let authors):
+            try vector(g, committed: committed, authors: authors, into: &out)
         case .receipts(let g, let items): try batch(g, receipts: items, envelopes: [], size: size, into: &out)
         case .envelopes(let g, let items): try batch(g, receipts: [], envelopes: items, size: size, into: &out)
-        case .commits(let g, let receipts, let envelopes): try batch(g, receipts: receipts, envelopes: envelopes, size: size, into: &out)
+        case .commits(let g, let receipts, let envelopes):
+            try batch(g, receipts: receipts, envelopes: envelopes, size: size, into: &out)
         case .request(let g, let id, let what):
             guard groups[g] != nil else { throw SyncFailure("protocol", "request for group \(g), which is not synced") }
             guard outstandingAnswers < limits.maxOutstandingRequests else {
-                throw SyncFailure("limit", "maxOutstandingRequests: \(outstandingAnswers + 1) requests unanswered, limit \(limits.maxOutstandingRequests)")
+                throw SyncFailure(
+                    "limit",
+                    "maxOutstandingRequests: \(outstandingAnswers + 1) requests unanswered, limit \(limits.maxOutstandingRequests)"
+                )
             }
-            let cursor: UInt64 = switch what {
-            case .after(let s): s &+ 1
-            case .seqRange(let from, _), .authorCounters(_, let from, _): from
-            case .cids: 0
-            }
+            let cursor: UInt64 =
+                switch what {
+                case .after(let s): s &+ 1
+                case .seqRange(let from, _), .authorCounters(_, let from, _): from
+                case .cids: 0
+                }
             outstandingAnswers += 1
             groups[g]!.answers.append(Answer(id: id, what: what, cursor: cursor))
         case .credit(let n):
-            guard n <= limits.maxCredit, credit + n <= limits.maxCredit else { throw SyncFailure("limit", "maxCredit: credit would be \(credit + min(n, limits.maxCredit)), limit \(limits.maxCredit)") }
+            guard n <= limits.maxCredit, credit + n <= limits.maxCredit else {
+                throw SyncFailure(
+                    "limit",
+                    "maxCredit: credit would be \(credit + min(n, limits.maxCredit)), limit \(limits.maxCredit)")
+            }
             credit += n
         case .caughtUp(let g):
-            guard groups[g] != nil else { throw SyncFailure("protocol", "caught_up for group \(g), which is not synced") }
+            guard groups[g] != nil else {
+                throw SyncFailure("protocol", "caught_up for group \(g), which is not synced")
+            }
             groups[g]!.caughtUpReceived = true
             out.append(.event(.caughtUp(group: g)))
         case .done(_, let id):
@@ -73,7 +94,9 @@ extension SyncSession {
         }
     }
 
-    func hello(versions: [UInt64], capabilities: [String], groups peerGroups: [GroupID], into out: inout [SyncAction]) throws {
+    func hello(
+        versions: [UInt64], capabilities: [String], groups peerGroups: [GroupID], into out: inout [SyncAction]
+    ) throws {
         guard phase == .started else { throw SyncFailure("protocol", "second hello") }
         sendsCommits = capabilities.contains(Self.commitsCapability)
         peerPreVotes = capabilities.contains(Self.preVoteCapability)
@@ -125,25 +148,36 @@ extension SyncSession {
         out.append(.recordPeerVector(PeerVector(peer: peer.device, group: g, committed: committed, authors: authors)))
     }
 
-    func batch(_ g: GroupID, receipts items: [[UInt8]], envelopes envelopeItems: [[UInt8]], size: Int, into out: inout [SyncAction]) throws {
+    func batch(
+        _ g: GroupID, receipts items: [[UInt8]], envelopes envelopeItems: [[UInt8]], size: Int,
+        into out: inout [SyncAction]
+    ) throws {
         let kind = envelopeItems.isEmpty ? "receipts" : items.isEmpty ? "envelopes" : "commits"
         guard granted > 0 else { throw SyncFailure("credit", "\"\(kind)\" sent without credit") }
         granted -= 1
         guard groups[g] != nil else { throw SyncFailure("protocol", "\"\(kind)\" for group \(g), which is not synced") }
-        var receipts = [Receipt](), envelopes = [Envelope]()
+        var receipts = [Receipt]()
+        var envelopes = [Envelope]()
         for item in items {
-            guard let r = try? Receipt(encoded: item) else { throw SyncFailure("malformed", "a receipt item does not parse") }
+            guard let r = try? Receipt(encoded: item) else {
+                throw SyncFailure("malformed", "a receipt item does not parse")
+            }
             guard r.group == g else { throw SyncFailure("protocol", "receipt of group \(r.group) in a batch for \(g)") }
             receipts.append(r)
         }
         for item in envelopeItems {
-            guard let e = try? Envelope(encoded: item) else { throw SyncFailure("malformed", "an envelope item does not parse") }
-            guard e.group == g else { throw SyncFailure("protocol", "envelope of group \(e.group) in a batch for \(g)") }
+            guard let e = try? Envelope(encoded: item) else {
+                throw SyncFailure("malformed", "an envelope item does not parse")
+            }
+            guard e.group == g else {
+                throw SyncFailure("protocol", "envelope of group \(e.group) in a batch for \(g)")
+            }
             envelopes.append(e)
         }
         // The driver writes; the rest of this message waits for `ingested(_:)`.
-        awaitingIngest = PendingIngest(group: g, receipts: receipts, firstEnvelopeSeq: envelopes.first?.seq, lastEnvelopeSeq: envelopes.last?.seq,
-                                       items: items.count + envelopeItems.count, size: size)
+        awaitingIngest = PendingIngest(
+            group: g, receipts: receipts, firstEnvelopeSeq: envelopes.first?.seq, lastEnvelopeSeq: envelopes.last?.seq,
+            items: items.count + envelopeItems.count, size: size)
         out.append(.ingest(SyncIngest(group: g, receipts: receipts, envelopes: envelopes, from: peer.device)))
     }
 
@@ -173,15 +207,22 @@ extension SyncSession {
         if !report.rejected.isEmpty {
             let byCID = Dictionary(p.receipts.map { ($0.cid, $0) }, uniquingKeysWith: { a, _ in a })
             let invalid = Set(report.invalid)
-            out.append(.event(.rejected(group: g, items: report.rejected.map { cid, reason in
-                RejectedItem(cid: cid, author: byCID[cid]?.author, identity: byCID[cid]?.certificate.identity, reason: reason, invalid: invalid.contains(cid))
-            })))
+            out.append(
+                .event(
+                    .rejected(
+                        group: g,
+                        items: report.rejected.map { cid, reason in
+                            RejectedItem(
+                                cid: cid, author: byCID[cid]?.author, identity: byCID[cid]?.certificate.identity,
+                                reason: reason, invalid: invalid.contains(cid))
+                        })))
         }
         // Our sequencer refused some of what the peer sent: tell it why (it keeps them tentative).
         let sent = Set(p.receipts.map(\.cid))
         let refused = report.events.compactMap { e -> RefusedReceipt? in
             guard case .refused(let group, let cid, let reason) = e, group == g, sent.contains(cid) else { return nil }
-            return RefusedReceipt(cid: cid, reason: String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "refused")
+            return RefusedReceipt(
+                cid: cid, reason: String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "refused")
         }
         if !refused.isEmpty { send(.refused(group: g, items: refused), into: &out) }
         if autoGrant {
@@ -197,7 +238,8 @@ extension SyncSession {
             let asks: [(GroupID, SyncRequest)]
             switch action {
             case .requestSeqRange(let g, let from, let to): asks = [(g, .seqRange(from: from, to: to))]
-            case .requestAuthorCounters(let g, let a, let from, let to): asks = [(g, .authorCounters(author: a, from: from, to: to))]
+            case .requestAuthorCounters(let g, let a, let from, let to):
+                asks = [(g, .authorCounters(author: a, from: from, to: to))]
             case .requestReceipts(let g, let cids):
                 asks = stride(from: 0, to: cids.count, by: limits.maxCIDsPerRequest).map {
                     (g, .cids(Array(cids[$0..<min($0 + limits.maxCIDsPerRequest, cids.count)])))

@@ -64,9 +64,14 @@ extension SyncSession {
         return nil
     }
 
-    func enqueue(_ m: SyncMessage, group: GroupID, answer: Bool = false, items: Int = 0, held: [AuthorCounter] = [],
-                 committed: ClosedRange<UInt64>? = nil, caughtUp: Bool = false) {
-        queue.append(Outgoing(bytes: m.encoded(), group: group, isBatch: m.isBatch, answer: answer, items: items, held: held, committed: committed, caughtUp: caughtUp))
+    func enqueue(
+        _ m: SyncMessage, group: GroupID, answer: Bool = false, items: Int = 0, held: [AuthorCounter] = [],
+        committed: ClosedRange<UInt64>? = nil, caughtUp: Bool = false
+    ) {
+        queue.append(
+            Outgoing(
+                bytes: m.encoded(), group: group, isBatch: m.isBatch, answer: answer, items: items, held: held,
+                committed: committed, caughtUp: caughtUp))
     }
 
     func newBatch() -> Batch { Batch(maxItems: limits.maxBatchItems, maxBytes: limits.maxBatchBytes) }
@@ -78,7 +83,9 @@ extension SyncSession {
         defer { groups[g] = s }
         if !s.answers.isEmpty { return try answer(g, &s) }
         if s.dirty {
-            if let last = try committedChunk(g, from: s.planned.committed + 1, through: .max, knowledge: &s.planned, answer: false) {
+            if let last = try committedChunk(
+                g, from: s.planned.committed + 1, through: .max, knowledge: &s.planned, answer: false)
+            {
                 s.localCommitted = max(s.localCommitted, last)
                 return
             }
@@ -93,7 +100,9 @@ extension SyncSession {
 
     /// Committed positions from `from` (at most `through`): the receipts the peer lacks, then the
     /// envelopes. Returns the last seq covered, nil when there is none.
-    func committedChunk(_ g: GroupID, from: UInt64, through: UInt64, knowledge k: inout Knowledge, answer: Bool) throws -> UInt64? {
+    func committedChunk(
+        _ g: GroupID, from: UInt64, through: UInt64, knowledge k: inout Knowledge, answer: Bool
+    ) throws -> UInt64? {
         guard from >= 1, from <= through else { return nil }
         let rows = try store.syncCommitted(group: g, fromSeq: from, limit: limits.maxBatchItems)
         var receipts = newBatch()
@@ -104,7 +113,9 @@ extension SyncSession {
             guard row.seq == (last ?? from - 1) + 1 else { break }
             // A peer that reads no batched envelopes gets single ones, or (when we cannot sign
             // one) the committed chunk stops here and it gets the receipts as tentative.
-            guard let envelope = peerReadsRuns ? row.envelope : try store.syncSingleEnvelope(row.envelope) else { break }
+            guard let envelope = peerReadsRuns ? row.envelope : try store.syncSingleEnvelope(row.envelope) else {
+                break
+            }
             let r = row.receipt
             let lacks = r.counter > k[r.author]
             // In a `commits` batch the envelopes count against the byte limit too.
@@ -123,14 +134,19 @@ extension SyncSession {
         guard let last else { return nil }
         k.commit(from: from, to: last)
         if sendsCommits {
-            enqueue(.commits(group: g, receipts: receipts.items, envelopes: envelopes), group: g, answer: answer,
-                    items: receipts.items.count + envelopes.count, held: held, committed: from...last)
+            enqueue(
+                .commits(group: g, receipts: receipts.items, envelopes: envelopes), group: g, answer: answer,
+                items: receipts.items.count + envelopes.count, held: held, committed: from...last)
             return last
         }
         if !receipts.items.isEmpty {
-            enqueue(.receipts(group: g, items: receipts.items), group: g, answer: answer, items: receipts.items.count, held: held)
+            enqueue(
+                .receipts(group: g, items: receipts.items), group: g, answer: answer, items: receipts.items.count,
+                held: held)
         }
-        enqueue(.envelopes(group: g, items: envelopes), group: g, answer: answer, items: envelopes.count, committed: from...last)
+        enqueue(
+            .envelopes(group: g, items: envelopes), group: g, answer: answer, items: envelopes.count,
+            committed: from...last)
         return last
     }
 
@@ -141,7 +157,9 @@ extension SyncSession {
         var batch = newBatch()
         var held = [AuthorCounter]()
         authors: for (author, counter) in v.authors where counter > s.planned[author] {
-            let rows = try store.syncReceipts(group: g, author: author, from: s.planned[author] + 1, to: counter, limit: limits.maxBatchItems - batch.items.count)
+            let rows = try store.syncReceipts(
+                group: g, author: author, from: s.planned[author] + 1, to: counter,
+                limit: limits.maxBatchItems - batch.items.count)
             for r in rows {
                 guard batch.fits(r.encoded.count) else { break authors }
                 batch.add(r.encoded)
@@ -159,31 +177,42 @@ extension SyncSession {
     func answer(_ g: GroupID, _ s: inout GroupSync) throws {
         var a = s.answers[0]
         var finished = !s.serves  // not a member in our view: nothing is served, only "done"
-        if !finished { switch a.what {
-        case .after, .seqRange:
-            let through: UInt64 = if case .seqRange(_, let to) = a.what { to } else { .max }
-            // Envelopes always (the peer asked); receipts only those it lacks.
-            if let last = try committedChunk(g, from: a.cursor, through: through, knowledge: &s.planned, answer: true), last < through {
-                a.cursor = last + 1
-            } else {
-                finished = true
-            }
-        case .authorCounters(let author, _, let to):
-            let rows = try store.syncReceipts(group: g, author: author, from: a.cursor, to: to, limit: limits.maxBatchItems)
-            if let last = queueReceipts(rows, g, &s, answer: true), last < to { a.cursor = last + 1 } else { finished = true }
-        case .cids(let cids):
-            // One CID at a time, so skipped (not held) ones and the byte limit stay simple.
-            var batch = newBatch()
-            while Int(a.cursor) < cids.count, !batch.isFull {
-                if let r = try store.syncReceipts(group: g, cids: [cids[Int(a.cursor)]]).first {
-                    guard batch.fits(r.encoded.count) else { break }
-                    batch.add(r.encoded)
+        if !finished {
+            switch a.what {
+            case .after, .seqRange:
+                let through: UInt64 = if case .seqRange(_, let to) = a.what { to } else { .max }
+                // Envelopes always (the peer asked); receipts only those it lacks.
+                if let last = try committedChunk(
+                    g, from: a.cursor, through: through, knowledge: &s.planned, answer: true), last < through
+                {
+                    a.cursor = last + 1
+                } else {
+                    finished = true
                 }
-                a.cursor += 1
+            case .authorCounters(let author, _, let to):
+                let rows = try store.syncReceipts(
+                    group: g, author: author, from: a.cursor, to: to, limit: limits.maxBatchItems)
+                if let last = queueReceipts(rows, g, &s, answer: true), last < to {
+                    a.cursor = last + 1
+                } else {
+                    finished = true
+                }
+            case .cids(let cids):
+                // One CID at a time, so skipped (not held) ones and the byte limit stay simple.
+                var batch = newBatch()
+                while Int(a.cursor) < cids.count, !batch.isFull {
+                    if let r = try store.syncReceipts(group: g, cids: [cids[Int(a.cursor)]]).first {
+                        guard batch.fits(r.encoded.count) else { break }
+                        batch.add(r.encoded)
+                    }
+                    a.cursor += 1
+                }
+                if !batch.items.isEmpty {
+                    enqueue(.receipts(group: g, items: batch.items), group: g, answer: true, items: batch.items.count)
+                }
+                finished = Int(a.cursor) >= cids.count
             }
-            if !batch.items.isEmpty { enqueue(.receipts(group: g, items: batch.items), group: g, answer: true, items: batch.items.count) }
-            finished = Int(a.cursor) >= cids.count
-        } }
+        }
         if finished {
             s.answers.removeFirst()
             outstandingAnswers -= 1

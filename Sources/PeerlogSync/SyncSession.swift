@@ -88,9 +88,13 @@ public final class SyncSession {
         run(&out) { out in
             let groups = try store.syncOfferedGroups(to: peer).sorted()
             offered = Set(groups)
-            let capabilities = (offersCommits ? [Self.commitsCapability] : []) + (offersPreVote ? [Self.preVoteCapability] : [])
+            let capabilities =
+                (offersCommits ? [Self.commitsCapability] : []) + (offersPreVote ? [Self.preVoteCapability] : [])
                 + (offersEnvelopeRuns ? [Self.envelopeRunsCapability] : [])
-            send(.hello(versions: Self.versions, capabilities: capabilities, groups: Array(groups.prefix(limits.maxGroupsPerHello))), into: &out)
+            send(
+                .hello(
+                    versions: Self.versions, capabilities: capabilities,
+                    groups: Array(groups.prefix(limits.maxGroupsPerHello))), into: &out)
             granted = limits.initialCredit
             send(.credit(limits.initialCredit), into: &out)
         }
@@ -105,7 +109,9 @@ public final class SyncSession {
         var out = phase == .idle ? start() : []
         run(&out) { out in
             let m: SyncMessage
-            do { m = try SyncMessage.decode(message, limits: limits) } catch let e as SyncCodecError { throw SyncFailure(e.code.wireName, e.message) }
+            do { m = try SyncMessage.decode(message, limits: limits) } catch let e as SyncCodecError {
+                throw SyncFailure(e.code.wireName, e.message)
+            }
             try handle(m, size: message.count, into: &out)
             if awaitingIngest == nil { try pump(into: &out) }
         }
@@ -116,7 +122,9 @@ public final class SyncSession {
     /// credit, backfill requests, what the peer now lacks). A failure to write ends the
     /// session with an `internal` error, as any failure of the local store does.
     public func ingested(_ outcome: Result<IngestReport, any Error>) -> [SyncAction] {
-        guard let pending = awaitingIngest else { preconditionFailure("ingested(_:) without an .ingest action pending") }
+        guard let pending = awaitingIngest else {
+            preconditionFailure("ingested(_:) without an .ingest action pending")
+        }
         awaitingIngest = nil
         guard phase != .closed else { return [] }
         var out = [SyncAction]()
@@ -162,7 +170,10 @@ public final class SyncSession {
             for g in order {
                 let sharing = try store.syncSharing(g, with: peer)
                 if !sharing.acceptsOffer {
-                    let why = sharing.open ? "\(peer.identity) is not a member of group \(g) in the sender's view" : "group \(g) was deleted"
+                    let why =
+                        sharing.open
+                        ? "\(peer.identity) is not a member of group \(g) in the sender's view"
+                        : "group \(g) was deleted"
                     withdraw(g, reason: why, into: &out)
                 } else if sharing.serves != groups[g]!.serves {
                     groups[g]!.serves = sharing.serves
@@ -195,7 +206,9 @@ public final class SyncSession {
     public func sendElection(group: GroupID, _ message: SequencerMessage<CID>) -> [SyncAction] {
         requireNoIngestPending()
         guard phase == .open, groups[group] != nil || offered.contains(group) else { return [] }
-        guard message.isPreVote, !peerPreVotes else { return [.send(SyncMessage.election(group: group, message).encoded())] }
+        guard message.isPreVote, !peerPreVotes else {
+            return [.send(SyncMessage.election(group: group, message).encoded())]
+        }
         guard case .preVoteRequest(let term, _, _) = message else { return [] }
         return [.event(.election(group: group, from: peer.device, .preVote(term: term, granted: true)))]
     }
@@ -214,11 +227,15 @@ public final class SyncSession {
         let list = order.map { g in
             let s = groups[g]!
             let localMark = (try? store.vector(of: g).committed) ?? s.localCommitted
-            return SyncGroupStatus(group: g, peerCommitted: s.peerVectorKnown ? s.sent.committed : nil, localCommitted: localMark,
-                                   sent: s.sentTraffic, received: s.receivedTraffic, caughtUpSent: s.caughtUpSent, caughtUpReceived: s.caughtUpReceived)
+            return SyncGroupStatus(
+                group: g, peerCommitted: s.peerVectorKnown ? s.sent.committed : nil, localCommitted: localMark,
+                sent: s.sentTraffic, received: s.receivedTraffic, caughtUpSent: s.caughtUpSent,
+                caughtUpReceived: s.caughtUpReceived)
         }
-        return SyncSessionStatus(version: version, groups: list, creditAvailable: credit, creditGranted: granted,
-                                 queuedBatches: queue.count { $0.isBatch }, requestsInFlight: inFlight.count, ignoredMessages: ignored, closed: phase == .closed)
+        return SyncSessionStatus(
+            version: version, groups: list, creditAvailable: credit, creditGranted: granted,
+            queuedBatches: queue.count { $0.isBatch }, requestsInFlight: inFlight.count, ignoredMessages: ignored,
+            closed: phase == .closed)
     }
 
     // MARK: Plumbing
@@ -236,7 +253,11 @@ public final class SyncSession {
         guard phase != .closed else { return }
         phase = .closed
         queue.removeAll()
-        out.append(.send(SyncMessage.error(code: f.code, message: String(f.message.utf8.prefix(limits.maxErrorMessageBytes)) ?? f.code).encoded()))
+        out.append(
+            .send(
+                SyncMessage.error(
+                    code: f.code, message: String(f.message.utf8.prefix(limits.maxErrorMessageBytes)) ?? f.code
+                ).encoded()))
         out.append(.close(reason: "\(f.code): \(f.message)"))
         out.append(.event(.protocolError("\(f.code): \(f.message)")))
     }
@@ -259,14 +280,19 @@ public final class SyncSession {
         s.localCommitted = v.committed
         groups[group] = s
         order.append(group)
-        send(.vector(group: group, committed: v.committed, authors: v.authors.map { AuthorCounter(author: $0.0, counter: $0.1) }), into: &out)
+        send(
+            .vector(
+                group: group, committed: v.committed,
+                authors: v.authors.map { AuthorCounter(author: $0.0, counter: $0.1) }), into: &out)
     }
 
     /// Stops syncing a group with this peer and tells it why.
     func withdraw(_ group: GroupID, reason: String, into out: inout [SyncAction]) {
         forget(group)
         withdrawn[group] = reason
-        send(.unshared(group: group, reason: String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "unshared"), into: &out)
+        send(
+            .unshared(group: group, reason: String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "unshared"),
+            into: &out)
         out.append(.event(.withdrew(group: group, reason: reason)))
     }
 

@@ -17,7 +17,9 @@ public protocol SyncStore: AnyObject, Sendable {
     /// Committed positions from `fromSeq` on, in seq order, with their receipts.
     func syncCommitted(group: GroupID, fromSeq: UInt64, limit: Int) throws -> [SyncCommittedItem]
     /// One author's receipts with counters `from...to`, in counter order.
-    func syncReceipts(group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int) throws -> [SyncReceiptItem]
+    func syncReceipts(
+        group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int
+    ) throws -> [SyncReceiptItem]
     /// Receipts by CID (held ones only).
     func syncReceipts(group: GroupID, cids: [CID]) throws -> [SyncReceiptItem]
     /// `encoded` as a single envelope (§3.4) for a peer that reads no batched ones: itself if

@@ -24,10 +24,13 @@ extension SyncSession {
         for action in actions {
             switch action {
             case .ingest(let batch):
-                let outcome = Result { try writer.ingest(receipts: batch.receipts, envelopes: batch.envelopes, from: batch.from) }
+                let outcome = Result {
+                    try writer.ingest(receipts: batch.receipts, envelopes: batch.envelopes, from: batch.from)
+                }
                 out += settle(ingested(outcome), with: writer)
             case .recordPeerVector(let v):
-                try? writer.recordPeerVector(peer: v.peer, group: v.group, committed: v.committed, authors: v.countersByAuthor)
+                try? writer.recordPeerVector(
+                    peer: v.peer, group: v.group, committed: v.committed, authors: v.countersByAuthor)
             case .send, .close, .event:
                 out.append(action)
             }

@@ -20,8 +20,12 @@ public final class DaemonProcess: @unchecked Sendable {
     /// `discovery` stays off unless asked for: mDNS may only run inside namespaces the tests
     /// create (tools/lan.sh), never on the machine's real interfaces.
     /// `command` is `["daemon"]` or, for a relay, `["relay", "run"]` (which never uses discovery).
-    public init(home: String, listenPort: Int = 0, listenHost: String = "127.0.0.1", arguments: [String] = [], launcher: [String] = [], discovery: Bool = false, environment: [String: String] = [:], timeout: TimeInterval = 30,
-                command: [String] = ["daemon"]) throws {
+    public init(
+        home: String, listenPort: Int = 0, listenHost: String = "127.0.0.1", arguments: [String] = [],
+        launcher: [String] = [], discovery: Bool = false, environment: [String: String] = [:],
+        timeout: TimeInterval = 30,
+        command: [String] = ["daemon"]
+    ) throws {
         self.home = home
         self.host = listenHost
         outPath = home + "/daemon.stdout"
@@ -29,7 +33,9 @@ public final class DaemonProcess: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         let isDaemon = command == ["daemon"]
-        let command = command + ["--home", home, "--listen", "\(listenHost):\(listenPort)"] + (discovery || !isDaemon ? [] : ["--no-discovery"]) + arguments
+        let command =
+            command + ["--home", home, "--listen", "\(listenHost):\(listenPort)"]
+            + (discovery || !isDaemon ? [] : ["--no-discovery"]) + arguments
         if let first = launcher.first {
             process.executableURL = URL(fileURLWithPath: first)
             process.arguments = Array(launcher.dropFirst()) + [TestSupport.peerlogBinary] + command
@@ -40,7 +46,11 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         process.standardInput = FileHandle.nullDevice
-        if !environment.isEmpty { process.environment = TestSupport.withEnvironmentLocked { ProcessInfo.processInfo.environment.merging(environment) { $1 } } }
+        if !environment.isEmpty {
+            process.environment = TestSupport.withEnvironmentLocked {
+                ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
+        }
         try TestSupport.launch(process)
         let deadline = Date().addingTimeInterval(timeout)
         while true {
@@ -48,11 +58,14 @@ public final class DaemonProcess: @unchecked Sendable {
             if let range = out.range(of: "listening on \(listenHost):") {
                 let rest = out[range.upperBound...].prefix { $0.isNumber }
                 port = Int(rest) ?? 0
-                if let d = out.range(of: "device ") ?? out.range(of: "key ") { device = String(out[d.upperBound...].prefix { !$0.isWhitespace }) }
+                if let d = out.range(of: "device ") ?? out.range(of: "key ") {
+                    device = String(out[d.upperBound...].prefix { !$0.isWhitespace })
+                }
                 break
             }
             guard process.isRunning else {
-                throw TestSupport.ProcessError(description: "daemon exited \(process.terminationStatus) before listening: \(stderr)")
+                throw TestSupport.ProcessError(
+                    description: "daemon exited \(process.terminationStatus) before listening: \(stderr)")
             }
             guard Date() < deadline else {
                 stop()
@@ -108,7 +121,9 @@ extension TestSupport {
         addr.sin_port = 0
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let ok = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0
+            }
         }
         guard ok else { throw ProcessError(description: "no free port") }
         return Int(UInt16(bigEndian: addr.sin_port))
@@ -142,7 +157,9 @@ extension TestSupport {
         defer { for a in argv { free(a) } }
         var pid: pid_t = 0
         let rc = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
-        guard rc == 0 else { throw ProcessError(description: "cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
+        guard rc == 0 else {
+            throw ProcessError(description: "cannot start \(arguments[0]): \(String(cString: strerror(rc)))")
+        }
         let deadline = Date().addingTimeInterval(timeout)
         var status: Int32 = 0
         while waitpid(pid, &status, WNOHANG) == 0 {
@@ -154,9 +171,10 @@ extension TestSupport {
             usleep(10_000)
         }
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return ProcessResult(status: code,
-                             stdout: (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? "",
-                             stderr: (try? String(contentsOfFile: dir + "/err", encoding: .utf8)) ?? "")
+        return ProcessResult(
+            status: code,
+            stdout: (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: dir + "/err", encoding: .utf8)) ?? "")
     }
 }
 
@@ -165,7 +183,9 @@ extension TestSupport {
     @discardableResult
     public static func peerlogOK(_ arguments: [String]) throws -> String {
         let r = try peerlog(arguments)
-        guard r.status == 0 else { throw ProcessError(description: "peerlog \(arguments.joined(separator: " ")): \(r.stderr)") }
+        guard r.status == 0 else {
+            throw ProcessError(description: "peerlog \(arguments.joined(separator: " ")): \(r.stderr)")
+        }
         return r.stdout
     }
 }

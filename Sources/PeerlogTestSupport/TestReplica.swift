@@ -35,17 +35,22 @@ public struct TestReplica: Sendable {
     public let clock: ManualClock
 
     /// Keys from "NAME/SEED".
-    public init(_ name: String, seed: UInt64 = 0, limits: ReplicaLimits = ReplicaLimits(), clock: ManualClock = ManualClock(),
-                sequenceGate: (any SequenceGate)? = nil) throws {
+    public init(
+        _ name: String, seed: UInt64 = 0, limits: ReplicaLimits = ReplicaLimits(), clock: ManualClock = ManualClock(),
+        sequenceGate: (any SequenceGate)? = nil
+    ) throws {
         try self.init(name, keySeed: "\(name)/\(seed)", limits: limits, clock: clock, sequenceGate: sequenceGate)
     }
 
     /// Keys from `keySeed`.
-    public init(_ name: String, keySeed: String, limits: ReplicaLimits = ReplicaLimits(), clock: ManualClock = ManualClock(),
-                sequenceGate: (any SequenceGate)? = nil) throws {
+    public init(
+        _ name: String, keySeed: String, limits: ReplicaLimits = ReplicaLimits(), clock: ManualClock = ManualClock(),
+        sequenceGate: (any SequenceGate)? = nil
+    ) throws {
         device = try LocalDevice.deterministic(seed: Array(keySeed.utf8), name: name, createdAt: 1)
         self.clock = clock
-        replica = Replica(store: try Store(), device: device, limits: limits, clock: { clock.now() }, sequenceGate: sequenceGate)
+        replica = Replica(
+            store: try Store(), device: device, limits: limits, clock: { clock.now() }, sequenceGate: sequenceGate)
     }
 
     /// The device's identity.
@@ -58,7 +63,9 @@ public struct TestReplica: Sendable {
         var envelopes = [Envelope]()
         try replica.export(group: group) { line in
             let json = try JSON.parse(line)
-            guard case .string(let kind)? = json["kind"], case .string(let hex)? = json["data"], let data = bytes(fromHex: hex) else { return }
+            guard case .string(let kind)? = json["kind"], case .string(let hex)? = json["data"],
+                let data = bytes(fromHex: hex)
+            else { return }
             if kind == "receipt" { receipts.append(try Receipt(encoded: data)) }
             if kind == "envelope" { envelopes.append(try Envelope(encoded: data)) }
         }
@@ -74,7 +81,9 @@ public struct TestReplica: Sendable {
 
     /// The group's state hashes in both views.
     public func hashes(_ group: GroupID) throws -> StateHashes {
-        StateHashes(committed: try replica.stateHash(of: group, view: .committed), tentative: try replica.stateHash(of: group, view: .tentative))
+        StateHashes(
+            committed: try replica.stateHash(of: group, view: .committed),
+            tentative: try replica.stateHash(of: group, view: .tentative))
     }
 
     /// An entity's value in a view.

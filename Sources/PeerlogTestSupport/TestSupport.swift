@@ -63,7 +63,10 @@ public enum TestSupport {
     /// merged over the test process's environment. Throws `ProcessError` when the file is not
     /// executable, or when it runs longer than `timeout` seconds (it is then terminated); a
     /// non-zero exit is not an error: look at `status`.
-    public static func run(_ executable: String, _ arguments: [String], input: String = "", environment: [String: String] = [:], timeout: TimeInterval = 120) throws -> ProcessResult {
+    public static func run(
+        _ executable: String, _ arguments: [String], input: String = "", environment: [String: String] = [:],
+        timeout: TimeInterval = 120
+    ) throws -> ProcessResult {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw ProcessError(description: "\(executable) is missing; run tools/setup.sh first")
         }
@@ -73,7 +76,9 @@ public enum TestSupport {
         p.environment = withEnvironmentLocked { ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let outPath = dir + "/out", errPath = dir + "/err", inPath = dir + "/in"
+        let outPath = dir + "/out"
+        let errPath = dir + "/err"
+        let inPath = dir + "/in"
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         try Data(input.utf8).write(to: URL(fileURLWithPath: inPath))
@@ -110,7 +115,8 @@ public enum TestSupport {
     /// A fresh private directory under the system temporary directory.
     public static func temporaryDirectory() throws -> String {
         let path = NSTemporaryDirectory() + "peerlog-test-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         return path
     }
 

@@ -13,16 +13,20 @@ struct CLITests {
     func identity(_ home: String) throws -> String {
         let r = try peerlog("id", "--home", home, "--json")
         #expect(r.status == 0, "\(r.stderr)")
-        guard case .string(let id)? = try JSON.parse(r.stdout)["identity"] else { throw TestSupport.ProcessError(description: "no identity in \(r.stdout)") }
+        guard case .string(let id)? = try JSON.parse(r.stdout)["identity"] else {
+            throw TestSupport.ProcessError(description: "no identity in \(r.stdout)")
+        }
         return id
     }
 
     @Test func initIdAndSafetyNumbers() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let a = dir + "/a", b = dir + "/b"
+        let a = dir + "/a"
+        let b = dir + "/b"
         #expect(try peerlog("init", "--home", a, "--name", "alice").status == 0)
         #expect(try peerlog("init", "--home", b, "--name", "bob").status == 0)
-        let ida = try identity(a), idb = try identity(b)
+        let ida = try identity(a)
+        let idb = try identity(b)
         #expect(ida != idb && ida.hasPrefix("b") && ida.count == 53)
         let ab = try peerlog("safety-number", "--home", a, idb, "--json")
         let ba = try peerlog("safety-number", "--home", b, ida, "--json")
@@ -52,7 +56,8 @@ struct CLITests {
         // Bad arguments.
         let bad = try peerlog("safety-number", "--home", a, "not-an-identity")
         #expect(bad.status != 0 && bad.stderr.split(separator: "\n").count == 1)
-        let float = try peerlog("receipt", "create", "--home", a, "--type", "app.x", "--body", "{\"x\": 1.5}", "--out", dir + "/r")
+        let float = try peerlog(
+            "receipt", "create", "--home", a, "--type", "app.x", "--body", "{\"x\": 1.5}", "--out", dir + "/r")
         #expect(float.status != 0 && float.stderr.contains("floating-point"))
         #expect(!FileManager.default.fileExists(atPath: dir + "/r"))
     }
@@ -71,7 +76,9 @@ struct CLITests {
         let home = dir + "/h"
         _ = try peerlog("init", "--home", home)
         let out = dir + "/mine.receipt"
-        let created = try peerlog("receipt", "create", "--home", home, "--type", "app.note", "--counter", "2", "--body", "{\"hello\": \"world\", \"bytes\": {\"$bytes\": \"0102\"}}", "--out", out)
+        let created = try peerlog(
+            "receipt", "create", "--home", home, "--type", "app.note", "--counter", "2", "--body",
+            "{\"hello\": \"world\", \"bytes\": {\"$bytes\": \"0102\"}}", "--out", out)
         #expect(created.status == 0, "\(created.stderr)")
         let verified = try JSON.parse(try TestSupport.python("receipt_interop.py", ["verify", out]))
         #expect(verified["valid"] == .bool(true))
@@ -79,7 +86,9 @@ struct CLITests {
         let diag = try peerlog("inspect", out, "--diag")
         #expect(diag.stdout.contains("\"hello\": \"world\"") && diag.stdout.contains("h'0102'"))
         let certificate = try peerlog("inspect", home + "/device.cert")
-        #expect(certificate.status == 0 && certificate.stdout.contains("kind:") && certificate.stdout.contains("certificate"))
+        #expect(
+            certificate.status == 0 && certificate.stdout.contains("kind:")
+                && certificate.stdout.contains("certificate"))
     }
 
     @Test func inspectReportsBadSignaturesAndBadFiles() throws {

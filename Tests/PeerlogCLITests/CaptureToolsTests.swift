@@ -12,7 +12,9 @@ struct CaptureToolsTests {
     init() throws { dir = try TestSupport.temporaryDirectory() }
 
     @discardableResult
-    func ok(_ args: [String], environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+    func ok(
+        _ args: [String], environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> String {
         let r = try TestSupport.peerlog(args, environment: environment)
         #expect(r.status == 0, "peerlog \(args.joined(separator: " ")): \(r.stderr)", sourceLocation: sourceLocation)
         return r.stdout
@@ -22,22 +24,35 @@ struct CaptureToolsTests {
 
     func committed(_ home: String, _ group: String) -> String? {
         guard let out = try? TestSupport.peerlog(["state-hash", "--home", home, group, "--json"]), out.status == 0,
-              case .string(let h)? = try? JSON.parse(out.stdout)["committed"] else { return nil }
+            case .string(let h)? = try? JSON.parse(out.stdout)["committed"]
+        else { return nil }
         return h
     }
 
     /// Alice owns a group with 40 entities and has invited Bob; Bob's daemon dials hers and
     /// receives it all as a pending invitee, recording what it hears.
-    func recordedSync(captureArgs: [String], environment: [String: String] = [:], aliceListen: Int = 0) throws -> (alice: (home: String, identity: String), bob: (home: String, identity: String), group: String, capture: String) {
-        let a = try person("alice"), b = try person("bob")
-        guard case .string(let group)? = try JSON.parse(try ok(["group", "create", "--home", a.home, "team", "--json"]))["id"] else { throw TestSupport.ProcessError(description: "no group") }
+    func recordedSync(
+        captureArgs: [String], environment: [String: String] = [:], aliceListen: Int = 0
+    ) throws -> (
+        alice: (home: String, identity: String), bob: (home: String, identity: String), group: String, capture: String
+    ) {
+        let a = try person("alice")
+        let b = try person("bob")
+        guard
+            case .string(let group)? = try JSON.parse(try ok(["group", "create", "--home", a.home, "team", "--json"]))[
+                "id"]
+        else { throw TestSupport.ProcessError(description: "no group") }
         try ok(["group", "add", "--home", a.home, group, b.identity])
         for i in 0..<40 { try ok(["put", "--home", a.home, group, "k\(i)", "\(i)"]) }
         let capture = dir + "/bob.pcapng"
         let da = try DaemonProcess(home: a.home, listenPort: aliceListen, environment: environment)
-        let db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity, "--capture", capture] + captureArgs, environment: environment)
+        let db = try DaemonProcess(
+            home: b.home, arguments: ["--peer", da.address, "--allow", a.identity, "--capture", capture] + captureArgs,
+            environment: environment)
         let target = committed(a.home, group)
-        #expect(TestSupport.waitUntil(timeout: 30) { committed(b.home, group) == target }, "bob never caught up: \(db.stderr)")
+        #expect(
+            TestSupport.waitUntil(timeout: 30) { committed(b.home, group) == target },
+            "bob never caught up: \(db.stderr)")
         #expect(db.stderr.contains("decrypted traffic"), "the capture warning is printed: \(db.stderr)")
         // A live write while connected: pushed as receipts and envelopes, not a catch-up.
         try ok(["put", "--home", a.home, group, "late", "\"pushed\""])
@@ -71,21 +86,29 @@ struct CaptureToolsTests {
         // Filters.
         let onlyCommits = try showJSON(capture, ["--type", "commits"])
         #expect(!onlyCommits.isEmpty && onlyCommits.allSatisfy { $0["type"] == .string("commits") })
-        #expect(try showJSON(capture, ["--group", String(group.prefix(10))]).allSatisfy { $0["group"] == .string(group) })
+        #expect(
+            try showJSON(capture, ["--group", String(group.prefix(10))]).allSatisfy { $0["group"] == .string(group) })
         let text = try ok(["capture", "show", capture])
         #expect(text.split(separator: "\n").count == records.count, "one line per record")
         #expect(text.contains("commits") && text.contains("entity.put×"))
         let verbose = try ok(["capture", "show", capture, "--type", "commits", "--verbose"])
-        #expect(verbose.contains("\"entity.put\"") && verbose.contains("\"max_members\""), "payloads in diagnostic notation")
+        #expect(
+            verbose.contains("\"entity.put\"") && verbose.contains("\"max_members\""), "payloads in diagnostic notation"
+        )
 
         // tshark with our dissector names the same messages and computes the same receipt CIDs.
-        let tshark = try TestSupport.run("/usr/bin/tshark", [
-            "-X", "lua_script:" + TestSupport.repoRoot + "/tools/wireshark/peerlog.lua", "-r", capture,
-            "-T", "fields", "-e", "peerlog.type", "-e", "peerlog.receipt.cid", "-e", "peerlog.receipt.type", "-e", "peerlog.envelope.seq",
-            "-E", "occurrence=a", "-E", "aggregator=,",
-        ])
+        let tshark = try TestSupport.run(
+            "/usr/bin/tshark",
+            [
+                "-X", "lua_script:" + TestSupport.repoRoot + "/tools/wireshark/peerlog.lua", "-r", capture,
+                "-T", "fields", "-e", "peerlog.type", "-e", "peerlog.receipt.cid", "-e", "peerlog.receipt.type", "-e",
+                "peerlog.envelope.seq",
+                "-E", "occurrence=a", "-E", "aggregator=,",
+            ])
         #expect(tshark.status == 0, "tshark: \(tshark.stderr)")
-        let rows = tshark.stdout.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.isEmpty }.map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        let rows = tshark.stdout.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.isEmpty }.map {
+            $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        }
         #expect(rows.map { $0[0] } == types, "tshark types: \(rows.map { $0[0] })")
         let dissectedCIDs = rows.flatMap { $0.count > 1 ? $0[1].split(separator: ",").map(String.init) : [] }
         #expect(dissectedCIDs == receiptCIDs)
@@ -97,7 +120,10 @@ struct CaptureToolsTests {
         var replays = [JSON]()
         for n in 0..<2 {
             let out = try JSON.parse(try ok(["replay", capture, "--into", dir + "/replay\(n)", "--json"]))
-            guard case .array(let groups)? = out["groups"], let g = groups.first else { Issue.record("no groups: \(out)"); return }
+            guard case .array(let groups)? = out["groups"], let g = groups.first else {
+                Issue.record("no groups: \(out)")
+                return
+            }
             #expect(g["group"] == .string(group))
             #expect(g["committed"] == live["committed"])
             #expect(g["tentative"] == live["tentative"])
@@ -113,7 +139,11 @@ struct CaptureToolsTests {
         let dc = try DaemonProcess(home: c.home, arguments: ["--allow", b.identity])
         let sent = try ok(["replay", capture, "--home", b.home, "--to", dc.address, "--speed", "0"])
         #expect(sent.contains("all acknowledged"), "\(sent)")
-        #expect(TestSupport.waitUntil(timeout: 20) { committed(c.home, group) == (live["committed"].flatMap { if case .string(let s) = $0 { s } else { nil } }) }, "carol: \(dc.stderr)")
+        #expect(
+            TestSupport.waitUntil(timeout: 20) {
+                committed(c.home, group)
+                    == (live["committed"].flatMap { if case .string(let s) = $0 { s } else { nil } })
+            }, "carol: \(dc.stderr)")
         dc.stop()
         _ = a
     }
@@ -121,7 +151,10 @@ struct CaptureToolsTests {
     @Test func captureStartStopOnARunningDaemonAndOmittedBodies() throws {
         let a = try person("alice")
         let secret = "secret-value-\(UUID().uuidString)"
-        guard case .string(let group)? = try JSON.parse(try ok(["group", "create", "--home", a.home, "team", "--json"]))["id"] else { return }
+        guard
+            case .string(let group)? = try JSON.parse(try ok(["group", "create", "--home", a.home, "team", "--json"]))[
+                "id"]
+        else { return }
         let b = try person("bob")
         try ok(["group", "add", "--home", a.home, group, b.identity])
         try ok(["put", "--home", a.home, group, "k", "\"\(secret)\""])
@@ -132,12 +165,16 @@ struct CaptureToolsTests {
         let status = try JSON.parse(try ok(["status", "--home", a.home, "--json"]))
         #expect(status["capture"]?["path"] == .string(file))
         let db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity])
-        #expect(TestSupport.waitUntil(timeout: 30) { committed(b.home, group) != nil && committed(b.home, group) == committed(a.home, group) })
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                committed(b.home, group) != nil && committed(b.home, group) == committed(a.home, group)
+            })
         let stopped = try ok(["capture", "stop", "--home", a.home])
         #expect(stopped.contains("records in \(file)"), "\(stopped)")
         let again = try TestSupport.peerlog(["capture", "stop", "--home", a.home])
         #expect(again.status != 0 && again.stderr.contains("no capture is running"))
-        db.stop(); da.stop()
+        db.stop()
+        da.stop()
         let bytes = try #require(FileManager.default.contents(atPath: file))
         #expect(!String(decoding: bytes, as: UTF8.self).contains(secret), "bodies omitted")
         #expect(try showJSON(file).contains { $0["bodies_omitted"] == .bool(true) && $0["type"] == .string("commits") })
@@ -168,7 +205,8 @@ struct CaptureToolsTests {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { Int32($0) }.filter { child in
             guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { return false }
+                let close = stat.lastIndex(of: ")")
+            else { return false }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             return fields.count > 2 && Int32(fields[1]) == pid
         }
@@ -176,7 +214,9 @@ struct CaptureToolsTests {
 
     /// tshark records the loopback TCP of a real session; the daemons log keys; decrypting gives
     /// exactly the messages Bob's tap recorded. Capturing needs root (dumpcap on `lo`).
-    @Test(.enabled(if: getuid() == 0, "capturing on lo needs root")) func rawCaptureDecryptsToWhatTheTapRecorded() throws {
+    @Test(.enabled(if: getuid() == 0, "capturing on lo needs root")) func rawCaptureDecryptsToWhatTheTapRecorded()
+        throws
+    {
         let keyLog = dir + "/keys.log"
         let raw = dir + "/raw.pcapng"
         let port = try TestSupport.freePort()
@@ -184,13 +224,17 @@ struct CaptureToolsTests {
         // Through perl to clear the signal mask the test process hands its children (blocked
         // SIGTERM would leave tshark's dumpcap running after the test).
         tshark.executableURL = URL(fileURLWithPath: "/usr/bin/perl")
-        tshark.arguments = ["-e", "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die", "/usr/bin/tshark", "-i", "lo", "-f", "tcp port \(port)", "-w", raw, "-q"]
+        tshark.arguments = [
+            "-e", "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die", "/usr/bin/tshark", "-i",
+            "lo", "-f", "tcp port \(port)", "-w", raw, "-q",
+        ]
         tshark.standardError = FileHandle.nullDevice
         tshark.standardOutput = FileHandle.nullDevice
         try TestSupport.launch(tshark)
         #expect(TestSupport.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: raw) }, "tshark started")
         usleep(500_000)
-        let (_, _, _, capture) = try recordedSync(captureArgs: [], environment: ["PEERLOG_KEYLOGFILE": keyLog], aliceListen: port)
+        let (_, _, _, capture) = try recordedSync(
+            captureArgs: [], environment: ["PEERLOG_KEYLOGFILE": keyLog], aliceListen: port)
         usleep(500_000)
         // SIGTERM ends tshark and its dumpcap child cleanly (they flush the file); never wait
         // on them unbounded.
@@ -210,7 +254,9 @@ struct CaptureToolsTests {
         let out = try ok(["capture", "decrypt", raw, "--keylog", keyLog, "--output", decrypted])
         #expect(out.contains("connection 1:"), "\(out)")
         func messages(_ file: String) throws -> [String] {
-            try showJSON(file).filter { $0["kind"] == .string("message") }.map { "\($0["direction"]!) \($0["message"]!)" }
+            try showJSON(file).filter { $0["kind"] == .string("message") }.map {
+                "\($0["direction"]!) \($0["message"]!)"
+            }
         }
         let tapped = try messages(capture)
         #expect(tapped.count > 8)

@@ -16,31 +16,41 @@ struct LongLog {
     let total: Int
 
     init(dir: String, writes: Int, invitationLast: Bool) throws {
-        let ann = try LocalDevice.generate(name: "ann", createdAt: 1), bob = try LocalDevice.generate(name: "bob", createdAt: 1)
+        let ann = try LocalDevice.generate(name: "ann", createdAt: 1)
+        let bob = try LocalDevice.generate(name: "bob", createdAt: 1)
         self.ann = ann
         self.bob = bob
         annHome = dir + "/ann"
         bobHome = dir + "/bob"
-        for home in [annHome, bobHome] { try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true) }
+        for home in [annHome, bobHome] {
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        }
         try ann.save(home: annHome)
         try bob.save(home: bobHome)
-        let g = GroupID.random(), annHome = annHome
+        let g = GroupID.random()
+        let annHome = annHome
         var hlc: UInt64 = 1
         func sign(_ counter: UInt64, _ op: GroupOperation, _ parent: CID?) throws -> Receipt {
             hlc += 1
-            return try ann.sign(Receipt.Draft(group: g, type: op.receiptType, counter: counter, parents: parent.map { [$0] } ?? [],
-                                              hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
+            return try ann.sign(
+                Receipt.Draft(
+                    group: g, type: op.receiptType, counter: counter, parents: parent.map { [$0] } ?? [],
+                    hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
         }
         var receipts = [try sign(1, .created(name: "long", maxMembers: 12), nil)]
         let invite = GroupOperation.memberAdded(identity: bob.identity, role: .member)
         if !invitationLast { receipts.append(try sign(2, invite, receipts.last!.cid)) }
         for i in 0..<writes {
-            let op = GroupOperation.entityPut(key: "k\(i % 500)", value: .textMap(["n": .int(Int64(i)), "pad": .bytes([UInt8](repeating: 7, count: 48))]))
+            let op = GroupOperation.entityPut(
+                key: "k\(i % 500)",
+                value: .textMap(["n": .int(Int64(i)), "pad": .bytes([UInt8](repeating: 7, count: 48))]))
             receipts.append(try sign(UInt64(receipts.count + 1), op, receipts.last!.cid))
         }
         if invitationLast { receipts.append(try sign(UInt64(receipts.count + 1), invite, receipts.last!.cid)) }
         let envelopes = try receipts.enumerated().map {
-            try Envelope.sign(group: g, seq: UInt64($0.offset + 1), receipt: $0.element.cid, term: 0, receivedAt: 1, key: ann.signingKey)
+            try Envelope.sign(
+                group: g, seq: UInt64($0.offset + 1), receipt: $0.element.cid, term: 0, receivedAt: 1,
+                key: ann.signingKey)
         }
         group = g
         total = receipts.count
@@ -51,7 +61,8 @@ struct LongLog {
     /// Bob's committed mark, read from his store (nil while it has no such group).
     func bobCommitted(home: String? = nil) -> Int? {
         guard let r = try? TestSupport.peerlog(["group", "list", "--home", home ?? bobHome, "--json"]), r.status == 0,
-              case .array(let rows)? = try? JSON.parse(r.stdout) else { return nil }
+            case .array(let rows)? = try? JSON.parse(r.stdout)
+        else { return nil }
         for row in rows where row["id"] == .string(group.string) {
             if case .number(let n)? = row["committed_seq"] { return Int(n) }
         }
@@ -78,12 +89,21 @@ struct CatchUpFaultTests {
 
     @Test func twoDaemonsDialingEachOtherFinishALongCatchUp() throws {
         let log = try LongLog(dir: dir, writes: 10_000, invitationLast: true)
-        let annPort = try TestSupport.freePort(), bobPort = try TestSupport.freePort()
+        let annPort = try TestSupport.freePort()
+        let bobPort = try TestSupport.freePort()
         // Both name the other: the two connections meet and the tie-break closes one.
-        let ann = try DaemonProcess(home: log.annHome, listenPort: annPort, arguments: ["--peer", "127.0.0.1:\(bobPort)"])
-        let bob = try DaemonProcess(home: log.bobHome, listenPort: bobPort, arguments: ["--peer", "127.0.0.1:\(annPort)", "--allow", log.ann.identity.string])
-        defer { ann.stop(); bob.stop() }
-        #expect(log.bobCompletes(), "bob stalled at \(log.bobCommitted() ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))")
+        let ann = try DaemonProcess(
+            home: log.annHome, listenPort: annPort, arguments: ["--peer", "127.0.0.1:\(bobPort)"])
+        let bob = try DaemonProcess(
+            home: log.bobHome, listenPort: bobPort,
+            arguments: ["--peer", "127.0.0.1:\(annPort)", "--allow", log.ann.identity.string])
+        defer {
+            ann.stop()
+            bob.stop()
+        }
+        #expect(
+            log.bobCompletes(), "bob stalled at \(log.bobCommitted() ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))"
+        )
     }
 
     /// Ann's daemon restarts twice during Bob's catch-up: each time his connection drops and
@@ -92,8 +112,12 @@ struct CatchUpFaultTests {
         let log = try LongLog(dir: dir, writes: 10_000, invitationLast: true)
         let annPort = try TestSupport.freePort()
         var ann = try DaemonProcess(home: log.annHome, listenPort: annPort)
-        let bob = try DaemonProcess(home: log.bobHome, arguments: ["--peer", "127.0.0.1:\(annPort)", "--allow", log.ann.identity.string])
-        defer { ann.stop(); bob.stop() }
+        let bob = try DaemonProcess(
+            home: log.bobHome, arguments: ["--peer", "127.0.0.1:\(annPort)", "--allow", log.ann.identity.string])
+        defer {
+            ann.stop()
+            bob.stop()
+        }
         for point in [512, 3_000] {
             #expect(TestSupport.waitUntil(timeout: 60) { (log.bobCommitted() ?? 0) >= point }, "bob reached \(point)")
             ann.stop()
@@ -101,7 +125,9 @@ struct CatchUpFaultTests {
             #expect(at < log.total, "the restart came mid-catch-up (\(at) of \(log.total))")
             ann = try DaemonProcess(home: log.annHome, listenPort: annPort)
         }
-        #expect(log.bobCompletes(), "bob stalled at \(log.bobCommitted() ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))")
+        #expect(
+            log.bobCompletes(), "bob stalled at \(log.bobCommitted() ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))"
+        )
     }
 
     /// Bob's daemon is frozen then killed (a crash or power cut) after a first chunk and again
@@ -122,7 +148,9 @@ struct CatchUpFaultTests {
         }
         let bob = try DaemonProcess(home: log.bobHome, arguments: bobArgs)
         defer { bob.stop() }
-        #expect(log.bobCompletes(), "bob stalled at \(log.bobCommitted() ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))")
+        #expect(
+            log.bobCompletes(), "bob stalled at \(log.bobCommitted() ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))"
+        )
         #expect(try TestSupport.peerlog(["check", "--home", log.bobHome]).status == 0)
     }
 
@@ -133,7 +161,8 @@ struct CatchUpFaultTests {
         let log = try LongLog(dir: dir, writes: 10_000, invitationLast: true)
         let mountPoint = dir + "/small"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        guard try TestSupport.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1600k", "tmpfs", mountPoint]).status == 0 else {
+        guard try TestSupport.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1600k", "tmpfs", mountPoint]).status == 0
+        else {
             Issue.record("cannot mount a tmpfs")
             return
         }
@@ -141,12 +170,20 @@ struct CatchUpFaultTests {
         let bobHome = mountPoint + "/bob"
         _ = try TestSupport.run("/bin/cp", ["-a", log.bobHome, bobHome])
         let ann = try DaemonProcess(home: log.annHome)
-        let bob = try DaemonProcess(home: bobHome, arguments: ["--peer", ann.address, "--allow", log.ann.identity.string])
-        defer { ann.stop(); bob.stop() }
-        #expect(TestSupport.waitUntil(timeout: 60) { bob.stderr.lowercased().contains("full") }, "the disk filled: \(bob.stderr.suffix(2_000))")
+        let bob = try DaemonProcess(
+            home: bobHome, arguments: ["--peer", ann.address, "--allow", log.ann.identity.string])
+        defer {
+            ann.stop()
+            bob.stop()
+        }
+        #expect(
+            TestSupport.waitUntil(timeout: 60) { bob.stderr.lowercased().contains("full") },
+            "the disk filled: \(bob.stderr.suffix(2_000))")
         let at = log.bobCommitted(home: bobHome) ?? 0
         #expect(at > 0 && at < log.total, "the disk filled mid-catch-up (\(at) of \(log.total))")
         #expect(try TestSupport.run("/bin/mount", ["-o", "remount,size=64m", mountPoint]).status == 0)
-        #expect(log.bobCompletes(home: bobHome), "bob stalled at \(log.bobCommitted(home: bobHome) ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))")
+        #expect(
+            log.bobCompletes(home: bobHome),
+            "bob stalled at \(log.bobCommitted(home: bobHome) ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))")
     }
 }

@@ -16,17 +16,25 @@ struct DaemonInteropTests {
         let home = dir + "/alice"
         _ = try ok(["init", "--home", home, "--name", "alice"])
         let created = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))
-        guard case .string(let group)? = created["id"] else { Issue.record("no group id"); return }
+        guard case .string(let group)? = created["id"] else {
+            Issue.record("no group id")
+            return
+        }
         let seed = "0c"
         let python = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", seed]))
-        guard case .string(let identity)? = python["identity"] else { Issue.record("no python identity"); return }
+        guard case .string(let identity)? = python["identity"] else {
+            Issue.record("no python identity")
+            return
+        }
         // The Python identity is invited: a pending member may connect and is offered the group.
         _ = try ok(["group", "add", "--home", home, group, identity])
         for i in 1...30 { _ = try ok(["put", "--home", home, group, "k\(i)", "v\(i)"]) }
 
         let daemon = try DaemonProcess(home: home)
         defer { daemon.stop() }
-        let out = try TestSupport.python("sync_client.py", ["fetch", "127.0.0.1", String(daemon.port), "--seed", seed, "--group", group, "--from", "5", "--to", "9"])
+        let out = try TestSupport.python(
+            "sync_client.py",
+            ["fetch", "127.0.0.1", String(daemon.port), "--seed", seed, "--group", group, "--from", "5", "--to", "9"])
         let summary = try JSON.parse(out)
         // group.created + member_added + 30 puts, all committed by Alice's device (the sequencer).
         #expect(summary["receipts"] == .int(32), "\(out)")
@@ -43,10 +51,16 @@ struct DaemonInteropTests {
         let home = dir + "/carol"
         _ = try ok(["init", "--home", home, "--name", "carol"])
         let created = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))
-        guard case .string(let group)? = created["id"] else { Issue.record("no group id"); return }
+        guard case .string(let group)? = created["id"] else {
+            Issue.record("no group id")
+            return
+        }
         let seed = "0f"
         let python = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", seed]))
-        guard case .string(let identity)? = python["identity"] else { Issue.record("no python identity"); return }
+        guard case .string(let identity)? = python["identity"] else {
+            Issue.record("no python identity")
+            return
+        }
         _ = try ok(["group", "add", "--home", home, group, identity])
         let lines = (1...20).map { "{\"key\": \"k\($0)\", \"value\": \"v\($0)\"}" }.joined(separator: "\n") + "\n"
         try lines.write(toFile: dir + "/batch.jsonl", atomically: true, encoding: .utf8)
@@ -54,7 +68,9 @@ struct DaemonInteropTests {
 
         let daemon = try DaemonProcess(home: home)
         defer { daemon.stop() }
-        let fetch = ["fetch", "127.0.0.1", String(daemon.port), "--seed", seed, "--group", group, "--from", "1", "--to", "22"]
+        let fetch = [
+            "fetch", "127.0.0.1", String(daemon.port), "--seed", seed, "--group", group, "--from", "1", "--to", "22",
+        ]
         let batched = try JSON.parse(try TestSupport.python("sync_client.py", fetch + ["--runs"]))
         // Seqs 3...22 are one run of 20 under one signature.
         #expect(batched["envelopes"] == .int(22), "\(batched)")
@@ -72,7 +88,12 @@ struct DaemonInteropTests {
         _ = try ok(["init", "--home", home, "--name", "bob"])
         let daemon = try DaemonProcess(home: home, arguments: ["--network", "lab"])
         defer { daemon.stop() }
-        let r = try TestSupport.run(TestSupport.python, [TestSupport.repoRoot + "/tools/interop/peerlog_channel.py", "--network", "elsewhere", "connect", "127.0.0.1", String(daemon.port)])
+        let r = try TestSupport.run(
+            TestSupport.python,
+            [
+                TestSupport.repoRoot + "/tools/interop/peerlog_channel.py", "--network", "elsewhere", "connect",
+                "127.0.0.1", String(daemon.port),
+            ])
         #expect(r.status != 0)
         #expect(r.stderr.contains("decrypt") || r.stderr.contains("handshake"), "\(r.stderr)")
         #expect(TestSupport.waitUntil(timeout: 5) { daemon.stderr.contains("closed") }, "\(daemon.stderr)")

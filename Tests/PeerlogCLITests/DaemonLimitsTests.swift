@@ -19,7 +19,9 @@ struct DaemonLimitsTests {
         let home = dir + "/node"
         _ = try TestSupport.peerlogOK(["init", "--home", home, "--name", "node"])
         let r = try TestSupport.run(TestSupport.python, [Self.script, "identity", "--seed", "0e"])
-        guard case .string(let identity)? = try JSON.parse(r.stdout)["identity"] else { throw TestSupport.ProcessError(description: "no identity: \(r.stderr)") }
+        guard case .string(let identity)? = try JSON.parse(r.stdout)["identity"] else {
+            throw TestSupport.ProcessError(description: "no identity: \(r.stderr)")
+        }
         return try DaemonProcess(home: home, arguments: ["--allow", identity], launcher: launcher)
     }
 
@@ -34,7 +36,10 @@ struct DaemonLimitsTests {
         // 100 devices of one identity each send 63 of 64 fragments of a 4 MiB message.
         let peer = Process()
         peer.executableURL = URL(fileURLWithPath: TestSupport.python)
-        peer.arguments = [Self.script, "partial", "127.0.0.1", String(daemon.port), "--seed", "0e", "--connections", "100", "--fragments", "63", "--hold", "60"]
+        peer.arguments = [
+            Self.script, "partial", "127.0.0.1", String(daemon.port), "--seed", "0e", "--connections", "100",
+            "--fragments", "63", "--hold", "60",
+        ]
         let outPath = dir + "/peer.out"
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         peer.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
@@ -52,7 +57,9 @@ struct DaemonLimitsTests {
         let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         try #require(holding, "the peer did not finish sending: \(output)")
         let report = try JSON.parse(String(output.split(separator: "\n").first ?? ""))
-        guard case .object(let reasons)? = report["reasons"], case .number(let openText)? = report["open"], let open = Int(openText) else {
+        guard case .object(let reasons)? = report["reasons"], case .number(let openText)? = report["open"],
+            let open = Int(openText)
+        else {
             Issue.record("bad report \(output)")
             return
         }
@@ -66,11 +73,14 @@ struct DaemonLimitsTests {
         // Beyond the connection cap the daemon refuses; beyond the identity's share of the
         // reassembly budget it closes; what stays open fits in that share.
         let maxMessage = 4 << 20
-        #expect(refusals(naming: "maxConnectionsPerIdentity") == 100 - Self.limits.maxConnectionsPerIdentity, "\(output)")
+        #expect(
+            refusals(naming: "maxConnectionsPerIdentity") == 100 - Self.limits.maxConnectionsPerIdentity, "\(output)")
         #expect(refusals(naming: "reassemblyBytesPerIdentity") >= 1, "\(output)")
         #expect(open >= 1 && open <= Self.limits.reassemblyBytesPerIdentity / maxMessage, "\(output)")
-        #expect(peak - baseline < Self.limits.reassemblyBudgetBytes,
-                "RSS went from \(baseline >> 20) MiB to \(peak >> 20) MiB holding partial messages (budget \(Self.limits.reassemblyBudgetBytes >> 20) MiB)")
+        #expect(
+            peak - baseline < Self.limits.reassemblyBudgetBytes,
+            "RSS went from \(baseline >> 20) MiB to \(peak >> 20) MiB holding partial messages (budget \(Self.limits.reassemblyBudgetBytes >> 20) MiB)"
+        )
         #expect(daemon.stderr.contains("reassemblyBytesPerIdentity"), "the daemon log names the limit")
 
         // Closing them gives the memory back.
@@ -82,8 +92,12 @@ struct DaemonLimitsTests {
             after = Self.residentBytes(daemon.pid)
             return after - baseline < 12 << 20
         }
-        #expect(after - baseline < 12 << 20, "RSS \(after >> 20) MiB after the peers closed; baseline \(baseline >> 20) MiB, peak \(peak >> 20) MiB")
-        #expect(peak - after >= 8 << 20, "RSS did not drop after the peers closed: peak \(peak >> 20) MiB, after \(after >> 20) MiB")
+        #expect(
+            after - baseline < 12 << 20,
+            "RSS \(after >> 20) MiB after the peers closed; baseline \(baseline >> 20) MiB, peak \(peak >> 20) MiB")
+        #expect(
+            peak - after >= 8 << 20,
+            "RSS did not drop after the peers closed: peak \(peak >> 20) MiB, after \(after >> 20) MiB")
         #expect(daemon.isRunning)
         print("RSS baseline \(baseline >> 10) KiB, peak \(peak >> 10) KiB, after close \(after >> 10) KiB")
     }
@@ -92,10 +106,15 @@ struct DaemonLimitsTests {
         // 128 descriptors; the burst is larger than that and never handshakes.
         let daemon = try daemon(launcher: ["/usr/bin/prlimit", "--nofile=128:128"])
         defer { daemon.stop() }
-        let r = try TestSupport.run(TestSupport.python, [Self.script, "burst", "127.0.0.1", String(daemon.port), "--seed", "0e", "--count", "300"], timeout: 60)
+        let r = try TestSupport.run(
+            TestSupport.python,
+            [Self.script, "burst", "127.0.0.1", String(daemon.port), "--seed", "0e", "--count", "300"], timeout: 60)
         let result = try JSON.parse(r.stdout)
         #expect(result["peer"] == .string(daemon.device), "\(r.stdout) \(r.stderr)")
-        guard case .number(let text)? = result["handshake_seconds"], let seconds = Double(text) else { Issue.record("\(r.stdout) \(r.stderr)"); return }
+        guard case .number(let text)? = result["handshake_seconds"], let seconds = Double(text) else {
+            Issue.record("\(r.stdout) \(r.stderr)")
+            return
+        }
         #expect(seconds < 1, "the real peer's handshake took \(seconds) s behind a burst of 300 connections")
         #expect(daemon.stderr.contains("maxPendingHandshakes"), "the daemon log names the limit")
         #expect(daemon.isRunning)

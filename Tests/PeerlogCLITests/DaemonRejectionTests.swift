@@ -14,7 +14,12 @@ struct DaemonRejectionTests {
     func ok(_ args: [String]) throws -> String { try TestSupport.peerlogOK(args) }
 
     func hostile(_ mode: String, _ daemon: DaemonProcess) throws -> JSON {
-        let r = try TestSupport.run(TestSupport.python, [TestSupport.repoRoot + "/tools/interop/hostile_peer.py", mode, "127.0.0.1", String(daemon.port), "--seed", "0d"], timeout: 90)
+        let r = try TestSupport.run(
+            TestSupport.python,
+            [
+                TestSupport.repoRoot + "/tools/interop/hostile_peer.py", mode, "127.0.0.1", String(daemon.port),
+                "--seed", "0d",
+            ], timeout: 90)
         guard r.status == 0 else { throw TestSupport.ProcessError(description: "hostile_peer \(mode): \(r.stderr)") }
         return try JSON.parse(r.stdout)
     }
@@ -29,9 +34,15 @@ struct DaemonRejectionTests {
         let home = dir + "/alice"
         _ = try ok(["init", "--home", home, "--name", "alice"])
         let group = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))
-        guard case .string(let gid)? = group["id"] else { Issue.record("no group"); return }
+        guard case .string(let gid)? = group["id"] else {
+            Issue.record("no group")
+            return
+        }
         let python = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", "0d"]))
-        guard case .string(let member)? = python["identity"] else { Issue.record("no identity"); return }
+        guard case .string(let member)? = python["identity"] else {
+            Issue.record("no identity")
+            return
+        }
         _ = try ok(["group", "add", "--home", home, gid, member])  // the 0d peer is authorized
 
         let daemon = try DaemonProcess(home: home)
@@ -49,8 +60,12 @@ struct DaemonRejectionTests {
             let before = daemon.stderr.count
             let result = try hostile(c.mode, daemon)
             #expect(result["outcome"] == .string("closed"), "\(c.mode): \(result)")
-            let logged = TestSupport.waitUntil(timeout: 5) { String(daemon.stderr.dropFirst(before)).contains(c.logged) }
-            #expect(logged, "\(c.mode): the daemon log does not say \"\(c.logged)\": \(String(daemon.stderr.dropFirst(before)))")
+            let logged = TestSupport.waitUntil(timeout: 5) {
+                String(daemon.stderr.dropFirst(before)).contains(c.logged)
+            }
+            #expect(
+                logged,
+                "\(c.mode): the daemon log does not say \"\(c.logged)\": \(String(daemon.stderr.dropFirst(before)))")
             #expect(daemon.isRunning, "\(c.mode) crashed the daemon")
         }
         // The unauthorized device is named in the log.
@@ -61,13 +76,16 @@ struct DaemonRejectionTests {
         let flood = try hostile("flood", daemon)
         #expect(flood["outcome"] == .string("sent"), "\(flood)")
         let rssAfter = Self.residentKiB(daemon.pid)
-        #expect(rssAfter - rssBefore < 48 * 1024, "RSS grew from \(rssBefore) KiB to \(rssAfter) KiB during a 64 MiB flood")
+        #expect(
+            rssAfter - rssBefore < 48 * 1024, "RSS grew from \(rssBefore) KiB to \(rssAfter) KiB during a 64 MiB flood")
         #expect(daemon.isRunning)
 
         // And it still serves: status answers, the authorized peer still syncs.
         let status = try TestSupport.peerlog(["status", "--home", home, "--json"])
         #expect(status.status == 0, "\(status.stderr)")
-        let fetch = try TestSupport.python("sync_client.py", ["fetch", "127.0.0.1", String(daemon.port), "--seed", "0d", "--group", gid, "--from", "1", "--to", "2"])
+        let fetch = try TestSupport.python(
+            "sync_client.py",
+            ["fetch", "127.0.0.1", String(daemon.port), "--seed", "0d", "--group", gid, "--from", "1", "--to", "2"])
         #expect(try JSON.parse(fetch)["receipts"] == .int(2), "\(fetch)")
     }
 
@@ -78,23 +96,31 @@ struct DaemonRejectionTests {
         let home = dir + "/alice"
         _ = try ok(["init", "--home", home, "--name", "alice"])
         guard case .string(let alice)? = try JSON.parse(try ok(["id", "--home", home, "--json"]))["identity"],
-              case .string(let gid)? = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))["id"],
-              case .string(let member)? = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", "0e"]))["identity"],
-              case .string(let forger)? = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", "0e"]))["device"] else {
+            case .string(let gid)? = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))["id"],
+            case .string(let member)? = try JSON.parse(
+                try TestSupport.python("sync_client.py", ["identity", "--seed", "0e"]))["identity"],
+            case .string(let forger)? = try JSON.parse(
+                try TestSupport.python("sync_client.py", ["identity", "--seed", "0e"]))["device"]
+        else {
             Issue.record("setup")
             return
         }
         _ = try ok(["group", "add", "--home", home, gid, member])
         let daemon = try DaemonProcess(home: home)
         defer { daemon.stop() }
-        let sent = try JSON.parse(try TestSupport.python("sync_client.py", ["forge", "127.0.0.1", String(daemon.port), "--seed", "0e", "--group", gid, "--victim", alice]))
+        let sent = try JSON.parse(
+            try TestSupport.python(
+                "sync_client.py",
+                ["forge", "127.0.0.1", String(daemon.port), "--seed", "0e", "--group", gid, "--victim", alice]))
         guard case .array(let cids)? = sent["cids"], case .array(let authors)? = sent["authors"], cids.count == 3 else {
             Issue.record("forge printed \(sent)")
             return
         }
         for cid in cids {
             guard case .string(let c) = cid else { continue }
-            #expect(TestSupport.waitUntil(timeout: 5) { daemon.stderr.contains("rejected invalid receipt \(c)") }, "not logged: \(c)\n\(daemon.stderr)")
+            #expect(
+                TestSupport.waitUntil(timeout: 5) { daemon.stderr.contains("rejected invalid receipt \(c)") },
+                "not logged: \(c)\n\(daemon.stderr)")
         }
         #expect(daemon.stderr.contains("from peer \(forger)"))
 
@@ -107,7 +133,10 @@ struct DaemonRejectionTests {
         #expect(shown.allSatisfy { $0["from"] == .string(forger) && $0["invalid"] == .bool(true) })
 
         let listed = try JSON.parse(try ok(["dead-letters", "--home", home, "--json"]))
-        guard case .array(let rows) = listed else { Issue.record("dead-letters: \(listed)"); return }
+        guard case .array(let rows) = listed else {
+            Issue.record("dead-letters: \(listed)")
+            return
+        }
         let invalid = rows.filter { $0["kind"] == .string("invalid") }
         #expect(Set(invalid.compactMap { $0["cid"] }) == Set(cids))
         #expect(Set(invalid.compactMap { $0["author"] }) == Set(authors))

@@ -35,26 +35,37 @@ struct DaemonTests {
 
     /// A group owned by `owner` with the others invited; the invitees' daemons let the owner in
     /// for pairing, receive the group by sync and accept.
-    func sharedGroup(owner: (home: String, identity: String), others: [(home: String, identity: String)]) throws -> String {
+    func sharedGroup(
+        owner: (home: String, identity: String), others: [(home: String, identity: String)]
+    ) throws -> String {
         let r = try TestSupport.peerlog(["group", "create", "--home", owner.home, "team", "--json"])
-        guard case .string(let group)? = try JSON.parse(r.stdout)["id"] else { throw TestSupport.ProcessError(description: r.stderr) }
+        guard case .string(let group)? = try JSON.parse(r.stdout)["id"] else {
+            throw TestSupport.ProcessError(description: r.stderr)
+        }
         for o in others { try ok("group", "add", "--home", owner.home, group, o.identity) }
         return group
     }
 
     @Test func twoDaemonsConvergeAfterWritingApart() throws {
-        let a = try person("alice"), b = try person("bob")
+        let a = try person("alice")
+        let b = try person("bob")
         let group = try sharedGroup(owner: a, others: [b])
         // Bob's daemon lets Alice in for pairing: he holds no group with her yet.
         var da: DaemonProcess? = try DaemonProcess(home: a.home)
-        var db: DaemonProcess? = try DaemonProcess(home: b.home, arguments: ["--peer", da!.address, "--allow", a.identity])
-        #expect(TestSupport.waitUntil(timeout: 30) { (try? TestSupport.peerlog(["group", "show", "--home", b.home, group]).status) == 0 }, "bob never received the group: \(db!.stderr)")
+        var db: DaemonProcess? = try DaemonProcess(
+            home: b.home, arguments: ["--peer", da!.address, "--allow", a.identity])
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                (try? TestSupport.peerlog(["group", "show", "--home", b.home, group]).status) == 0
+            }, "bob never received the group: \(db!.stderr)")
         try ok("group", "accept", "--home", b.home, group)
         #expect(try converged([a.home, b.home], group), "no convergence after accept\n\(da!.stderr)\n\(db!.stderr)")
 
         // Apart: both write.
-        da!.stop(); db!.stop()
-        da = nil; db = nil
+        da!.stop()
+        db!.stop()
+        da = nil
+        db = nil
         for i in 0..<20 {
             try ok("put", "--home", a.home, group, "a\(i)", "\(i)")
             try ok("put", "--home", b.home, group, "b\(i)", "\(i)")
@@ -76,7 +87,10 @@ struct DaemonTests {
         #expect(lines.count == 2 && lines.allSatisfy { $0.contains("in sync") }, "\(watch)")
 
         let st = try status(b.home)
-        guard case .array(let peers)? = st["peers"], let first = peers.first else { Issue.record("no peers in status: \(st)"); return }
+        guard case .array(let peers)? = st["peers"], let first = peers.first else {
+            Issue.record("no peers in status: \(st)")
+            return
+        }
         #expect(first["state"] == .string("connected"))
         // Bob has a connected static peer: SIGTERM must still end him promptly and cleanly.
         #expect(db!.stop(grace: 5) == 0, "the dialing daemon did not exit cleanly on SIGTERM: \(db!.stderr)")
@@ -88,20 +102,30 @@ extension DaemonTests {
     /// Three daemons, two of which dial each other at once (one connection must survive),
     /// converge; one is cut off, everyone writes, it comes back and all three converge.
     @Test func threeDaemonsConvergeAndKeepOneConnectionPerPair() throws {
-        let a = try person("ann"), b = try person("ben"), c = try person("cat")
+        let a = try person("ann")
+        let b = try person("ben")
+        let c = try person("cat")
         let group = try sharedGroup(owner: a, others: [b, c])
         let (pa, pb, pc) = (try TestSupport.freePort(), try TestSupport.freePort(), try TestSupport.freePort())
         let da = try DaemonProcess(home: a.home, listenPort: pa)
         defer { da.stop() }
-        let db = try DaemonProcess(home: b.home, listenPort: pb, arguments: ["--peer", "127.0.0.1:\(pa)", "--peer", "127.0.0.1:\(pc)", "--allow", a.identity])
+        let db = try DaemonProcess(
+            home: b.home, listenPort: pb,
+            arguments: ["--peer", "127.0.0.1:\(pa)", "--peer", "127.0.0.1:\(pc)", "--allow", a.identity])
         defer { db.stop() }
-        var dc: DaemonProcess? = try DaemonProcess(home: c.home, listenPort: pc, arguments: ["--peer", "127.0.0.1:\(pa)", "--peer", "127.0.0.1:\(pb)", "--allow", a.identity])
+        var dc: DaemonProcess? = try DaemonProcess(
+            home: c.home, listenPort: pc,
+            arguments: ["--peer", "127.0.0.1:\(pa)", "--peer", "127.0.0.1:\(pb)", "--allow", a.identity])
         defer { dc?.stop() }
         for p in [b, c] {
-            #expect(TestSupport.waitUntil(timeout: 30) { (try? TestSupport.peerlog(["group", "show", "--home", p.home, group]).status) == 0 }, "the group never reached \(p.home)")
+            #expect(
+                TestSupport.waitUntil(timeout: 30) {
+                    (try? TestSupport.peerlog(["group", "show", "--home", p.home, group]).status) == 0
+                }, "the group never reached \(p.home)")
             try ok("group", "accept", "--home", p.home, group)
         }
-        #expect(try converged([a.home, b.home, c.home], group), "no convergence\n\(da.stderr)\n\(db.stderr)\n\(dc!.stderr)")
+        #expect(
+            try converged([a.home, b.home, c.home], group), "no convergence\n\(da.stderr)\n\(db.stderr)\n\(dc!.stderr)")
 
         // Cat is cut off; everyone writes.
         dc!.stop()
@@ -111,8 +135,11 @@ extension DaemonTests {
             try ok("put", "--home", b.home, group, "ben\(i)", "\(i)")
             try ok("put", "--home", c.home, group, "cat\(i)", "\(i)")
         }
-        dc = try DaemonProcess(home: c.home, listenPort: pc, arguments: ["--peer", "127.0.0.1:\(pa)", "--peer", "127.0.0.1:\(pb)"])
-        #expect(try converged([a.home, b.home, c.home], group), "no convergence after the cut\n\(da.stderr)\n\(db.stderr)\n\(dc!.stderr)")
+        dc = try DaemonProcess(
+            home: c.home, listenPort: pc, arguments: ["--peer", "127.0.0.1:\(pa)", "--peer", "127.0.0.1:\(pb)"])
+        #expect(
+            try converged([a.home, b.home, c.home], group),
+            "no convergence after the cut\n\(da.stderr)\n\(db.stderr)\n\(dc!.stderr)")
 
         // Ben and Cat dialed each other: exactly one live connection between them, on both sides.
         let catDevice = try json("id", "--home", c.home)["device"]
@@ -121,8 +148,12 @@ extension DaemonTests {
             guard case .array(let peers)? = try status(home)["peers"] else { return -1 }
             return peers.filter { $0["device"] == device && $0["state"] == .string("connected") }.count
         }
-        #expect(TestSupport.waitUntil(timeout: 10) { (try? connections(b.home, to: catDevice)) == 1 && (try? connections(c.home, to: benDevice)) == 1 },
-                "ben sees \((try? connections(b.home, to: catDevice)) ?? -1), cat sees \((try? connections(c.home, to: benDevice)) ?? -1) connections\n\(db.stderr)\n\(dc!.stderr)")
+        #expect(
+            TestSupport.waitUntil(timeout: 10) {
+                (try? connections(b.home, to: catDevice)) == 1 && (try? connections(c.home, to: benDevice)) == 1
+            },
+            "ben sees \((try? connections(b.home, to: catDevice)) ?? -1), cat sees \((try? connections(c.home, to: benDevice)) ?? -1) connections\n\(db.stderr)\n\(dc!.stderr)"
+        )
     }
 }
 
@@ -131,22 +162,33 @@ extension DaemonTests {
     /// after the removal, its own writes are not taken, and it is told why; a group the two
     /// still share keeps syncing over the same connection.
     @Test func aMemberRemovedWhileConnectedGetsNothingMoreAndIsToldWhy() throws {
-        let a = try person("alice"), b = try person("bob")
+        let a = try person("alice")
+        let b = try person("bob")
         let team = try sharedGroup(owner: a, others: [b])
-        let other = try JSON.parse(try ok("group", "create", "--home", a.home, "other", "--json"))["id"].flatMap { if case .string(let s) = $0 { s } else { nil } } ?? ""
+        let other =
+            try JSON.parse(try ok("group", "create", "--home", a.home, "other", "--json"))["id"].flatMap {
+                if case .string(let s) = $0 { s } else { nil }
+            } ?? ""
         try ok("group", "add", "--home", a.home, other, b.identity)
         let da = try DaemonProcess(home: a.home)
         defer { da.stop() }
         let db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity])
         defer { db.stop() }
         for g in [team, other] {
-            #expect(TestSupport.waitUntil(timeout: 30) { (try? TestSupport.peerlog(["group", "show", "--home", b.home, g]).status) == 0 }, "bob never received \(g)")
+            #expect(
+                TestSupport.waitUntil(timeout: 30) {
+                    (try? TestSupport.peerlog(["group", "show", "--home", b.home, g]).status) == 0
+                }, "bob never received \(g)")
             try ok("group", "accept", "--home", b.home, g)
         }
-        #expect(try converged([a.home, b.home], team) && converged([a.home, b.home], other), "no convergence\n\(da.stderr)\n\(db.stderr)")
+        #expect(
+            try converged([a.home, b.home], team) && converged([a.home, b.home], other),
+            "no convergence\n\(da.stderr)\n\(db.stderr)")
 
         try ok("group", "remove", "--home", a.home, team, b.identity)
-        #expect(TestSupport.waitUntil(timeout: 10) { db.stderr.contains("stopped syncing group \(team) with us") }, "bob was not told\n\(db.stderr)")
+        #expect(
+            TestSupport.waitUntil(timeout: 10) { db.stderr.contains("stopped syncing group \(team) with us") },
+            "bob was not told\n\(db.stderr)")
         #expect(db.stderr.contains("not a member of group \(team)"), "bob is told why\n\(db.stderr)")
         try ok("put", "--home", a.home, team, "after", "1")
         let bobWrite = try ok("put", "--home", b.home, team, "bob-after", "2")
@@ -154,13 +196,20 @@ extension DaemonTests {
         try ok("put", "--home", a.home, team, "later", "3")
         try ok("put", "--home", a.home, other, "still", "4")
         // The other group still syncs over the same connection...
-        #expect(TestSupport.waitUntil(timeout: 15) { (try? TestSupport.peerlog(["get", "--home", b.home, other, "still"]).status) == 0 }, "the shared group stopped syncing\n\(db.stderr)")
+        #expect(
+            TestSupport.waitUntil(timeout: 15) {
+                (try? TestSupport.peerlog(["get", "--home", b.home, other, "still"]).status) == 0
+            }, "the shared group stopped syncing\n\(db.stderr)")
         // ...and by then nothing of the team written after the removal reached Bob, nor his write Alice.
         for key in ["after", "later"] {
             #expect(try TestSupport.peerlog(["get", "--home", b.home, team, key]).status == 1, "\(key) reached bob")
         }
-        let cid = bobWrite.split(whereSeparator: { $0 == " " || $0 == "\n" }).first { $0.hasPrefix("b") && $0.count > 40 }.map(String.init) ?? "?"
-        #expect(!(try ok("log", "--home", a.home, team, "--json")).contains(cid), "alice took bob's write \(cid) after removing him")
+        let cid =
+            bobWrite.split(whereSeparator: { $0 == " " || $0 == "\n" }).first { $0.hasPrefix("b") && $0.count > 40 }
+            .map(String.init) ?? "?"
+        #expect(
+            !(try ok("log", "--home", a.home, team, "--json")).contains(cid),
+            "alice took bob's write \(cid) after removing him")
         #expect(da.stderr.contains("stopped syncing group \(team) with "), "alice logs the withdrawal\n\(da.stderr)")
     }
 }

@@ -26,7 +26,8 @@ struct DurabilityTests {
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()
             #expect(p.terminationReason == .uncaughtSignal, "round \(round): the child was killed, not finished")
-            let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+            let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(
+                separator: "\n")
             acknowledged += lines.filter { $0.hasPrefix("ok ") }.map { String($0.dropFirst(3)) }
 
             let check = try TestSupport.peerlog(["check", "--home", home, "--json"])
@@ -40,7 +41,8 @@ struct DurabilityTests {
             let missing = acknowledged.filter { !present.contains($0) }
             #expect(missing.isEmpty, "round \(round): \(missing.count) acknowledged appends lost")
         }
-        #expect(acknowledged.count > rounds * 5, "the child made progress before each kill (\(acknowledged.count) appends)")
+        #expect(
+            acknowledged.count > rounds * 5, "the child made progress before each kill (\(acknowledged.count) appends)")
     }
 
     static func cids(in log: JSON) -> [String] {

@@ -25,7 +25,9 @@ struct ElectedSequencerTests {
         guard case .array(let items) = try json("log", "--home", home, group) else { return [:] }
         var out = [String: String]()
         for item in items {
-            guard item["status"] == .string("committed"), case .number(let seq)? = item["seq"], let cid = string(item["cid"]) else { continue }
+            guard item["status"] == .string("committed"), case .number(let seq)? = item["seq"],
+                let cid = string(item["cid"])
+            else { continue }
             out[seq] = cid
         }
         return out
@@ -55,20 +57,33 @@ struct ElectedSequencerTests {
         var daemons = try (0..<3).map(start)
         defer { for d in daemons { d.stop() } }
         for p in people.dropFirst() {
-            #expect(TestSupport.waitUntil(timeout: 30) { (try? TestSupport.peerlog(["group", "accept", "--home", p.home, group]).status) == 0 })
+            #expect(
+                TestSupport.waitUntil(timeout: 30) {
+                    (try? TestSupport.peerlog(["group", "accept", "--home", p.home, group]).status) == 0
+                })
         }
-        try ok("group", "sequencer", "--home", people[0].home, group, "elected", people[0].device, people[1].device, people[2].device)
+        try ok(
+            "group", "sequencer", "--home", people[0].home, group, "elected", people[0].device, people[1].device,
+            people[2].device)
         // A leader is elected among the three and commits a follower's write.
         var leader: Int?
-        #expect(TestSupport.waitUntil(timeout: 30) {
-            let views = people.map { sequencer($0.home) }
-            leader = views.firstIndex { string($0?["role"]) == "leader" }
-            return leader != nil && views.allSatisfy { string($0?["authority"]) == "elected" && string($0?["leader"]) == people[leader!].device }
-        }, "no leader: \(daemons.map(\.stderr))")
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                let views = people.map { sequencer($0.home) }
+                leader = views.firstIndex { string($0?["role"]) == "leader" }
+                return leader != nil
+                    && views.allSatisfy {
+                        string($0?["authority"]) == "elected" && string($0?["leader"]) == people[leader!].device
+                    }
+            }, "no leader: \(daemons.map(\.stderr))")
         guard let l = leader else { return }
         let writer = (l + 1) % 3
         for i in 0..<5 { try ok("put", "--home", people[writer].home, group, "before\(i)", "\(i)") }
-        #expect(TestSupport.waitUntil(timeout: 30) { people.allSatisfy { sequencer($0.home).map { $0["commitLag"] == .number("0") } ?? false } && Set(people.map { try! committedLog($0.home, group) }).count == 1 })
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                people.allSatisfy { sequencer($0.home).map { $0["commitLag"] == .number("0") } ?? false }
+                    && Set(people.map { try! committedLog($0.home, group) }).count == 1
+            })
         let before = try committedLog(people[writer].home, group)
 
         // SIGKILL the leader; the survivors elect another and commit new writes.
@@ -81,7 +96,8 @@ struct ElectedSequencerTests {
         }
         #expect(committed, "no commit after the leader died: \(survivors.map { daemons[$0].stderr })")
         let failover = Date().timeIntervalSince(started)
-        print("elected failover: new leader committed \(String(format: "%.2f", failover)) s after the leader was killed")
+        print(
+            "elected failover: new leader committed \(String(format: "%.2f", failover)) s after the leader was killed")
         let newLeader = survivors.first { string(sequencer(people[$0].home)?["role"]) == "leader" }
         #expect(newLeader != nil && newLeader != l)
         // Nothing committed before is lost or changed, and the survivors agree.
@@ -93,7 +109,10 @@ struct ElectedSequencerTests {
 
         // The old leader comes back as a follower and ends with the same envelopes.
         daemons[l] = try start(l)
-        #expect(TestSupport.waitUntil(timeout: 30) { (try? committedLog(people[l].home, group)) == (try? committedLog(people[survivors[0]].home, group)) })
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                (try? committedLog(people[l].home, group)) == (try? committedLog(people[survivors[0]].home, group))
+            })
         let hashes = try people.map { try ok("state-hash", "--home", $0.home, group) }
         #expect(Set(hashes).count == 1)
     }

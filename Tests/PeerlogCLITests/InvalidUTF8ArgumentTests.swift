@@ -10,7 +10,8 @@ struct InvalidUTF8ArgumentTests {
         let (home, _) = try makePerson("u", in: dir)
         try expectPeerlog(["group", "create", "g", "--home", home])
         // Swift strings cannot hold the bytes, so a shell builds the argument (0xFF is never UTF-8).
-        let r = try TestSupport.run("/bin/sh", ["-c", #"exec "$0" put g "$(printf 'k\377')" v --home "$1""#, TestSupport.peerlogBinary, home])
+        let r = try TestSupport.run(
+            "/bin/sh", ["-c", #"exec "$0" put g "$(printf 'k\377')" v --home "$1""#, TestSupport.peerlogBinary, home])
         #expect(r.status != 0, "\(r.stdout)")
         #expect(r.stderr.contains("argument 3 (k\\xFF) is not valid UTF-8"), "\(r.stderr)")
         #expect(r.stderr.split(separator: "\n").count == 1, "one line: \(r.stderr)")

@@ -30,7 +30,9 @@ final class LanTests {
     @discardableResult
     func lan(_ args: [String]) throws -> String {
         let r = try TestSupport.spawnAndWait(["/bin/bash", TestSupport.repoRoot + "/tools/lan.sh"] + args, timeout: 60)
-        guard r.status == 0 else { throw TestSupport.ProcessError(description: "lan.sh \(args): \(r.stderr)\(r.stdout)") }
+        guard r.status == 0 else {
+            throw TestSupport.ProcessError(description: "lan.sh \(args): \(r.stderr)\(r.stdout)")
+        }
         return r.stdout
     }
 
@@ -41,24 +43,34 @@ final class LanTests {
 
     /// Starts host K's daemon on 10.77.0.K:7300 with no peer addresses.
     func start(_ k: Int, _ home: String, _ extra: [String] = []) throws {
-        daemons[k] = try DaemonProcess(home: home, listenPort: 7300, listenHost: "10.77.0.\(k)", arguments: extra,
-                                       launcher: ["/bin/bash", TestSupport.repoRoot + "/tools/lan.sh", "exec", String(k), "--"], discovery: true)
+        daemons[k] = try DaemonProcess(
+            home: home, listenPort: 7300, listenHost: "10.77.0.\(k)", arguments: extra,
+            launcher: ["/bin/bash", TestSupport.repoRoot + "/tools/lan.sh", "exec", String(k), "--"], discovery: true)
     }
 
     func converged(_ homes: [String], _ group: String, timeout: TimeInterval = 60) -> Bool {
         TestSupport.waitUntil(timeout: timeout) {
             let hashes = homes.map { (try? TestSupport.peerlog(["state-hash", "--home", $0, group]).stdout) ?? "" }
-            let logs = homes.map { (try? TestSupport.peerlog(["log", "--home", $0, group, "--json"]).stdout) ?? "\"tentative\"" }
+            let logs = homes.map {
+                (try? TestSupport.peerlog(["log", "--home", $0, group, "--json"]).stdout) ?? "\"tentative\""
+            }
             return Set(hashes).count == 1 && !hashes[0].isEmpty && !logs.contains { $0.contains("\"tentative\"") }
         }
     }
 
-    var logs: String { daemons.sorted { $0.key < $1.key }.map { "--- host \($0.key)\n\($0.value.stderr)" }.joined(separator: "\n") }
+    var logs: String {
+        daemons.sorted { $0.key < $1.key }.map { "--- host \($0.key)\n\($0.value.stderr)" }.joined(separator: "\n")
+    }
 
     @Test func daemonsDiscoverEachOtherConvergeAndResume() throws {
         try lan(["up", "3", "--dir", lanDir])
-        let a = try person("ann"), b = try person("ben"), c = try person("cat")
-        guard case .string(let group)? = try JSON.parse(try ok("group", "create", "--home", a.home, "lan", "--json"))["id"] else { return }
+        let a = try person("ann")
+        let b = try person("ben")
+        let c = try person("cat")
+        guard
+            case .string(let group)? = try JSON.parse(try ok("group", "create", "--home", a.home, "lan", "--json"))[
+                "id"]
+        else { return }
         try ok("group", "add", "--home", a.home, group, b.identity)
         try ok("group", "add", "--home", a.home, group, c.identity)
         for i in 0..<100 { try ok("put", "--home", a.home, group, "early\(i)", "\(i)") }
@@ -68,8 +80,11 @@ final class LanTests {
         try start(2, b.home, ["--allow", a.identity])
         try start(3, c.home, ["--allow", a.identity])
         for p in [b, c] {
-            #expect(TestSupport.waitUntil(timeout: 30) { (try? TestSupport.peerlog(["invites", "--home", p.home]).stdout.contains(group)) ?? false },
-                    "no invitation reached \(p.home)\n\(logs)")
+            #expect(
+                TestSupport.waitUntil(timeout: 30) {
+                    (try? TestSupport.peerlog(["invites", "--home", p.home]).stdout.contains(group)) ?? false
+                },
+                "no invitation reached \(p.home)\n\(logs)")
             try ok("group", "accept", "--home", p.home, group)
         }
         #expect(converged([a.home, b.home, c.home], group), "no convergence over discovery\n\(logs)")
@@ -77,9 +92,15 @@ final class LanTests {
         #expect(peers.contains("mdns"), "\(peers)")
 
         // An independent mDNS implementation sees our service and its TXT keys.
-        let browse = try lan(["exec", "2", "--", TestSupport.python, TestSupport.repoRoot + "/tools/interop/zeroconf_browse.py", "--seconds", "4"])
+        let browse = try lan([
+            "exec", "2", "--", TestSupport.python, TestSupport.repoRoot + "/tools/interop/zeroconf_browse.py",
+            "--seconds", "4",
+        ])
         let services = try JSON.parse(browse)
-        guard case .array(let list) = services else { Issue.record("zeroconf printed \(browse)"); return }
+        guard case .array(let list) = services else {
+            Issue.record("zeroconf printed \(browse)")
+            return
+        }
         let ann = list.first { $0["addresses"] == .array([.string("10.77.0.1")]) }
         #expect(ann?["port"] == .int(7300), "\(browse)")
         for key in ["v", "dev", "id"] { #expect(ann?["txt"]?[key] != nil, "TXT lacks \(key): \(browse)") }
@@ -90,9 +111,11 @@ final class LanTests {
         try ok("group", "add", "--home", a.home, group, d.identity)
         try lan(["add", "4", "--dir", lanDir])
         try start(4, d.home, ["--allow", a.identity])
-        #expect(TestSupport.waitUntil(timeout: 45) {
-            (try? TestSupport.peerlog(["state-hash", "--home", d.home, group]).stdout) == (try? TestSupport.peerlog(["state-hash", "--home", a.home, group]).stdout)
-        }, "the fourth host did not catch up\n\(logs)")
+        #expect(
+            TestSupport.waitUntil(timeout: 45) {
+                (try? TestSupport.peerlog(["state-hash", "--home", d.home, group]).stdout)
+                    == (try? TestSupport.peerlog(["state-hash", "--home", a.home, group]).stdout)
+            }, "the fourth host did not catch up\n\(logs)")
 
         // Cat leaves; the others write; Cat comes back and receives only what is new.
         daemons[3]?.stop()
@@ -103,9 +126,16 @@ final class LanTests {
         try start(3, c.home)
         #expect(converged([a.home, b.home, c.home, d.home], group), "no convergence after Cat came back\n\(logs)")
         let status = try JSON.parse(try ok("status", "--home", c.home, "--json"))
-        guard case .array(let groups)? = status["groups"], case .array(let lags)? = groups.first?["peers"] else { Issue.record("\(status)"); return }
-        let received = lags.compactMap { lag -> Int? in if case .number(let n)? = lag["itemsReceived"] { return Int(n) } else { return nil } }.reduce(0, +)
+        guard case .array(let groups)? = status["groups"], case .array(let lags)? = groups.first?["peers"] else {
+            Issue.record("\(status)")
+            return
+        }
+        let received = lags.compactMap { lag -> Int? in
+            if case .number(let n)? = lag["itemsReceived"] { return Int(n) } else { return nil }
+        }.reduce(0, +)
         // 10 receipts + 10 envelopes are new; the group holds over 200 items. Allow one duplicate copy per peer.
-        #expect(received > 0 && received <= 20 * lags.count, "Cat received \(received) items from \(lags.count) peers after coming back")
+        #expect(
+            received > 0 && received <= 20 * lags.count,
+            "Cat received \(received) items from \(lags.count) peers after coming back")
     }
 }

@@ -10,8 +10,12 @@ struct OverlayCheckCLITests {
     @Test func checkComparesTheMaintainedTentativeViewWithAFold() throws {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let alice = try makePerson("alice", in: dir), relay = try makePerson("relay", in: dir)
-        guard case .string(let relayKey)? = try JSON.parse(try TestSupport.peerlogOK(["id", "--home", relay.home, "--json"]))["device"] else {
+        let alice = try makePerson("alice", in: dir)
+        let relay = try makePerson("relay", in: dir)
+        guard
+            case .string(let relayKey)? = try JSON.parse(
+                try TestSupport.peerlogOK(["id", "--home", relay.home, "--json"]))["device"]
+        else {
             Issue.record("peerlog id printed no device")
             return
         }
@@ -31,13 +35,16 @@ struct OverlayCheckCLITests {
         // Changed by a binary that does not maintain the view: not used, reads fold from scratch.
         try sql(db, "UPDATE overlay_groups SET changes = changes + 1")
         let stale = try TestSupport.peerlog(["check", "--home", alice.home])
-        #expect(stale.status == 0 && stale.stdout.contains("tentative view: not maintained"), "\(stale.stdout)\(stale.stderr)")
+        #expect(
+            stale.status == 0 && stale.stdout.contains("tentative view: not maintained"),
+            "\(stale.stdout)\(stale.stderr)")
         #expect(try expectPeerlog(["get", "--home", alice.home, "trip", "k0"]).contains("v2"))
 
         // The next write rebuilds it.
         try expectPeerlog(["put", "--home", alice.home, "trip", "k2", "v3"])
         let rebuilt = try TestSupport.peerlog(["check", "--home", alice.home])
-        #expect(rebuilt.status == 0 && rebuilt.stdout.contains("tentative view: ok"), "\(rebuilt.stdout)\(rebuilt.stderr)")
+        #expect(
+            rebuilt.status == 0 && rebuilt.stdout.contains("tentative view: ok"), "\(rebuilt.stdout)\(rebuilt.stderr)")
     }
 
     private func sql(_ database: String, _ statement: String) throws {

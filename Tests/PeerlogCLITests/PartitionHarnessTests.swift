@@ -13,9 +13,12 @@ import Testing
 struct PartitionHarnessTests {
     @Test func seededPartitionAndCrashSchedules() throws {
         let script = TestSupport.repoRoot + "/tools/partition_harness.py"
-        let r = try TestSupport.run(TestSupport.python, [
-            script, "--peerlog", TestSupport.peerlogBinary, "--schedules", "4", "--seed", "1", "--inherited-check", "first",
-        ], timeout: 420)
+        let r = try TestSupport.run(
+            TestSupport.python,
+            [
+                script, "--peerlog", TestSupport.peerlogBinary, "--schedules", "4", "--seed", "1", "--inherited-check",
+                "first",
+            ], timeout: 420)
         print(r.stdout)
         #expect(r.status == 0, "partition_harness.py exited \(r.status)\n\(r.stdout)\n\(r.stderr)")
         #expect(r.stdout.contains("partition harness: 4 schedules passed"), "\(r.stdout)")

@@ -12,7 +12,8 @@ struct ReadOnlyHomeTests {
     /// Runs `peerlog ARGS` with `home` mounted read-only over itself, for that process only.
     static func peerlogOnReadOnly(_ home: String, _ args: [String]) throws -> TestSupport.ProcessResult {
         let script = #"mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@""#
-        return try TestSupport.run("/usr/bin/unshare", [unshareFlag, "sh", "-c", script, "sh", home, TestSupport.peerlogBinary] + args)
+        return try TestSupport.run(
+            "/usr/bin/unshare", [unshareFlag, "sh", "-c", script, "sh", home, TestSupport.peerlogBinary] + args)
     }
 
     /// Whether a read-only bind mount can be made here. Root must be able to; anyone else
@@ -24,7 +25,10 @@ struct ReadOnlyHomeTests {
         return (try? TestSupport.run("/usr/bin/unshare", [unshareFlag, "sh", "-c", script, "sh", dir]).status) == 0
     }()
 
-    @Test(.enabled(if: getuid() == 0 || mountsWork, "needs a read-only bind mount (unshare -rm), which user namespaces here do not allow"))
+    @Test(
+        .enabled(
+            if: getuid() == 0 || mountsWork,
+            "needs a read-only bind mount (unshare -rm), which user namespaces here do not allow"))
     func readsWorkAndWritesAreRefused() throws {
         #expect(Self.mountsWork, "as root, a read-only bind mount in a private namespace must work")
         let dir = try TestSupport.temporaryDirectory()
@@ -33,12 +37,15 @@ struct ReadOnlyHomeTests {
         try expectPeerlog(["group", "create", "g", "--home", home])
         try expectPeerlog(["put", "g", "k", "hello", "--home", home])
         let reads: [([String], String)] = [
-            (["get", "g", "k"], "hello"), (["log", "g"], "entity.put"), (["check"], "integrity: ok"), (["group", "list"], "g"),
+            (["get", "g", "k"], "hello"), (["log", "g"], "entity.put"), (["check"], "integrity: ok"),
+            (["group", "list"], "g"),
         ]
         func checkReadsAndWrites(_ situation: String) throws {
             for (args, expected) in reads {
                 let r = try Self.peerlogOnReadOnly(home, args + ["--home", home])
-                #expect(r.status == 0 && r.stdout.contains(expected), "\(situation): peerlog \(args.joined(separator: " ")): \(r.stderr)")
+                #expect(
+                    r.status == 0 && r.stdout.contains(expected),
+                    "\(situation): peerlog \(args.joined(separator: " ")): \(r.stderr)")
             }
             for args in [["put", "g", "k", "other"], ["group", "create", "h"]] {
                 let r = try Self.peerlogOnReadOnly(home, args + ["--home", home])
@@ -54,11 +61,15 @@ struct ReadOnlyHomeTests {
         defer { daemon.stop() }
         #expect(FileManager.default.fileExists(atPath: home + "/replica.sqlite-wal"))
         try checkReadsAndWrites("daemon running")
-        #expect(try TestSupport.peerlog(["get", "g", "k", "--home", home]).stdout == "hello\n", "the value was not changed")
+        #expect(
+            try TestSupport.peerlog(["get", "g", "k", "--home", home]).stdout == "hello\n", "the value was not changed")
     }
 
     /// A home that was initialised but never used has no replica.sqlite: it reads as empty.
-    @Test(.enabled(if: getuid() == 0 || mountsWork, "needs a read-only bind mount (unshare -rm), which user namespaces here do not allow"))
+    @Test(
+        .enabled(
+            if: getuid() == 0 || mountsWork,
+            "needs a read-only bind mount (unshare -rm), which user namespaces here do not allow"))
     func unusedReadOnlyHomeReadsAsEmpty() throws {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

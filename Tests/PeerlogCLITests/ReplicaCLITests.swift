@@ -24,7 +24,9 @@ struct ReplicaCLITests {
     /// Runs a command that must fail with one line on stderr containing `message`.
     func refused(_ message: String, _ args: String..., sourceLocation: SourceLocation = #_sourceLocation) throws {
         let r = try peerlog(args)
-        #expect(r.status != 0, "peerlog \(args.joined(separator: " ")) succeeded: \(r.stdout)", sourceLocation: sourceLocation)
+        #expect(
+            r.status != 0, "peerlog \(args.joined(separator: " ")) succeeded: \(r.stdout)",
+            sourceLocation: sourceLocation)
         #expect(r.stderr.split(separator: "\n").count == 1, "not one line: \(r.stderr)", sourceLocation: sourceLocation)
         #expect(r.stderr.contains(message), "\(r.stderr) does not contain \(message)", sourceLocation: sourceLocation)
     }
@@ -49,7 +51,9 @@ struct ReplicaCLITests {
 
     /// Carries everything `from` holds of `group` to `to` through an export file.
     @discardableResult
-    func sync(_ group: String, from: String, to: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+    func sync(
+        _ group: String, from: String, to: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> String {
         let file = dir + "/" + UUID().uuidString + ".export"
         try ok("export", "--home", from, group, file, sourceLocation: sourceLocation)
         return try ok("import", "--home", to, file, sourceLocation: sourceLocation)
@@ -59,7 +63,9 @@ struct ReplicaCLITests {
     func stateHash(_ home: String, _ group: String) throws -> String { try ok("state-hash", "--home", home, group) }
 
     /// `log` lines.
-    func log(_ home: String, _ group: String) throws -> [Substring] { try ok("log", "--home", home, group).split(separator: "\n") }
+    func log(_ home: String, _ group: String) throws -> [Substring] {
+        try ok("log", "--home", home, group).split(separator: "\n")
+    }
 
     /// The members of `group show --json`, by identity.
     func members(_ home: String, _ group: String, committedView: Bool = false) throws -> [String: JSON] {
@@ -79,7 +85,9 @@ struct ReplicaCLITests {
         #expect(created.contains("trip") && created.contains("b"))
         // The owner is the sequencer: every write commits at once.
         #expect(try ok("put", "--home", alice, "trip", "city", "Lisbon").contains("committed at seq 2"))
-        #expect(try ok("put", "--home", alice, "trip", "days", "[1, 2, {\"x\": true}]", "--json-value").contains("committed at seq 3"))
+        #expect(
+            try ok("put", "--home", alice, "trip", "days", "[1, 2, {\"x\": true}]", "--json-value").contains(
+                "committed at seq 3"))
         #expect(try ok("get", "--home", alice, "trip", "city") == "Lisbon\n")
         #expect(try ok("get", "--home", alice, "trip", "days", "--committed") == "[1,2,{\"x\":true}]\n")
         try refused("floating-point", "put", "--home", alice, "trip", "f", "1.5", "--json-value")
@@ -93,7 +101,10 @@ struct ReplicaCLITests {
             let cols = line.split(separator: " ", omittingEmptySubsequences: true)
             #expect(cols[0] == "\(i + 1)" && cols[1] == "C", "\(line)")
         }
-        #expect(lines.map { $0.split(separator: " ", omittingEmptySubsequences: true)[2] } == ["group.created", "entity.put", "entity.put", "entity.delete"])
+        #expect(
+            lines.map { $0.split(separator: " ", omittingEmptySubsequences: true)[2] } == [
+                "group.created", "entity.put", "entity.put", "entity.delete",
+            ])
         #expect(!lines.contains { $0.contains("REJECTED") })
 
         let hashes = try stateHash(alice, "trip").split(separator: "\n").map { $0.split(separator: " ") }
@@ -132,7 +143,9 @@ struct ReplicaCLITests {
         try sync(group, from: alice, to: bob)
         #expect(try stateHash(alice, group) == stateHash(bob, group))
         let me = try members(bob, group)[bobID]
-        #expect(me?["status"] == .string("active") && me?["standing"] == .string("committed") && me?["since_seq"] == .int(4))
+        #expect(
+            me?["status"] == .string("active") && me?["standing"] == .string("committed") && me?["since_seq"] == .int(4)
+        )
 
         // Bob writes; after another round trip Alice reads his value.
         #expect(try ok("put", "--home", bob, group, "note", "from bob").contains("tentative"))
@@ -209,9 +222,13 @@ struct ReplicaCLITests {
         }
         let badJSON = try variant("bad-json") { $0[2] = "{\"kind\": \"receipt\", " }
         try refused("line 3", "import", "--home", bob, badJSON)
-        let badHeader = try variant("bad-header") { $0[0] = $0[0].replacingOccurrences(of: "peerlog-export", with: "other-export") }
+        let badHeader = try variant("bad-header") {
+            $0[0] = $0[0].replacingOccurrences(of: "peerlog-export", with: "other-export")
+        }
         try refused("line 1", "import", "--home", bob, badHeader)
-        let truncated = try variant("truncated") { $0[6] = $0[6].replacingOccurrences(of: "\"}", with: "").dropLast(2) + "\"}" }
+        let truncated = try variant("truncated") {
+            $0[6] = $0[6].replacingOccurrences(of: "\"}", with: "").dropLast(2) + "\"}"
+        }
         try refused("line 7", "import", "--home", bob, truncated)
         try refused("cannot open", "import", "--home", bob, dir + "/absent")
         #expect(try stateHash(bob, group) == before)
@@ -250,25 +267,44 @@ struct ReplicaCLITests {
         let (alice, aliceID) = try person("alice")
         let created = try json("group", "create", "--home", alice, "trip", "--max-members", "5")
         #expect(created["name"] == .string("trip") && created["max_members"] == .int(5))
-        guard case .string(let group)? = created["id"] else { Issue.record("no id"); return }
+        guard case .string(let group)? = created["id"] else {
+            Issue.record("no id")
+            return
+        }
 
-        let put = try json("put", "--home", alice, group, "plan", "{\"days\": 3, \"bytes\": {\"$bytes\": \"00ff\"}}", "--json-value")
+        let put = try json(
+            "put", "--home", alice, group, "plan", "{\"days\": 3, \"bytes\": {\"$bytes\": \"00ff\"}}", "--json-value")
         #expect(put["status"] == .string("committed") && put["seq"] == .int(2) && put["type"] == .string("entity.put"))
         let got = try json("get", "--home", alice, group, "plan")
-        #expect(got["key"] == .string("plan") && got["cid"] == put["cid"] && got["status"] == .string("committed") && got["seq"] == .int(2))
+        #expect(
+            got["key"] == .string("plan") && got["cid"] == put["cid"] && got["status"] == .string("committed")
+                && got["seq"] == .int(2))
         #expect(got["value"] == (try JSON.parse("{\"days\": 3, \"bytes\": {\"$bytes\": \"00ff\"}}")))
 
-        guard case .array(let groups)? = Optional(try json("group", "list", "--home", alice)), groups.count == 1 else { Issue.record("list"); return }
-        #expect(groups[0]["id"] == .string(group) && groups[0]["name"] == .string("trip") && groups[0]["status"] == .string("active"))
-        #expect(groups[0]["members"] == .int(1) && groups[0]["committed_seq"] == .int(2) && groups[0]["tentative"] == .int(0))
+        guard case .array(let groups)? = Optional(try json("group", "list", "--home", alice)), groups.count == 1 else {
+            Issue.record("list")
+            return
+        }
+        #expect(
+            groups[0]["id"] == .string(group) && groups[0]["name"] == .string("trip")
+                && groups[0]["status"] == .string("active"))
+        #expect(
+            groups[0]["members"] == .int(1) && groups[0]["committed_seq"] == .int(2)
+                && groups[0]["tentative"] == .int(0))
 
         let show = try json("group", "show", "--home", alice, group, "--committed")
-        #expect(show["view"] == .string("committed") && show["max_members"] == .int(5) && show["committed_seq"] == .int(2))
+        #expect(
+            show["view"] == .string("committed") && show["max_members"] == .int(5) && show["committed_seq"] == .int(2))
         #expect(show["sequencer"]?["kind"] == .string("solo") && show["created_by"] == .string(aliceID))
         #expect(try members(alice, group)[aliceID]?["since_seq"] == .int(1))
 
-        guard case .array(let log)? = Optional(try json("log", "--home", alice, group)), log.count == 2 else { Issue.record("log"); return }
-        #expect(log[0]["seq"] == .int(1) && log[0]["status"] == .string("committed") && log[0]["type"] == .string("group.created"))
+        guard case .array(let log)? = Optional(try json("log", "--home", alice, group)), log.count == 2 else {
+            Issue.record("log")
+            return
+        }
+        #expect(
+            log[0]["seq"] == .int(1) && log[0]["status"] == .string("committed")
+                && log[0]["type"] == .string("group.created"))
         #expect(log[1]["cid"] == put["cid"] && log[1]["counter"] == .int(2) && log[1]["rejected"] == .null)
 
         let hashes = try json("state-hash", "--home", alice, group)

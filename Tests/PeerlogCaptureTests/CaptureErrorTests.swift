@@ -6,11 +6,19 @@ import Testing
 @Suite struct CaptureErrorTests {
     @Test func codesSayWhatKindOfProblemAndKeysStayOut() {
         let secret = String(repeating: "ab", count: 32)
-        do { _ = try KeyLogEntry.parse("PEERLOG_NOISE_KEYS \(secret) \(secret)\n"); Issue.record("accepted a short line") } catch let e as CaptureError {
-            #expect(e.code == .malformedKeyLog && e.description == "key log line 1 is malformed (expected PEERLOG_NOISE_KEYS and five fields)")
+        do {
+            _ = try KeyLogEntry.parse("PEERLOG_NOISE_KEYS \(secret) \(secret)\n")
+            Issue.record("accepted a short line")
+        } catch let e as CaptureError {
+            #expect(
+                e.code == .malformedKeyLog
+                    && e.description == "key log line 1 is malformed (expected PEERLOG_NOISE_KEYS and five fields)")
             #expect(!e.description.contains(secret) && e.file.hasPrefix("PeerlogCapture/"))
         } catch { Issue.record("not a CaptureError: \(error)") }
-        do { _ = try PacketFile(bytes: [1, 2]); Issue.record("accepted two bytes") } catch let e as CaptureError {
+        do {
+            _ = try PacketFile(bytes: [1, 2])
+            Issue.record("accepted two bytes")
+        } catch let e as CaptureError {
             #expect(e.code == .malformedFile && e.offset == 0 && e == CaptureError(offset: 7, "other"))
             #expect(e != CaptureError(.notReplayable, offset: nil, "other"))
         } catch { Issue.record("not a CaptureError: \(error)") }

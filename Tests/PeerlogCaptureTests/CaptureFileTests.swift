@@ -7,8 +7,14 @@ import Testing
 
 @Suite struct CaptureFileTests {
     @Test func recordsRoundTripThroughPcapng() throws {
-        let records = (0..<7).map { Fixtures.record($0, data: Array("message \($0)".utf8) + [UInt8](repeating: UInt8($0), count: $0)) }
-            + [Fixtures.record(7, data: Fixtures.bob.certificate.encoded, kind: .opened), Fixtures.record(8, data: Array("bye".utf8), kind: .closed)]
+        let records =
+            (0..<7).map {
+                Fixtures.record($0, data: Array("message \($0)".utf8) + [UInt8](repeating: UInt8($0), count: $0))
+            }
+            + [
+                Fixtures.record(7, data: Fixtures.bob.certificate.encoded, kind: .opened),
+                Fixtures.record(8, data: Array("bye".utf8), kind: .closed),
+            ]
         let (_, bytes) = try Fixtures.written(records)
         let read = try CaptureFile(bytes: bytes)
         #expect(read.records == records)
@@ -22,7 +28,8 @@ import Testing
     }
 
     @Test func everyTruncationIsOneErrorNamingTheOffset() throws {
-        let (_, bytes) = try Fixtures.written((0..<3).map { Fixtures.record($0, data: Array(repeating: 0xAB, count: 90)) })
+        let (_, bytes) = try Fixtures.written(
+            (0..<3).map { Fixtures.record($0, data: Array(repeating: 0xAB, count: 90)) })
         let full = try CaptureFile(bytes: bytes).records.count
         var errors = 0
         for cut in 0..<bytes.count {
@@ -48,18 +55,27 @@ import Testing
 
         var trailer = bytes
         trailer[bytes.count - 4] ^= 0x40  // last block's trailing length differs
-        do { _ = try CaptureFile(bytes: trailer); Issue.record("accepted a bad trailer") } catch let e as CaptureError {
+        do {
+            _ = try CaptureFile(bytes: trailer)
+            Issue.record("accepted a bad trailer")
+        } catch let e as CaptureError {
             #expect(e.message.contains("trailer"), "\(e)")
             #expect(e.offset == bytes.count - 4)
         }
 
         var huge = bytes
         huge[shbLength + 7] = 0x7f  // interface block claims ~2 GiB
-        do { _ = try CaptureFile(bytes: huge); Issue.record("accepted a huge block") } catch let e as CaptureError {
+        do {
+            _ = try CaptureFile(bytes: huge)
+            Issue.record("accepted a huge block")
+        } catch let e as CaptureError {
             #expect(e.message.contains("limit"), "\(e)")
         }
 
-        do { _ = try CaptureFile(bytes: Array("hello, not a capture".utf8)); Issue.record("accepted text") } catch let e as CaptureError {
+        do {
+            _ = try CaptureFile(bytes: Array("hello, not a capture".utf8))
+            Issue.record("accepted text")
+        } catch let e as CaptureError {
             #expect(e.message.contains("not a pcapng or pcap file"))
             #expect(e.offset == 0)
         }
@@ -68,14 +84,20 @@ import Testing
         var badKind = Fixtures.record(0, data: [1]).packet
         badKind[1] = 9
         #expect(throws: CaptureError.self) { try CaptureRecord(packet: badKind, time: 0, offset: 100) }
-        do { _ = try CaptureRecord(packet: Array(badKind.prefix(20)), time: 0, offset: 100) } catch let e as CaptureError {
+        do { _ = try CaptureRecord(packet: Array(badKind.prefix(20)), time: 0, offset: 100) } catch let e
+            as CaptureError
+        {
             #expect(e.offset == 100)
             #expect(e.message.contains("76-byte header"))
         }
     }
 
     @Test func rotationStartsNumberedFilesAtTheSizeLimit() throws {
-        #expect(throws: CaptureError.self) { try CaptureWriter(path: Fixtures.temporaryFile("small.pcapng"), options: .init(maxBytes: CaptureWriter.minRotationBytes - 1)) }
+        #expect(throws: CaptureError.self) {
+            try CaptureWriter(
+                path: Fixtures.temporaryFile("small.pcapng"),
+                options: .init(maxBytes: CaptureWriter.minRotationBytes - 1))
+        }
         let records = (0..<20).map { Fixtures.record($0, data: [UInt8](repeating: 7, count: 10_000)) }
         let path = Fixtures.temporaryFile("rotating.pcapng")
         let w = try CaptureWriter(path: path, options: .init(maxBytes: CaptureWriter.minRotationBytes))
@@ -96,7 +118,9 @@ import Testing
 
     @Test func omittingBodiesKeepsCIDsAndDropsTheBody() throws {
         let secret = "a secret the capture must not hold"
-        let receipts = try (1...3).map { try Fixtures.receipt(counter: $0, body: .textMap(["key": "k", "value": .text(secret)])) }
+        let receipts = try (1...3).map {
+            try Fixtures.receipt(counter: $0, body: .textMap(["key": "k", "value": .text(secret)]))
+        }
         let message = SyncMessage.receipts(group: Fixtures.group, items: receipts.map(\.encoded)).encoded()
         let (_, bytes) = try Fixtures.written([Fixtures.record(0, data: message)], options: .init(omitBodies: true))
         #expect(!String(decoding: bytes, as: UTF8.self).contains(secret))
@@ -109,7 +133,8 @@ import Testing
 
     @Test func recordViewNamesMessagesAndItems() throws {
         let r = try Fixtures.receipt(counter: 1)
-        let e = try Envelope.sign(group: Fixtures.group, seq: 1, receipt: r.cid, term: 0, receivedAt: 5, key: Fixtures.alice.signingKey)
+        let e = try Envelope.sign(
+            group: Fixtures.group, seq: 1, receipt: r.cid, term: 0, receivedAt: 5, key: Fixtures.alice.signingKey)
         let m = SyncMessage.commits(group: Fixtures.group, receipts: [r.encoded], envelopes: [e.encoded]).encoded()
         let view = RecordView(index: 1, record: Fixtures.record(0, data: m))
         #expect(view.type == "commits")

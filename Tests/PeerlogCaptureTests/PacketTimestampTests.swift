@@ -1,11 +1,14 @@
-@testable import PeerlogCapture
 import Testing
+
+@testable import PeerlogCapture
 
 /// A pcapng whose interface counts whole seconds (`if_tsresol` 0: 10^0 per second) and whose
 /// packet claims 2^63 of them: more microseconds than 64 bits hold. Found by FuzzCaptureFiles
 /// (it trapped converting the Double); now one clear error at the timestamp's offset.
 @Suite struct PacketTimestampTests {
-    func le32(_ v: UInt32) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff), UInt8(v >> 16 & 0xff), UInt8(v >> 24)] }
+    func le32(_ v: UInt32) -> [UInt8] {
+        [UInt8(v & 0xff), UInt8(v >> 8 & 0xff), UInt8(v >> 16 & 0xff), UInt8(v >> 24)]
+    }
     func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8)] }
     func block(_ type: UInt32, _ body: [UInt8]) -> [UInt8] {
         let length = UInt32(12 + body.count)
@@ -17,7 +20,8 @@ import Testing
         // IDB: link type 147 (user 0), reserved, snaplen; option 9 (if_tsresol) = 0, then end of options.
         let idb = block(1, le16(147) + le16(0) + le32(65_535) + le16(9) + le16(1) + [0, 0, 0, 0] + le16(0) + le16(0))
         let data: [UInt8] = [1, 2, 3, 4]
-        let epb = block(6, le32(0) + le32(UInt32(seconds >> 32)) + le32(UInt32(seconds & 0xffff_ffff)) + le32(4) + le32(4) + data)
+        let epb = block(
+            6, le32(0) + le32(UInt32(seconds >> 32)) + le32(UInt32(seconds & 0xffff_ffff)) + le32(4) + le32(4) + data)
         return shb + idb + epb
     }
 
@@ -35,7 +39,8 @@ import Testing
         // Nanoseconds round to the nearest microsecond; the largest count cannot overflow.
         #expect(try PacketFile.microseconds(1_499, perSecond: 1_000_000_000, at: 0) == 1)
         #expect(try PacketFile.microseconds(1_500, perSecond: 1_000_000_000, at: 0) == 2)
-        #expect(try PacketFile.microseconds(.max, perSecond: 1_000_000_000, at: 0) == UInt64.max / 1_000 + 1)  // ...551,615 ns rounds up
+        // ...551,615 ns rounds up
+        #expect(try PacketFile.microseconds(.max, perSecond: 1_000_000_000, at: 0) == UInt64.max / 1_000 + 1)
         // Binary resolutions (2^-10 s) go through Double, still bounded.
         #expect(try PacketFile.microseconds(1_024, perSecond: 1_024, at: 0) == 1_000_000)
         #expect(throws: CaptureError.self) { try PacketFile.microseconds(.max, perSecond: 1_024, at: 0) }

@@ -26,7 +26,13 @@ import Testing
 
         func pcap(retransmitFirst: Bool = false, dropOne: Bool = false) -> [UInt8] {
             var out = [UInt8]()
-            out.le32(0xA1B2_C3D4); out.le16(2); out.le16(4); out.le32(0); out.le32(0); out.le32(65535); out.le32(1)
+            out.le32(0xA1B2_C3D4)
+            out.le16(2)
+            out.le16(4)
+            out.le32(0)
+            out.le32(0)
+            out.le32(65535)
+            out.le32(1)
             // Sequence numbers first, over every packet sent; then retransmit or lose one.
             var seq = self.seq
             var list = packets.map { p -> (time: UInt64, fromInitiator: Bool, payload: [UInt8], seq: UInt32) in
@@ -34,10 +40,17 @@ import Testing
                 return (p.time, p.fromInitiator, p.payload, seq[p.fromInitiator]!)
             }
             if retransmitFirst, let first = list.first { list.insert(first, at: 1) }
-            if dropOne, let i = list.indices.first(where: { $0 > 3 && list[$0].fromInitiator && list[$0 + 1].fromInitiator }) { list.remove(at: i) }
+            if dropOne,
+                let i = list.indices.first(where: { $0 > 3 && list[$0].fromInitiator && list[$0 + 1].fromInitiator })
+            {
+                list.remove(at: i)
+            }
             for p in list {
                 let frame = ethernetIPv4TCP(fromInitiator: p.fromInitiator, seq: p.seq, payload: p.payload)
-                out.le32(UInt32(p.time / 1_000_000)); out.le32(UInt32(p.time % 1_000_000)); out.le32(UInt32(frame.count)); out.le32(UInt32(frame.count))
+                out.le32(UInt32(p.time / 1_000_000))
+                out.le32(UInt32(p.time % 1_000_000))
+                out.le32(UInt32(frame.count))
+                out.le32(UInt32(frame.count))
                 out += frame
             }
             return out
@@ -58,7 +71,8 @@ import Testing
 
     func session(rekeyInterval: UInt64) throws -> (Wire, [[UInt8]], [[UInt8]], KeyLogEntry) {
         let config = ChannelConfiguration(rekeyInterval: rekeyInterval)
-        var i = SecureChannel(role: .initiator, device: Fixtures.alice, configuration: config, authorize: { _ in .allow })
+        var i = SecureChannel(
+            role: .initiator, device: Fixtures.alice, configuration: config, authorize: { _ in .allow })
         var r = SecureChannel(role: .responder, device: Fixtures.bob, configuration: config, authorize: { _ in .allow })
         var wire = Wire()
         func deliver(_ actions: [ChannelAction], from initiator: Bool) -> [ChannelAction] {
@@ -76,18 +90,22 @@ import Testing
             fromInitiator.toggle()
         }
         #expect(i.isEstablished && r.isEstablished)
-        var sentByI = [[UInt8]](), sentByR = [[UInt8]]()
+        var sentByI = [[UInt8]]()
+        var sentByR = [[UInt8]]()
         for n in 0..<12 {
             // Sizes include a fragmented message (over 65,518 bytes).
             let m = [UInt8](repeating: UInt8(n), count: n == 5 ? 150_000 : 20 + n * 7)
             if n % 3 == 2 {
-                _ = deliver(try r.send(m), from: false); sentByR.append(m)
+                _ = deliver(try r.send(m), from: false)
+                sentByR.append(m)
             } else {
-                _ = deliver(try i.send(m), from: true); sentByI.append(m)
+                _ = deliver(try i.send(m), from: true)
+                sentByI.append(m)
             }
         }
         _ = deliver(i.close(reason: "done"), from: true)
-        let entry = KeyLogEntry(keys: i.transportKeys!, initiator: Fixtures.alice.device, responder: Fixtures.bob.device)
+        let entry = KeyLogEntry(
+            keys: i.transportKeys!, initiator: Fixtures.alice.device, responder: Fixtures.bob.device)
         #expect(r.transportKeys == i.transportKeys)
         return (wire, sentByI, sentByR, entry)
     }
@@ -97,7 +115,9 @@ import Testing
         let parsed = try KeyLogEntry.parse("# comment\nOTHER 1 2\n" + entry.line + "\n")
         #expect(parsed == [entry])
         for retransmit in [false, true] {
-            let d = try RawDecrypt(file: PacketFile(bytes: wire.pcap(retransmitFirst: retransmit)), keyLog: parsed, rekeyInterval: rekeyInterval)
+            let d = try RawDecrypt(
+                file: PacketFile(bytes: wire.pcap(retransmitFirst: retransmit)), keyLog: parsed,
+                rekeyInterval: rekeyInterval)
             #expect(d.connections.count == 1)
             #expect(d.connections[0].problem == nil, "\(d.connections[0].problem ?? "")")
             let messages = d.records.filter { $0.kind == .message }
@@ -107,7 +127,8 @@ import Testing
             #expect(messages.allSatisfy { $0.local == Fixtures.alice.device && $0.peer == Fixtures.bob.device })
         }
         // The responder's view swaps local, peer and directions.
-        let asResponder = try RawDecrypt(file: PacketFile(bytes: wire.pcap()), keyLog: parsed, side: .responder, rekeyInterval: rekeyInterval)
+        let asResponder = try RawDecrypt(
+            file: PacketFile(bytes: wire.pcap()), keyLog: parsed, side: .responder, rekeyInterval: rekeyInterval)
         #expect(asResponder.records.filter { $0.kind == .message && $0.direction == .outbound }.map(\.data) == byR)
     }
 
@@ -121,7 +142,10 @@ import Testing
         let wrong = try RawDecrypt(file: PacketFile(bytes: wire.pcap()), keyLog: [entry], rekeyInterval: 2)
         #expect(wrong.connections[0].problem?.contains("does not decrypt") == true)
         // A lost packet: a gap, named.
-        do { _ = try RawDecrypt(file: PacketFile(bytes: wire.pcap(dropOne: true)), keyLog: [entry]); Issue.record("accepted a gap") } catch let e as CaptureError {
+        do {
+            _ = try RawDecrypt(file: PacketFile(bytes: wire.pcap(dropOne: true)), keyLog: [entry])
+            Issue.record("accepted a gap")
+        } catch let e as CaptureError {
             #expect(e.message.contains("gap"), "\(e)")
         }
         #expect(throws: CaptureError.self) { try KeyLogEntry.parse("PEERLOG_NOISE_KEYS abc\n") }
@@ -129,6 +153,11 @@ import Testing
 }
 
 extension Array where Element == UInt8 {
-    mutating func le16(_ v: UInt16) { append(UInt8(v & 0xff)); append(UInt8(v >> 8)) }
-    mutating func le32(_ v: UInt32) { for s in stride(from: 0, to: 32, by: 8) { append(UInt8(truncatingIfNeeded: v >> UInt32(s))) } }
+    mutating func le16(_ v: UInt16) {
+        append(UInt8(v & 0xff))
+        append(UInt8(v >> 8))
+    }
+    mutating func le32(_ v: UInt32) {
+        for s in stride(from: 0, to: 32, by: 8) { append(UInt8(truncatingIfNeeded: v >> UInt32(s))) }
+    }
 }

@@ -12,7 +12,10 @@ struct RecordFilterTests {
         let r = try Fixtures.receipt(counter: 1)
         let m = SyncMessage.commits(group: Fixtures.group, receipts: [r.encoded], envelopes: []).encoded()
         commits = RecordView(index: 1, record: Fixtures.record(0, data: m))  // connection 1
-        hello = RecordView(index: 2, record: Fixtures.record(1, data: SyncMessage.hello(versions: [1], capabilities: [], groups: []).encoded()))  // connection 2
+        hello = RecordView(
+            index: 2,
+            // connection 2
+            record: Fixtures.record(1, data: SyncMessage.hello(versions: [1], capabilities: [], groups: []).encoded()))
     }
 
     @Test func emptyFilterPassesEverything() {

@@ -36,7 +36,9 @@ struct Ed25519Tests {
     }
 
     @Test func keyLengthsAreChecked() {
-        #expect(throws: CryptoError(.invalidKeyLength)) { try Ed25519.PrivateKey(seed: SecureBytes([UInt8](repeating: 1, count: 31))) }
+        #expect(throws: CryptoError(.invalidKeyLength)) {
+            try Ed25519.PrivateKey(seed: SecureBytes([UInt8](repeating: 1, count: 31)))
+        }
         #expect(throws: CryptoError(.invalidKeyLength)) { try Ed25519.PublicKey([UInt8](repeating: 1, count: 33)) }
     }
 }

@@ -21,8 +21,12 @@ struct InPlaceAEADTests {
     @Test func failedOpenRevealsNothing() throws {
         var buffer = try ChaChaPoly.seal([1, 2, 3, 4], key: key, nonce: nonce)
         buffer[0] ^= 1
-        #expect(throws: CryptoError.self) { try ChaChaPoly.openInPlace(&buffer, range: 0..<buffer.count, key: key, nonce: nonce) }
+        #expect(throws: CryptoError.self) {
+            try ChaChaPoly.openInPlace(&buffer, range: 0..<buffer.count, key: key, nonce: nonce)
+        }
         #expect(buffer[0..<4] == [0, 0, 0, 0], "a forged message's would-be plaintext must not be left behind")
-        #expect(throws: CryptoError.self) { try ChaChaPoly.sealInPlace(&buffer, range: 0..<buffer.count, key: key, nonce: nonce) }
+        #expect(throws: CryptoError.self) {
+            try ChaChaPoly.sealInPlace(&buffer, range: 0..<buffer.count, key: key, nonce: nonce)
+        }
     }
 }

@@ -21,10 +21,19 @@ private let inNamespace = ProcessInfo.processInfo.environment["PEERLOG_DISCOVERY
             defer { setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/peerlog-test/bus", 1) }
             return ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
         }
-        defer { TestSupport.withEnvironmentLocked { if let saved { _ = setenv("DBUS_SYSTEM_BUS_ADDRESS", saved, 1) } else { _ = unsetenv("DBUS_SYSTEM_BUS_ADDRESS") } } }
+        defer {
+            TestSupport.withEnvironmentLocked {
+                if let saved {
+                    _ = setenv("DBUS_SYSTEM_BUS_ADDRESS", saved, 1)
+                } else {
+                    _ = unsetenv("DBUS_SYSTEM_BUS_ADDRESS")
+                }
+            }
+        }
 
         let log = EventLog()
-        let discovery = Discovery(advertise: ServiceAdvertisement(name: "x", port: 1, txt: [:]), browse: true, handler: log.handler)
+        let discovery = Discovery(
+            advertise: ServiceAdvertisement(name: "x", port: 1, txt: [:]), browse: true, handler: log.handler)
         discovery.start()
         discovery.start()  // no-op while running
         let message = log.wait(timeout: 10) { if case .unavailable(let m) = $0 { m } else { nil } }
@@ -40,22 +49,31 @@ private let inNamespace = ProcessInfo.processInfo.environment["PEERLOG_DISCOVERY
 
     /// Needs a live avahi: run inside tools/avahi-ns.sh (which sets PEERLOG_DISCOVERY_NS and
     /// DBUS_SYSTEM_BUS_ADDRESS). The node's namespace tests cover this path on a veth LAN too.
-    @Test(.enabled(if: inNamespace,
-                   "needs avahi in a namespace: tools/avahi-ns.sh exec NAME DIR -- swift test ..."))
+    @Test(
+        .enabled(
+            if: inNamespace,
+            "needs avahi in a namespace: tools/avahi-ns.sh exec NAME DIR -- swift test ..."))
     func registersFindsAndLoses() throws {
         let name = "peerlog-test-\(getpid())"
         let txt = PeerlogDNSSD.txt(device: "dev=1", identity: "id-1", network: "")
-        let advertiserLog = EventLog(), browserLog = EventLog()
+        let advertiserLog = EventLog()
+        let browserLog = EventLog()
         quietAvahi()
-        let advertiser = Discovery(advertise: ServiceAdvertisement(name: name, port: 4242, txt: txt), browse: false, handler: advertiserLog.handler)
+        let advertiser = Discovery(
+            advertise: ServiceAdvertisement(name: name, port: 4242, txt: txt), browse: false,
+            handler: advertiserLog.handler)
         let browser = Discovery(advertise: nil, browse: true, handler: browserLog.handler)
-        defer { advertiser.stop(); browser.stop() }
+        defer {
+            advertiser.stop()
+            browser.stop()
+        }
         browser.start()
         advertiser.start()
 
         let registered = advertiserLog.wait(timeout: 10) { if case .registered(let n) = $0 { n } else { nil } }
         #expect(registered == name)
-        let found = try #require(browserLog.wait(timeout: 10) { if case .found(let s) = $0, s.name == name { s } else { nil } })
+        let found = try #require(
+            browserLog.wait(timeout: 10) { if case .found(let s) = $0, s.name == name { s } else { nil } })
         #expect(found.port == 4242)
         #expect(found.txt == txt)
         #expect(!found.addresses.isEmpty)

@@ -1,5 +1,6 @@
-@testable import PeerlogDiscovery
 import Testing
+
+@testable import PeerlogDiscovery
 
 @Suite struct TXTRecordTests {
     @Test func encodesSortedLengthPrefixedPairs() {

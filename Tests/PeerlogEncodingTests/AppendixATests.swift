@@ -17,7 +17,9 @@ struct AppendixATests {
         let text = try! String(contentsOfFile: TestSupport.vectorPath("cbor/appendix_a.json"), encoding: .utf8)
         guard case .array(let entries) = try! JSON.parse(text) else { fatalError("vector file is not a JSON array") }
         return entries.map { e in
-            guard case .string(let hex)? = e["hex"], case .bool(let rt)? = e["roundtrip"] else { fatalError("bad vector entry") }
+            guard case .string(let hex)? = e["hex"], case .bool(let rt)? = e["roundtrip"] else {
+                fatalError("bad vector entry")
+            }
             var diag: String? = nil
             if case .string(let d)? = e["diagnostic"] { diag = d }
             return Item(hex: hex, roundtrip: rt, decoded: e["decoded"], diagnostic: diag)
@@ -99,7 +101,12 @@ struct AppendixATests {
     static func increment(_ bytes: [UInt8]) -> [UInt8] {
         var b = bytes
         for i in b.indices.reversed() {
-            if b[i] == 0xff { b[i] = 0 } else { b[i] += 1; return b }
+            if b[i] == 0xff {
+                b[i] = 0
+            } else {
+                b[i] += 1
+                return b
+            }
         }
         return [1] + b
     }

@@ -12,7 +12,9 @@ struct CBORPropertyTests {
             let bytes = CBOREncoder.encode(value)
             let decoded: CBOR
             do { decoded = try CBORDecoder.decodeStrict(bytes) } catch {
-                Issue.record("seed \(seed) item \(i): strict decoder refused our own encoding: \(error) \(TestSupport.hex(bytes))")
+                Issue.record(
+                    "seed \(seed) item \(i): strict decoder refused our own encoding: \(error) \(TestSupport.hex(bytes))"
+                )
                 return
             }
             #expect(CBOREncoder.encode(decoded) == bytes, "seed \(seed) item \(i)")
@@ -25,11 +27,15 @@ struct CBORPropertyTests {
         var gen = CBORGenerator(rng: SeededRandom(seed: 77), interop: true)
         let ours = (0..<400).map { _ in TestSupport.hex(CBOREncoder.encode(gen.value())) }
         let input = String(decoding: try JSONEncoder().encode(ours), as: UTF8.self)
-        let theirs = try JSONDecoder().decode([String].self, from: Data(try TestSupport.python("cbor_check.py", ["reencode"], input: input).utf8))
+        let theirs = try JSONDecoder().decode(
+            [String].self, from: Data(try TestSupport.python("cbor_check.py", ["reencode"], input: input).utf8))
         #expect(theirs.count == ours.count)
         for (a, b) in zip(ours, theirs) { #expect(a == b) }
 
-        let generated = try JSONDecoder().decode([String].self, from: Data(try TestSupport.python("cbor_check.py", ["generate"], input: #"{"seed": 5, "count": 400}"#).utf8))
+        let generated = try JSONDecoder().decode(
+            [String].self,
+            from: Data(try TestSupport.python("cbor_check.py", ["generate"], input: #"{"seed": 5, "count": 400}"#).utf8)
+        )
         #expect(generated.count == 400)
         for hex in generated {
             let bytes = TestSupport.bytes(hex: hex)
@@ -56,7 +62,8 @@ struct CBORPropertyTests {
             .unsigned(1): .tagged(42, .text("x\"\n")),
             "b": .simple(16),
         ])
-        #expect(v.diagnostic() == #"{1: 42("x\"\n"), "a": [1, -2, h'00ff', 1.5, NaN, null, undefined], "b": simple(16)}"#)
+        #expect(
+            v.diagnostic() == #"{1: 42("x\"\n"), "a": [1, -2, h'00ff', 1.5, NaN, null, undefined], "b": simple(16)}"#)
         #expect(CBOR.negative(.max).diagnostic() == "-18446744073709551616")
         #expect(CBOR.float(100_000).diagnostic() == "100000.0")
         #expect(CBOR.array([1, 2]).diagnostic(pretty: true) == "[\n  1,\n  2\n]")

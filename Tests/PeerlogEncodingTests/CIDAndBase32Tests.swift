@@ -5,7 +5,10 @@ import Testing
 
 struct CIDAndBase32Tests {
     // RFC 4648 §10, lower-cased, without padding.
-    @Test(arguments: [("", ""), ("f", "my"), ("fo", "mzxq"), ("foo", "mzxw6"), ("foob", "mzxw6yq"), ("fooba", "mzxw6ytb"), ("foobar", "mzxw6ytboi")])
+    @Test(arguments: [
+        ("", ""), ("f", "my"), ("fo", "mzxq"), ("foo", "mzxw6"), ("foob", "mzxw6yq"), ("fooba", "mzxw6ytb"),
+        ("foobar", "mzxw6ytboi"),
+    ])
     func base32Vectors(plain: String, encoded: String) throws {
         #expect(Base32.encode(Array(plain.utf8)) == encoded)
         #expect(try Base32.decode(encoded) == Array(plain.utf8))
@@ -35,8 +38,12 @@ struct CIDAndBase32Tests {
         var rng = SeededRandom(seed: 11)
         let payloads = (0..<200).map { i in rng.bytes(i % 7 == 0 ? 0 : Int.random(in: 1...500, using: &rng)) }
         let input = String(decoding: try JSONEncoder().encode(payloads.map(TestSupport.hex)), as: UTF8.self)
-        struct Row: Decodable { let cid: String; let base32: String }
-        let rows = try JSONDecoder().decode([Row].self, from: Data(try TestSupport.python("cid_check.py", input: input).utf8))
+        struct Row: Decodable {
+            let cid: String
+            let base32: String
+        }
+        let rows = try JSONDecoder().decode(
+            [Row].self, from: Data(try TestSupport.python("cid_check.py", input: input).utf8))
         #expect(rows.count == payloads.count)
         for (payload, row) in zip(payloads, rows) {
             #expect(CID(hashing: payload).string == row.cid)
@@ -51,8 +58,12 @@ struct CIDAndBase32Tests {
         #expect(throws: CID.ParseError.empty()) { try CID(string: "") }
         #expect(throws: CID.ParseError.unsupportedMultibase("z")) { try CID(string: "zdj7W") }
         #expect(throws: CID.ParseError.unsupportedVersion(0)) { try CID(string: text([0x00] + good.dropFirst())) }
-        #expect(throws: CID.ParseError.unsupportedCodec(0x55)) { try CID(string: text([0x01, 0x55] + good.dropFirst(2))) }
-        #expect(throws: CID.ParseError.unsupportedHash(0x13)) { try CID(string: text([0x01, 0x71, 0x13] + good.dropFirst(3))) }
+        #expect(throws: CID.ParseError.unsupportedCodec(0x55)) {
+            try CID(string: text([0x01, 0x55] + good.dropFirst(2)))
+        }
+        #expect(throws: CID.ParseError.unsupportedHash(0x13)) {
+            try CID(string: text([0x01, 0x71, 0x13] + good.dropFirst(3)))
+        }
         #expect(throws: CID.ParseError.wrongDigestLength(32)) { try CID(bytes: Array(good.dropLast())) }
         #expect(throws: CID.ParseError.trailingBytes(1)) { try CID(bytes: good + [0]) }
         #expect(throws: CID.ParseError.malformedVarint(field: "codec")) { try CID(bytes: [0x01, 0x80]) }

@@ -11,14 +11,22 @@ struct JSONTests {
         #expect(try JSON.parse(v.serialized(pretty: true)) == v)
     }
 
-    @Test(arguments: ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\x\"", "\"\u{01}\"", "{\"a\":1,\"a\":2}", "[1] 2", "\"\\ud800\"", "tru"])
+    @Test(arguments: [
+        "", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\x\"", "\"\u{01}\"", "{\"a\":1,\"a\":2}", "[1] 2", "\"\\ud800\"",
+        "tru",
+    ])
     func parseErrors(text: String) {
         #expect(throws: JSONParseError.self) { try JSON.parse(text) }
     }
 
     @Test func depthLimit() throws {
-        #expect(throws: Never.self) { try JSON.parse(String(repeating: "[", count: JSON.maxDepth) + String(repeating: "]", count: JSON.maxDepth)) }
-        #expect(throws: JSONParseError.self) { try JSON.parse(String(repeating: "[", count: JSON.maxDepth + 2) + String(repeating: "]", count: JSON.maxDepth + 2)) }
+        #expect(throws: Never.self) {
+            try JSON.parse(String(repeating: "[", count: JSON.maxDepth) + String(repeating: "]", count: JSON.maxDepth))
+        }
+        #expect(throws: JSONParseError.self) {
+            try JSON.parse(
+                String(repeating: "[", count: JSON.maxDepth + 2) + String(repeating: "]", count: JSON.maxDepth + 2))
+        }
     }
 
     @Test func cborJSONViewRoundTrips() throws {

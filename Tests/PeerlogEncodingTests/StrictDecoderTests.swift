@@ -82,7 +82,9 @@ struct StrictDecoderTests {
     @Test func depthLimitBoundary() throws {
         let limit = CBORDecoder.defaultMaxDepth
         #expect(throws: Never.self) { try CBORDecoder.decodeStrict(Self.nested(limit)) }
-        #expect(throws: CBORError(.depthLimitExceeded, at: limit)) { try CBORDecoder.decodeStrict(Self.nested(limit + 1)) }
+        #expect(throws: CBORError(.depthLimitExceeded, at: limit)) {
+            try CBORDecoder.decodeStrict(Self.nested(limit + 1))
+        }
         // Tags count as nesting too.
         let tags = [UInt8](repeating: 0xc1, count: limit + 1) + [0x00]
         #expect(throws: CBORError(.depthLimitExceeded, at: limit)) { try CBORDecoder.decodeStrict(tags) }
@@ -98,11 +100,16 @@ struct StrictDecoderTests {
         #expect(throws: CBORError(.sizeLimitExceeded, at: 0)) { try small.decode([0x84, 1, 2, 3, 4]) }
         let input = CBORDecoder(limits: .init(maxInputBytes: 16))
         #expect(try input.decode([0x4f] + [UInt8](repeating: 0, count: 15)) == .bytes([UInt8](repeating: 0, count: 15)))
-        #expect(throws: CBORError(.sizeLimitExceeded, at: 0)) { try input.decode([0x50] + [UInt8](repeating: 0, count: 16)) }
+        #expect(throws: CBORError(.sizeLimitExceeded, at: 0)) {
+            try input.decode([0x50] + [UInt8](repeating: 0, count: 16))
+        }
     }
 
     @Test func canonicalFloatsAndSimpleValuesAreAccepted() throws {
-        for hex in ["f90000", "f98000", "f93e00", "f97bff", "fa47c35000", "fb3ff199999999999a", "f97c00", "f97e00", "f90001", "f7", "f0", "f820", "f8ff"] {
+        for hex in [
+            "f90000", "f98000", "f93e00", "f97bff", "fa47c35000", "fb3ff199999999999a", "f97c00", "f97e00", "f90001",
+            "f7", "f0", "f820", "f8ff",
+        ] {
             let bytes = TestSupport.bytes(hex: hex)
             #expect(CBOREncoder.encode(try CBORDecoder.decodeStrict(bytes)) == bytes, "\(hex)")
         }
@@ -116,9 +123,13 @@ struct StrictDecoderTests {
         for _ in 0..<20_000 {
             var bytes = CBOREncoder.encode(gen.value())
             switch Int.random(in: 0..<4, using: &rng) {
-            case 0: if !bytes.isEmpty { bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng) }
+            case 0:
+                if !bytes.isEmpty {
+                    bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+                }
             case 1: if !bytes.isEmpty { bytes.removeLast(Int.random(in: 1...bytes.count, using: &rng)) }
-            case 2: bytes.insert(UInt8.random(in: 0...255, using: &rng), at: Int.random(in: 0...bytes.count, using: &rng))
+            case 2:
+                bytes.insert(UInt8.random(in: 0...255, using: &rng), at: Int.random(in: 0...bytes.count, using: &rng))
             default: bytes += rng.bytes(Int.random(in: 1...4, using: &rng))
             }
             if let v = try? CBORDecoder.decodeStrict(bytes) {

@@ -15,7 +15,10 @@ struct BatchAppendTests {
     @Test func batchWritesOneReceiptEachInOrderAsConsecutiveAppends() throws {
         let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g")
-        let ops: [GroupOperation] = [.entityPut(key: "a", value: 1), .entityPut(key: "b", value: "two"), .entityDelete(key: "a"), .renamed(name: "h")]
+        let ops: [GroupOperation] = [
+            .entityPut(key: "a", value: 1), .entityPut(key: "b", value: "two"), .entityDelete(key: "a"),
+            .renamed(name: "h"),
+        ]
         let results = try alice.replica.appendBatch(ops, to: group)
         #expect(results.map(\.receipt.type) == ops.map(\.receiptType))
         #expect(results.map(\.receipt.counter) == [2, 3, 4, 5])
@@ -38,10 +41,15 @@ struct BatchAppendTests {
     @Test func aBatchCanCreateItsGroup() throws {
         let alice = try TestReplica("alice")
         let group = GroupID.random()
-        let results = try alice.replica.appendBatch([.created(name: "new", maxMembers: 3), .entityPut(key: "a", value: 1)], to: group)
+        let results = try alice.replica.appendBatch(
+            [.created(name: "new", maxMembers: 3), .entityPut(key: "a", value: 1)], to: group)
         #expect(results.map(\.seq) == [1, 2])
-        #expect(try alice.replica.state(of: group, view: .committed)?.name == "new" && alice.get("a", group, .committed) == 1)
-        #expect { try alice.replica.appendBatch([.created(name: "again", maxMembers: 3)], to: group) } throws: { ($0 as? BatchError)?.index == 0 }
+        #expect(
+            try alice.replica.state(of: group, view: .committed)?.name == "new"
+                && alice.get("a", group, .committed) == 1)
+        #expect { try alice.replica.appendBatch([.created(name: "again", maxMembers: 3)], to: group) } throws: {
+            ($0 as? BatchError)?.index == 0
+        }
     }
 
     @Test func batchIsOneTransactionSeenWholeAfterReopeningAndAFailureLeavesNothing() throws {
@@ -58,13 +66,17 @@ struct BatchAppendTests {
         let reopened = try Replica(path: path, device: device)
         #expect(try reopened.log(of: group, view: .committed).count == 301)
         let before = try reopened.stateHash(of: group, view: .tentative)
-        let vector = try reopened.vector(of: group), logged = try reopened.changeLogBounds().last
+        let vector = try reopened.vector(of: group)
+        let logged = try reopened.changeLogBounds().last
 
         // The last operation is over the payload limit: found before anything is signed.
         let big = CBOR.text(String(repeating: "x", count: Receipt.maxPayloadBytes))
         #expect {
             try reopened.appendBatch(Self.puts(299, prefix: "n") + [.entityPut(key: "big", value: big)], to: group)
-        } throws: { ($0 as? BatchError)?.index == 299 && ($0 as? BatchError)?.code == .payloadTooLarge && "\($0)".contains("over the limit") }
+        } throws: {
+            ($0 as? BatchError)?.index == 299 && ($0 as? BatchError)?.code == .payloadTooLarge
+                && "\($0)".contains("over the limit")
+        }
         let again = try Replica(path: path, device: device)
         #expect(try again.log(of: group, view: .tentative).count == 301)
         #expect(try again.stateHash(of: group, view: .tentative) == before)
@@ -84,12 +96,15 @@ struct BatchAppendTests {
         // Fails the transaction once seq 152 is being committed: 300 receipts stored and 150
         // of them committed by then (a trigger on the writer's connection only).
         try failing.store.write { db in
-            try db.execute(rawSQL: """
-                CREATE TEMP TRIGGER fail_at_152 BEFORE UPDATE OF seq ON receipts WHEN NEW.seq = 152
-                BEGIN SELECT RAISE(ABORT, 'injected failure at seq 152'); END
-                """)
+            try db.execute(
+                rawSQL: """
+                    CREATE TEMP TRIGGER fail_at_152 BEFORE UPDATE OF seq ON receipts WHEN NEW.seq = 152
+                    BEGIN SELECT RAISE(ABORT, 'injected failure at seq 152'); END
+                    """)
         }
-        #expect { try failing.appendBatch(Self.puts(300), to: group) } throws: { "\($0)".contains("injected failure at seq 152") }
+        #expect { try failing.appendBatch(Self.puts(300), to: group) } throws: {
+            "\($0)".contains("injected failure at seq 152")
+        }
         let reopened = try Replica(path: path, device: device)
         #expect(try reopened.log(of: group, view: .tentative).count == 1)
         #expect(try reopened.vector(of: group).committed == 1)
@@ -100,23 +115,27 @@ struct BatchAppendTests {
     }
 
     @Test func everyOperationSeesTheRulesAsTheEarlierOnesLeftThem() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try groupWith(owner: alice, members: [bob])
         let log = try bob.replica.log(of: group, view: .tentative)
         // Bob leaves at index 1: his next put is refused, so the whole batch is.
         #expect {
-            try bob.replica.appendBatch([.entityPut(key: "a", value: 1), .memberLeft, .entityPut(key: "b", value: 2)], to: group)
+            try bob.replica.appendBatch(
+                [.entityPut(key: "a", value: 1), .memberLeft, .entityPut(key: "b", value: 2)], to: group)
         } throws: { ($0 as? BatchError)?.index == 2 && ($0 as? BatchError)?.code == .notAMember }
         #expect(try bob.replica.log(of: group, view: .tentative) == log)
         // A body every replica would refuse is refused here too.
         #expect {
-            try alice.replica.appendBatch([.entityPut(key: "a", value: 1), .application(type: "entity.other", body: .null)], to: group)
+            try alice.replica.appendBatch(
+                [.entityPut(key: "a", value: 1), .application(type: "entity.other", body: .null)], to: group)
         } throws: { ($0 as? BatchError)?.index == 1 }
         #expect(try alice.get("a", group) == nil)
     }
 
     @Test func batchOfAMemberWhoIsNotTheSequencerStaysTentativeThenCommitsInOrder() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try groupWith(owner: alice, members: [bob])
         let results = try bob.replica.appendBatch(Self.puts(20), to: group)
         #expect(results.allSatisfy { $0.seq == nil })
@@ -133,21 +152,29 @@ struct BatchAppendTests {
         // Two same replicas; 40 devices of their identity each write on the creation: 40 heads.
         let id = try GroupID(bytes: [UInt8](repeating: 4, count: 16))
         let (batched, single) = (try TestReplica("a"), try TestReplica("a"))
-        let (group, sameGroup) = (try batched.replica.createGroup(name: "g", id: id), try single.replica.createGroup(name: "g", id: id))
+        let (group, sameGroup) = (
+            try batched.replica.createGroup(name: "g", id: id), try single.replica.createGroup(name: "g", id: id)
+        )
         let created = try batched.replica.log(of: group, view: .committed)[0].receipt.cid
         let writers = try (0..<40).map { try batched.device.additionalDevice(name: "d\($0)", createdAt: 1) }
         let heads = try writers.enumerated().map { i, d in
-            try handmade(d, group: group, counter: 1, op: .entityPut(key: "d\(i)", value: 1), hlc: 1_700_000_000_000, parents: [created])
+            try handmade(
+                d, group: group, counter: 1, op: .entityPut(key: "d\(i)", value: 1), hlc: 1_700_000_000_000,
+                parents: [created])
         }
         #expect(try batched.replica.ingest(receipts: heads).committed == 40)
         #expect(try single.replica.ingest(receipts: heads).committed == 40)
         let ops = Self.puts(3)
         let fromBatch = try batched.replica.appendBatch(ops, to: group).map(\.receipt)
         let fromAppends = try ops.map { try single.replica.append($0, to: sameGroup).receipt }
-        #expect(fromBatch[0].parents.count == 32 && fromBatch[1].parents.count == 9 && fromBatch[2].parents == [fromBatch[1].cid])
+        #expect(
+            fromBatch[0].parents.count == 32 && fromBatch[1].parents.count == 9
+                && fromBatch[2].parents == [fromBatch[1].cid])
         for i in 0..<3 {
             let others = { (r: Receipt, previous: Receipt?) in Set(r.parents.filter { $0 != previous?.cid }) }
-            #expect(others(fromBatch[i], i > 0 ? fromBatch[i - 1] : nil) == others(fromAppends[i], i > 0 ? fromAppends[i - 1] : nil), "receipt \(i)")
+            #expect(
+                others(fromBatch[i], i > 0 ? fromBatch[i - 1] : nil)
+                    == others(fromAppends[i], i > 0 ? fromAppends[i - 1] : nil), "receipt \(i)")
         }
         #expect(try batched.hashes(group).committed == single.hashes(sameGroup).committed)
     }
@@ -159,13 +186,18 @@ struct BatchAppendTests {
         let small = try TestReplica("small", limits: limits)
         let group = try small.replica.createGroup(name: "g")
         #expect(try small.replica.appendBatch(Self.puts(5), to: group).count == 5)
-        #expect { try small.replica.appendBatch(Self.puts(6), to: group) } throws: { ($0 as? ReplicaError)?.code == .batchTooLarge && "\($0)".contains("at most 5 operations") && "\($0)".contains("split") }
+        #expect { try small.replica.appendBatch(Self.puts(6), to: group) } throws: {
+            ($0 as? ReplicaError)?.code == .batchTooLarge && "\($0)".contains("at most 5 operations")
+                && "\($0)".contains("split")
+        }
         #expect(try small.replica.appendBatch([], to: group).isEmpty)
 
         // The payload limit: the sizes of a batch's receipts, then that sum as the limit, and one less.
         let probe = try TestReplica("probe")
         let probeGroup = try probe.replica.createGroup(name: "g")
-        let total = try probe.replica.appendBatch(Self.puts(10), to: probeGroup).reduce(0) { $0 + $1.receipt.payload.count }
+        let total = try probe.replica.appendBatch(Self.puts(10), to: probeGroup).reduce(0) {
+            $0 + $1.receipt.payload.count
+        }
         limits = ReplicaLimits()
         limits.maxBatchPayloadBytes = total
         let exact = try TestReplica("exact", limits: limits)
@@ -174,7 +206,8 @@ struct BatchAppendTests {
         let under = try TestReplica("under", limits: limits)
         let underGroup = try under.replica.createGroup(name: "g")
         #expect { try under.replica.appendBatch(Self.puts(10), to: underGroup) } throws: {
-            ($0 as? BatchError)?.index == 9 && ($0 as? BatchError)?.code == .payloadTooLarge && "\($0)".contains("maxBatchPayloadBytes")
+            ($0 as? BatchError)?.index == 9 && ($0 as? BatchError)?.code == .payloadTooLarge
+                && "\($0)".contains("maxBatchPayloadBytes")
         }
         #expect(try under.replica.log(of: underGroup, view: .tentative).count == 1)
     }

@@ -8,7 +8,8 @@ import Testing
 /// run per pass, receivers commit from it, forks and tampering are refused.
 struct BatchedEnvelopeTests {
     @Test func soloSequencerSignsOneRunPerPassAndPeersCommitFromIt() throws {
-        let owner = try TestReplica("owner"), reader = try TestReplica("reader")
+        let owner = try TestReplica("owner")
+        let reader = try TestReplica("reader")
         let group = try groupWith(owner: owner, members: [reader])
         try owner.replica.appendBatch((0..<300).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
         let envelopes = try owner.holdings(group).envelopes
@@ -20,20 +21,24 @@ struct BatchedEnvelopeTests {
         #expect(report.rejected.isEmpty)
         #expect(try reader.replica.vector(of: group).committed == owner.replica.vector(of: group).committed)
         #expect(try reader.hashes(group) == owner.hashes(group))
-        #expect(try reader.replica.replayedStateHash(of: group) == reader.replica.stateHash(of: group, view: .committed))
+        #expect(
+            try reader.replica.replayedStateHash(of: group) == reader.replica.stateHash(of: group, view: .committed))
         // What the reader stored serves each seq alone, byte for byte the sequencer's items.
         #expect(try reader.holdings(group).envelopes.map(\.encoded) == envelopes.map(\.encoded))
     }
 
     @Test func aForkedRunIsRejectedLikeAForkedSingleEnvelope() throws {
-        let owner = try TestReplica("owner"), reader = try TestReplica("reader")
+        let owner = try TestReplica("owner")
+        let reader = try TestReplica("reader")
         let group = try owner.replica.createGroup(name: "g")
         try owner.replica.appendBatch((0..<3).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
         try owner.send(group, to: reader)
         let h = try owner.holdings(group)
         // The sequencer's key signs a second run claiming another receipt at seq 3.
         let rogue = try handmade(owner.device, group: group, counter: 9, op: .entityPut(key: "x", value: .int(1)))
-        let fork = try EnvelopeRun.sign(group: group, firstSeq: 2, receipts: [h.envelopes[1].receipt, rogue.cid], term: 0, receivedAt: 1, key: owner.device.signingKey)
+        let fork = try EnvelopeRun.sign(
+            group: group, firstSeq: 2, receipts: [h.envelopes[1].receipt, rogue.cid], term: 0, receivedAt: 1,
+            key: owner.device.signingKey)
         #expect(fork.allSatisfy { $0.verify() == .valid })
         let report = try reader.replica.ingest(receipts: [rogue], envelopes: fork)
         #expect(report.rejected.contains { $0.reason.contains("conflicting envelope") })
@@ -42,16 +47,21 @@ struct BatchedEnvelopeTests {
     }
 
     @Test func aTamperedRunItemIsRejectedAndTheRestCommit() throws {
-        let owner = try TestReplica("owner"), reader = try TestReplica("reader")
+        let owner = try TestReplica("owner")
+        let reader = try TestReplica("reader")
         let group = try owner.replica.createGroup(name: "g")
         try owner.replica.appendBatch((0..<4).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
         let h = try owner.holdings(group)
         var envelopes = h.envelopes
         // Seq 5 claims seq 4's receipt under its own path.
         let e = envelopes[4]
-        let forged = try Envelope(payload: CBOREncoder.encode(.textMap(["v": 1, "run": .bytes(e.run!.payload), "seq": .unsigned(e.seq),
-                                                                        "cid": envelopes[3].receipt.cborLink, "path": .array(e.path.map(CBOR.bytes))])),
-                                  signature: e.signature)
+        let forged = try Envelope(
+            payload: CBOREncoder.encode(
+                .textMap([
+                    "v": 1, "run": .bytes(e.run!.payload), "seq": .unsigned(e.seq),
+                    "cid": envelopes[3].receipt.cborLink, "path": .array(e.path.map(CBOR.bytes)),
+                ])),
+            signature: e.signature)
         envelopes[4] = forged
         let report = try reader.replica.ingest(receipts: h.receipts, envelopes: envelopes)
         #expect(report.rejected.contains { $0.reason.contains("Merkle root") })

@@ -20,9 +20,13 @@ import Testing
         try alice.replica.append(.entityDelete(key: "k"), to: group)
         let entity = try rows(alice, after: start, kind: .entity)
         #expect(entity.map(\.key) == ["k", "k", "k"])
-        #expect(entity.map { $0.newValue.map { try! CBORDecoder.decodeStrict($0) } } == [.text("v1"), .text("v2"), nil])
-        #expect(entity.map { $0.oldValue.map { try! CBORDecoder.decodeStrict($0) } } == [nil, .text("v1"), .text("v2")])
-        #expect(entity.allSatisfy { $0.flags & ChangeLogFlags.newTentative == 0 }, "the solo sequencer commits in the same transaction")
+        #expect(
+            entity.map { $0.newValue.map { try! CBORDecoder.decodeStrict($0) } } == [.text("v1"), .text("v2"), nil])
+        #expect(
+            entity.map { $0.oldValue.map { try! CBORDecoder.decodeStrict($0) } } == [nil, .text("v1"), .text("v2")])
+        #expect(
+            entity.allSatisfy { $0.flags & ChangeLogFlags.newTentative == 0 },
+            "the solo sequencer commits in the same transaction")
         let committed = try rows(alice, after: start, kind: .committed)
         #expect(committed.map(\.firstSeq) == [2, 3, 4] && committed.map(\.lastSeq) == [2, 3, 4])
         let ids = try rows(alice).map(\.id)
@@ -30,7 +34,8 @@ import Testing
     }
 
     @Test func aMembersWriteIsTentativeThenTurnsCommittedWithTheSameValue() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try groupWith(owner: alice, members: [bob])
         let start = try bob.replica.changeLogBounds().last
         let w = try bob.replica.append(.entityPut(key: "k", value: "b"), to: group)
@@ -49,7 +54,9 @@ import Testing
     }
 
     @Test func aCommittedOrderOtherThanTheGuessNamesTheKeysItMoved() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [bob, carol])
         try alice.send(group, to: carol)
         try bob.send(group, to: carol)
@@ -72,7 +79,8 @@ import Testing
     }
 
     @Test func anInvitationAMembershipChangeAndADeletionAreLogged() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         try alice.replica.append(.memberAdded(identity: bob.identity, role: .member), to: group)
         try alice.send(group, to: bob)
@@ -86,7 +94,8 @@ import Testing
     }
 
     @Test func rejectedReceiptsAreLoggedWithTheirReason() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try groupWith(owner: alice, members: [bob])
         // Bob's write is valid in his view; alice removes him before it arrives.
         let w = try bob.replica.append(.entityPut(key: "k", value: "late"), to: group)
@@ -102,10 +111,14 @@ import Testing
         limits.changeLogRetention = 1_500
         let alice = try TestReplica("alice", limits: limits)
         let group = try alice.replica.createGroup(name: "g")
-        _ = try alice.replica.appendBatch((0..<1_200).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
-        _ = try alice.replica.appendBatch((0..<1_200).map { .entityPut(key: "j\($0)", value: .int(Int64($0))) }, to: group)
+        _ = try alice.replica.appendBatch(
+            (0..<1_200).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
+        _ = try alice.replica.appendBatch(
+            (0..<1_200).map { .entityPut(key: "j\($0)", value: .int(Int64($0))) }, to: group)
         let (first, last) = try alice.replica.changeLogBounds()
         #expect(last >= 2_400)
-        #expect(first.map { $0 > 1 && last - $0 + 1 <= 1_500 + 1_024 } == true, "pruned to the window, at most one pruning interval over")
+        #expect(
+            first.map { $0 > 1 && last - $0 + 1 <= 1_500 + 1_024 } == true,
+            "pruned to the window, at most one pruning interval over")
     }
 }

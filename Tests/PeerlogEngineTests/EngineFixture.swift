@@ -4,8 +4,13 @@ import PeerlogModel
 import PeerlogTestSupport
 
 /// A receipt signed by `device` with an explicit counter (to build gaps and equivocations).
-func handmade(_ device: LocalDevice, group: GroupID, counter: UInt64, op: GroupOperation, hlc: UInt64 = 1, parents: [CID] = []) throws -> Receipt {
-    try device.sign(Receipt.Draft(group: group, type: op.receiptType, counter: counter, parents: parents, hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
+func handmade(
+    _ device: LocalDevice, group: GroupID, counter: UInt64, op: GroupOperation, hlc: UInt64 = 1, parents: [CID] = []
+) throws -> Receipt {
+    try device.sign(
+        Receipt.Draft(
+            group: group, type: op.receiptType, counter: counter, parents: parents,
+            hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
 }
 
 /// A group owned by `owner` with `members` invited and accepted (all committed on the owner).

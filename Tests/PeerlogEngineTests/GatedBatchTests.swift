@@ -24,7 +24,9 @@ final class TableGate: SequenceGate {
         return rows.withLock { rows in
             if batch.allSatisfy({ rows[$0.envelope.seq] == $0.envelope.receipt }) { return .reserved }
             let held = Set(rows.values)
-            if batch.contains(where: { rows[$0.envelope.seq] != nil || held.contains($0.envelope.receipt) }) { return .taken }
+            if batch.contains(where: { rows[$0.envelope.seq] != nil || held.contains($0.envelope.receipt) }) {
+                return .taken
+            }
             for (e, _) in batch { rows[e.seq] = e.receipt }
             return .reserved
         }
@@ -37,8 +39,11 @@ final class TableGate: SequenceGate {
 /// admits all of it, and a refused batch leaves nothing behind, in the store or in the report.
 @Suite struct GatedBatchTests {
     /// Alice's relayed group held by a relay replica with `gate`, and its committed seq.
-    static func relayed(_ alice: TestReplica, gate: TableGate, limits: ReplicaLimits = ReplicaLimits()) throws -> (group: GroupID, relay: Replica, base: UInt64) {
-        let bob = try TestReplica("bob"), probe = try TestReplica("relay")
+    static func relayed(
+        _ alice: TestReplica, gate: TableGate, limits: ReplicaLimits = ReplicaLimits()
+    ) throws -> (group: GroupID, relay: Replica, base: UInt64) {
+        let bob = try TestReplica("bob")
+        let probe = try TestReplica("relay")
         let group = try RelayAuthorityTests.relayedGroup(alice: alice, bob: bob, relay: probe)
         let relay = Replica(store: try Store(), device: probe.device, limits: limits, sequenceGate: gate)
         let (receipts, envelopes) = try alice.holdings(group)
@@ -52,9 +57,12 @@ final class TableGate: SequenceGate {
     }
 
     @Test func aPassIsReservedInOneCall() async throws {
-        let alice = try TestReplica("alice"), gate = TableGate()
+        let alice = try TestReplica("alice")
+        let gate = TableGate()
         let (group, relay, base) = try Self.relayed(alice, gate: gate)
-        let writes = try (1...20).map { try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt }
+        let writes = try (1...20).map {
+            try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt
+        }
         let stored = try relay.ingest(receipts: writes)
         #expect(stored.stored == 20 && stored.committed == 0, "the write assigns nothing")
         #expect(gate.asked.withLock { $0 }.isEmpty)
@@ -69,16 +77,21 @@ final class TableGate: SequenceGate {
     }
 
     @Test func aRefusedBatchLeavesNothingAndTheNextPassCommitsItAll() async throws {
-        let alice = try TestReplica("alice"), carol = try TestReplica("carol"), gate = TableGate()
+        let alice = try TestReplica("alice")
+        let carol = try TestReplica("carol")
+        let gate = TableGate()
         let (group, relay, base) = try Self.relayed(alice, gate: gate)
         // The relay holds these in its tentative view first (nothing to sequence: it is not caught up).
         let logged = try relay.changeLogBounds().last
-        let early = try (1...5).map { try alice.replica.append(.entityPut(key: "k\($0)", value: .int(Int64($0))), to: group).receipt }
+        let early = try (1...5).map {
+            try alice.replica.append(.entityPut(key: "k\($0)", value: .int(Int64($0))), to: group).receipt
+        }
         let added = try alice.replica.append(.memberAdded(identity: carol.identity, role: .member), to: group).receipt
         let late = try alice.replica.append(.entityPut(key: "k1", value: "late"), to: group).receipt
         // Another process holds base+1 with Alice's last write, which this relay has not seen.
         let other = try alice.replica.append(.entityPut(key: "other", value: "x"), to: group).receipt
-        let otherEnvelope = try Envelope.sign(group: group, seq: base + 1, receipt: other.cid, term: 0, receivedAt: 1, key: relay.local.signingKey)
+        let otherEnvelope = try Envelope.sign(
+            group: group, seq: base + 1, receipt: other.cid, term: 0, receivedAt: 1, key: relay.local.signingKey)
         #expect(try await gate.reserve(otherEnvelope, receipt: other) == .reserved)
         _ = try relay.ingest(receipts: early)
         #expect(try await relay.sequenceThroughGate().contended == [group])
@@ -101,7 +114,9 @@ final class TableGate: SequenceGate {
         let resumed = try await relay.sequenceThroughGate()
         #expect(caughtUp.committed == 1 && resumed.committed == 7 && resumed.contended.isEmpty)
         #expect(gate.asked.withLock { $0 }.last == Array((base + 2)...(base + 8)))
-        #expect(try relay.log(of: group, view: .committed).suffix(8).map(\.receipt.cid) == [other.cid] + early.map(\.cid) + [added.cid, late.cid])
+        #expect(
+            try relay.log(of: group, view: .committed).suffix(8).map(\.receipt.cid) == [other.cid] + early.map(\.cid)
+                + [added.cid, late.cid])
         let table = gate.rows.withLock { $0 }
         #expect(table.count == 8)
         for item in try relay.log(of: group, view: .committed).suffix(8) {
@@ -116,9 +131,12 @@ final class TableGate: SequenceGate {
     @Test func aLongPassIsReservedInBoundedBatchesAndStopsAtTheFirstRefused() async throws {
         var limits = ReplicaLimits()
         limits.maxReservationBatch = 3
-        let alice = try TestReplica("alice"), gate = TableGate()
+        let alice = try TestReplica("alice")
+        let gate = TableGate()
         let (group, relay, base) = try Self.relayed(alice, gate: gate, limits: limits)
-        let writes = try (1...7).map { try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt }
+        let writes = try (1...7).map {
+            try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt
+        }
         // Another process holds base+5 with a receipt this relay does not have.
         let stranger = try alice.replica.append(.entityPut(key: "stranger", value: "s"), to: group).receipt
         gate.rows.withLock { $0[base + 5] = stranger.cid }
@@ -128,7 +146,9 @@ final class TableGate: SequenceGate {
         #expect(gate.asked.withLock { $0 } == [[base + 1, base + 2, base + 3], [base + 4, base + 5, base + 6]])
         #expect(report.committed == 3 && report.contended == [group])
         #expect(try relay.committedSeq(of: group) == base + 3)
-        #expect(try relay.log(of: group, view: .committed).suffix(3).map(\.receipt.cid) == Array(writes.prefix(3).map(\.cid)))
+        #expect(
+            try relay.log(of: group, view: .committed).suffix(3).map(\.receipt.cid)
+                == Array(writes.prefix(3).map(\.cid)))
         #expect(try relay.tentativeCount(of: group) == 4)
         #expect(try relay.checkTentativeOverlay(of: group) == .matches)
     }
@@ -136,12 +156,17 @@ final class TableGate: SequenceGate {
     @Test func aFailingGateKeepsTheAdmittedBatchesAndTheGroupIsTriedAgain() async throws {
         var limits = ReplicaLimits()
         limits.maxReservationBatch = 3
-        let alice = try TestReplica("alice"), gate = TableGate()
+        let alice = try TestReplica("alice")
+        let gate = TableGate()
         let (group, relay, base) = try Self.relayed(alice, gate: gate, limits: limits)
-        let writes = try (1...7).map { try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt }
+        let writes = try (1...7).map {
+            try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt
+        }
         gate.failOnce.withLock { $0 = base + 5 }
         _ = try relay.ingest(receipts: writes)
-        await #expect { try await relay.sequenceThroughGate() } throws: { "\($0)".contains("injected failure at seq \(base + 5)") }
+        await #expect { try await relay.sequenceThroughGate() } throws: {
+            "\($0)".contains("injected failure at seq \(base + 5)")
+        }
         // The first batch was admitted and committed; nothing of the failed one is anywhere.
         #expect(try relay.committedSeq(of: group) == base + 3)
         #expect(gate.rows.withLock { $0.keys.sorted() } == [base + 1, base + 2, base + 3])
@@ -155,15 +180,20 @@ final class TableGate: SequenceGate {
     }
 
     @Test func theDriverCommitsWhatWritesLeaveUntilCancelled() async throws {
-        let alice = try TestReplica("alice"), gate = TableGate()
+        let alice = try TestReplica("alice")
+        let gate = TableGate()
         let (group, relay, base) = try Self.relayed(alice, gate: gate)
         let driver = Task { await relay.runSequenceGate() }
         defer { driver.cancel() }
         for round in 1...3 {
-            let writes = try (1...4).map { try alice.replica.append(.entityPut(key: "r\(round)-\($0)", value: "v"), to: group).receipt }
+            let writes = try (1...4).map {
+                try alice.replica.append(.entityPut(key: "r\(round)-\($0)", value: "v"), to: group).receipt
+            }
             _ = try relay.ingest(receipts: writes)
             let expected = base + UInt64(4 * round)
-            for _ in 0..<500 where try relay.committedSeq(of: group) < expected { try await Task.sleep(for: .milliseconds(10)) }
+            for _ in 0..<500 where try relay.committedSeq(of: group) < expected {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             #expect(try relay.committedSeq(of: group) == expected, "round \(round)")
         }
         driver.cancel()

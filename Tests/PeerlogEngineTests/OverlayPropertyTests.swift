@@ -24,7 +24,9 @@ import Testing
             do {
                 try schedule.run(steps: 120)
             } catch {
-                Issue.record("overlay schedule seed \(seed) failed at step \(schedule.step) (\(schedule.lastAction)) — rerun with PEERLOG_SEED=\(seed): \(error)")
+                Issue.record(
+                    "overlay schedule seed \(seed) failed at step \(schedule.step) (\(schedule.lastAction)) — rerun with PEERLOG_SEED=\(seed): \(error)"
+                )
                 return
             }
         }
@@ -59,18 +61,23 @@ struct OverlaySchedule {
         carol = try TestReplica("carol", seed: seed)
         relay = try LocalDevice.deterministic(seed: Array("relay/\(seed)".utf8), name: "relay", createdAt: 1)
         bobOld = try bob.device.additionalDevice(name: "bob-old", createdAt: 1)
-        observerDevice = try LocalDevice.deterministic(seed: Array("observer/\(seed)".utf8), name: "observer", createdAt: 1)
+        observerDevice = try LocalDevice.deterministic(
+            seed: Array("observer/\(seed)".utf8), name: "observer", createdAt: 1)
         observerPath = NSTemporaryDirectory() + "overlay-property-\(getpid())-\(seed).sqlite"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: observerPath + suffix) }
         let clock = observerClock
         observer = try Replica(path: observerPath, device: observerDevice, clock: { clock.now() })
-        group = try groupWith(owner: alice, members: [bob, carol], id: GroupID(bytes: Array(SHA256.hash(Array("overlay \(seed)".utf8)).prefix(16))))
+        group = try groupWith(
+            owner: alice, members: [bob, carol],
+            id: GroupID(bytes: Array(SHA256.hash(Array("overlay \(seed)".utf8)).prefix(16))))
         try alice.replica.append(.sequencerChanged(.relay(key: relay.device, address: "127.0.0.1:9")), to: group)
         try deliver(alice, to: observer, fraction: 1)
     }
 
     var writers: [TestReplica] { [alice, bob, carol] }
-    var replicas: [(String, Replica)] { [("alice", alice.replica), ("bob", bob.replica), ("carol", carol.replica), ("observer", observer)] }
+    var replicas: [(String, Replica)] {
+        [("alice", alice.replica), ("bob", bob.replica), ("carol", carol.replica), ("observer", observer)]
+    }
 
     mutating func run(steps: Int) throws {
         for i in 0..<steps {
@@ -97,13 +104,17 @@ struct OverlaySchedule {
         switch roll {
         case 0..<40:
             lastAction = "\(w.device.certificate.name) writes \(key)"
-            let op: GroupOperation = Int.random(in: 0..<5, using: &rng) == 0 ? .entityDelete(key: key) : .entityPut(key: key, value: .int(Int64(step)))
+            let op: GroupOperation =
+                Int.random(in: 0..<5, using: &rng) == 0
+                ? .entityDelete(key: key) : .entityPut(key: key, value: .int(Int64(step)))
             _ = try? w.replica.append(op, to: group)
         case 40..<48:
             let ops: [GroupOperation] = [
-                .renamed(name: "n\(step)"), .roleChanged(identity: bob.identity, role: .admin), .roleChanged(identity: bob.identity, role: .member),
+                .renamed(name: "n\(step)"), .roleChanged(identity: bob.identity, role: .admin),
+                .roleChanged(identity: bob.identity, role: .member),
                 .memberRemoved(identity: carol.identity), .memberAdded(identity: carol.identity, role: .member),
-                .sequencerChanged(.solo(alice.device.device)), .sequencerChanged(.relay(key: relay.device, address: "127.0.0.1:9")),
+                .sequencerChanged(.solo(alice.device.device)),
+                .sequencerChanged(.relay(key: relay.device, address: "127.0.0.1:9")),
             ]
             let op = ops.randomElement(using: &rng)!
             lastAction = "alice \(op.receiptType)"
@@ -129,14 +140,18 @@ struct OverlaySchedule {
             lastAction = "pre-migration store"
             try observer.store.write { db in
                 // A store from before 0004 had no change log either (0005 starts it empty).
-                for table in ["overlay_steps", "overlay_entities", "overlay_groups", "change_log"] { try db.execute(rawSQL: "DELETE FROM \(table)") }
+                for table in ["overlay_steps", "overlay_entities", "overlay_groups", "change_log"] {
+                    try db.execute(rawSQL: "DELETE FROM \(table)")
+                }
             }
             changeLogBase["observer"] = try observer.entities(in: group, view: .committed)
             unmaintained.insert("observer")
         case 93..<95:
             lastAction = "observer builds missing views (daemon start)"
             try observer.buildMissingTentativeViews()
-            if try observer.tentativeCount(of: group) > 0, try observer.checkTentativeOverlay(of: group) == .notMaintained {
+            if try observer.tentativeCount(of: group) > 0,
+                try observer.checkTentativeOverlay(of: group) == .notMaintained
+            {
                 throw ScheduleError("observer: buildMissingTentativeViews left the view unmaintained")
             }
         default:
@@ -156,7 +171,8 @@ struct OverlaySchedule {
         receipts.shuffle(using: &rng)
         envelopes.shuffle(using: &rng)
         while !receipts.isEmpty || !envelopes.isEmpty {
-            let n = Int.random(in: 1...8, using: &rng), m = Int.random(in: 0...4, using: &rng)
+            let n = Int.random(in: 1...8, using: &rng)
+            let m = Int.random(in: 0...4, using: &rng)
             _ = try to.ingest(receipts: Array(receipts.prefix(n)), envelopes: Array(envelopes.prefix(m)))
             receipts.removeFirst(min(n, receipts.count))
             envelopes.removeFirst(min(m, envelopes.count))
@@ -171,7 +187,9 @@ struct OverlaySchedule {
             guard case .relay = try observer.state(of: group, view: .committed)?.authority else { return }
             let tentative = try observer.log(of: group, view: .tentative).filter { $0.status == .tentative }
             guard let pick = tentative.randomElement(using: &rng) else { return }
-            let e = try Envelope.sign(group: group, seq: observer.committedSeq(of: group) + 1, receipt: pick.receipt.cid, term: 0, receivedAt: 1, key: relay.signingKey)
+            let e = try Envelope.sign(
+                group: group, seq: observer.committedSeq(of: group) + 1, receipt: pick.receipt.cid, term: 0,
+                receivedAt: 1, key: relay.signingKey)
             _ = try observer.ingest(receipts: [], envelopes: [e])
             let member = writers.randomElement(using: &rng)!
             _ = try member.replica.ingest(receipts: Bool.random(using: &rng) ? [pick.receipt] : [], envelopes: [e])
@@ -180,8 +198,12 @@ struct OverlaySchedule {
 
     /// A second receipt for a counter bob already used, to one replica.
     mutating func equivocate() throws {
-        guard let held = try bob.replica.vector(of: group).authors.first(where: { $0.0 == bob.device.device })?.1, held > 0 else { return }
-        let twin = try handmade(bob.device, group: group, counter: held, op: .entityPut(key: "twin", value: .int(Int64(step))), hlc: bob.clock.now())
+        guard let held = try bob.replica.vector(of: group).authors.first(where: { $0.0 == bob.device.device })?.1,
+            held > 0
+        else { return }
+        let twin = try handmade(
+            bob.device, group: group, counter: held, op: .entityPut(key: "twin", value: .int(Int64(step))),
+            hlc: bob.clock.now())
         let target = [alice.replica, carol.replica, observer].randomElement(using: &rng)!
         _ = try target.ingest(receipts: try bob.holdings(group).receipts + [twin])
     }
@@ -189,7 +211,9 @@ struct OverlaySchedule {
     /// Stores a receipt straight through the store API, as a binary without the overlay would.
     mutating func olderBinaryWrite() throws {
         bobOldCounter += 1
-        let r = try handmade(bobOld, group: group, counter: bobOldCounter, op: .entityPut(key: "old", value: .int(Int64(step))), hlc: observerClock.now())
+        let r = try handmade(
+            bobOld, group: group, counter: bobOldCounter, op: .entityPut(key: "old", value: .int(Int64(step))),
+            hlc: observerClock.now())
         try observer.store.write { db in
             try db.insertCertificate(r.certificate)
             try db.insertReceipt(r, receivedAt: 1)
@@ -201,7 +225,9 @@ struct OverlaySchedule {
         for (name, replica) in replicas {
             guard try replica.groupIDs().contains(group) else { continue }
             let committed = try replica.stateHash(of: group, view: .committed)
-            if committed != (try replica.replayedStateHash(of: group)) { throw ScheduleError("\(name): committed tables differ from a replay") }
+            if committed != (try replica.replayedStateHash(of: group)) {
+                throw ScheduleError("\(name): committed tables differ from a replay")
+            }
             switch try replica.checkTentativeOverlay(of: group) {
             case .matches: unmaintained.remove(name)
             case .notMaintained where unmaintained.contains(name): break
@@ -217,18 +243,27 @@ struct OverlaySchedule {
     func checkChangeLog(_ name: String, _ replica: Replica) throws {
         var shown = [String: [UInt8]?]()
         for e in changeLogBase[name] ?? [] { shown[e.key] = .some(CBOREncoder.encode(e.value)) }
-        for row in try replica.changes(after: 0, group: group, limit: 1_000_000) where row.kind == ChangeLogKind.entity.rawValue {
+        for row in try replica.changes(after: 0, group: group, limit: 1_000_000)
+        where row.kind == ChangeLogKind.entity.rawValue {
             let key = row.key!
-            if let previous = shown[key], previous != row.oldValue { throw ScheduleError("\(name): change log row \(row.id) for \(key) does not follow the previous one") }
+            if let previous = shown[key], previous != row.oldValue {
+                throw ScheduleError("\(name): change log row \(row.id) for \(key) does not follow the previous one")
+            }
             shown[key] = .some(row.newValue)
         }
         guard !unmaintained.contains(name) else { return }
         for entity in try replica.entities(in: group, view: .tentative) {
-            guard let logged = shown[entity.key] else { throw ScheduleError("\(name): \(entity.key) is in the view but never in the change log") }
-            if logged.map({ try? CBORDecoder.decodeStrict($0) }) != .some(entity.value) { throw ScheduleError("\(name): the change log ends at another value of \(entity.key)") }
+            guard let logged = shown[entity.key] else {
+                throw ScheduleError("\(name): \(entity.key) is in the view but never in the change log")
+            }
+            if logged.map({ try? CBORDecoder.decodeStrict($0) }) != .some(entity.value) {
+                throw ScheduleError("\(name): the change log ends at another value of \(entity.key)")
+            }
         }
         for (key, value) in shown where value != nil {
-            if try replica.entity(key, in: group, view: .tentative) == nil { throw ScheduleError("\(name): the change log shows \(key), the view does not") }
+            if try replica.entity(key, in: group, view: .tentative) == nil {
+                throw ScheduleError("\(name): the change log shows \(key), the view does not")
+            }
         }
     }
 }

@@ -1,9 +1,9 @@
-import PeerlogTestSupport
 import PeerlogCrypto
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
+import PeerlogTestSupport
 import Synchronization
 import Testing
 
@@ -16,12 +16,18 @@ struct PipelineTests {
         #expect(try alice.get("color", group, .committed) == "blue")
         #expect(try alice.replica.tentativeCount(of: group) == 0)
         let committed = try alice.replica.changes(after: 0, group: group).filter { $0.kind == "committed" }
-        #expect(committed.map { [$0.firstSeq, $0.lastSeq] } == [[1, 1], [2, 2]], "each write commits with its change-log rows")
-        #expect(try alice.replica.log(of: group, view: .committed).map(\.status) == [.committed(seq: 1), .committed(seq: 2)])
+        #expect(
+            committed.map { [$0.firstSeq, $0.lastSeq] } == [[1, 1], [2, 2]],
+            "each write commits with its change-log rows")
+        #expect(
+            try alice.replica.log(of: group, view: .committed).map(\.status) == [
+                .committed(seq: 1), .committed(seq: 2),
+            ])
     }
 
     @Test func gapThenBackfillThenDrain() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         for i in 0..<5 { try alice.replica.append(.entityPut(key: "k\(i)", value: .int(Int64(i))), to: group) }
         let h = try alice.holdings(group)
@@ -42,7 +48,8 @@ struct PipelineTests {
     }
 
     @Test func outOfOrderAndDuplicatedEnvelopesCommitInSeqOrder() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         for i in 0..<8 { try alice.replica.append(.entityPut(key: "k", value: .int(Int64(i))), to: group) }
         let h = try alice.holdings(group)
@@ -76,7 +83,8 @@ struct PipelineTests {
     }
 
     @Test func tombstonedGroupIgnoresLateReceipts() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try groupWith(owner: alice, members: [bob])
         let late = try bob.replica.append(.entityPut(key: "late", value: 1), to: group)  // tentative on bob
         try alice.replica.append(.deleted, to: group)
@@ -91,18 +99,24 @@ struct PipelineTests {
     }
 
     @Test func equivocationKeepsEvidenceAndFlagsTheAuthor() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [bob])
         try alice.send(group, to: carol)
         let counter = try bob.replica.vector(of: group).authors.first { $0.0 == bob.device.device }!.1 + 1
         let one = try handmade(bob.device, group: group, counter: counter, op: .entityPut(key: "x", value: 1), hlc: 10)
         let two = try handmade(bob.device, group: group, counter: counter, op: .entityPut(key: "x", value: 2), hlc: 11)
-        let next = try handmade(bob.device, group: group, counter: counter + 1, op: .entityPut(key: "y", value: 3), hlc: 12)
+        let next = try handmade(
+            bob.device, group: group, counter: counter + 1, op: .entityPut(key: "y", value: 3), hlc: 12)
         let seen = Mutex<[ReplicaEvent]>([])
         carol.replica.subscribe { e in seen.withLock { $0.append(e) } }
         _ = try carol.replica.ingest(receipts: [one, next])
         let report = try carol.replica.ingest(receipts: [two])
-        #expect(report.events.contains(.equivocation(group: group, author: bob.device.device, counter: counter, cids: [one.cid, two.cid].sorted())))
+        #expect(
+            report.events.contains(
+                .equivocation(
+                    group: group, author: bob.device.device, counter: counter, cids: [one.cid, two.cid].sorted())))
         #expect(seen.withLock { $0.contains { if case .equivocation = $0 { true } else { false } } })
         // Neither half (nor what follows) applies tentatively.
         #expect(try carol.get("x", group) == nil && carol.get("y", group) == nil)
@@ -118,7 +132,8 @@ struct PipelineTests {
     @Test func deadLetterAfterTheRetryLimit() throws {
         var limits = ReplicaLimits()
         limits.maxPendingRetries = 3
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob", limits: limits)
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob", limits: limits)
         let group = try alice.replica.createGroup(name: "g")
         let orphan = try handmade(alice.device, group: group, counter: 9, op: .entityPut(key: "z", value: 1))
         let first = try bob.replica.ingest(receipts: [orphan])
@@ -134,9 +149,12 @@ struct PipelineTests {
     }
 
     @Test func deadLetterAfterTheAgeLimit() throws {
-        let bob = try TestReplica("bob"), alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g")
-        _ = try bob.replica.ingest(receipts: [try handmade(alice.device, group: group, counter: 5, op: .entityPut(key: "z", value: 1))])
+        _ = try bob.replica.ingest(receipts: [
+            try handmade(alice.device, group: group, counter: 5, op: .entityPut(key: "z", value: 1))
+        ])
         bob.clock.advance(bob.replica.limits.maxPendingAgeMillis - 1)
         _ = try bob.replica.retryPending()
         #expect(try bob.replica.deadLetters().isEmpty)
@@ -148,11 +166,15 @@ struct PipelineTests {
     /// A buggy (or malicious) sequencer commits a receipt the rules forbid: every replica records
     /// it as rejected, with the same reason, and none applies it.
     @Test func unauthorizedCommittedReceiptIsRejectedIdenticallyEverywhere() throws {
-        let alice = try TestReplica("alice"), mallory = try TestReplica("mallory")
-        let r1 = try TestReplica("r1"), r2 = try TestReplica("r2")
+        let alice = try TestReplica("alice")
+        let mallory = try TestReplica("mallory")
+        let r1 = try TestReplica("r1")
+        let r2 = try TestReplica("r2")
         let group = try alice.replica.createGroup(name: "g")
-        let forged = try handmade(mallory.device, group: group, counter: 1, op: .entityPut(key: "owned", value: "yes"), hlc: 5)
-        let envelope = try Envelope.sign(group: group, seq: 2, receipt: forged.cid, term: 0, receivedAt: 9, key: alice.device.signingKey)
+        let forged = try handmade(
+            mallory.device, group: group, counter: 1, op: .entityPut(key: "owned", value: "yes"), hlc: 5)
+        let envelope = try Envelope.sign(
+            group: group, seq: 2, receipt: forged.cid, term: 0, receivedAt: 9, key: alice.device.signingKey)
         let h = try alice.holdings(group)
         _ = try r1.replica.ingest(receipts: h.receipts + [forged], envelopes: h.envelopes + [envelope])
         _ = try r2.replica.ingest(receipts: [forged], envelopes: [envelope])
@@ -166,12 +188,15 @@ struct PipelineTests {
         #expect(try r1.hashes(group) == r2.hashes(group))
         // The real sequencer refuses it instead of sequencing it.
         let refusal = try alice.replica.ingest(receipts: [forged])
-        #expect(refusal.events.contains(.refused(group: group, cid: forged.cid, reason: "sender is not an active member")))
+        #expect(
+            refusal.events.contains(.refused(group: group, cid: forged.cid, reason: "sender is not an active member")))
         #expect(try alice.replica.vector(of: group).committed == 1)
     }
 
     @Test func removedMembersLaterReceiptsAreRejected() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [bob, carol])
         try bob.replica.append(.entityPut(key: "b", value: 1), to: group)
         try bob.send(group, to: alice)
@@ -179,42 +204,56 @@ struct PipelineTests {
         try alice.replica.append(.memberRemoved(identity: bob.identity), to: group)
         let after = try bob.replica.append(.entityPut(key: "b", value: 2), to: group)  // bob has not heard yet
         let report = try alice.replica.ingest(receipts: [after.receipt])
-        #expect(report.events.contains { if case .refused(_, let cid, _) = $0 { cid == after.receipt.cid } else { false } })
+        #expect(
+            report.events.contains { if case .refused(_, let cid, _) = $0 { cid == after.receipt.cid } else { false } })
         #expect(try alice.get("b", group, .committed) == 1)
         // Committed anyway by a forged envelope: rejected identically on every replica.
         let seq = try alice.replica.vector(of: group).committed + 1
-        let forced = try Envelope.sign(group: group, seq: seq, receipt: after.receipt.cid, term: 0, receivedAt: 1, key: alice.device.signingKey)
+        let forced = try Envelope.sign(
+            group: group, seq: seq, receipt: after.receipt.cid, term: 0, receivedAt: 1, key: alice.device.signingKey)
         try alice.send(group, to: carol)
         for node in [alice, carol] {
             _ = try node.replica.ingest(receipts: [after.receipt], envelopes: [forced])
-            #expect(try node.replica.log(of: group, view: .committed).last?.rejected == "sender is not an active member")
+            #expect(
+                try node.replica.log(of: group, view: .committed).last?.rejected == "sender is not an active member")
             #expect(try node.get("b", group, .committed) == 1)
         }
         #expect(try alice.hashes(group).committed == carol.hashes(group).committed)
     }
 
     @Test func envelopesFromAnyoneButTheAuthorityAreRefused() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), eve = try TestReplica("eve")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let eve = try TestReplica("eve")
         let group = try alice.replica.createGroup(name: "g")
         let put = try alice.replica.append(.entityPut(key: "k", value: 1), to: group)
         let h = try alice.holdings(group)
-        let fake = try Envelope.sign(group: group, seq: 2, receipt: put.receipt.cid, term: 0, receivedAt: 1, key: eve.device.signingKey)
+        let fake = try Envelope.sign(
+            group: group, seq: 2, receipt: put.receipt.cid, term: 0, receivedAt: 1, key: eve.device.signingKey)
         let report = try bob.replica.ingest(receipts: h.receipts, envelopes: [h.envelopes[0], fake])
         #expect(report.rejected.contains { $0.reason.contains("group's sequencer is the device") })
         #expect(try bob.replica.vector(of: group).committed == 1)
         #expect(try bob.replica.deadLetters().count == 1)
         // seq 1 must be the group.created, sequenced by its author.
         let carol = try TestReplica("carol")
-        let wrongFirst = try Envelope.sign(group: group, seq: 1, receipt: h.receipts[0].cid, term: 0, receivedAt: 1, key: eve.device.signingKey)
-        #expect(try carol.replica.ingest(receipts: h.receipts, envelopes: [wrongFirst]).rejected.contains { $0.reason.contains("creating device") })
+        let wrongFirst = try Envelope.sign(
+            group: group, seq: 1, receipt: h.receipts[0].cid, term: 0, receivedAt: 1, key: eve.device.signingKey)
+        #expect(
+            try carol.replica.ingest(receipts: h.receipts, envelopes: [wrongFirst]).rejected.contains {
+                $0.reason.contains("creating device")
+            })
         // A forged signature is refused before anything else.
         var sig = h.envelopes[1].signature
         sig[0] ^= 1
-        #expect(try carol.replica.ingest(receipts: [], envelopes: [try Envelope(payload: h.envelopes[1].payload, signature: sig)]).rejected.count == 1)
+        #expect(
+            try carol.replica.ingest(
+                receipts: [], envelopes: [try Envelope(payload: h.envelopes[1].payload, signature: sig)]
+            ).rejected.count == 1)
     }
 
     @Test func invalidReceiptsAreRejectedWithAReasonAndRemembered() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         let good = try alice.holdings(group).receipts[0]
         var sig = good.signature
@@ -227,9 +266,12 @@ struct PipelineTests {
     }
 
     @Test func applicationReceiptsReachSubscribersInCommittedOrder() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
-        for i in 0..<5 { try alice.replica.append(.application(type: "app.chat", body: .textMap(["n": .int(Int64(i))])), to: group) }
+        for i in 0..<5 {
+            try alice.replica.append(.application(type: "app.chat", body: .textMap(["n": .int(Int64(i))])), to: group)
+        }
         let got = Mutex<[Int64]>([])
         bob.replica.subscribe { e in
             if case .application(_, _, let r) = e { got.withLock { $0.append(r.body["n"]!.int64Value!) } }
@@ -240,7 +282,9 @@ struct PipelineTests {
     }
 
     @Test func reorderingIsAnnounced() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [bob, carol])
         try alice.send(group, to: carol)
         try bob.send(group, to: carol)
@@ -253,16 +297,24 @@ struct PipelineTests {
         _ = try alice.replica.ingest(receipts: [carols.receipt])
         _ = try alice.replica.ingest(receipts: [bobs.receipt])
         let report = try alice.send(group, to: carol)
-        #expect(report.events.contains(.reordered(group: group, seq: try alice.replica.vector(of: group).committed - 1, expected: bobs.receipt.cid, committed: carols.receipt.cid)))
+        #expect(
+            report.events.contains(
+                .reordered(
+                    group: group, seq: try alice.replica.vector(of: group).committed - 1, expected: bobs.receipt.cid,
+                    committed: carols.receipt.cid)))
         #expect(try carol.get("k", group, .committed) == "bob", "committed order decides: bob's came last")
     }
 
     @Test func localWritesThatTheRulesForbidAreRefusedAndWriteNothing() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let group = try alice.replica.createGroup(name: "g")
         try alice.send(group, to: bob)
-        let before = try bob.hashes(group), logged = try bob.replica.changeLogBounds().last
-        #expect(throws: ReplicaError(.notAMember, "sender is not an active member")) { try bob.replica.append(.entityPut(key: "k", value: 1), to: group) }
+        let before = try bob.hashes(group)
+        let logged = try bob.replica.changeLogBounds().last
+        #expect(throws: ReplicaError(.notAMember, "sender is not an active member")) {
+            try bob.replica.append(.entityPut(key: "k", value: 1), to: group)
+        }
         #expect(throws: ReplicaError(.notAMember, "")) { try bob.replica.append(.renamed(name: "mine"), to: group) }
         #expect(try bob.hashes(group) == before)
         #expect(try bob.replica.changeLogBounds().last == logged, "a refused write logs no change")
@@ -271,13 +323,20 @@ struct PipelineTests {
     @Test func memberLimitIsEnforcedAtTheBoundary() throws {
         let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g", maxMembers: 3)
-        for i in 0..<2 { try alice.replica.append(.memberAdded(identity: try TestReplica("x\(i)").identity, role: .member), to: group) }
-        #expect(throws: ReplicaError(.groupFull, "")) { try alice.replica.append(.memberAdded(identity: try TestReplica("y").identity, role: .member), to: group) }
+        for i in 0..<2 {
+            try alice.replica.append(
+                .memberAdded(identity: try TestReplica("x\(i)").identity, role: .member), to: group)
+        }
+        #expect(throws: ReplicaError(.groupFull, "")) {
+            try alice.replica.append(.memberAdded(identity: try TestReplica("y").identity, role: .member), to: group)
+        }
         #expect(try alice.replica.state(of: group, view: .committed)?.occupiedSeats == 3)
     }
 
     @Test func exportImportIsLosslessAndIdempotent() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [bob])
         try bob.replica.append(.entityPut(key: "tentative", value: 1), to: group)
         try alice.replica.append(.entityPut(key: "committed", value: 2), to: group)
@@ -288,8 +347,12 @@ struct PipelineTests {
         #expect(try carol.hashes(group).committed == alice.hashes(group).committed)
         let second = try carol.replica.importExport(lines: lines)
         #expect(second.stored == 0 && second.committed == 0 && second.duplicates == lines.count - 1)
-        #expect(throws: ReplicaError(.invalidImport, "")) { try carol.replica.importExport(lines: [lines[0], "{not json"]) }
-        #expect(throws: ReplicaError(.invalidImport, "")) { try carol.replica.importExport(lines: ["{\"format\":\"other\"}"]) }
+        #expect(throws: ReplicaError(.invalidImport, "")) {
+            try carol.replica.importExport(lines: [lines[0], "{not json"])
+        }
+        #expect(throws: ReplicaError(.invalidImport, "")) {
+            try carol.replica.importExport(lines: ["{\"format\":\"other\"}"])
+        }
     }
 }
 
@@ -297,7 +360,9 @@ struct RetryCountingTests {
     /// Retries count time-driven passes (`retryPending`), not how often unrelated traffic for the
     /// group happened to arrive while an item waited: that would dead-letter healthy items on busy groups.
     @Test func unrelatedTrafficDoesNotUseUpRetries() throws {
-        let alice = try TestReplica("alice"), bob = try TestReplica("bob"), carol = try TestReplica("carol")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let carol = try TestReplica("carol")
         let group = try groupWith(owner: alice, members: [carol])
         let waiting = try alice.replica.append(.entityPut(key: "w", value: 1), to: group)
         let committed = try alice.holdings(group)
@@ -306,7 +371,8 @@ struct RetryCountingTests {
             try carol.replica.append(.entityPut(key: "c\(i)", value: 1), to: group).receipt
         }
         // Bob gets everything committed except the receipt of the last envelope…
-        _ = try bob.replica.ingest(receipts: committed.receipts.filter { $0.cid != waiting.receipt.cid }, envelopes: committed.envelopes)
+        _ = try bob.replica.ingest(
+            receipts: committed.receipts.filter { $0.cid != waiting.receipt.cid }, envelopes: committed.envelopes)
         #expect(try bob.replica.vector(of: group).committed == committed.envelopes.count - 1)
         // …then carol's chatter, one receipt at a time, while that envelope waits.
         for r in chatter { _ = try bob.replica.ingest(receipts: [r]) }

@@ -22,14 +22,19 @@ struct ProtocolAnswerTests {
     @Test func voterSetsChangeByAtMostOneDevice() throws {
         let owner = try IdentityID(bytes: [UInt8](repeating: 1, count: 32))
         let d = try (2...5).map { try DeviceID(bytes: [UInt8](repeating: UInt8($0), count: 32)) }
-        let state = GroupState(group: Self.group, name: "g", maxMembers: 12, createdBy: owner, authority: .elected(voters: [d[0], d[1], d[2]]),
-                               members: [owner: Member(identity: owner, role: .owner, status: .active)])
+        let state = GroupState(
+            group: Self.group, name: "g", maxMembers: 12, createdBy: owner,
+            authority: .elected(voters: [d[0], d[1], d[2]]),
+            members: [owner: Member(identity: owner, role: .owner, status: .active)])
         func change(to voters: [DeviceID]) -> Result<GroupState, RuleViolation> {
-            GroupRules.apply(.sequencerChanged(.elected(voters: voters)), sender: owner, device: d[0], group: Self.group, to: state)
+            GroupRules.apply(
+                .sequencerChanged(.elected(voters: voters)), sender: owner, device: d[0], group: Self.group, to: state)
         }
         #expect((try? change(to: [d[0], d[1], d[2], d[3]]).get()) != nil, "one added")
         #expect((try? change(to: [d[0], d[1]]).get()) != nil, "one removed")
         #expect((try? change(to: [d[0], d[1], d[2]]).get()) != nil, "the same set")
-        #expect(throws: RuleViolation("an elected voter set changes one voter at a time (2 differ)")) { try change(to: [d[0], d[1], d[3]]).get() }
+        #expect(throws: RuleViolation("an elected voter set changes one voter at a time (2 differ)")) {
+            try change(to: [d[0], d[1], d[3]]).get()
+        }
     }
 }

@@ -16,10 +16,14 @@ struct StoreTests {
         let group = try replica.createGroup(name: "g")
         var largest = 0
         for i in 0..<3_000 {
-            try replica.append(.entityPut(key: "k\(i % 200)", value: .bytes([UInt8](repeating: UInt8(i & 0xff), count: 512))), to: group)
+            try replica.append(
+                .entityPut(key: "k\(i % 200)", value: .bytes([UInt8](repeating: UInt8(i & 0xff), count: 512))),
+                to: group)
             if i % 100 == 99 {
                 usleep(2_000)  // let the background checkpoint run, as idle time would
-                largest = max(largest, (try FileManager.default.attributesOfItem(atPath: dir + "/r.sqlite-wal")[.size] as? Int) ?? 0)
+                largest = max(
+                    largest,
+                    (try FileManager.default.attributesOfItem(atPath: dir + "/r.sqlite-wal")[.size] as? Int) ?? 0)
             }
         }
         // Without checkpoints 3,000 appends of this size write over 100 MB of WAL; the bound is
@@ -33,10 +37,24 @@ struct StoreTests {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let first = try Store(path: dir + "/s.sqlite")
-        #expect(try first.appliedMigrations() == ["0001_initial", "0002_elected_sequencer", "0003_invalid_receipt_evidence", "0004_tentative_overlay", "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox"])
+        #expect(
+            try first.appliedMigrations() == [
+                "0001_initial", "0002_elected_sequencer", "0003_invalid_receipt_evidence", "0004_tentative_overlay",
+                "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox",
+            ])
         let again = try Store(path: dir + "/s.sqlite")
-        #expect(try again.appliedMigrations() == ["0001_initial", "0002_elected_sequencer", "0003_invalid_receipt_evidence", "0004_tentative_overlay", "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox"])
-        #expect(try again.read { try $0.count(rawSQL: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'") } == 24)
+        #expect(
+            try again.appliedMigrations() == [
+                "0001_initial", "0002_elected_sequencer", "0003_invalid_receipt_evidence", "0004_tentative_overlay",
+                "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox",
+            ])
+        #expect(
+            try again.read {
+                try $0.count(
+                    rawSQL:
+                        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'"
+                )
+            } == 24)
     }
 
     /// Opening and migrating is serialized (`StoreOpenLock`): stores opened on a fresh file at

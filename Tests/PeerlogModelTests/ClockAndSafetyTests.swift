@@ -19,10 +19,13 @@ struct HLCTests {
         clock.observe(HLCTimestamp(physical: 5000, logical: 3), wallMillis: 4000)
         #expect(clock.now(wallMillis: 4000) == HLCTimestamp(physical: 5000, logical: 4))
         // A clock far in the future is not adopted.
-        clock.observe(HLCTimestamp(physical: 4000 + HybridLogicalClock.maxForwardDrift + 1, logical: 0), wallMillis: 4000)
+        clock.observe(
+            HLCTimestamp(physical: 4000 + HybridLogicalClock.maxForwardDrift + 1, logical: 0), wallMillis: 4000)
         #expect(clock.now(wallMillis: 4000) == HLCTimestamp(physical: 5000, logical: 5))
         clock.observe(HLCTimestamp(physical: 4000 + HybridLogicalClock.maxForwardDrift, logical: 0), wallMillis: 4000)
-        #expect(clock.now(wallMillis: 4000) == HLCTimestamp(physical: 4000 + HybridLogicalClock.maxForwardDrift, logical: 1))
+        #expect(
+            clock.now(wallMillis: 4000) == HLCTimestamp(physical: 4000 + HybridLogicalClock.maxForwardDrift, logical: 1)
+        )
     }
 
     @Test func logicalOverflowMovesToNextMillisecond() {
@@ -42,7 +45,8 @@ struct SafetyNumberTests {
         let a = GoldenFixture.certificate.identity
         let b = IdentityID(publicKey: GoldenFixture.deviceKey.publicKey)
         #expect(SafetyNumber(a, b) == SafetyNumber(b, a))
-        #expect(SafetyNumber(a, b).description == "58078 47052 05680 90928 29663 14638 60690 95791 01620 65065 86718 58100")
+        #expect(
+            SafetyNumber(a, b).description == "58078 47052 05680 90928 29663 14638 60690 95791 01620 65065 86718 58100")
         #expect(SafetyNumber(a, b).groups.allSatisfy { $0.count == 5 && $0.allSatisfy(\.isNumber) })
         let c = IdentityID(publicKey: Ed25519.PrivateKey().publicKey)
         #expect(SafetyNumber(a, c) != SafetyNumber(a, b))

@@ -6,20 +6,23 @@ import Testing
 
 /// Batched envelopes (docs/PROTOCOL.md §3.5): codec, positions, tampering, pinned bytes.
 struct EnvelopeRunTests {
-    static func cid(_ fill: UInt8) -> CID { try! CID(bytes: [0x01, 0x71, 0x12, 0x20] + [UInt8](repeating: fill, count: 32)) }
+    static func cid(_ fill: UInt8) -> CID {
+        try! CID(bytes: [0x01, 0x71, 0x12, 0x20] + [UInt8](repeating: fill, count: 32))
+    }
     static let key = GoldenFixture.deviceKey
 
     /// The worked example of §3.5: seqs 7, 8, 9 for the golden receipt and two fixed CIDs.
     static func golden() throws -> [Envelope] {
-        try EnvelopeRun.sign(group: GoldenFixture.group, firstSeq: 7, receipts: [GoldenFixture.receipt.cid, cid(0xaa), cid(0xbb)],
-                             term: 0, receivedAt: 1_700_000_000_500, key: key)
+        try EnvelopeRun.sign(
+            group: GoldenFixture.group, firstSeq: 7, receipts: [GoldenFixture.receipt.cid, cid(0xaa), cid(0xbb)],
+            term: 0, receivedAt: 1_700_000_000_500, key: key)
     }
-
 
     @Test func everyPositionOfEveryRunSizeVerifies() throws {
         for size in [2, 3, 4, 5, 7, 8, 9, 16, 17, 100, 256] {
             let cids = (0..<size).map { Self.cid(UInt8($0 % 251)) }
-            let items = try EnvelopeRun.sign(group: GoldenFixture.group, firstSeq: 10, receipts: cids, term: 3, receivedAt: 5, key: Self.key)
+            let items = try EnvelopeRun.sign(
+                group: GoldenFixture.group, firstSeq: 10, receipts: cids, term: 3, receivedAt: 5, key: Self.key)
             #expect(items.count == size)
             for (i, e) in items.enumerated() {
                 #expect(e.verify() == .valid, "size \(size) index \(i)")
@@ -39,22 +42,32 @@ struct EnvelopeRunTests {
         let back = try Envelope(encoded: e.encoded)
         #expect(back.run == nil && back.path.isEmpty && back.verify() == .valid && back.encoded == e.encoded)
         // A run of one is a single envelope.
-        let one = try EnvelopeRun.signRuns(group: GoldenFixture.group, firstSeq: 1, receipts: [Self.cid(1)], term: 0, receivedAt: 1, key: Self.key)
+        let one = try EnvelopeRun.signRuns(
+            group: GoldenFixture.group, firstSeq: 1, receipts: [Self.cid(1)], term: 0, receivedAt: 1, key: Self.key)
         #expect(one.count == 1 && one[0].run == nil)
-        let many = try EnvelopeRun.signRuns(group: GoldenFixture.group, firstSeq: 1, receipts: (0..<600).map { Self.cid(UInt8($0 % 200)) }, term: 0, receivedAt: 1, key: Self.key)
+        let many = try EnvelopeRun.signRuns(
+            group: GoldenFixture.group, firstSeq: 1, receipts: (0..<600).map { Self.cid(UInt8($0 % 200)) }, term: 0,
+            receivedAt: 1, key: Self.key)
         #expect(many.count == 600 && Set(many.map(\.signature)).count == 3 && many.allSatisfy { $0.verify() == .valid })
         #expect(many.map(\.seq) == Array(1...600))
     }
 
     /// Rebuilds an item payload with one field changed, keeping the signature.
-    static func tampered(_ e: Envelope, seq: UInt64? = nil, cid: CID? = nil, path: [[UInt8]]? = nil, run: [UInt8]? = nil) throws -> Envelope {
-        let payload = CBOREncoder.encode(.textMap(["v": 1, "run": .bytes(run ?? e.run!.payload), "seq": .unsigned(seq ?? e.seq),
-                                                   "cid": (cid ?? e.receipt).cborLink, "path": .array((path ?? e.path).map(CBOR.bytes))]))
+    static func tampered(
+        _ e: Envelope, seq: UInt64? = nil, cid: CID? = nil, path: [[UInt8]]? = nil, run: [UInt8]? = nil
+    ) throws -> Envelope {
+        let payload = CBOREncoder.encode(
+            .textMap([
+                "v": 1, "run": .bytes(run ?? e.run!.payload), "seq": .unsigned(seq ?? e.seq),
+                "cid": (cid ?? e.receipt).cborLink, "path": .array((path ?? e.path).map(CBOR.bytes)),
+            ]))
         return try Envelope(payload: payload, signature: e.signature)
     }
 
     @Test func tamperingWithAnyPairOrProofFails() throws {
-        let items = try EnvelopeRun.sign(group: GoldenFixture.group, firstSeq: 1, receipts: (0..<5).map { Self.cid(UInt8($0)) }, term: 0, receivedAt: 1, key: Self.key)
+        let items = try EnvelopeRun.sign(
+            group: GoldenFixture.group, firstSeq: 1, receipts: (0..<5).map { Self.cid(UInt8($0)) }, term: 0,
+            receivedAt: 1, key: Self.key)
         for e in items {
             #expect(try Self.tampered(e).verify() == .valid)
             #expect(try Self.tampered(e, cid: Self.cid(99)).verify() != .valid)
@@ -89,8 +102,11 @@ struct EnvelopeRunTests {
         let items = try Self.golden()
         let doc = try String(contentsOfFile: TestSupport.repoRoot + "/docs/PROTOCOL.md", encoding: .utf8)
         func block(_ name: String) -> String? {
-            guard let start = doc.range(of: "<!-- golden:\(name) -->"), let end = doc.range(of: "<!-- /golden:\(name) -->", range: start.upperBound..<doc.endIndex) else { return nil }
-            return String(doc[start.upperBound..<end.lowerBound]).filter { $0.isHexDigit || $0.isLetter }.replacingOccurrences(of: "text", with: "")
+            guard let start = doc.range(of: "<!-- golden:\(name) -->"),
+                let end = doc.range(of: "<!-- /golden:\(name) -->", range: start.upperBound..<doc.endIndex)
+            else { return nil }
+            return String(doc[start.upperBound..<end.lowerBound]).filter { $0.isHexDigit || $0.isLetter }
+                .replacingOccurrences(of: "text", with: "")
         }
         #expect(block("envelope-run-header") == TestSupport.hex(items[0].run!.payload))
         #expect(block("envelope-run-signature") == TestSupport.hex(items[0].signature))

@@ -12,9 +12,11 @@ enum GoldenFixture {
         name: "golden-laptop", createdAt: 1_700_000_000_000)
     static let group = try! GroupID(bytes: Array(0..<16))
     static let receipt = try! Receipt.sign(
-        Receipt.Draft(group: group, type: "entity.put", counter: 1, parents: [],
-                      hlc: HLCTimestamp(physical: 1_700_000_000_123, logical: 0),
-                      body: .textMap(["key": "color", "value": "blue"])),
+        Receipt.Draft(
+            group: group, type: "entity.put", counter: 1, parents: [],
+            hlc: HLCTimestamp(physical: 1_700_000_000_123, logical: 0),
+            body: .textMap(["key": "color", "value": "blue"])),
         signingKey: deviceKey, certificate: certificate)
-    static let envelope = try! Envelope.sign(group: group, seq: 1, receipt: receipt.cid, term: 0, receivedAt: 1_700_000_000_500, key: deviceKey)
+    static let envelope = try! Envelope.sign(
+        group: group, seq: 1, receipt: receipt.cid, term: 0, receivedAt: 1_700_000_000_500, key: deviceKey)
 }

@@ -26,8 +26,10 @@ struct InteropTests {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let device = try LocalDevice.generate(name: "swift", createdAt: 1)
-        let r = try device.sign(Receipt.Draft(group: .random(), type: "app.note", counter: 4, parents: [CID(hashing: [1]), CID(hashing: [2])],
-                                              hlc: HLCTimestamp(physical: 99, logical: 3), body: .textMap(["msg": "from swift", "n": .int(-3)])))
+        let r = try device.sign(
+            Receipt.Draft(
+                group: .random(), type: "app.note", counter: 4, parents: [CID(hashing: [1]), CID(hashing: [2])],
+                hlc: HLCTimestamp(physical: 99, logical: 3), body: .textMap(["msg": "from swift", "n": .int(-3)])))
         let path = dir + "/swift.receipt"
         try Data(r.encoded).write(to: URL(fileURLWithPath: path))
         let out = try JSON.parse(try TestSupport.python("receipt_interop.py", ["verify", path]))
@@ -39,6 +41,7 @@ struct InteropTests {
         bad[1] ^= 4
         let badReceipt = try Receipt(payload: r.payload, signature: bad, certificate: r.certificate)
         try Data(badReceipt.encoded).write(to: URL(fileURLWithPath: path), options: .atomic)
-        #expect(try JSON.parse(try TestSupport.python("receipt_interop.py", ["verify", path]))["valid"] == .bool(false))
+        #expect(
+            try JSON.parse(try TestSupport.python("receipt_interop.py", ["verify", path]))["valid"] == .bool(false))
     }
 }

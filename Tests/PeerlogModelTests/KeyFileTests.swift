@@ -49,9 +49,13 @@ struct KeyFileTests {
         try KeyFile.write(secret, kind: .noiseKey, to: dir + "/noise")
         #expect(throws: ModelError(.keyFile, "")) { try KeyFile.read(dir + "/noise", kind: .deviceSeed) }
         #expect(try KeyFile.read(dir + "/noise", kind: .noiseKey) == secret)
-        for (i, text) in ["", "peerlog-secret v1 x25519-noise-key\n", "peerlog-secret v1 x25519-noise-key\nzz\n", "peerlog-secret v1 x25519-noise-key\n" + String(repeating: "ab", count: 31) + "\n"].enumerated() {
+        for (i, text) in [
+            "", "peerlog-secret v1 x25519-noise-key\n", "peerlog-secret v1 x25519-noise-key\nzz\n",
+            "peerlog-secret v1 x25519-noise-key\n" + String(repeating: "ab", count: 31) + "\n",
+        ].enumerated() {
             let path = dir + "/bad\(i)"
-            _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(
+                atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
             #expect(throws: ModelError(.keyFile, "")) { try KeyFile.read(path, kind: .noiseKey) }
         }
         #expect(throws: ModelError(.keyFile, "")) { try KeyFile.read(dir + "/missing", kind: .noiseKey) }

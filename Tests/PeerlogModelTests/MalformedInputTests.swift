@@ -34,7 +34,9 @@ struct MalformedInputTests {
         Case(description: "group id as text", code: .wrongShape) { $0["group"] = "g" },
         Case(description: "bad type characters", code: .fieldOutOfRange) { $0["type"] = "App Note" },
         Case(description: "empty type", code: .fieldOutOfRange) { $0["type"] = "" },
-        Case(description: "type too long", code: .fieldOutOfRange) { $0["type"] = .text(String(repeating: "a", count: Receipt.maxTypeBytes + 1)) },
+        Case(description: "type too long", code: .fieldOutOfRange) {
+            $0["type"] = .text(String(repeating: "a", count: Receipt.maxTypeBytes + 1))
+        },
         Case(description: "author wrong length", code: .fieldOutOfRange) { $0["author"] = .bytes([1]) },
         Case(description: "parents not an array", code: .wrongShape) { $0["parents"] = 1 },
         Case(description: "parent not a link", code: .wrongShape) { $0["parents"] = [.bytes(CID(hashing: [1]).bytes)] },
@@ -42,9 +44,13 @@ struct MalformedInputTests {
             let cids = [CID(hashing: [1]), CID(hashing: [2])].sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
             $0["parents"] = .array(cids.reversed().map(\.cborLink))
         },
-        Case(description: "parents duplicated", code: .wrongShape) { $0["parents"] = [CID(hashing: [1]).cborLink, CID(hashing: [1]).cborLink] },
+        Case(description: "parents duplicated", code: .wrongShape) {
+            $0["parents"] = [CID(hashing: [1]).cborLink, CID(hashing: [1]).cborLink]
+        },
         Case(description: "too many parents", code: .sizeLimitExceeded) {
-            let cids = (0...Receipt.maxParents).map { CID(hashing: [UInt8($0)]) }.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+            let cids = (0...Receipt.maxParents).map { CID(hashing: [UInt8($0)]) }.sorted {
+                $0.bytes.lexicographicallyPrecedes($1.bytes)
+            }
             $0["parents"] = .array(cids.map(\.cborLink))
         },
         Case(description: "float in body", code: .wrongShape) { $0["body"] = .textMap(["x": .float(1.5)]) },
@@ -97,7 +103,9 @@ struct MalformedInputTests {
         #expect(try Receipt(encoded: r.encoded) == r, "a maximal receipt still fits its container limit")
         let over = payload(totalBytes: Receipt.maxPayloadBytes + 1)
         #expect(over.count == Receipt.maxPayloadBytes + 1)
-        #expect(throws: ModelError(.sizeLimitExceeded, "")) { try Receipt(payload: over, signature: sign(over), certificate: Self.device.certificate) }
+        #expect(throws: ModelError(.sizeLimitExceeded, "")) {
+            try Receipt(payload: over, signature: sign(over), certificate: Self.device.certificate)
+        }
     }
 
     /// Byte-level damage to containers of every kind.
@@ -121,7 +129,9 @@ struct MalformedInputTests {
             indefinite.append(0xff)
             #expect(throws: ModelError(.malformedEncoding, ""), "\(name) indefinite") { try parse(indefinite) }
             #expect(throws: ModelError(.wrongShape, ""), "\(name) not a map") { try parse([0x80]) }
-            #expect(throws: ModelError(.sizeLimitExceeded, ""), "\(name) oversized") { try parse([UInt8](repeating: 0, count: Receipt.maxEncodedBytes + 1)) }
+            #expect(throws: ModelError(.sizeLimitExceeded, ""), "\(name) oversized") {
+                try parse([UInt8](repeating: 0, count: Receipt.maxEncodedBytes + 1))
+            }
             // Random single-byte corruption: either a clean error or a parse that then fails verification.
             var rng = SeededRandom(seed: UInt64(good.count))
             for _ in 0..<300 {
@@ -131,21 +141,31 @@ struct MalformedInputTests {
             }
         }
         // Wrong signature length inside an otherwise valid container.
-        let shortSig = CBOREncoder.encode(.textMap(["envelope": .bytes(GoldenFixture.envelope.payload), "sig": .bytes([1, 2])]))
+        let shortSig = CBOREncoder.encode(
+            .textMap(["envelope": .bytes(GoldenFixture.envelope.payload), "sig": .bytes([1, 2])]))
         #expect(throws: ModelError(.fieldOutOfRange, "")) { try Envelope(encoded: shortSig) }
     }
 
     @Test func certificateAndEnvelopeFieldErrors() throws {
         let key = Ed25519.PrivateKey()
         #expect(throws: ModelError(.fieldOutOfRange, "")) {
-            try DeviceCertificate.issue(identityKey: key, device: DeviceID(publicKey: key.publicKey), noiseKey: X25519.PrivateKey().publicKey, name: "", createdAt: 0)
+            try DeviceCertificate.issue(
+                identityKey: key, device: DeviceID(publicKey: key.publicKey), noiseKey: X25519.PrivateKey().publicKey,
+                name: "", createdAt: 0)
         }
         #expect(throws: ModelError(.fieldOutOfRange, "")) {
-            try DeviceCertificate.issue(identityKey: key, device: DeviceID(publicKey: key.publicKey), noiseKey: X25519.PrivateKey().publicKey, name: String(repeating: "n", count: DeviceCertificate.maxNameBytes + 1), createdAt: 0)
+            try DeviceCertificate.issue(
+                identityKey: key, device: DeviceID(publicKey: key.publicKey), noiseKey: X25519.PrivateKey().publicKey,
+                name: String(repeating: "n", count: DeviceCertificate.maxNameBytes + 1), createdAt: 0)
         }
         #expect(throws: Never.self) {
-            try DeviceCertificate.issue(identityKey: key, device: DeviceID(publicKey: key.publicKey), noiseKey: X25519.PrivateKey().publicKey, name: String(repeating: "n", count: DeviceCertificate.maxNameBytes), createdAt: 0)
+            try DeviceCertificate.issue(
+                identityKey: key, device: DeviceID(publicKey: key.publicKey), noiseKey: X25519.PrivateKey().publicKey,
+                name: String(repeating: "n", count: DeviceCertificate.maxNameBytes), createdAt: 0)
         }
-        #expect(throws: ModelError(.fieldOutOfRange, "")) { try Envelope.sign(group: GoldenFixture.group, seq: 0, receipt: CID(hashing: []), term: 0, receivedAt: 0, key: key) }
+        #expect(throws: ModelError(.fieldOutOfRange, "")) {
+            try Envelope.sign(
+                group: GoldenFixture.group, seq: 0, receipt: CID(hashing: []), term: 0, receivedAt: 0, key: key)
+        }
     }
 }

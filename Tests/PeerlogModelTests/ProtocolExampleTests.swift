@@ -20,8 +20,12 @@ struct ProtocolExampleTests {
         #expect(TestSupport.hex(SHA256.hash(certificate.payload)).hasPrefix("006d3e39"))
         #expect(TestSupport.hex(SHA256.hash(certificate.payload)).hasSuffix("506fc468"))
         let doc = try String(contentsOfFile: TestSupport.repoRoot + "/docs/PROTOCOL.md", encoding: .utf8)
-        let block = try #require(doc.range(of: "<!-- golden:certificate-cid -->\n```text\n")
-            .flatMap { start in doc.range(of: "\n```\n<!-- /golden:certificate-cid -->", range: start.upperBound..<doc.endIndex).map { doc[start.upperBound..<$0.lowerBound] } })
+        let block = try #require(
+            doc.range(of: "<!-- golden:certificate-cid -->\n```text\n")
+                .flatMap { start in
+                    doc.range(of: "\n```\n<!-- /golden:certificate-cid -->", range: start.upperBound..<doc.endIndex).map
+                    { doc[start.upperBound..<$0.lowerBound] }
+                })
         #expect(block == Self.certificateCID[...])
     }
 
@@ -33,9 +37,11 @@ struct ProtocolExampleTests {
         let hex = TestSupport.hex(receipt.encoded)
         #expect(hex.hasPrefix("a3637369675840"))
         #expect(hex.hasSuffix("6b6365727469666963617465" + TestSupport.hex(GoldenFixture.certificate.encoded)))
-        let asBytes = CBOREncoder.encode(.textMap([
-            "receipt": .bytes(receipt.payload), "sig": .bytes(receipt.signature), "certificate": .bytes(GoldenFixture.certificate.encoded),
-        ]))
+        let asBytes = CBOREncoder.encode(
+            .textMap([
+                "receipt": .bytes(receipt.payload), "sig": .bytes(receipt.signature),
+                "certificate": .bytes(GoldenFixture.certificate.encoded),
+            ]))
         #expect(throws: (any Error).self) { try Receipt(encoded: asBytes) }
         #expect(try Receipt(encoded: receipt.encoded).cid == receipt.cid)
     }
@@ -50,7 +56,10 @@ struct ProtocolExampleTests {
         }
         let device = try LocalDevice.generate(name: "depth", createdAt: 1)
         func sign(_ body: CBOR) throws -> Receipt {
-            try device.sign(Receipt.Draft(group: GroupFixture.group, type: "app.depth", counter: 1, hlc: HLCTimestamp(physical: 1, logical: 0), body: body))
+            try device.sign(
+                Receipt.Draft(
+                    group: GroupFixture.group, type: "app.depth", counter: 1,
+                    hlc: HLCTimestamp(physical: 1, logical: 0), body: body))
         }
         #expect(Receipt.maxBodyDepth + 1 == 17)
         let deepest = try sign(body(maps: 17))

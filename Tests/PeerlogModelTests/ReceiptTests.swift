@@ -7,13 +7,18 @@ import Testing
 struct ReceiptTests {
     static let device = try! LocalDevice.generate(name: "test", createdAt: 1)
 
-    static func draft(type: String = "app.note", counter: UInt64 = 1, parents: [CID] = [], body: CBOR = .null) -> Receipt.Draft {
-        Receipt.Draft(group: GoldenFixture.group, type: type, counter: counter, parents: parents, hlc: HLCTimestamp(physical: 5, logical: 1), body: body)
+    static func draft(
+        type: String = "app.note", counter: UInt64 = 1, parents: [CID] = [], body: CBOR = .null
+    ) -> Receipt.Draft {
+        Receipt.Draft(
+            group: GoldenFixture.group, type: type, counter: counter, parents: parents,
+            hlc: HLCTimestamp(physical: 5, logical: 1), body: body)
     }
 
     @Test func signParseVerifyRoundTrip() throws {
         let parents = [CID(hashing: [2]), CID(hashing: [1]), CID(hashing: [2])]
-        let r = try Self.device.sign(Self.draft(counter: 7, parents: parents, body: .textMap(["a": [1, 2], "link": parents[0].cborLink])))
+        let r = try Self.device.sign(
+            Self.draft(counter: 7, parents: parents, body: .textMap(["a": [1, 2], "link": parents[0].cborLink])))
         #expect(r.parents.count == 2, "duplicates removed")
         #expect(r.parents == r.parents.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) })
         let parsed = try Receipt(encoded: r.encoded)
@@ -39,8 +44,12 @@ struct ReceiptTests {
         let r = try Self.device.sign(Self.draft())
         // Another identity certifies this same device key: the receipt names the real identity, so it does not match.
         let thief = Ed25519.PrivateKey()
-        let stolen = try DeviceCertificate.issue(identityKey: thief, device: Self.device.device, noiseKey: Self.device.noiseKey.publicKey, name: "x", createdAt: 1)
-        #expect(throws: ModelError(.certificateMismatch, "")) { try Receipt(payload: r.payload, signature: r.signature, certificate: stolen) }
+        let stolen = try DeviceCertificate.issue(
+            identityKey: thief, device: Self.device.device, noiseKey: Self.device.noiseKey.publicKey, name: "x",
+            createdAt: 1)
+        #expect(throws: ModelError(.certificateMismatch, "")) {
+            try Receipt(payload: r.payload, signature: r.signature, certificate: stolen)
+        }
         // A certificate whose identity signature is forged fails verification.
         let c = Self.device.certificate
         var badSig = c.signature
@@ -48,12 +57,15 @@ struct ReceiptTests {
         let forgedCert = try DeviceCertificate(payload: c.payload, signature: badSig)
         #expect(try Receipt(payload: r.payload, signature: r.signature, certificate: forgedCert).verify() != .valid)
         // Signing with a key that is not the certificate's device key is refused.
-        #expect(throws: ModelError(.certificateMismatch, "")) { try Receipt.sign(Self.draft(), signingKey: Ed25519.PrivateKey(), certificate: c) }
+        #expect(throws: ModelError(.certificateMismatch, "")) {
+            try Receipt.sign(Self.draft(), signingKey: Ed25519.PrivateKey(), certificate: c)
+        }
     }
 
     @Test func envelopeSignatureIsChecked() throws {
         let key = Ed25519.PrivateKey()
-        let e = try Envelope.sign(group: GoldenFixture.group, seq: 9, receipt: CID(hashing: [9]), term: 3, receivedAt: 77, key: key)
+        let e = try Envelope.sign(
+            group: GoldenFixture.group, seq: 9, receipt: CID(hashing: [9]), term: 3, receivedAt: 77, key: key)
         let parsed = try Envelope(encoded: e.encoded)
         #expect(parsed == e && parsed.verify() == .valid && parsed.seq == 9 && parsed.term == 3)
         var sig = e.signature

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PeerlogNode
 
 /// The control socket's one grammar: what `ControlClient` writes is what the daemon reads.
@@ -15,8 +16,12 @@ struct ControlRequestTests {
     @Test func linesAreTheWireText() {
         #expect(ControlRequest.status.line == "status")
         #expect(ControlRequest.captureStop.line == "capture stop")
-        #expect(ControlRequest.captureStart(path: "/x y", maxBytes: nil, omitBodies: true).line == "capture start omit-bodies=1 max-bytes=0 /x y")
-        #expect(ControlRequest.captureStart(path: "/x", maxBytes: 4096, omitBodies: false).line == "capture start omit-bodies=0 max-bytes=4096 /x")
+        #expect(
+            ControlRequest.captureStart(path: "/x y", maxBytes: nil, omitBodies: true).line
+                == "capture start omit-bodies=1 max-bytes=0 /x y")
+        #expect(
+            ControlRequest.captureStart(path: "/x", maxBytes: 4096, omitBodies: false).line
+                == "capture start omit-bodies=0 max-bytes=4096 /x")
     }
 
     @Test func refusalsSayWhatTheDaemonReplies() {

@@ -5,6 +5,7 @@ import PeerlogSequencer
 import PeerlogStore
 import PeerlogTestSupport
 import Testing
+
 @testable import PeerlogNode
 
 /// The elected sequencer's driver on real in-memory replicas, without sockets: its messages go
@@ -31,7 +32,9 @@ struct ElectedSequencerDriverTests {
     func electedGroup(_ owner: Voter, voters: [DeviceID], copiedTo others: [Voter] = []) throws -> GroupID {
         func copy(from a: Replica, to b: Replica) throws {
             let rows = try a.syncCommitted(group: g, fromSeq: 1, limit: 1000)
-            _ = try b.ingest(receipts: try rows.map { try Receipt(encoded: $0.receipt.encoded) }, envelopes: try rows.map { try Envelope(encoded: $0.envelope) })
+            _ = try b.ingest(
+                receipts: try rows.map { try Receipt(encoded: $0.receipt.encoded) },
+                envelopes: try rows.map { try Envelope(encoded: $0.envelope) })
         }
         let g = try owner.replica.createGroup(name: "g")
         for o in others {
@@ -40,7 +43,8 @@ struct ElectedSequencerDriverTests {
             let accepted = try o.replica.append(.inviteAccepted, to: g)
             _ = try owner.replica.ingest(receipts: [accepted.receipt])
         }
-        _ = try owner.replica.append(.sequencerChanged(.elected(voters: voters.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) })), to: g)
+        _ = try owner.replica.append(
+            .sequencerChanged(.elected(voters: voters.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) })), to: g)
         for o in others { try copy(from: owner.replica, to: o.replica) }
         for v in [owner] + others { v.driver.refresh() }
         return g
@@ -48,7 +52,10 @@ struct ElectedSequencerDriverTests {
 
     /// Ticks `voters` (and delivers what they send, at once) until `done` or `limit` ticks.
     @discardableResult
-    func run(_ voters: [Voter], limit: Int = 200, deliver: (ElectedSequencerDriver.Send) -> Bool = { _ in true }, until done: () throws -> Bool) rethrows -> Int {
+    func run(
+        _ voters: [Voter], limit: Int = 200, deliver: (ElectedSequencerDriver.Send) -> Bool = { _ in true },
+        until done: () throws -> Bool
+    ) rethrows -> Int {
         for tick in 1...limit {
             var pending = [(from: DeviceID, ElectedSequencerDriver.Send)]()
             for v in voters { pending += v.driver.tick().map { (v.id, $0) } }
@@ -67,12 +74,14 @@ struct ElectedSequencerDriverTests {
         let g = try electedGroup(alice, voters: [alice.id])
         #expect(alice.driver.view(of: g)?.role == .follower)
         let base = try alice.replica.committedSeq(of: g)
-        try run([alice]) { alice.driver.view(of: g)?.role == .leader }
+        run([alice]) { alice.driver.view(of: g)?.role == .leader }
         #expect(alice.driver.view(of: g)?.role == .leader)
         #expect(alice.driver.view(of: g)?.base == base)
 
         let extra = 44
-        for i in 0..<(SequencerMessage<CID>.maxEntries + extra) { try alice.replica.append(.entityPut(key: "k\(i)", value: .int(Int64(i))), to: g) }
+        for i in 0..<(SequencerMessage<CID>.maxEntries + extra) {
+            try alice.replica.append(.entityPut(key: "k\(i)", value: .int(Int64(i))), to: g)
+        }
         _ = alice.driver.takeSigned()
         // One tick assigns at most one append's worth; the next assigns the rest.
         _ = alice.driver.tick()
@@ -83,7 +92,9 @@ struct ElectedSequencerDriverTests {
         #expect(try alice.replica.tentativeCount(of: g) == 0)
         #expect(alice.driver.takeProblems().isEmpty)
         // The envelopes are stamped by the replica's injected clock, not the wall clock.
-        let signed = try alice.replica.syncCommitted(group: g, fromSeq: base + 1, limit: 10).map { try Envelope(encoded: $0.envelope) }
+        let signed = try alice.replica.syncCommitted(group: g, fromSeq: base + 1, limit: 10).map {
+            try Envelope(encoded: $0.envelope)
+        }
         #expect(!signed.isEmpty && signed.allSatisfy { $0.receivedAt == Voter.now })
     }
 
@@ -92,7 +103,8 @@ struct ElectedSequencerDriverTests {
         func ticksToCampaign(seed: UInt64) throws -> Int {
             let voters = [try Voter("alice", seed: seed), try Voter("bob", seed: seed), try Voter("carol", seed: seed)]
             let g = try electedGroup(voters[0], voters: voters.map(\.id), copiedTo: Array(voters.dropFirst()))
-            return try run([voters[0]], deliver: { _ in false }) { voters[0].driver.view(of: g)?.role != .follower }
+            return run(
+                [voters[0]], deliver: { _ in false }, until: { voters[0].driver.view(of: g)?.role != .follower })
         }
         let first = try (1...8).map { try ticksToCampaign(seed: $0) }
         #expect(try (1...8).map { try ticksToCampaign(seed: $0) } == first, "equal seeds, equal runs")
@@ -106,13 +118,13 @@ struct ElectedSequencerDriverTests {
         var voters = [try Voter("alice", seed: 3), try Voter("bob", seed: 4)]
         let g = try electedGroup(voters[0], voters: voters.map(\.id), copiedTo: [voters[1]])
         let base = try voters[0].replica.committedSeq(of: g)
-        try run(voters) { voters.contains { $0.driver.view(of: g)?.role == .leader } }
+        run(voters) { voters.contains { $0.driver.view(of: g)?.role == .leader } }
         let l = try #require(voters.firstIndex { $0.driver.view(of: g)?.role == .leader })
         let term = try #require(voters[l].driver.view(of: g)?.term)
         let leader = voters[l].replica
         // The follower hears nothing more: the leader's assignments stay uncommitted (no majority).
         for i in 0..<3 { try leader.append(.entityPut(key: "k\(i)", value: .int(Int64(i))), to: g) }
-        try run(voters, limit: 5, deliver: { _ in false }) { false }
+        run(voters, limit: 5, deliver: { _ in false }, until: { false })
         #expect(try leader.committedSeq(of: g) == base)
         #expect(try leader.tentativeCount(of: g) == 3)
         // It restarts from what it persisted, and the two talk again. Only it can win: the
@@ -130,7 +142,8 @@ struct ElectedSequencerDriverTests {
 
     @Test func electionErrorsCompareByCode() {
         let g = GroupID.random()
-        #expect(ElectionError(.cannotPersist, group: g, "one") == ElectionError(.cannotPersist, group: .random(), "two"))
+        #expect(
+            ElectionError(.cannotPersist, group: g, "one") == ElectionError(.cannotPersist, group: .random(), "two"))
         #expect(ElectionError(.cannotPersist, group: g, "one") != ElectionError(.cannotSign, group: g, "one"))
         #expect(ElectionError(.peerViolation, group: g, "x").code.description == "peerViolation")
         #expect(ElectionError(.peerViolation, group: g, "election in group").description == "election in group")

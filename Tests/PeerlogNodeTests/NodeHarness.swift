@@ -4,6 +4,7 @@ import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
 import Synchronization
+
 @testable import PeerlogNode
 
 /// Several nodes, each a real `NodeHub` (its `NodeStateMachine`, real `SyncSession`s, a real
@@ -55,14 +56,17 @@ final class NodeHarness {
 
     /// `names.count` nodes; each lets in every other's identity (as pairing would).
     init(_ names: [String]) throws {
-        let devices = try names.map { try LocalDevice.deterministic(seed: Array("harness/\($0)".utf8), name: $0, createdAt: 1) }
+        let devices = try names.map {
+            try LocalDevice.deterministic(seed: Array("harness/\($0)".utf8), name: $0, createdAt: 1)
+        }
         var logger = Logger(label: "harness")
         logger.logLevel = .critical
         for device in devices {
             let clock = clock
             let replica = Replica(store: try Store(), device: device, clock: { clock.now() })
-            let hub = NodeHub(replica: replica, device: device, allow: Set(devices.map(\.identity)), logger: logger, cadence: cadence,
-                              clock: { clock.now() }, executor: .inline)
+            let hub = NodeHub(
+                replica: replica, device: device, allow: Set(devices.map(\.identity)), logger: logger, cadence: cadence,
+                clock: { clock.now() }, executor: .inline)
             nodes.append(Node(device: device, replica: replica, hub: hub))
         }
         for node in nodes { node.hub.start() }
@@ -78,17 +82,20 @@ final class NodeHarness {
         links.append(Link(nodes: (i, j), ids: ids))
         let now = clock.now()
         nodes[i].hub.established(ref(link: index, end: 0, id: ids.0, outbound: true, peer: nodes[j].device, since: now))
-        nodes[j].hub.established(ref(link: index, end: 1, id: ids.1, outbound: false, peer: nodes[i].device, since: now))
+        nodes[j].hub.established(
+            ref(link: index, end: 1, id: ids.1, outbound: false, peer: nodes[i].device, since: now))
         settle()
         return index
     }
 
-    private func ref(link: Int, end: Int, id: UInt64, outbound: Bool, peer: LocalDevice, since: UInt64) -> ConnectionRef {
+    private func ref(link: Int, end: Int, id: UInt64, outbound: Bool, peer: LocalDevice, since: UInt64) -> ConnectionRef
+    {
         let wire = wire
         let other = end == 0 ? links[link].nodes.1 : links[link].nodes.0
         let otherID = end == 0 ? links[link].ids.1 : links[link].ids.0
         return ConnectionRef(
-            info: NodeConnection(id: id, outbound: outbound, remote: "harness-\(link)", peer: peer.certificate, since: since),
+            info: NodeConnection(
+                id: id, outbound: outbound, remote: "harness-\(link)", peer: peer.certificate, since: since),
             send: { bytes in wire.queue.withLock { $0.append(.message(node: other, connection: otherID, bytes)) } },
             close: { reason in wire.closes.withLock { $0.append((link, end, reason)) } }
         )
@@ -97,21 +104,40 @@ final class NodeHarness {
     /// Turns closes the hubs asked for into deliveries: the closing end hears its own close at
     /// once, the other end after the messages already on their way to it (the close record).
     private func settle() {
-        let closes = wire.closes.withLock { c in defer { c = [] }; return c }
+        let closes = wire.closes.withLock { c in
+            defer { c = [] }
+            return c
+        }
         for (index, end, reason) in closes {
             var link = links[index]
             let (me, other) = end == 0 ? (link.nodes.0, link.nodes.1) : (link.nodes.1, link.nodes.0)
             let (myID, otherID) = end == 0 ? (link.ids.0, link.ids.1) : (link.ids.1, link.ids.0)
             guard end == 0 ? link.open.0 : link.open.1 else { continue }
-            if end == 0 { link.open.0 = false; link.reasons.0 = .local(reason.description) } else { link.open.1 = false; link.reasons.1 = .local(reason.description) }
+            if end == 0 {
+                link.open.0 = false
+                link.reasons.0 = .local(reason.description)
+            } else {
+                link.open.1 = false
+                link.reasons.1 = .local(reason.description)
+            }
             links[index] = link
-            nodes[me].hub.closed(myID, peer: nodes[other].device.device, remote: "harness-\(index)", reason: "\(ChannelCloseReason.local(reason.description))")
-            wire.queue.withLock { $0.append(.closed(node: other, connection: otherID, peer: nodes[me].device.device, reason: .remote(reason.description))) }
+            nodes[me].hub.closed(
+                myID, peer: nodes[other].device.device, remote: "harness-\(index)",
+                reason: "\(ChannelCloseReason.local(reason.description))")
+            wire.queue.withLock {
+                $0.append(
+                    .closed(
+                        node: other, connection: otherID, peer: nodes[me].device.device,
+                        reason: .remote(reason.description)))
+            }
         }
     }
 
     private func isOpen(node: Int, connection: UInt64) -> Bool {
-        links.contains { ($0.nodes.0 == node && $0.ids.0 == connection && $0.open.0) || ($0.nodes.1 == node && $0.ids.1 == connection && $0.open.1) }
+        links.contains {
+            ($0.nodes.0 == node && $0.ids.0 == connection && $0.open.0)
+                || ($0.nodes.1 == node && $0.ids.1 == connection && $0.open.1)
+        }
     }
 
     /// Delivers queued messages and closes until none is left.
@@ -126,10 +152,20 @@ final class NodeHarness {
                 guard isOpen(node: node, connection: connection) else { continue }
                 nodes[node].hub.received(bytes, on: connection, processed: {})
             case .closed(let node, let connection, let peer, let reason):
-                guard let index = links.firstIndex(where: { ($0.nodes.0 == node && $0.ids.0 == connection) || ($0.nodes.1 == node && $0.ids.1 == connection) }) else { continue }
+                guard
+                    let index = links.firstIndex(where: {
+                        ($0.nodes.0 == node && $0.ids.0 == connection) || ($0.nodes.1 == node && $0.ids.1 == connection)
+                    })
+                else { continue }
                 let end0 = links[index].nodes.0 == node && links[index].ids.0 == connection
                 guard end0 ? links[index].open.0 : links[index].open.1 else { continue }
-                if end0 { links[index].open.0 = false; links[index].reasons.0 = reason } else { links[index].open.1 = false; links[index].reasons.1 = reason }
+                if end0 {
+                    links[index].open.0 = false
+                    links[index].reasons.0 = reason
+                } else {
+                    links[index].open.1 = false
+                    links[index].reasons.1 = reason
+                }
                 nodes[node].hub.closed(connection, peer: peer, remote: "harness-\(index)", reason: "\(reason)")
             }
         }
@@ -152,6 +188,11 @@ final class NodeHarness {
     func isLive(_ link: Int) -> Bool { links[link].open == (true, true) }
 
     func hashes(_ group: GroupID) throws -> [[[UInt8]]] {
-        try nodes.map { [try $0.replica.stateHash(of: group, view: .committed), try $0.replica.stateHash(of: group, view: .tentative)] }
+        try nodes.map {
+            [
+                try $0.replica.stateHash(of: group, view: .committed),
+                try $0.replica.stateHash(of: group, view: .tentative),
+            ]
+        }
     }
 }

@@ -2,6 +2,7 @@ import PeerlogChannel
 import PeerlogEngine
 import PeerlogModel
 import Testing
+
 @testable import PeerlogNode
 
 /// Whole nodes (hub, machine, sessions, replicas) pumped into each other without sockets.
@@ -10,7 +11,9 @@ struct NodeHarnessTests {
     static func invitedGroup(_ harness: NodeHarness) throws -> GroupID {
         let owner = harness.nodes[0].replica
         let g = try owner.createGroup(name: "g")
-        for node in harness.nodes.dropFirst() { try owner.append(.memberAdded(identity: node.device.identity, role: .member), to: g) }
+        for node in harness.nodes.dropFirst() {
+            try owner.append(.memberAdded(identity: node.device.identity, role: .member), to: g)
+        }
         return g
     }
 
@@ -23,7 +26,8 @@ struct NodeHarnessTests {
         harness.connect(0, 1)
         harness.connect(1, 2)
         harness.pump()
-        #expect(try harness.nodes[2].replica.state(of: g, view: .tentative) != nil, "c never received the group through b")
+        #expect(
+            try harness.nodes[2].replica.state(of: g, view: .tentative) != nil, "c never received the group through b")
 
         for i in 1...2 { try harness.nodes[i].replica.append(.inviteAccepted, to: g) }
         harness.advance(300)
@@ -35,7 +39,11 @@ struct NodeHarnessTests {
         let hashes = try harness.hashes(g)
         #expect(hashes[0] == hashes[1] && hashes[1] == hashes[2], "not converged")
         for node in harness.nodes {
-            for i in 0..<3 { #expect(try node.replica.entity("k\(i)", in: g, view: .tentative)?.value == .int(Int64(i)), "\(node.device.certificate.name) lacks k\(i)") }
+            for i in 0..<3 {
+                #expect(
+                    try node.replica.entity("k\(i)", in: g, view: .tentative)?.value == .int(Int64(i)),
+                    "\(node.device.certificate.name) lacks k\(i)")
+            }
         }
         // c and a never met: a is not connected to c, and nothing was closed.
         #expect(!harness.nodes[0].hub.isConnected(device: harness.nodes[2].device.device))
@@ -55,7 +63,8 @@ struct NodeHarnessTests {
         let first = lowDialsFirst ? harness.connect(low, high) : harness.connect(high, low)
         let second = lowDialsFirst ? harness.connect(high, low) : harness.connect(low, high)
         harness.pump()
-        let lowsDial = lowDialsFirst ? first : second, highsDial = lowDialsFirst ? second : first
+        let lowsDial = lowDialsFirst ? first : second
+        let highsDial = lowDialsFirst ? second : first
         #expect(harness.isLive(lowsDial))
         #expect(!harness.isLive(highsDial))
         let reasons = harness.links[highsDial].reasons

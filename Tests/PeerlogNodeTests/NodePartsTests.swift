@@ -3,6 +3,7 @@ import PeerlogModel
 import PeerlogTestSupport
 import Synchronization
 import Testing
+
 @testable import PeerlogNode
 
 struct PeerAddressTests {
@@ -13,9 +14,13 @@ struct PeerAddressTests {
         #expect(try PeerAddress(parsing: "[::1]:65535").description == "[::1]:65535")
     }
 
-    @Test(arguments: ["127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", ":7300", "::1:7300", "[::1]7300", "host:port", "[::1:80"])
+    @Test(arguments: [
+        "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", ":7300", "::1:7300", "[::1]7300", "host:port", "[::1:80",
+    ])
     func refusesMalformed(_ text: String) {
-        #expect(throws: NodeError(.invalidAddress, "", description: "", file: "", line: 0)) { try PeerAddress(parsing: text) }
+        #expect(throws: NodeError(.invalidAddress, "", description: "", file: "", line: 0)) {
+            try PeerAddress(parsing: text)
+        }
     }
 }
 
@@ -81,16 +86,18 @@ struct ConfigurationFileTests {
     }
 
     @Test func readsEveryKey() throws {
-        let identity = try LocalDevice.deterministic(seed: [UInt8](repeating: 5, count: 32), name: "x", createdAt: 1).identity
-        let c = try load("""
-        # a comment
-        listen = 0.0.0.0:7400
-        peer = 10.0.0.2:7300   # trailing comment
-        peer = [::1]:7301
-        allow = \(identity)
-        network = lab
-        log-level = debug
-        """)
+        let identity = try LocalDevice.deterministic(seed: [UInt8](repeating: 5, count: 32), name: "x", createdAt: 1)
+            .identity
+        let c = try load(
+            """
+            # a comment
+            listen = 0.0.0.0:7400
+            peer = 10.0.0.2:7300   # trailing comment
+            peer = [::1]:7301
+            allow = \(identity)
+            network = lab
+            log-level = debug
+            """)
         #expect(c.listen == PeerAddress(host: "0.0.0.0", port: 7400))
         #expect(c.peers == [PeerAddress(host: "10.0.0.2", port: 7300), PeerAddress(host: "::1", port: 7301)])
         #expect(c.allow == [identity])
@@ -100,13 +107,22 @@ struct ConfigurationFileTests {
     }
 
     @Test func errorsNameTheLine() throws {
-        do { _ = try load("peer = 1.2.3.4:9\nbogus = 1"); Issue.record("accepted an unknown key") } catch let e as NodeError {
+        do {
+            _ = try load("peer = 1.2.3.4:9\nbogus = 1")
+            Issue.record("accepted an unknown key")
+        } catch let e as NodeError {
             #expect(e.code == .invalidConfiguration && e.configurationLine == 2 && e.detail.contains("bogus"), "\(e)")
         }
-        do { _ = try load("\n\npeer = nowhere"); Issue.record("accepted a bad address") } catch let e as NodeError {
+        do {
+            _ = try load("\n\npeer = nowhere")
+            Issue.record("accepted a bad address")
+        } catch let e as NodeError {
             #expect(e.code == .invalidConfiguration && e.configurationLine == 3 && e.detail.contains("nowhere"), "\(e)")
         }
-        do { _ = try load("log-level = loud"); Issue.record("accepted a bad level") } catch let e as NodeError {
+        do {
+            _ = try load("log-level = loud")
+            Issue.record("accepted a bad level")
+        } catch let e as NodeError {
             #expect("\(e)".contains("log-level must be one of"))
         }
     }
@@ -120,7 +136,9 @@ struct ConnectionAdmissionTests {
             var value: [UInt64] { ids.withLock { $0 } }
         }
         let closed = Closed()
-        func begin(_ id: UInt64) { for close in pending.begin(id, close: { closed.ids.withLock { $0.append(id) } }) { close() } }
+        func begin(_ id: UInt64) {
+            for close in pending.begin(id, close: { closed.ids.withLock { $0.append(id) } }) { close() }
+        }
         begin(1)
         begin(2)
         #expect(closed.value == [])

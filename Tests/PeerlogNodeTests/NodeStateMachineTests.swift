@@ -1,11 +1,12 @@
 import PeerlogChannel
-import PeerlogEngine
 import PeerlogEncoding
+import PeerlogEngine
 import PeerlogModel
 import PeerlogSequencer
-@testable import PeerlogSync
 import Testing
+
 @testable import PeerlogNode
+@testable import PeerlogSync
 
 /// The node's policy, driven without sockets, replicas or clocks.
 struct NodeStateMachineTests {
@@ -15,12 +16,14 @@ struct NodeStateMachineTests {
 
     /// Two devices ordered by id bytes: `low` initiates the connection that survives a tie-break.
     static func pair() throws -> (low: LocalDevice, high: LocalDevice) {
-        let a = try device("a"), b = try device("b")
+        let a = try device("a")
+        let b = try device("b")
         return a.device.bytes.lexicographicallyPrecedes(b.device.bytes) ? (a, b) : (b, a)
     }
 
     static func machine(_ local: LocalDevice, allow: Set<IdentityID> = []) -> NodeStateMachine {
-        var m = NodeStateMachine(local: local.device, admission: NodeAdmission(configured: allow.union([local.identity]), open: false))
+        var m = NodeStateMachine(
+            local: local.device, admission: NodeAdmission(configured: allow.union([local.identity]), open: false))
         _ = m.start(now: 0, stamp: [])
         return m
     }
@@ -46,10 +49,12 @@ struct NodeStateMachineTests {
         let (low, high) = try Self.pair()
         // On `low`: connection 1 is its own dial (the winner), 2 the peer's.
         var onLow = Self.machine(low)
-        let lowOwn = Self.connection(1, to: high, outbound: true), lowPeers = Self.connection(2, to: high, outbound: false)
+        let lowOwn = Self.connection(1, to: high, outbound: true)
+        let lowPeers = Self.connection(2, to: high, outbound: false)
         // On `high`: connection 7 is low's dial (the winner, inbound here), 8 its own.
         var onHigh = Self.machine(high)
-        let highPeers = Self.connection(7, to: low, outbound: false), highOwn = Self.connection(8, to: low, outbound: true)
+        let highPeers = Self.connection(7, to: low, outbound: false)
+        let highOwn = Self.connection(8, to: low, outbound: true)
 
         let lowOrder = outboundFirst ? [lowOwn, lowPeers] : [lowPeers, lowOwn]
         let highOrder = outboundFirst ? [highOwn, highPeers] : [highPeers, highOwn]
@@ -97,26 +102,41 @@ struct NodeStateMachineTests {
 
         // A group operation is checked first, so nothing goes to a peer it just removed.
         var report = IngestReport()
-        report.events = [.tentative(group: group, cid: CID(digest: [UInt8](repeating: 1, count: 32)), type: "group.member_removed")]
+        report.events = [
+            .tentative(group: group, cid: CID(digest: [UInt8](repeating: 1, count: 32)), type: "group.member_removed")
+        ]
         let withOps = m.sessionEvent(.ingested(group: group, report: report), on: 3, now: 10)
         #expect(withOps == [.checkGroupOperations, .offerChange(group, to: 1), .offerChange(group, to: 2)])
 
         // Envelopes an elected leader signed go to every session.
-        #expect(m.electionOutput(sends: [], signed: [group], problems: []) == [1, 2, 3].map { .offerChange(group, to: $0) })
+        #expect(
+            m.electionOutput(sends: [], signed: [group], problems: []) == [1, 2, 3].map { .offerChange(group, to: $0) })
     }
 
     @Test func electionMessagesGoOnlyToConnectedVoters() throws {
-        let local = try Self.device("local"), voter = try Self.device("voter"), absent = try Self.device("absent")
+        let local = try Self.device("local")
+        let voter = try Self.device("voter")
+        let absent = try Self.device("absent")
         var m = Self.machine(local)
         _ = m.established(Self.connection(4, to: voter, outbound: false))
         let group = try GroupID(bytes: [UInt8](repeating: 6, count: 16))
         let vote = SequencerMessage<CID>.vote(term: 3, granted: true)
         let actions = m.electionOutput(
-            sends: [ElectionSend(to: voter.device, group: group, message: vote), ElectionSend(to: absent.device, group: group, message: vote)],
+            sends: [
+                ElectionSend(to: voter.device, group: group, message: vote),
+                ElectionSend(to: absent.device, group: group, message: vote),
+            ],
             signed: [], problems: [ElectionError(.cannotPersist, group: group, "a problem")]
         )
-        #expect(actions == [.sendElection(group, vote, to: 4), .log(.warning, ElectionError(.cannotPersist, group: group, "a problem").description)])
-        #expect(m.sessionEvent(.election(group: group, from: voter.device, vote), on: 4, now: 0) == [.receiveElection(group, from: voter.device, vote)])
+        #expect(
+            actions == [
+                .sendElection(group, vote, to: 4),
+                .log(.warning, ElectionError(.cannotPersist, group: group, "a problem").description),
+            ])
+        #expect(
+            m.sessionEvent(.election(group: group, from: voter.device, vote), on: 4, now: 0) == [
+                .receiveElection(group, from: voter.device, vote)
+            ])
     }
 
     // MARK: Cadence
@@ -124,7 +144,8 @@ struct NodeStateMachineTests {
     /// Polls every 250 ms, election ticks every 100 ms, the queue retried on the first poll and
     /// then on the first poll at least 5 s after the last retry.
     @Test func retryCadenceFollowsTickBoundaries() throws {
-        var m = NodeStateMachine(local: try Self.device("local").device, admission: NodeAdmission(configured: [], open: false))
+        var m = NodeStateMachine(
+            local: try Self.device("local").device, admission: NodeAdmission(configured: [], open: false))
         #expect(m.start(now: 1_000, stamp: [1]) == [.refreshMembership])
         #expect(m.tick(now: 1_099) == [])
         #expect(m.tick(now: 1_100) == [.tickElection])
@@ -134,11 +155,12 @@ struct NodeStateMachineTests {
         #expect(m.tick(now: 6_249) == [.tickElection, .pollChangeStamp])
         // Retries happen on poll ticks only: the first poll at or after 6 250 is at 6 499.
         #expect(m.tick(now: 6_499) == [.tickElection, .retryQueued(backfillVia: nil), .pollChangeStamp])
-        var n = NodeStateMachine(local: try Self.device("local").device, admission: NodeAdmission(configured: [], open: false))
+        var n = NodeStateMachine(
+            local: try Self.device("local").device, admission: NodeAdmission(configured: [], open: false))
         _ = n.start(now: 0, stamp: [])
         #expect(n.tick(now: 250).contains(.retryQueued(backfillVia: nil)))
         #expect(!n.tick(now: 5_000).contains(.retryQueued(backfillVia: nil)))  // 4 750 ms after
-        #expect(n.tick(now: 5_250).contains(.retryQueued(backfillVia: nil)))   // 5 000 ms after
+        #expect(n.tick(now: 5_250).contains(.retryQueued(backfillVia: nil)))  // 5 000 ms after
         // Backfill is asked of the lowest connection.
         _ = n.established(Self.connection(9, to: try Self.device("p9"), outbound: true))
         _ = n.established(Self.connection(3, to: try Self.device("p3"), outbound: true))
@@ -146,7 +168,8 @@ struct NodeStateMachineTests {
     }
 
     @Test func aClockThatJumpsBackDoesNotStallTheTicks() throws {
-        var m = NodeStateMachine(local: try Self.device("local").device, admission: NodeAdmission(configured: [], open: false))
+        var m = NodeStateMachine(
+            local: try Self.device("local").device, admission: NodeAdmission(configured: [], open: false))
         _ = m.start(now: 1_000_000, stamp: [])
         #expect(m.tick(now: 1_000_250).contains(.pollChangeStamp))
         // An hour back: the next poll is one period from the new now, not an hour away.
@@ -171,31 +194,43 @@ struct NodeStateMachineTests {
     // MARK: Membership
 
     @Test func aPeerNoLongerAdmittedIsDisconnected() throws {
-        let local = try Self.device("local"), member = try Self.device("member"), relay = try Self.device("relay")
+        let local = try Self.device("local")
+        let member = try Self.device("member")
+        let relay = try Self.device("relay")
         var m = Self.machine(local)
         let endpoint = RelayEndpoint(key: relay.device, address: "relay:1")
-        #expect(m.membershipObserved(members: [member.identity], relays: [endpoint]) == [.admissionChanged, .relaysChanged([endpoint])])
+        #expect(
+            m.membershipObserved(members: [member.identity], relays: [endpoint]) == [
+                .admissionChanged, .relaysChanged([endpoint]),
+            ])
         #expect(m.authorize(member.certificate) == .allow && m.authorize(relay.certificate) == .allow)
         _ = m.established(Self.connection(1, to: member, outbound: true))
         #expect(m.membershipRechecked(1) == [])
         #expect(m.membershipObserved(members: [], relays: [endpoint]) == [.admissionChanged])
         let actions = m.membershipRechecked(1)
-        guard case .close(1, .noLongerAdmitted) = actions.last else { Issue.record("not closed: \(actions)"); return }
+        guard case .close(1, .noLongerAdmitted) = actions.last else {
+            Issue.record("not closed: \(actions)")
+            return
+        }
         #expect(m.liveConnections.isEmpty)
     }
 
     // MARK: What status remembers
 
     @Test func refusalsAndRejectionsKeepTheNewest32AndLogAFewLinesPerBatch() throws {
-        let local = try Self.device("local"), peer = try Self.device("peer")
+        let local = try Self.device("local")
+        let peer = try Self.device("peer")
         var m = Self.machine(local)
         _ = m.established(Self.connection(1, to: peer, outbound: true))
         let group = try GroupID(bytes: [UInt8](repeating: 7, count: 16))
         let cids = (0..<40).map { CID(digest: [UInt8](repeating: UInt8($0), count: 32)) }
 
-        let refused = m.sessionEvent(.refusedByPeer(group: group, items: cids.map { RefusedReceipt(cid: $0, reason: "full") }), on: 1, now: 5)
+        let refused = m.sessionEvent(
+            .refusedByPeer(group: group, items: cids.map { RefusedReceipt(cid: $0, reason: "full") }), on: 1, now: 5)
         #expect(refused.count == 40)
-        #expect(m.refusals.count == 32 && m.refusals.first?.cid == cids[8].string && m.refusals.last?.cid == cids[39].string)
+        #expect(
+            m.refusals.count == 32 && m.refusals.first?.cid == cids[8].string && m.refusals.last?.cid == cids[39].string
+        )
 
         let items = cids.map { RejectedItem(cid: $0, author: nil, identity: nil, reason: "bad", invalid: true) }
         let rejected = m.sessionEvent(.rejected(group: group, items: items), on: 1, now: 6)
@@ -206,12 +241,17 @@ struct NodeStateMachineTests {
     }
 
     @Test func closedConnectionsAreRememberedNewestLast() throws {
-        let local = try Self.device("local"), peer = try Self.device("peer")
+        let local = try Self.device("local")
+        let peer = try Self.device("peer")
         var m = Self.machine(local)
         _ = m.established(Self.connection(1, to: peer, outbound: true))
-        #expect(m.connectionClosed(1, peer: peer.device, remote: "r", reason: "closed by peer", now: 3) == [.dropSession(1)])
+        #expect(
+            m.connectionClosed(1, peer: peer.device, remote: "r", reason: "closed by peer", now: 3) == [.dropSession(1)]
+        )
         #expect(m.connectionClosed(1, peer: peer.device, remote: "r", reason: "again", now: 4) == [])
-        for i in 0..<40 { _ = m.connectionClosed(UInt64(100 + i), peer: nil, remote: "x", reason: "r\(i)", now: UInt64(i)) }
+        for i in 0..<40 {
+            _ = m.connectionClosed(UInt64(100 + i), peer: nil, remote: "x", reason: "r\(i)", now: UInt64(i))
+        }
         #expect(m.recentlyClosed.count == 32 && m.recentlyClosed.last?.reason == "r39")
         // A session's own close and the node's stop close with typed reasons.
         _ = m.established(Self.connection(2, to: peer, outbound: true))

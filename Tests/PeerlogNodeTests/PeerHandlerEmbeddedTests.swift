@@ -6,6 +6,7 @@ import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
 import Testing
+
 @testable import PeerlogNode
 @testable import PeerlogSync
 
@@ -20,10 +21,14 @@ struct PeerHandlerEmbeddedTests {
     static func responder(_ server: LocalDevice, allow: Set<IdentityID>) throws -> (EmbeddedChannel, NodeHub) {
         var logger = Logger(label: "embedded")
         logger.logLevel = .critical
-        let hub = NodeHub(replica: Replica(store: try Store(), device: server), device: server, allow: allow, logger: logger, executor: .inline)
+        let hub = NodeHub(
+            replica: Replica(store: try Store(), device: server), device: server, allow: allow, logger: logger,
+            executor: .inline)
         hub.start()
         let admission = ConnectionAdmission(limits: NodeLimits(), fileDescriptorLimit: 1024)
-        let handler = PeerHandler(id: 1, outbound: false, hub: hub, configuration: ChannelConfiguration(), admission: admission, tap: nil, logger: logger)
+        let handler = PeerHandler(
+            id: 1, outbound: false, hub: hub, configuration: ChannelConfiguration(), admission: admission, tap: nil,
+            logger: logger)
         let channel = EmbeddedChannel(handler: handler)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7300)).wait()
         return (channel, hub)
@@ -40,7 +45,8 @@ struct PeerHandlerEmbeddedTests {
     }
 
     @Test func aHandshakeFrameInGetsTheResponseOutThenTheSessionsHello() throws {
-        let server = try Self.device("server"), client = try Self.device("client")
+        let server = try Self.device("server")
+        let client = try Self.device("client")
         let (channel, hub) = try Self.responder(server, allow: [client.identity])
         defer { _ = try? channel.finish() }
         var peer = SecureChannel(role: .initiator, device: client, authorize: { _ in .allow })
@@ -59,7 +65,9 @@ struct PeerHandlerEmbeddedTests {
         #expect(channel.isActive)
 
         // The hub's new session said hello and gave credit through the handler, sealed for this peer.
-        let delivered = peer.receive(try Self.outbound(channel)).compactMap { action -> [UInt8]? in if case .deliver(let m) = action { m } else { nil } }
+        let delivered = peer.receive(try Self.outbound(channel)).compactMap { action -> [UInt8]? in
+            if case .deliver(let m) = action { m } else { nil }
+        }
         let messages = try delivered.map { try SyncMessage.decode($0, limits: .init()) }
         guard messages.count == 2, case .hello = messages[0], case .credit = messages[1] else {
             Issue.record("expected hello then credit, got \(messages)")

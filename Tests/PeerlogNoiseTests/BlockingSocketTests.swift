@@ -1,6 +1,7 @@
 import Foundation
 import PeerlogChannel
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,13 +11,17 @@ import Glibc
 struct BlockingSocketTests {
     @Test func failuresNameTheirStep() throws {
         let long = "/tmp/" + String(repeating: "x", count: 200)
-        let tooLong = #expect(throws: BlockingSocket.Failure.self) { try BlockingSocket(unixPath: long, timeoutSeconds: 1) }
+        let tooLong = #expect(throws: BlockingSocket.Failure.self) {
+            try BlockingSocket(unixPath: long, timeoutSeconds: 1)
+        }
         #expect(tooLong?.step == .path && tooLong?.description == "path too long: \(long)")
         let absent = #expect(throws: BlockingSocket.Failure.self) {
             try BlockingSocket(unixPath: NSTemporaryDirectory() + "absent-\(UUID().uuidString).sock", timeoutSeconds: 1)
         }
         #expect(absent?.step == .connect)
-        let refused = #expect(throws: BlockingSocket.Failure.self) { try BlockingSocket(host: "127.0.0.1", port: try Self.closedPort()) }
+        let refused = #expect(throws: BlockingSocket.Failure.self) {
+            try BlockingSocket(host: "127.0.0.1", port: try Self.closedPort())
+        }
         #expect(refused?.step == .connect && refused?.description == "Connection refused")
     }
 
@@ -47,10 +52,16 @@ struct BlockingSocketTests {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         addr.sin_port = 0
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         guard bound == 0 else { throw BindFailed() }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 

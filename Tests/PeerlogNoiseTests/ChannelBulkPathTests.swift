@@ -15,7 +15,9 @@ import Testing
         var used = 0
         try wire.withUnsafeMutableBytes { out in
             for message in sent {
-                let sealed = try message.withUnsafeBytes { try pair.a.send($0, into: UnsafeMutableRawBufferPointer(rebasing: out[used...])) }
+                let sealed = try message.withUnsafeBytes {
+                    try pair.a.send($0, into: UnsafeMutableRawBufferPointer(rebasing: out[used...]))
+                }
                 #expect(sealed.actions.isEmpty)
                 #expect(sealed.written == SecureChannel.wireLength(ofMessage: message.count))
                 used += sealed.written
@@ -27,7 +29,9 @@ import Testing
             var start = 0
             while start < bytes.count {
                 let end = min(start + chunk, bytes.count)
-                for case .deliver(let m) in pair.b.receive(UnsafeRawBufferPointer(rebasing: bytes[start..<end])) { delivered.append(m) }
+                for case .deliver(let m) in pair.b.receive(UnsafeRawBufferPointer(rebasing: bytes[start..<end])) {
+                    delivered.append(m)
+                }
                 start = end
             }
         }

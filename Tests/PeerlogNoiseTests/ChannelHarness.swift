@@ -32,12 +32,16 @@ struct ChannelPair {
         self.maxChunk = maxChunk
     }
 
-    init(aConfig: ChannelConfiguration = .init(), bConfig: ChannelConfiguration = .init(), seed: UInt64 = 1, maxChunk: Int = 70_000,
-         aAuthorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision = Devices.allowAll,
-         bAuthorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision = Devices.allowAll) {
-        self.init(a: SecureChannel(role: .initiator, device: Devices.alice, configuration: aConfig, authorize: aAuthorize),
-                  b: SecureChannel(role: .responder, device: Devices.bob, configuration: bConfig, authorize: bAuthorize),
-                  seed: seed, maxChunk: maxChunk)
+    init(
+        aConfig: ChannelConfiguration = .init(), bConfig: ChannelConfiguration = .init(), seed: UInt64 = 1,
+        maxChunk: Int = 70_000,
+        aAuthorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision = Devices.allowAll,
+        bAuthorize: @escaping @Sendable (DeviceCertificate) -> AuthorizationDecision = Devices.allowAll
+    ) {
+        self.init(
+            a: SecureChannel(role: .initiator, device: Devices.alice, configuration: aConfig, authorize: aAuthorize),
+            b: SecureChannel(role: .responder, device: Devices.bob, configuration: bConfig, authorize: bAuthorize),
+            seed: seed, maxChunk: maxChunk)
     }
 
     /// Starts both sides and pumps until quiet.
@@ -79,7 +83,8 @@ struct ChannelPair {
         }
     }
 
-    private static func nextChunk(_ queue: inout ArraySlice<UInt8>, _ rng: inout SeededRandom, maxChunk: Int) -> [UInt8] {
+    private static func nextChunk(_ queue: inout ArraySlice<UInt8>, _ rng: inout SeededRandom, maxChunk: Int) -> [UInt8]
+    {
         let n = min(queue.count, Int.random(in: 1...maxChunk, using: &rng))
         let chunk = Array(queue.prefix(n))
         queue = queue.count == n ? [] : queue.dropFirst(n)
@@ -108,8 +113,9 @@ struct RawInitiator {
 
     init(device: LocalDevice = Devices.alice, networkID: String = "") throws {
         self.device = device
-        handshake = try NoiseHandshake(protocol: NoiseProtocol(name: ChannelWire.protocolName), initiator: true,
-                                       prologue: ChannelWire.prologue(networkID: networkID), localStatic: device.noiseKey)
+        handshake = try NoiseHandshake(
+            protocol: NoiseProtocol(name: ChannelWire.protocolName), initiator: true,
+            prologue: ChannelWire.prologue(networkID: networkID), localStatic: device.noiseKey)
     }
 
     static func frame(_ body: [UInt8]) -> [UInt8] { [UInt8(body.count >> 8), UInt8(body.count & 0xff)] + body }
@@ -118,7 +124,9 @@ struct RawInitiator {
     mutating func handshake(with responder: inout SecureChannel) throws -> [ChannelAction] {
         let msg1 = try handshake.writeMessage(payload: [])
         let reply = responder.receive(Self.frame(msg1))
-        guard case .write(let msg2) = reply.first else { throw TestSupport.ProcessError(description: "no msg2: \(reply)") }
+        guard case .write(let msg2) = reply.first else {
+            throw TestSupport.ProcessError(description: "no msg2: \(reply)")
+        }
         _ = try handshake.readMessage(Array(msg2.dropFirst(2)))
         let msg3 = try handshake.writeMessage(payload: device.certificate.encoded)
         (send, receive) = try handshake.split()

@@ -28,7 +28,8 @@ import Testing
         pair.pump()
         #expect(ChannelPair.delivered(pair.bEvents) == sent)
         #expect(ChannelPair.delivered(pair.aEvents) == sent)
-        #expect(pair.a.statistics.messagesOut == UInt64(sizes.count) && pair.b.statistics.messagesIn == UInt64(sizes.count))
+        #expect(
+            pair.a.statistics.messagesOut == UInt64(sizes.count) && pair.b.statistics.messagesIn == UInt64(sizes.count))
     }
 
     @Test func frameCountsAtTheFragmentBoundary() throws {
@@ -49,7 +50,9 @@ import Testing
         #expect(throws: ChannelError.notEstablished()) { try pair.a.send([1]) }
         pair.connect()
         #expect(throws: ChannelError.emptyMessage()) { try pair.a.send([]) }
-        #expect(throws: ChannelError.messageTooLarge(size: 4_194_305, limit: 4_194_304)) { try pair.a.send([UInt8](repeating: 0, count: 4_194_305)) }
+        #expect(throws: ChannelError.messageTooLarge(size: 4_194_305, limit: 4_194_304)) {
+            try pair.a.send([UInt8](repeating: 0, count: 4_194_305))
+        }
         _ = pair.a.close(reason: "done")
         #expect(throws: ChannelError.closed()) { try pair.a.send([1]) }
     }
@@ -103,7 +106,10 @@ import Testing
         let three = ChannelConfiguration(rekeyInterval: 3)
         var pair = ChannelPair(aConfig: three, bConfig: three)
         pair.connect()
-        for i in 1...10 { try pair.send(fromA: true, [UInt8(i)]); try pair.send(fromA: false, [UInt8(i)]) }
+        for i in 1...10 {
+            try pair.send(fromA: true, [UInt8(i)])
+            try pair.send(fromA: false, [UInt8(i)])
+        }
         pair.pump()
         #expect(ChannelPair.delivered(pair.bEvents).count == 10 && ChannelPair.delivered(pair.aEvents).count == 10)
         #expect(pair.a.statistics.rekeysOut == 3 && pair.b.statistics.rekeysIn == 3)
@@ -118,16 +124,22 @@ import Testing
     }
 
     @Test func wrongNetworkIDFailsTheHandshake() throws {
-        var pair = ChannelPair(aConfig: ChannelConfiguration(networkID: "alpha"), bConfig: ChannelConfiguration(networkID: "beta"))
+        var pair = ChannelPair(
+            aConfig: ChannelConfiguration(networkID: "alpha"), bConfig: ChannelConfiguration(networkID: "beta"))
         pair.connect()
-        #expect(pair.aEvents == [.closed(.protocolError("handshake failed: decrypt failed (wrong network id or corrupted message)"))])
+        #expect(
+            pair.aEvents == [
+                .closed(.protocolError("handshake failed: decrypt failed (wrong network id or corrupted message)"))
+            ])
         #expect(pair.bEvents.isEmpty)
         #expect(pair.b.inputClosed() == [.closed(.truncated)])
         #expect(!pair.a.isEstablished && !pair.b.isEstablished)
         // An empty network id against a non-empty one fails the same way.
         var empty = ChannelPair(bConfig: ChannelConfiguration(networkID: "x"))
         empty.connect()
-        #expect(ChannelPair.closeReason(empty.aEvents) == .protocolError("handshake failed: decrypt failed (wrong network id or corrupted message)"))
+        #expect(
+            ChannelPair.closeReason(empty.aEvents)
+                == .protocolError("handshake failed: decrypt failed (wrong network id or corrupted message)"))
     }
 
     @Test func responderDeniesTheInitiator() throws {
@@ -160,19 +172,24 @@ import Testing
     @Test func certificateForAnotherNoiseKeyIsRejected() throws {
         let alice = Devices.alice
         let otherKey = try X25519.PrivateKey(SecureBytes([UInt8](repeating: 3, count: 32)))
-        let wrongCertificate = try DeviceCertificate.issue(identityKey: alice.identityKey, device: alice.device, noiseKey: otherKey.publicKey,
-                                                           name: "alice", createdAt: 1_700_000_000_000)
+        let wrongCertificate = try DeviceCertificate.issue(
+            identityKey: alice.identityKey, device: alice.device, noiseKey: otherKey.publicKey,
+            name: "alice", createdAt: 1_700_000_000_000)
         #expect(wrongCertificate.verify() == .valid)
         var b = SecureChannel(role: .responder, device: Devices.bob, authorize: Devices.allowAll)
         var raw = try RawInitiator()
         var handshake = raw.handshake
         // Replays the raw handshake but puts the mismatching certificate in msg3.
         let msg1 = try handshake.writeMessage(payload: [])
-        guard case .write(let msg2) = b.receive(RawInitiator.frame(msg1)).first else { Issue.record("no msg2"); return }
+        guard case .write(let msg2) = b.receive(RawInitiator.frame(msg1)).first else {
+            Issue.record("no msg2")
+            return
+        }
         _ = try handshake.readMessage(Array(msg2.dropFirst(2)))
         let msg3 = try handshake.writeMessage(payload: wrongCertificate.encoded)
         let actions = b.receive(RawInitiator.frame(msg3))
-        #expect(actions.last == .closed(.unauthorized("device \(alice.device): static key does not match its certificate")))
+        #expect(
+            actions.last == .closed(.unauthorized("device \(alice.device): static key does not match its certificate")))
         #expect(!ChannelPair.established(actions))
         raw.handshake = handshake
     }
@@ -182,7 +199,10 @@ import Testing
         var rng = SeededRandom(seed: 7)
         let garbageActions = garbage.receive(rng.bytes(700))
         #expect(garbage.isClosed)
-        if case .closed(.protocolError) = garbageActions.last {} else { Issue.record("expected protocol error, got \(garbageActions)") }
+        if case .closed(.protocolError) = garbageActions.last {
+        } else {
+            Issue.record("expected protocol error, got \(garbageActions)")
+        }
 
         var zero = SecureChannel(role: .responder, device: Devices.bob, authorize: Devices.allowAll)
         #expect(zero.receive([0, 0, 1, 2]) == [.closed(.protocolError("zero-length frame"))])
@@ -198,7 +218,9 @@ import Testing
         #expect(actions.last == .closed(.protocolError("zero-length frame")))
         var short = ChannelPair()
         short.connect()
-        #expect(short.b.receive([0, 3, 1, 2, 3]).last == .closed(.protocolError("transport frame of 3 bytes is shorter than 17")))
+        #expect(
+            short.b.receive([0, 3, 1, 2, 3]).last
+                == .closed(.protocolError("transport frame of 3 bytes is shorter than 17")))
     }
 
     @Test func handBuiltRecordsTheChannelNeverSends() throws {
@@ -216,12 +238,16 @@ import Testing
             #expect(actions.last == .closed(.protocolError(reason)))
         }
         // A peer that never ends a fragmented message is cut off at the limit.
-        var b = SecureChannel(role: .responder, device: Devices.bob, configuration: ChannelConfiguration(maxMessageBytes: 100_000), authorize: Devices.allowAll)
+        var b = SecureChannel(
+            role: .responder, device: Devices.bob, configuration: ChannelConfiguration(maxMessageBytes: 100_000),
+            authorize: Devices.allowAll)
         var raw = try RawInitiator()
         _ = try raw.handshake(with: &b)
         #expect(b.receive(try raw.record(0x01, [UInt8](repeating: 1, count: 65518))) == [])
         #expect(b.bufferedBytes == 65518)
-        #expect(b.receive(try raw.record(0x01, [UInt8](repeating: 1, count: 65518))).last == .closed(.protocolError("message exceeds 100000 bytes")))
+        #expect(
+            b.receive(try raw.record(0x01, [UInt8](repeating: 1, count: 65518))).last
+                == .closed(.protocolError("message exceeds 100000 bytes")))
         #expect(b.bufferedBytes == 0)
     }
 

@@ -37,7 +37,8 @@ import Testing
         a.rekey()
         #expect(a.nonce == 5)
         let nonceMax = [UInt8](repeating: 0, count: 4) + [UInt8](repeating: 0xff, count: 8)
-        let expectedKey = Array(try ChaChaPoly.seal([UInt8](repeating: 0, count: 32), key: SecureBytes(key), nonce: nonceMax).prefix(32))
+        let expectedKey = Array(
+            try ChaChaPoly.seal([UInt8](repeating: 0, count: 32), key: SecureBytes(key), nonce: nonceMax).prefix(32))
         var b = try NoiseCipherState(key: expectedKey, nonce: 5)
         var old = try NoiseCipherState(key: key, nonce: 5)
         let sealed = try a.encrypt([42])
@@ -51,21 +52,30 @@ import Testing
         #expect(throws: NoiseError.messageTooLong()) { try cipher.encrypt([UInt8](repeating: 0, count: 65520)) }
         #expect(throws: NoiseError.messageTooLong()) { try cipher.decrypt([UInt8](repeating: 0, count: 65536)) }
         var hs = try xx(initiator: true)
-        #expect(throws: NoiseError.messageTooLong()) { try hs.writeMessage(payload: [UInt8](repeating: 0, count: 65535 - 31)) }
+        #expect(throws: NoiseError.messageTooLong()) {
+            try hs.writeMessage(payload: [UInt8](repeating: 0, count: 65535 - 31))
+        }
     }
 
     @Test func protocolNames() throws {
         #expect(try NoiseProtocol(name: "Noise_XX_25519_ChaChaPoly_BLAKE2b").pattern == .xx)
         #expect(try NoiseProtocol(name: "Noise_IK_25519_ChaChaPoly_SHA256").hash == .sha256)
-        for bad in ["Noise_XX_448_ChaChaPoly_BLAKE2b", "Noise_XX_25519_AESGCM_SHA256", "Noise_KK_25519_ChaChaPoly_SHA256",
-                    "Noise_XX_25519_ChaChaPoly_SHA512", "Noise_XX_25519_ChaChaPoly", "XX", "Noise_XXpsk0_25519_ChaChaPoly_SHA256"] {
+        for bad in [
+            "Noise_XX_448_ChaChaPoly_BLAKE2b", "Noise_XX_25519_AESGCM_SHA256", "Noise_KK_25519_ChaChaPoly_SHA256",
+            "Noise_XX_25519_ChaChaPoly_SHA512", "Noise_XX_25519_ChaChaPoly", "XX",
+            "Noise_XXpsk0_25519_ChaChaPoly_SHA256",
+        ] {
             #expect(throws: NoiseError.unsupportedProtocol(bad)) { try NoiseProtocol(name: bad) }
         }
         #expect(throws: NoiseError.missingKey("local static")) {
-            try NoiseHandshake(protocol: NoiseProtocol(name: "Noise_XX_25519_ChaChaPoly_SHA256"), initiator: true, prologue: [], localStatic: nil)
+            try NoiseHandshake(
+                protocol: NoiseProtocol(name: "Noise_XX_25519_ChaChaPoly_SHA256"), initiator: true, prologue: [],
+                localStatic: nil)
         }
         #expect(throws: NoiseError.missingKey("remote static")) {
-            try NoiseHandshake(protocol: NoiseProtocol(name: "Noise_IK_25519_ChaChaPoly_SHA256"), initiator: true, prologue: [], localStatic: X25519.PrivateKey())
+            try NoiseHandshake(
+                protocol: NoiseProtocol(name: "Noise_IK_25519_ChaChaPoly_SHA256"), initiator: true, prologue: [],
+                localStatic: X25519.PrivateKey())
         }
     }
 
@@ -125,6 +135,8 @@ import Testing
     }
 
     private func xx(initiator: Bool) throws -> NoiseHandshake {
-        try NoiseHandshake(protocol: NoiseProtocol(name: "Noise_XX_25519_ChaChaPoly_BLAKE2b"), initiator: initiator, prologue: [1], localStatic: X25519.PrivateKey())
+        try NoiseHandshake(
+            protocol: NoiseProtocol(name: "Noise_XX_25519_ChaChaPoly_BLAKE2b"), initiator: initiator, prologue: [1],
+            localStatic: X25519.PrivateKey())
     }
 }

@@ -51,14 +51,17 @@ func x25519(_ hex: String?) throws -> X25519.PrivateKey? {
     private func check(_ v: NoiseVector) throws {
         let proto = try NoiseProtocol(name: v.fullName)
         let remote = try v.initRemoteStatic.map { try X25519.PublicKey(hexBytes($0)) }
-        var initiator = try NoiseHandshake(protocol: proto, initiator: true, prologue: hexBytes(v.initPrologue), localStatic: x25519(v.initStatic),
-                                           remoteStatic: remote, ephemeral: x25519(v.initEphemeral))
-        var responder = try NoiseHandshake(protocol: proto, initiator: false, prologue: hexBytes(v.respPrologue), localStatic: x25519(v.respStatic),
-                                           ephemeral: x25519(v.respEphemeral))
+        var initiator = try NoiseHandshake(
+            protocol: proto, initiator: true, prologue: hexBytes(v.initPrologue), localStatic: x25519(v.initStatic),
+            remoteStatic: remote, ephemeral: x25519(v.initEphemeral))
+        var responder = try NoiseHandshake(
+            protocol: proto, initiator: false, prologue: hexBytes(v.respPrologue), localStatic: x25519(v.respStatic),
+            ephemeral: x25519(v.respEphemeral))
         var i = 0
         while !initiator.isComplete {
             let m = v.messages[i]
-            let ciphertext: [UInt8], payload: [UInt8]
+            let ciphertext: [UInt8]
+            let payload: [UInt8]
             if i % 2 == 0 {
                 ciphertext = try initiator.writeMessage(payload: hexBytes(m.payload))
                 payload = try responder.readMessage(ciphertext)
@@ -80,7 +83,8 @@ func x25519(_ hex: String?) throws -> X25519.PrivateKey? {
         var (respSend, respReceive) = try responder.split()
         for j in i..<v.messages.count {
             let m = v.messages[j]
-            let ciphertext: [UInt8], payload: [UInt8]
+            let ciphertext: [UInt8]
+            let payload: [UInt8]
             if j % 2 == 0 {
                 ciphertext = try initSend.encrypt(hexBytes(m.payload))
                 payload = try respReceive.decrypt(ciphertext)

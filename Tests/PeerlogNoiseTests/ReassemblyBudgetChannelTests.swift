@@ -9,7 +9,8 @@ import Testing
 
     /// A responder (bob) with an established raw initiator of `device`.
     static func established(_ device: LocalDevice, budget: ReassemblyBudget) throws -> (SecureChannel, RawInitiator) {
-        var channel = SecureChannel(role: .responder, device: Devices.bob, authorize: Devices.allowAll, reassemblyBudget: budget)
+        var channel = SecureChannel(
+            role: .responder, device: Devices.bob, authorize: Devices.allowAll, reassemblyBudget: budget)
         var raw = try RawInitiator(device: device)
         #expect(try raw.handshake(with: &channel) == [.established(device.certificate)])
         return (channel, raw)
@@ -33,7 +34,11 @@ import Testing
         #expect(two.receive(try rawTwo.record(0x01, Self.fragment)) == [])
         #expect(budget.reservedBytes(of: alice) == second + first)
         let refused = two.receive(try rawTwo.record(0x01, Self.fragment))
-        #expect(refused.last == .closed(.resourceLimit("partial messages of identity \(alice) exceed reassemblyBytesPerIdentity (200000 bytes)")))
+        #expect(
+            refused.last
+                == .closed(
+                    .resourceLimit(
+                        "partial messages of identity \(alice) exceed reassemblyBytesPerIdentity (200000 bytes)")))
         #expect(two.isClosed && two.bufferedBytes == 0)
         #expect(budget.reservedBytes == second)
 
@@ -54,7 +59,12 @@ import Testing
         #expect(alice.receive(try rawAlice.record(0x01, Self.fragment)) == [])
         #expect(carol.receive(try rawCarol.record(0x01, Self.fragment)) == [])
         let refused = carol.receive(try rawCarol.record(0x01, Self.fragment))
-        #expect(refused.last == .closed(.resourceLimit("partial messages of identity \(Self.carol.identity) exceed reassemblyBudgetBytes (150000 bytes)")))
+        #expect(
+            refused.last
+                == .closed(
+                    .resourceLimit(
+                        "partial messages of identity \(Self.carol.identity) exceed reassemblyBudgetBytes (150000 bytes)"
+                    )))
         #expect(budget.reservedBytes == 65518)
         // The peer's end of stream returns the rest.
         _ = alice.inputClosed()

@@ -50,22 +50,30 @@ struct BatchedPassTests {
             logger.logLevel = .warning
             let stores = try (0..<2).map { _ in try PostgresRelayStore(url: database.url, logger: logger) }
             for s in stores { try await s.start() }
-            let relayDevice = try LocalDevice.deterministic(seed: Array("\(name)/relay".utf8), name: "relay", createdAt: 1)
+            let relayDevice = try LocalDevice.deterministic(
+                seed: Array("\(name)/relay".utf8), name: "relay", createdAt: 1)
             let gates = stores.map(BatchGate.init)
-            let relays = try (0..<2).map { try Replica(path: "\(dir)/relay\($0).sqlite", device: relayDevice, sequenceGate: gates[$0]) }
+            let relays = try (0..<2).map {
+                try Replica(path: "\(dir)/relay\($0).sqlite", device: relayDevice, sequenceGate: gates[$0])
+            }
             let alice = try TwoRelayReplicasTests.member("\(name)-alice")
             let members = try ["bob", "carol", "dave"].map { try TwoRelayReplicasTests.member("\(name)-\($0)") }
             let group = try alice.replica.createGroup(name: name)
-            for m in members { try alice.replica.append(.memberAdded(identity: m.device.identity, role: .member), to: group) }
+            for m in members {
+                try alice.replica.append(.memberAdded(identity: m.device.identity, role: .member), to: group)
+            }
             for m in members {
                 let h = try TwoRelayReplicasTests.committed(alice.replica, group)
                 _ = try m.replica.ingest(receipts: h.receipts, envelopes: h.envelopes)
                 _ = try alice.replica.ingest(receipts: [try m.replica.append(.inviteAccepted, to: group).receipt])
             }
-            _ = try alice.replica.append(.sequencerChanged(.relay(key: relayDevice.device, address: "127.0.0.1:1")), to: group)
+            _ = try alice.replica.append(
+                .sequencerChanged(.relay(key: relayDevice.device, address: "127.0.0.1:1")), to: group)
             let history = try TwoRelayReplicasTests.committed(alice.replica, group)
             for r in relays + members.map(\.replica) {
-                _ = try await TwoRelayReplicasTests.offPool { try r.ingest(receipts: history.receipts, envelopes: history.envelopes) }
+                _ = try await TwoRelayReplicasTests.offPool {
+                    try r.ingest(receipts: history.receipts, envelopes: history.envelopes)
+                }
             }
             (self.database, self.dir, self.stores, self.gates, self.relays) = (database, dir, stores, gates, relays)
             followers = (0..<2).map { PostgresRelayFollower(replica: relays[$0], store: stores[$0], logger: logger) }
@@ -81,7 +89,9 @@ struct BatchedPassTests {
         /// The relay's rows of the table (seqs above the history), seq → CID.
         func table() async throws -> [UInt64: CID] {
             var out = [UInt64: CID]()
-            for row in try await stores[0].entries(group: group, after: base, limit: 100_000) { out[row.seq] = try Receipt(encoded: row.receipt).cid }
+            for row in try await stores[0].entries(group: group, after: base, limit: 100_000) {
+                out[row.seq] = try Receipt(encoded: row.receipt).cid
+            }
             return out
         }
 
@@ -94,10 +104,16 @@ struct BatchedPassTests {
             for (i, relay) in relays.enumerated() {
                 let log = try relay.log(of: group, view: .committed)
                 #expect(log.count == Int(base) + count, "relay \(i) holds \(log.count)", sourceLocation: sourceLocation)
-                let differing = log.enumerated().filter { UInt64($0.offset + 1) > base && table[UInt64($0.offset + 1)] != $0.element.receipt.cid }
-                #expect(differing.isEmpty, "relay \(i) differs from the table at \(differing.map { $0.offset + 1 })", sourceLocation: sourceLocation)
+                let differing = log.enumerated().filter {
+                    UInt64($0.offset + 1) > base && table[UInt64($0.offset + 1)] != $0.element.receipt.cid
+                }
+                #expect(
+                    differing.isEmpty, "relay \(i) differs from the table at \(differing.map { $0.offset + 1 })",
+                    sourceLocation: sourceLocation)
                 #expect(try relay.tentativeCount(of: group) == 0, sourceLocation: sourceLocation)
-                #expect(try relay.replayedStateHash(of: group) == relay.stateHash(of: group, view: .committed), sourceLocation: sourceLocation)
+                #expect(
+                    try relay.replayedStateHash(of: group) == relay.stateHash(of: group, view: .committed),
+                    sourceLocation: sourceLocation)
                 #expect(try relay.checkTentativeOverlay(of: group) == .matches, sourceLocation: sourceLocation)
             }
         }
@@ -111,10 +127,16 @@ struct BatchedPassTests {
 
     static func partlyTaken(_ s: Setup) async throws {
         let group = s.group
-        let writes = try (1...10).map { try s.alice.replica.append(.entityPut(key: "w\($0)", value: .unsigned(UInt64($0))), to: group).receipt }
-        let strangers = try (1...2).map { try s.members[0].replica.append(.entityPut(key: "s\($0)", value: "x"), to: group).receipt }
+        let writes = try (1...10).map {
+            try s.alice.replica.append(.entityPut(key: "w\($0)", value: .unsigned(UInt64($0))), to: group).receipt
+        }
+        let strangers = try (1...2).map {
+            try s.members[0].replica.append(.entityPut(key: "s\($0)", value: "x"), to: group).receipt
+        }
         // Relay 1 takes base+1…base+4: Alice's first two writes and two receipts relay 0 has never seen.
-        _ = try await TwoRelayReplicasTests.offPool { try s.relays[1].ingest(receipts: Array(writes.prefix(2)) + strangers) }
+        _ = try await TwoRelayReplicasTests.offPool {
+            try s.relays[1].ingest(receipts: Array(writes.prefix(2)) + strangers)
+        }
         let first = try await s.relays[1].sequenceThroughGate()
         #expect(first.committed == 4 && first.contended.isEmpty)
         #expect(s.gates[1].sizes.withLock { $0 } == [4])
@@ -162,7 +184,10 @@ struct BatchedPassTests {
         let writers = [s.alice] + s.members
         let perWriter = 150
         let written = try writers.enumerated().map { w, m in
-            try (0..<perWriter).map { try m.replica.append(.entityPut(key: "w\(w)-\($0 % 40)", value: .unsigned(UInt64($0))), to: group).receipt }
+            try (0..<perWriter).map {
+                try m.replica.append(.entityPut(key: "w\(w)-\($0 % 40)", value: .unsigned(UInt64($0))), to: group)
+                    .receipt
+            }
         }
         let runs = s.followers.map { f in Task { await f.run() } }
         let relays = s.relays

@@ -17,9 +17,11 @@ struct PostgresGateTests {
     static let author = try! LocalDevice.deterministic(seed: Array("gate-author".utf8), name: "author", createdAt: 1)
 
     func receipt(_ group: GroupID, _ counter: UInt64) throws -> Receipt {
-        try Self.author.sign(Receipt.Draft(group: group, type: "entity.put", counter: counter, parents: [],
-                                           hlc: HLCTimestamp(physical: 1_000 + counter, logical: 0),
-                                           body: GroupOperation.entityPut(key: "k\(counter)", value: "v").body))
+        try Self.author.sign(
+            Receipt.Draft(
+                group: group, type: "entity.put", counter: counter, parents: [],
+                hlc: HLCTimestamp(physical: 1_000 + counter, logical: 0),
+                body: GroupOperation.entityPut(key: "k\(counter)", value: "v").body))
     }
 
     func envelope(_ r: Receipt, seq: UInt64) throws -> Envelope {
@@ -40,17 +42,19 @@ struct PostgresGateTests {
 
     func oneReceiptPerSeqAndOneSeqPerReceipt(_ store: PostgresRelayStore) async throws {
         let group = GroupID.random()
-        let a = try receipt(group, 1), b = try receipt(group, 2)
+        let a = try receipt(group, 1)
+        let b = try receipt(group, 2)
         #expect(try await reserve(store, a, seq: 1) == .reserved)
-        #expect(try await reserve(store, b, seq: 1) == .taken)     // seq 1 is a's
-        #expect(try await reserve(store, a, seq: 2) == .taken)     // a already holds seq 1
+        #expect(try await reserve(store, b, seq: 1) == .taken)  // seq 1 is a's
+        #expect(try await reserve(store, a, seq: 2) == .taken)  // a already holds seq 1
         #expect(try await reserve(store, a, seq: 1) == .reserved)  // the same row again
         #expect(try await reserve(store, b, seq: 2) == .reserved)
         // Another group's seq 1 is free.
         let other = try receipt(.random(), 1)
         #expect(try await reserve(store, other, seq: 1) == .reserved)
         let heads = try await store.heads()
-        #expect(heads.count == 2 && heads[group]?.first == 1 && heads[group]?.last == 2 && heads[other.group]?.last == 1)
+        #expect(
+            heads.count == 2 && heads[group]?.first == 1 && heads[group]?.last == 2 && heads[other.group]?.last == 1)
         let rows = try await store.entries(group: group, after: 0, limit: 10)
         #expect(rows.map(\.seq) == [1, 2])
         #expect(try rows.map { try Receipt(encoded: $0.receipt).cid } == [a.cid, b.cid])
@@ -75,7 +79,9 @@ struct PostgresGateTests {
         let (a, b, c, d) = (try receipt(group, 1), try receipt(group, 2), try receipt(group, 3), try receipt(group, 4))
         func table() async throws -> [UInt64: CID] {
             var out = [UInt64: CID]()
-            for row in try await store.entries(group: group, after: 0, limit: 100) { out[row.seq] = try Receipt(encoded: row.receipt).cid }
+            for row in try await store.entries(group: group, after: 0, limit: 100) {
+                out[row.seq] = try Receipt(encoded: row.receipt).cid
+            }
             return out
         }
         // Another process holds seq 3: a batch over seqs 1…3 is refused, and its free seqs stay free.
@@ -95,19 +101,26 @@ struct PostgresGateTests {
         #expect(try await table() == [1: a.cid, 2: b.cid, 3: d.cid])
         // In the end every seq holds one receipt and every receipt one seq.
         #expect(try await reserve(store, [(c, 4)]) == .reserved)
-        #expect(try database.query("SELECT count(DISTINCT cid), count(*), min(seq), max(seq) FROM peerlog_relay_log") == [["4", "4", "1", "4"]])
+        #expect(
+            try database.query("SELECT count(DISTINCT cid), count(*), min(seq), max(seq) FROM peerlog_relay_log") == [
+                ["4", "4", "1", "4"]
+            ])
     }
 
     @Test func badURLsGetOneClearError() {
-        for (url, words) in [("mysql://u@h/db", "postgres://"), ("postgres://127.0.0.1:55432/db", "no user"),
-                             ("postgres://u@127.0.0.1:55432/", "no database"), ("not a url at all", "is not a URL"),
-                             ("postgres://u:hunter2 x@127.0.0.1:5432/db", "is not a URL")] {
+        for (url, words) in [
+            ("mysql://u@h/db", "postgres://"), ("postgres://127.0.0.1:55432/db", "no user"),
+            ("postgres://u@127.0.0.1:55432/", "no database"), ("not a url at all", "is not a URL"),
+            ("postgres://u:hunter2 x@127.0.0.1:5432/db", "is not a URL"),
+        ] {
             do {
                 _ = try PostgresRelayStore(url: url, logger: Logger(label: "test"))
                 Issue.record("accepted \(url)")
             } catch {
                 #expect("\(error)".contains(words), "\(url): \(error)")
-                #expect((error as? RelayStoreError)?.code == .invalidURL && !"\(error)".contains("hunter2"), "\(url): \(error)")
+                #expect(
+                    (error as? RelayStoreError)?.code == .invalidURL && !"\(error)".contains("hunter2"),
+                    "\(url): \(error)")
             }
         }
     }
@@ -115,7 +128,8 @@ struct PostgresGateTests {
     @Test func aNewerSchemaIsRefused() async throws {
         let database = try PostgresTestDatabase()
         defer { database.drop() }
-        _ = try database.query("CREATE TABLE peerlog_relay_schema (version INT NOT NULL); INSERT INTO peerlog_relay_schema VALUES (99)")
+        _ = try database.query(
+            "CREATE TABLE peerlog_relay_schema (version INT NOT NULL); INSERT INTO peerlog_relay_schema VALUES (99)")
         let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
         do {
             try await store.start()

@@ -17,7 +17,9 @@ struct PostgresNotifyTests {
         let listener = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
         try await writer.start()
         try await listener.start()
-        try await withRunning([writer]) { try await anInsertByAnotherStoreNotifiesItsGroup(writer: writer, listener: listener) }
+        try await withRunning([writer]) {
+            try await anInsertByAnotherStoreNotifiesItsGroup(writer: writer, listener: listener)
+        }
     }
 
     func anInsertByAnotherStoreNotifiesItsGroup(writer: PostgresRelayStore, listener: PostgresRelayStore) async throws {
@@ -32,7 +34,9 @@ struct PostgresNotifyTests {
         while !heard.withLock({ $0.contains(group) }), seq < 20 {
             seq += 1
             #expect(try await gate.reserve(writer, try gate.receipt(group, seq), seq: seq) == .reserved)
-            for _ in 0..<50 where !heard.withLock({ $0.contains(group) }) { try await Task.sleep(for: .milliseconds(20)) }
+            for _ in 0..<50 where !heard.withLock({ $0.contains(group) }) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
         }
         #expect(heard.withLock { $0.contains(group) }, "no notification after \(seq) inserts")
     }

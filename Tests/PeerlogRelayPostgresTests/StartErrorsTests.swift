@@ -9,11 +9,15 @@ import Testing
 struct StartErrorsTests {
     @Test func aServerOrDatabaseThatIsNotThereIsNamedAtOnce() async throws {
         guard let base = ProcessInfo.processInfo.environment["PEERLOG_POSTGRES_URL"] else {
-            Issue.record("PEERLOG_POSTGRES_URL is not set: start a server with `bash tools/postgres.sh start` and export its url")
+            Issue.record(
+                "PEERLOG_POSTGRES_URL is not set: start a server with `bash tools/postgres.sh start` and export its url"
+            )
             return
         }
         let missingDatabase = String(base[..<base.lastIndex(of: "/")!]) + "/peerlog_no_such_database"
-        for (url, cause) in [("postgres://postgres@127.0.0.1:1/peerlog", "Connection refused"), (missingDatabase, "does not exist")] {
+        for (url, cause) in [
+            ("postgres://postgres@127.0.0.1:1/peerlog", "Connection refused"), (missingDatabase, "does not exist"),
+        ] {
             let store = try PostgresRelayStore(url: url, logger: Logger(label: "test"))
             let began = ContinuousClock.now
             do {

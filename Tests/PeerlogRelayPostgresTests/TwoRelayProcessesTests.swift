@@ -25,7 +25,9 @@ struct TwoRelayProcessesTests {
     /// so polls can ask before the answer exists.
     func json(_ args: [String]) throws -> JSON {
         let r = try TestSupport.peerlog(args + ["--json"])
-        guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args.joined(separator: " ")): \(r.stderr)") }
+        guard r.status == 0 else {
+            throw TestSupport.ProcessError(description: "peerlog \(args.joined(separator: " ")): \(r.stderr)")
+        }
         return try JSON.parse(r.stdout)
     }
 
@@ -48,15 +50,20 @@ struct TwoRelayProcessesTests {
     @Test func twoProcessesSequenceConcurrentWritersWithoutGapOrDuplicate() throws {
         let database = try PostgresTestDatabase()
         defer { database.drop() }
-        let r1 = dir + "/relay1", r2 = dir + "/relay2"
+        let r1 = dir + "/relay1"
+        let r2 = dir + "/relay2"
         try peerlog(["relay", "init", "--home", r1])
         try peerlog(["relay", "init", "--home", r2, "--key-from", r1])
         let key = try peerlog(["relay", "key", "--home", r1]).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(try peerlog(["relay", "key", "--home", r2]).trimmingCharacters(in: .whitespacesAndNewlines) == key)
         let relayIdentity = string(try json(["id", "--home", r1])["identity"])!
-        let alice = try person("alice"), bob = try person("bob"), carol = try person("carol")
+        let alice = try person("alice")
+        let bob = try person("bob")
+        let carol = try person("carol")
         let relays = try [r1, r2].map { home in
-            try DaemonProcess(home: home, arguments: ["--allow", alice.identity, "--postgres", database.url], command: ["relay", "run"])
+            try DaemonProcess(
+                home: home, arguments: ["--allow", alice.identity, "--postgres", database.url],
+                command: ["relay", "run"])
         }
         defer { for r in relays { r.stop() } }
 
@@ -65,21 +72,37 @@ struct TwoRelayProcessesTests {
         try peerlog(["group", "sequencer", "--home", alice.home, group, "relay", relays[0].address, key])
         // Alice hands the group to the first process; the table gives it to the second.
         let a = try DaemonProcess(home: alice.home)
-        #expect(TestSupport.waitUntil(timeout: 30) { (try? committed(r2, group)) == (try? committed(alice.home, group)) }, "the second relay process never got the group: \(relays.map(\.stderr))")
+        #expect(
+            TestSupport.waitUntil(timeout: 30) { (try? committed(r2, group)) == (try? committed(alice.home, group)) },
+            "the second relay process never got the group: \(relays.map(\.stderr))")
         a.stop()
 
         // Bob talks only to the first process, Carol only to the second.
         let members = [(bob, relays[0]), (carol, relays[1])].map { p, relay in
-            (p, try! DaemonProcess(home: p.home, arguments: ["--peer", relay.address, "--allow", relayIdentity, "--relay-via", "\(key)=\(relay.address)"]))
+            (
+                p,
+                try! DaemonProcess(
+                    home: p.home,
+                    arguments: [
+                        "--peer", relay.address, "--allow", relayIdentity, "--relay-via", "\(key)=\(relay.address)",
+                    ])
+            )
         }
         defer { for (_, d) in members { d.stop() } }
         for (p, d) in members {
-            #expect(TestSupport.waitUntil(timeout: 30) { (try? TestSupport.peerlog(["group", "accept", "--home", p.home, group]).status) == 0 }, "\(p.home): \(d.stderr)")
+            #expect(
+                TestSupport.waitUntil(timeout: 30) {
+                    (try? TestSupport.peerlog(["group", "accept", "--home", p.home, group]).status) == 0
+                }, "\(p.home): \(d.stderr)")
         }
         let perWriter = 40
         let threads = members.map { p, _ in
             Thread {
-                for i in 0..<perWriter { _ = try? TestSupport.peerlog(["put", "--home", p.home, group, "k\(i)", "\(p.home.split(separator: "/").last!)-\(i)"]) }
+                for i in 0..<perWriter {
+                    _ = try? TestSupport.peerlog([
+                        "put", "--home", p.home, group, "k\(i)", "\(p.home.split(separator: "/").last!)-\(i)",
+                    ])
+                }
             }
         }
         for t in threads { t.start() }
@@ -112,7 +135,10 @@ struct PostgresTestDatabase {
 
     init() throws {
         guard let base = ProcessInfo.processInfo.environment["PEERLOG_POSTGRES_URL"] else {
-            throw TestSupport.ProcessError(description: "PEERLOG_POSTGRES_URL is not set: start a server with `bash tools/postgres.sh start` and export its url")
+            throw TestSupport.ProcessError(
+                description:
+                    "PEERLOG_POSTGRES_URL is not set: start a server with `bash tools/postgres.sh start` and export its url"
+            )
         }
         admin = base
         name = "peerlog_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(12)
@@ -123,9 +149,12 @@ struct PostgresTestDatabase {
 
     /// Rows of a query, each a list of column texts.
     func query(_ sql: String, on target: String? = nil) throws -> [[String]] {
-        let r = try TestSupport.run("/usr/bin/psql", [target ?? url, "-XAt", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        let r = try TestSupport.run(
+            "/usr/bin/psql", [target ?? url, "-XAt", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", sql])
         guard r.status == 0 else { throw TestSupport.ProcessError(description: "psql \(sql): \(r.stderr)") }
-        return r.stdout.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        return r.stdout.split(separator: "\n").map {
+            $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        }
     }
 }
 #endif

@@ -36,13 +36,18 @@ struct TwoRelayReplicasTests {
     /// The committed receipts and envelopes of a group, in seq order.
     static func committed(_ replica: Replica, _ group: GroupID) throws -> (receipts: [Receipt], envelopes: [Envelope]) {
         try replica.store.read { db in
-            (try db.committedLog(group: group).map(\.receipt), try db.envelopes(group: group, from: 1, to: UInt64(Int64.max)).map(\.envelope))
+            (
+                try db.committedLog(group: group).map(\.receipt),
+                try db.envelopes(group: group, from: 1, to: UInt64(Int64.max)).map(\.envelope)
+            )
         }
     }
 
     /// Replica work (SQLite, which blocks its thread) runs off the cooperative pool.
     static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { c in DispatchQueue.global().async { c.resume(with: Result { try body() }) } }
+        try await withCheckedThrowingContinuation { c in
+            DispatchQueue.global().async { c.resume(with: Result { try body() }) }
+        }
     }
 
     /// Runs `count` bodies at once on their own threads and waits for all of them.
@@ -77,23 +82,31 @@ struct TwoRelayReplicasTests {
     }
 
     static func agreeOnEverySeq(stores: [PostgresRelayStore], dir: String, logger: Logger) async throws {
-        let relayDevice = try LocalDevice.deterministic(seed: Array("two-replicas/relay".utf8), name: "relay", createdAt: 1)
+        let relayDevice = try LocalDevice.deterministic(
+            seed: Array("two-replicas/relay".utf8), name: "relay", createdAt: 1)
         let gates = stores.map(CountingGate.init)
-        let relays = try (0..<2).map { try Replica(path: "\(dir)/relay\($0).sqlite", device: relayDevice, sequenceGate: gates[$0]) }
+        let relays = try (0..<2).map {
+            try Replica(path: "\(dir)/relay\($0).sqlite", device: relayDevice, sequenceGate: gates[$0])
+        }
         let followers = (0..<2).map { PostgresRelayFollower(replica: relays[$0], store: stores[$0], logger: logger) }
 
         // Alice's group with three members, handed to the relay; its history reaches everyone.
         let alice = try Self.member("alice")
         let members = try ["bob", "carol", "dave"].map(Self.member)
         let group = try alice.replica.createGroup(name: "shared")
-        for m in members { try alice.replica.append(.memberAdded(identity: m.device.identity, role: .member), to: group) }
+        for m in members {
+            try alice.replica.append(.memberAdded(identity: m.device.identity, role: .member), to: group)
+        }
         for m in members {
             let h = try Self.committed(alice.replica, group)
             _ = try m.replica.ingest(receipts: h.receipts, envelopes: h.envelopes)
             let accepted = try m.replica.append(.inviteAccepted, to: group).receipt
             #expect(try alice.replica.ingest(receipts: [accepted]).committed == 1)
         }
-        #expect(try alice.replica.append(.sequencerChanged(.relay(key: relayDevice.device, address: "127.0.0.1:1")), to: group).seq != nil)
+        #expect(
+            try alice.replica.append(
+                .sequencerChanged(.relay(key: relayDevice.device, address: "127.0.0.1:1")), to: group
+            ).seq != nil)
         let history = try Self.committed(alice.replica, group)
         let base = UInt64(history.envelopes.count)
         for r in relays + members.map(\.replica) {
@@ -126,11 +139,16 @@ struct TwoRelayReplicasTests {
         try await Self.concurrently(writers.count) { w in
             var rng = SeededRandom(seed: UInt64(w + 1))
             for i in 0..<perWriter {
-                let r = try writers[w].replica.append(.entityPut(key: "w\(w)-\(i)", value: .unsigned(UInt64(i))), to: group).receipt
+                let r = try writers[w].replica.append(
+                    .entityPut(key: "w\(w)-\(i)", value: .unsigned(UInt64(i))), to: group
+                ).receipt
                 switch rng.next() % 3 {
                 case 0: _ = try relays[0].ingest(receipts: [r])
                 case 1: _ = try relays[1].ingest(receipts: [r])
-                default: for relay in (rng.next() % 2 == 0 ? relays : relays.reversed()) { _ = try relay.ingest(receipts: [r]) }
+                default:
+                    for relay in (rng.next() % 2 == 0 ? relays : relays.reversed()) {
+                        _ = try relay.ingest(receipts: [r])
+                    }
                 }
             }
         }
@@ -139,7 +157,9 @@ struct TwoRelayReplicasTests {
         while ContinuousClock.now < deadline {
             let seqs = try relays.map { try $0.committedSeq(of: group) }
             let tentative = try relays.map { try $0.tentativeCount(of: group) }
-            if seqs == [total, total], tentative == [0, 0], try await stores[0].heads()[group]?.last == total { break }
+            if seqs == [total, total], tentative == [0, 0], try await stores[0].heads()[group]?.last == total {
+                break
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         for f in followers { f.stop() }
@@ -151,27 +171,41 @@ struct TwoRelayReplicasTests {
         #expect(relaySeqs == Array((base + 1)...total), "the relay's seqs in the table: \(relaySeqs)")
         var tableLog = [UInt64: CID]()
         for row in rows {
-            let e = try Envelope(encoded: row.envelope), r = try Receipt(encoded: row.receipt)
-            #expect(e.seq == row.seq && e.receipt == r.cid && e.group == group, "row \(row.seq) disagrees with its envelope")
+            let e = try Envelope(encoded: row.envelope)
+            let r = try Receipt(encoded: row.receipt)
+            #expect(
+                e.seq == row.seq && e.receipt == r.cid && e.group == group, "row \(row.seq) disagrees with its envelope"
+            )
             tableLog[row.seq] = r.cid
         }
         let tableCIDs = rows.filter { $0.seq > base }.compactMap { tableLog[$0.seq] }
         #expect(Set(tableCIDs).count == tableCIDs.count, "a receipt holds two seqs")
-        let written = Set(try writers.flatMap { try $0.replica.log(of: group, view: .tentative) }.map(\.receipt.cid)).subtracting(history.receipts.map(\.cid))
-        #expect(Set(tableCIDs) == written, "receipts missing from the table: \(written.subtracting(tableCIDs).count), unknown in it: \(Set(tableCIDs).subtracting(written).count)")
+        let written = Set(try writers.flatMap { try $0.replica.log(of: group, view: .tentative) }.map(\.receipt.cid))
+            .subtracting(history.receipts.map(\.cid))
+        #expect(
+            Set(tableCIDs) == written,
+            "receipts missing from the table: \(written.subtracting(tableCIDs).count), unknown in it: \(Set(tableCIDs).subtracting(written).count)"
+        )
 
         // Both replicas: the table's log, the same state, nothing left tentative.
         for (i, relay) in relays.enumerated() {
             let log = try relay.log(of: group, view: .committed)
             #expect(log.count == Int(total), "relay \(i) holds \(log.count) of \(total) seqs")
-            #expect(log.enumerated().allSatisfy { $0.element.status == .committed(seq: UInt64($0.offset + 1)) }, "relay \(i): a gap in the committed log")
-            let mismatched = log.enumerated().filter { UInt64($0.offset + 1) > base && tableLog[UInt64($0.offset + 1)] != $0.element.receipt.cid }
+            #expect(
+                log.enumerated().allSatisfy { $0.element.status == .committed(seq: UInt64($0.offset + 1)) },
+                "relay \(i): a gap in the committed log")
+            let mismatched = log.enumerated().filter {
+                UInt64($0.offset + 1) > base && tableLog[UInt64($0.offset + 1)] != $0.element.receipt.cid
+            }
             #expect(mismatched.isEmpty, "relay \(i) differs from the table at seqs \(mismatched.map { $0.offset + 1 })")
             #expect(try relay.tentativeCount(of: group) == 0)
             #expect(try relay.replayedStateHash(of: group) == relay.stateHash(of: group, view: .committed))
         }
-        #expect(try relays[0].log(of: group, view: .committed).map(\.receipt.cid) == relays[1].log(of: group, view: .committed).map(\.receipt.cid))
-        #expect(try relays[0].stateHash(of: group, view: .committed) == relays[1].stateHash(of: group, view: .committed))
+        #expect(
+            try relays[0].log(of: group, view: .committed).map(\.receipt.cid)
+                == relays[1].log(of: group, view: .committed).map(\.receipt.cid))
+        #expect(
+            try relays[0].stateHash(of: group, view: .committed) == relays[1].stateHash(of: group, view: .committed))
         #expect(gates.map { $0.taken.load(ordering: .relaxed) }.reduce(0, +) >= 1)
 
         // A member that syncs with both relays accepts both sets of envelopes without conflict.

@@ -37,8 +37,13 @@ struct PartitionTests {
     /// One follower cut off for ten longest election timeouts, then healed. Returns the
     /// leader's term before and after, whether the same voter still leads, and the leader's
     /// commitSeq before and after the healing.
-    func isolateAndHealAFollower(voters: Int, seed: UInt64, preVote: Bool) throws
-        -> (termBefore: UInt64, termAfter: UInt64, sameLeader: Bool, isolatedTerm: UInt64, commitGrew: Bool, caughtUp: Bool)
+    func isolateAndHealAFollower(
+        voters: Int, seed: UInt64, preVote: Bool
+    ) throws
+        -> (
+            termBefore: UInt64, termAfter: UInt64, sameLeader: Bool, isolatedTerm: UInt64, commitGrew: Bool,
+            caughtUp: Bool
+        )
     {
         let (sim, leader) = try stableCluster(voters: voters, seed: seed, preVote: preVote)
         let termBefore = sim.machines[leader]!.term
@@ -64,7 +69,9 @@ struct PartitionTests {
             let outcome = try isolateAndHealAFollower(voters: voters, seed: seed, preVote: true)
             #expect(outcome.isolatedTerm == outcome.termBefore, "seed \(seed): the isolated voter raised its term")
             #expect(outcome.sameLeader && outcome.termAfter == outcome.termBefore, "seed \(seed): leader deposed")
-            #expect(outcome.commitGrew && outcome.caughtUp, "seed \(seed): leader stopped committing or voter never caught up")
+            #expect(
+                outcome.commitGrew && outcome.caughtUp,
+                "seed \(seed): leader stopped committing or voter never caught up")
         }
     }
 
@@ -82,7 +89,9 @@ struct PartitionTests {
     /// The leader and, with 5 voters, one follower cut off from the majority. Returns ticks
     /// until the old leader stepped down (nil: never within `limit`), whether it committed
     /// anything after the cut, and ticks until the majority side committed a fresh item.
-    func cutOffTheLeader(voters: Int, seed: UInt64, checkQuorum: Bool, limit: Int = 100) throws
+    func cutOffTheLeader(
+        voters: Int, seed: UInt64, checkQuorum: Bool, limit: Int = 100
+    ) throws
         -> (stepDown: Int?, committedAfterCut: Bool, majorityCommit: Int?)
     {
         let (sim, leader) = try stableCluster(voters: voters, seed: seed, preVote: true, checkQuorum: checkQuorum)
@@ -120,7 +129,9 @@ struct PartitionTests {
         for seed in Self.seeds {
             let outcome = try cutOffTheLeader(voters: voters, seed: seed, checkQuorum: true)
             // The last replies from the majority arrived by the cut; 12 ticks later it is out.
-            #expect((outcome.stepDown ?? .max) <= 12, "seed \(seed): stepped down after \(String(describing: outcome.stepDown))")
+            #expect(
+                (outcome.stepDown ?? .max) <= 12,
+                "seed \(seed): stepped down after \(String(describing: outcome.stepDown))")
             #expect(!outcome.committedAfterCut, "seed \(seed): committed without a majority")
             #expect(outcome.majorityCommit != nil, "seed \(seed): the majority side never committed")
             if let ticks = outcome.stepDown { measured.append(ticks) }

@@ -34,7 +34,8 @@ struct PreVoteTests {
         #expect(effects.persists.isEmpty && effects.roleChanges.isEmpty)
         #expect(voter.term == 1 && voter.votedFor == nil)
         // Several candidates may hold a pre-vote at once: it is not a vote.
-        #expect(voter.receive(.preVoteRequest(term: 2, lastSeq: 1, lastTerm: 1), from: 3).preVotes.map(\.granted) == [true])
+        #expect(
+            voter.receive(.preVoteRequest(term: 2, lastSeq: 1, lastTerm: 1), from: 3).preVotes.map(\.granted) == [true])
     }
 
     @Test(arguments: [
@@ -45,7 +46,8 @@ struct PreVoteTests {
         (3, 5, 1, false),  // older last term
         (2, 2, 2, false),  // not above the voter's term
     ])
-    func preVoteNeedsAHigherTermAndAnUpToDateLog(term: UInt64, lastSeq: UInt64, lastTerm: UInt64, granted: Bool) throws {
+    func preVoteNeedsAHigherTermAndAnUpToDateLog(term: UInt64, lastSeq: UInt64, lastTerm: UInt64, granted: Bool) throws
+    {
         var voter = try makeVoter(1, term: 2, terms: [1, 2], preVote: true)
         let effects = voter.receive(.preVoteRequest(term: term, lastSeq: lastSeq, lastTerm: lastTerm), from: 2)
         #expect(effects.preVotes.map(\.granted) == [granted])

@@ -10,7 +10,8 @@ struct MembershipSyncTests {
     /// Alice's group of `writes` committed puts with Bob invited last (the worst case for an
     /// interrupted catch-up: every chunk but the last predates his invitation).
     func invitedLast(writes: Int) throws -> (Peer, Peer, GroupID) {
-        let alice = try Peer("alice"), bob = try Peer("bob")
+        let alice = try Peer("alice")
+        let bob = try Peer("bob")
         let g = try alice.replica.createGroup(name: "long")
         for i in 0..<writes { try alice.put(g, "k\(i)", Int64(i)) }
         try alice.replica.append(.memberAdded(identity: bob.identity, role: .member), to: g)
@@ -41,7 +42,10 @@ struct MembershipSyncTests {
         second.pump()
         #expect(try bob.replica.committedSeq(of: g) == total, "the catch-up resumes and completes")
         #expect(try bob.hashes(g) == alice.hashes(g))
-        #expect(try bob.replica.members(of: g, view: .tentative).contains { $0.member.identity == bob.identity && $0.member.status == .pending })
+        #expect(
+            try bob.replica.members(of: g, view: .tentative).contains {
+                $0.member.identity == bob.identity && $0.member.status == .pending
+            })
         #expect(second.ends[ab].closed == nil && second.ends[ba].closed == nil)
     }
 
@@ -93,14 +97,20 @@ struct MembershipSyncTests {
         let bobCounter = try alice.replica.vector(of: g).authors.first { $0.0 == bob.device.device }?.1 ?? 0
         mesh.pump()
         #expect(mesh.ends[ab].events.contains { if case .withdrew(g, _) = $0 { true } else { false } })
-        let told = mesh.ends[ba].events.compactMap { e -> String? in if case .unsharedByPeer(g, let why) = e { why } else { nil } }
+        let told = mesh.ends[ba].events.compactMap { e -> String? in
+            if case .unsharedByPeer(g, let why) = e { why } else { nil }
+        }
         #expect(told.count == 1 && told[0].contains("not a member"), "bob is told why: \(told)")
-        #expect(try (alice.replica.vector(of: g).authors.first { $0.0 == bob.device.device }?.1 ?? 0) == bobCounter, "alice took nothing from bob after removing him")
+        #expect(
+            try (alice.replica.vector(of: g).authors.first { $0.0 == bob.device.device }?.1 ?? 0) == bobCounter,
+            "alice took nothing from bob after removing him")
 
         try alice.put(g, "after", 3)
         mesh.changed(0, g)
         mesh.pump()
-        #expect(try bob.replica.entity("after", in: g, view: .tentative) == nil, "nothing written after the removal reaches bob")
+        #expect(
+            try bob.replica.entity("after", in: g, view: .tentative) == nil,
+            "nothing written after the removal reaches bob")
         #expect(mesh.ends[ab].closed == nil && mesh.ends[ba].closed == nil)
         #expect(mesh.ends[ab].session.status().groups.isEmpty && mesh.ends[ba].session.status().groups.isEmpty)
 

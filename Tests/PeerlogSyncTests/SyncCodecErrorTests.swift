@@ -15,8 +15,13 @@ import Testing
             #expect("\(error)".hasPrefix("limit: maxErrorMessageBytes") && !"\(error)".contains("s3cret"), "\(error)")
             #expect(error.file.hasPrefix("PeerlogSync/"))
         }
-        do { _ = try SyncMessage.decode(CBOREncoder.encode(.array([])), limits: SyncLimits()); Issue.record("accepted an array") } catch {
-            #expect(error.code == .malformed && error.code.wireName == "malformed" && error != SyncCodecError.Code.limit.asError)
+        do {
+            _ = try SyncMessage.decode(CBOREncoder.encode(.array([])), limits: SyncLimits())
+            Issue.record("accepted an array")
+        } catch {
+            #expect(
+                error.code == .malformed && error.code.wireName == "malformed"
+                    && error != SyncCodecError.Code.limit.asError)
         }
     }
 }
@@ -24,7 +29,10 @@ import Testing
 extension SyncCodecError.Code {
     /// Any error with this code (equality is on the code only).
     var asError: SyncCodecError? {
-        do { _ = try SyncMessage.decode([UInt8](repeating: 0, count: SyncLimits().maxMessageBytes + 1), limits: SyncLimits()) } catch {
+        do {
+            _ = try SyncMessage.decode(
+                [UInt8](repeating: 0, count: SyncLimits().maxMessageBytes + 1), limits: SyncLimits())
+        } catch {
             return self == .limit ? error : nil
         }
         return nil

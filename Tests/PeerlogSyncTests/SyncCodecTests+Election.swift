@@ -15,7 +15,8 @@ extension SyncCodecTests {
         .preVote(term: 6_291_461, granted: false),
         .append(
             term: 3, prevSeq: 4, prevTerm: 2,
-            entries: [SequencerEntry(seq: 5, item: cid, term: 2), SequencerEntry(seq: 6, item: cid, term: 3)], commitSeq: 4),
+            entries: [SequencerEntry(seq: 5, item: cid, term: 2), SequencerEntry(seq: 6, item: cid, term: 3)],
+            commitSeq: 4),
         .append(term: 3, prevSeq: 6, prevTerm: 3, entries: [], commitSeq: 6),
         .appendReply(term: 3, success: false, matchSeq: 2),
     ]
@@ -31,7 +32,8 @@ extension SyncCodecTests {
 
     /// The bytes PROTOCOL.md §18.3 shows, so an independent implementation can compare.
     @Test func preVoteExampleBytes() {
-        let request = SyncMessage.election(group: Self.g, .preVoteRequest(term: 6_291_460, lastSeq: 12, lastTerm: 6_291_458))
+        let request = SyncMessage.election(
+            group: Self.g, .preVoteRequest(term: 6_291_460, lastSeq: 12, lastTerm: 6_291_458))
         let reply = SyncMessage.election(group: Self.g, .preVote(term: 6_291_460, granted: true))
         #expect(hexString(request.encoded()) == Self.preVoteRequestHex)
         #expect(hexString(reply.encoded()) == Self.preVoteHex)
@@ -51,9 +53,12 @@ extension SyncCodecTests {
         Self.reject(.textMap(["t": "election", "group": gb, "term": 9]), "malformed", "no kind")
         Self.reject(.textMap(["t": "election", "group": gb, "kind": "pre_vote", "term": 9]), "malformed", "no granted")
         Self.reject(
-            .textMap(["t": "election", "group": gb, "kind": "pre_vote_request", "term": 9, "last_seq": 1, "last_term": "x"]),
+            .textMap([
+                "t": "election", "group": gb, "kind": "pre_vote_request", "term": 9, "last_seq": 1, "last_term": "x",
+            ]),
             "malformed", "last_term not a uint")
-        Self.reject(.textMap(["t": "election", "kind": "pre_vote", "term": 9, "granted": true]), "malformed", "no group")
+        Self.reject(
+            .textMap(["t": "election", "kind": "pre_vote", "term": 9, "granted": true]), "malformed", "no group")
     }
 }
 
@@ -63,7 +68,10 @@ extension SyncCodecTests {
     @Test func sequencerMessagesEncodeAsTheSection18Map() throws {
         let gb = CBOR.bytes(Self.g.bytes)
         let append = SequencerMessage<CID>.append(
-            term: 3, prevSeq: 4, prevTerm: 2, entries: [SequencerEntry(seq: 5, item: Self.cid, term: 2), SequencerEntry(seq: 6, item: Self.cid, term: 3)],
+            term: 3, prevSeq: 4, prevTerm: 2,
+            entries: [
+                SequencerEntry(seq: 5, item: Self.cid, term: 2), SequencerEntry(seq: 6, item: Self.cid, term: 3),
+            ],
             commitSeq: 4)
         let expected = CBOR.textMap([
             "t": "election", "group": gb, "kind": "append", "term": 3, "prev_seq": 4, "prev_term": 2, "commit": 4,
@@ -71,13 +79,24 @@ extension SyncCodecTests {
         ])
         #expect(SyncMessage.election(group: Self.g, append).encoded() == CBOREncoder.encode(expected))
         let reply = SequencerMessage<CID>.appendReply(term: 3, success: false, matchSeq: 2)
-        #expect(SyncMessage.election(group: Self.g, reply).encoded()
-            == CBOREncoder.encode(.textMap(["t": "election", "group": gb, "kind": "append_reply", "term": 3, "success": false, "match": 2])))
+        #expect(
+            SyncMessage.election(group: Self.g, reply).encoded()
+                == CBOREncoder.encode(
+                    .textMap([
+                        "t": "election", "group": gb, "kind": "append_reply", "term": 3, "success": false, "match": 2,
+                    ])))
         let request = SequencerMessage<CID>.requestVote(term: 7, lastSeq: 12, lastTerm: 6)
-        #expect(SyncMessage.election(group: Self.g, request).encoded()
-            == CBOREncoder.encode(.textMap(["t": "election", "group": gb, "kind": "vote_request", "term": 7, "last_seq": 12, "last_term": 6])))
+        #expect(
+            SyncMessage.election(group: Self.g, request).encoded()
+                == CBOREncoder.encode(
+                    .textMap([
+                        "t": "election", "group": gb, "kind": "vote_request", "term": 7, "last_seq": 12, "last_term": 6,
+                    ])))
         // And back: what decodes is the sequencer's value itself.
-        guard case .election(_, let decoded) = try SyncMessage.decode(SyncMessage.election(group: Self.g, append).encoded(), limits: .init()) else {
+        guard
+            case .election(_, let decoded) = try SyncMessage.decode(
+                SyncMessage.election(group: Self.g, append).encoded(), limits: .init())
+        else {
             Issue.record("not an election message")
             return
         }
@@ -88,11 +107,21 @@ extension SyncCodecTests {
     /// An append beyond `maxEntries` entries, or with a gap in its seqs, is refused on decode.
     @Test func appendEntryLimitsHoldOnDecode() throws {
         let gb = CBOR.bytes(Self.g.bytes)
-        let many = (1...(SequencerMessage<CID>.maxEntries + 1)).map { CBOR.array([.unsigned(UInt64($0)), .bytes(Self.cid.bytes), 1]) }
-        Self.reject(.textMap(["t": "election", "group": gb, "kind": "append", "term": 1, "prev_seq": 0, "prev_term": 0, "commit": 0, "entries": .array(many)]),
-                    "limit", "too many entries")
+        let many = (1...(SequencerMessage<CID>.maxEntries + 1)).map {
+            CBOR.array([.unsigned(UInt64($0)), .bytes(Self.cid.bytes), 1])
+        }
+        Self.reject(
+            .textMap([
+                "t": "election", "group": gb, "kind": "append", "term": 1, "prev_seq": 0, "prev_term": 0, "commit": 0,
+                "entries": .array(many),
+            ]),
+            "limit", "too many entries")
         let gap = [CBOR.array([1, .bytes(Self.cid.bytes), 1]), .array([3, .bytes(Self.cid.bytes), 1])]
-        Self.reject(.textMap(["t": "election", "group": gb, "kind": "append", "term": 1, "prev_seq": 0, "prev_term": 0, "commit": 0, "entries": .array(gap)]),
-                    "malformed", "a gap")
+        Self.reject(
+            .textMap([
+                "t": "election", "group": gb, "kind": "append", "term": 1, "prev_seq": 0, "prev_term": 0, "commit": 0,
+                "entries": .array(gap),
+            ]),
+            "malformed", "a gap")
     }
 }

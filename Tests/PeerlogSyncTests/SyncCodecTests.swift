@@ -12,7 +12,9 @@ struct SyncCodecTests {
 
     static let samples: [SyncMessage] = [
         .hello(versions: [1], capabilities: ["x-test"], groups: [g]),
-        .vector(group: g, committed: 12, authors: [AuthorCounter(author: d, counter: 3), AuthorCounter(author: d2, counter: 1)]),
+        .vector(
+            group: g, committed: 12,
+            authors: [AuthorCounter(author: d, counter: 3), AuthorCounter(author: d2, counter: 1)]),
         .receipts(group: g, items: [[0xa0], [1, 2]]),
         .envelopes(group: g, items: [[0xa0]]),
         .commits(group: g, receipts: [[0xa0]], envelopes: [[1], [2]]),
@@ -59,29 +61,57 @@ struct SyncCodecTests {
         Self.reject(.textMap(["group": gb]), "malformed", "no t")
         Self.reject(.textMap(["t": 1]), "malformed", "t not text")
         Self.reject(.textMap(["t": "vector", "group": gb, "authors": []]), "malformed", "missing committed")
-        Self.reject(.textMap(["t": "vector", "group": gb, "committed": "1", "authors": []]), "malformed", "committed mistyped")
-        Self.reject(.textMap(["t": "vector", "group": .bytes([1]), "committed": 1, "authors": []]), "malformed", "short group")
-        Self.reject(.textMap(["t": "vector", "group": gb, "committed": 1, "authors": [[.bytes(Self.d2.bytes), 1], [.bytes(Self.d.bytes), 1]]]), "malformed", "unsorted authors")
+        Self.reject(
+            .textMap(["t": "vector", "group": gb, "committed": "1", "authors": []]), "malformed", "committed mistyped")
+        Self.reject(
+            .textMap(["t": "vector", "group": .bytes([1]), "committed": 1, "authors": []]), "malformed", "short group")
+        Self.reject(
+            .textMap([
+                "t": "vector", "group": gb, "committed": 1,
+                "authors": [[.bytes(Self.d2.bytes), 1], [.bytes(Self.d.bytes), 1]],
+            ]), "malformed", "unsorted authors")
         Self.reject(.textMap(["t": "credit", "n": 0]), "malformed", "zero credit")
-        Self.reject(.textMap(["t": "request", "group": gb, "id": 1, "from": 5, "to": 2]), "malformed", "inverted range")
-        Self.reject(.textMap(["t": "request", "group": gb, "id": 1, "after": 1, "cids": [Self.cid.cborLink]]), "malformed", "two selectors")
+        Self.reject(
+            .textMap(["t": "request", "group": gb, "id": 1, "from": 5, "to": 2]), "malformed", "inverted range")
+        Self.reject(
+            .textMap(["t": "request", "group": gb, "id": 1, "after": 1, "cids": [Self.cid.cborLink]]), "malformed",
+            "two selectors")
         Self.reject(.textMap(["t": "receipts", "group": gb, "items": [1]]), "malformed", "item not bytes")
         Self.reject(SyncMessage.credit(1).encoded() + [0], "malformed", "trailing bytes")
-        Self.reject([0xa2, 0x61, 0x74, 0x66] + Array("credit".utf8) + [0x61, 0x6e, 0x01], "malformed", "unsorted keys")
+        Self.reject(
+            [0xa2, 0x61, 0x74, 0x66] + Array("credit".utf8) + [0x61, 0x6e, 0x01], "malformed", "unsorted keys")
         Self.reject([0xbf, 0xff], "malformed", "indefinite map")
         Self.reject(.textMap(["t": "refused", "group": gb, "items": []]), "malformed", "no refused items")
-        Self.reject(.textMap(["t": "refused", "group": gb, "items": [[Self.cid.cborLink]]]), "malformed", "refusal without reason")
-        Self.reject(.textMap(["t": "refused", "group": gb, "items": [[.bytes([1]), "why"]]]), "malformed", "refusal cid not a link")
+        Self.reject(
+            .textMap(["t": "refused", "group": gb, "items": [[Self.cid.cborLink]]]), "malformed",
+            "refusal without reason")
+        Self.reject(
+            .textMap(["t": "refused", "group": gb, "items": [[.bytes([1]), "why"]]]), "malformed",
+            "refusal cid not a link")
     }
 
     @Test func refusalReasonsAreBounded() throws {
         let gb = CBOR.bytes(Self.g.bytes)
-        let at = String(repeating: "x", count: 1_024), over = String(repeating: "x", count: 1_025)
-        #expect(throws: Never.self) { try SyncMessage.decode(CBOREncoder.encode(.textMap(["t": "refused", "group": gb, "items": [[Self.cid.cborLink, .text(at)]]])), limits: .init()) }
-        Self.reject(.textMap(["t": "refused", "group": gb, "items": [[Self.cid.cborLink, .text(over)]]]), "limit", "reason over maxErrorMessageBytes")
+        let at = String(repeating: "x", count: 1_024)
+        let over = String(repeating: "x", count: 1_025)
+        #expect(throws: Never.self) {
+            try SyncMessage.decode(
+                CBOREncoder.encode(
+                    .textMap(["t": "refused", "group": gb, "items": [[Self.cid.cborLink, .text(at)]]])), limits: .init()
+            )
+        }
+        Self.reject(
+            .textMap(["t": "refused", "group": gb, "items": [[Self.cid.cborLink, .text(over)]]]), "limit",
+            "reason over maxErrorMessageBytes")
         var small = SyncLimits()
         small.maxBatchItems = 1
-        Self.reject(SyncMessage.refused(group: Self.g, items: [RefusedReceipt(cid: Self.cid, reason: "a"), RefusedReceipt(cid: CID(hashing: [4]), reason: "b")]).encoded(), "limit", limits: small, "refused items")
+        Self.reject(
+            SyncMessage.refused(
+                group: Self.g,
+                items: [
+                    RefusedReceipt(cid: Self.cid, reason: "a"), RefusedReceipt(cid: CID(hashing: [4]), reason: "b"),
+                ]
+            ).encoded(), "limit", limits: small, "refused items")
     }
 
     @Test func limitsAreEnforcedAndNamed() {
@@ -93,28 +123,47 @@ struct SyncCodecTests {
         small.maxBatchBytes = 10
         small.maxMessageBytes = 200
         let gb = CBOR.bytes(Self.g.bytes)
-        Self.reject(SyncMessage.receipts(group: Self.g, items: [[1], [2], [3]]).encoded(), "limit", limits: small, "items")
-        Self.reject(SyncMessage.receipts(group: Self.g, items: [[UInt8](repeating: 1, count: 11)]).encoded(), "limit", limits: small, "batch bytes")
+        Self.reject(
+            SyncMessage.receipts(group: Self.g, items: [[1], [2], [3]]).encoded(), "limit", limits: small, "items")
+        Self.reject(
+            SyncMessage.receipts(group: Self.g, items: [[UInt8](repeating: 1, count: 11)]).encoded(), "limit",
+            limits: small, "batch bytes")
         // A commits batch counts its envelopes against the same byte limit.
-        Self.reject(SyncMessage.commits(group: Self.g, receipts: [[UInt8](repeating: 1, count: 6)], envelopes: [[UInt8](repeating: 2, count: 5)]).encoded(), "limit", limits: small, "batch bytes")
-        Self.reject(SyncMessage.hello(versions: [1], capabilities: [], groups: [Self.g, .random()]).encoded(), "limit", limits: small, "groups")
-        Self.reject(.textMap(["t": "vector", "group": gb, "committed": 1, "authors": [[.bytes(Self.d.bytes), 1], [.bytes(Self.d2.bytes), 1]]]), "limit", limits: small, "authors")
-        Self.reject(SyncMessage.request(group: Self.g, id: 1, what: .cids([Self.cid, CID(hashing: [9])])).encoded(), "limit", limits: small, "cids")
-        Self.reject(SyncMessage.receipts(group: Self.g, items: [[UInt8](repeating: 1, count: 300)]).encoded(), "limit", limits: small, "message bytes")
+        Self.reject(
+            SyncMessage.commits(
+                group: Self.g, receipts: [[UInt8](repeating: 1, count: 6)], envelopes: [[UInt8](repeating: 2, count: 5)]
+            ).encoded(), "limit", limits: small, "batch bytes")
+        Self.reject(
+            SyncMessage.hello(versions: [1], capabilities: [], groups: [Self.g, .random()]).encoded(), "limit",
+            limits: small, "groups")
+        Self.reject(
+            .textMap([
+                "t": "vector", "group": gb, "committed": 1,
+                "authors": [[.bytes(Self.d.bytes), 1], [.bytes(Self.d2.bytes), 1]],
+            ]), "limit", limits: small, "authors")
+        Self.reject(
+            SyncMessage.request(group: Self.g, id: 1, what: .cids([Self.cid, CID(hashing: [9])])).encoded(), "limit",
+            limits: small, "cids")
+        Self.reject(
+            SyncMessage.receipts(group: Self.g, items: [[UInt8](repeating: 1, count: 300)]).encoded(), "limit",
+            limits: small, "message bytes")
         // Boundaries are inclusive.
-        #expect(throws: Never.self) { try SyncMessage.decode(SyncMessage.receipts(group: Self.g, items: [[1], [2]]).encoded(), limits: small) }
+        #expect(throws: Never.self) {
+            try SyncMessage.decode(SyncMessage.receipts(group: Self.g, items: [[1], [2]]).encoded(), limits: small)
+        }
         do {
-            _ = try SyncMessage.decode(SyncMessage.receipts(group: Self.g, items: [[1], [2], [3]]).encoded(), limits: small)
+            _ = try SyncMessage.decode(
+                SyncMessage.receipts(group: Self.g, items: [[1], [2], [3]]).encoded(), limits: small)
         } catch {
             #expect(error.message.contains("maxBatchItems") && error.message.contains("3"))
         }
     }
 
     @Test func unknownTypesAndFieldsAreTolerated() throws {
-        #expect(try SyncMessage.decode(CBOREncoder.encode(.textMap(["t": "gossip", "x": 1])), limits: .init()) == .unknown(type: "gossip"))
+        #expect(
+            try SyncMessage.decode(CBOREncoder.encode(.textMap(["t": "gossip", "x": 1])), limits: .init())
+                == .unknown(type: "gossip"))
         let withExtra = CBOREncoder.encode(.textMap(["t": "credit", "n": 2, "zzz": "later"]))
         #expect(try SyncMessage.decode(withExtra, limits: .init()) == .credit(2))
     }
 }
-
-

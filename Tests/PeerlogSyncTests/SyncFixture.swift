@@ -34,11 +34,25 @@ final class Mesh {
     /// so committed chunks travel as `receipts` + `envelopes` pairs.
     /// `preVote: false` makes peer `i`'s session leave `prevote` out, like a peer from before it.
     /// `envelopeRuns: false` makes peer `j`'s session leave `envelope_runs` out, like a peer from before batched envelopes.
-    func connect(_ i: Int, _ j: Int, limits: SyncLimits = .init(), peerLimits: SyncLimits? = nil, commits: Bool = true, preVote: Bool = true,
-                 envelopeRuns: Bool = true) -> (Int, Int) {
-        let a = ends.count, b = a + 1
-        ends.append(End(owner: i, session: SyncSession(local: peers[i].device, peer: peers[j].device.certificate, store: peers[i].replica, limits: limits)))
-        ends.append(End(owner: j, session: SyncSession(local: peers[j].device, peer: peers[i].device.certificate, store: peers[j].replica, limits: peerLimits ?? limits)))
+    func connect(
+        _ i: Int, _ j: Int, limits: SyncLimits = .init(), peerLimits: SyncLimits? = nil, commits: Bool = true,
+        preVote: Bool = true,
+        envelopeRuns: Bool = true
+    ) -> (Int, Int) {
+        let a = ends.count
+        let b = a + 1
+        ends.append(
+            End(
+                owner: i,
+                session: SyncSession(
+                    local: peers[i].device, peer: peers[j].device.certificate, store: peers[i].replica, limits: limits))
+        )
+        ends.append(
+            End(
+                owner: j,
+                session: SyncSession(
+                    local: peers[j].device, peer: peers[i].device.certificate, store: peers[j].replica,
+                    limits: peerLimits ?? limits)))
         ends[a].session.offersCommits = commits
         ends[b].session.offersCommits = commits
         ends[a].session.offersPreVote = preVote

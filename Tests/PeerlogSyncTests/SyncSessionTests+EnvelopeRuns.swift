@@ -45,7 +45,9 @@ struct EnvelopeRunSyncTests {
         second.pump()
         #expect(try peers[2].replica.vector(of: g).committed == before)
         #expect(try peers[2].replica.tentativeCount(of: g) == 30)
-        #expect(try peers[2].hashes(g).tentative == peers[0].hashes(g).tentative, "the tentative view already shows the writes")
+        #expect(
+            try peers[2].hashes(g).tentative == peers[0].hashes(g).tentative,
+            "the tentative view already shows the writes")
         // From the sequencer itself she gets the commits.
         let third = Mesh(peers)
         third.connect(0, 2, envelopeRuns: false)

@@ -47,7 +47,10 @@ extension SyncSessionTests {
             .textMap(["t": "election", "group": .bytes(g.bytes), "kind": "lease_transfer", "term": 9]))
         let out = mesh.ends[a].session.receive(future)
         #expect(!out.contains { if case .close = $0 { true } else { false } })
-        #expect(out.contains { if case .event(.ignoredUnknownMessage("election/lease_transfer")) = $0 { true } else { false } })
+        #expect(
+            out.contains {
+                if case .event(.ignoredUnknownMessage("election/lease_transfer")) = $0 { true } else { false }
+            })
         #expect(mesh.ends[a].session.status().closed == false)
     }
 }

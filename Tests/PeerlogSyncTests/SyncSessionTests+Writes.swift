@@ -19,11 +19,14 @@ extension SyncSessionTests {
         let peers = [try Peer("alice"), try Peer("bob")]
         let g = try sharedGroup(peers)
         try peers[0].put(g, "k", 1)
-        let rows = try peers[0].replica.syncCommitted(group: g, fromSeq: try peers[1].replica.vector(of: g).committed + 1, limit: 10)
+        let rows = try peers[0].replica.syncCommitted(
+            group: g, fromSeq: try peers[1].replica.vector(of: g).committed + 1, limit: 10)
         #expect(rows.count == 1)
         let s = openSession(peers, g)
         let before = try peers[1].replica.vector(of: g)
-        let out = s.receive(SyncMessage.commits(group: g, receipts: rows.map(\.receipt.encoded), envelopes: rows.map(\.envelope)).encoded())
+        let out = s.receive(
+            SyncMessage.commits(group: g, receipts: rows.map(\.receipt.encoded), envelopes: rows.map(\.envelope))
+                .encoded())
         guard case .ingest(let batch)? = out.last else {
             Issue.record("expected .ingest last, got \(out)")
             return
@@ -36,10 +39,11 @@ extension SyncSessionTests {
         let report = try peers[1].replica.ingest(receipts: batch.receipts, envelopes: batch.envelopes, from: batch.from)
         let after = s.ingested(.success(report))
         #expect(after.contains { if case .event(.ingested(g, _)) = $0 { true } else { false } })
-        #expect(after.contains { action in
-            guard case .send(let bytes) = action else { return false }
-            return (try? SyncMessage.decode(bytes, limits: .init())) == .credit(1)
-        }, "the batch's credit is returned once it is ingested")
+        #expect(
+            after.contains { action in
+                guard case .send(let bytes) = action else { return false }
+                return (try? SyncMessage.decode(bytes, limits: .init())) == .credit(1)
+            }, "the batch's credit is returned once it is ingested")
         #expect(try peers[1].replica.vector(of: g).committed == before.committed + 1)
         #expect(s.status().groups.first { $0.group == g }?.received.items == 2)
     }
@@ -49,12 +53,16 @@ extension SyncSessionTests {
         let peers = [try Peer("alice"), try Peer("bob")]
         let g = try sharedGroup(peers)
         try peers[0].put(g, "k", 1)
-        let rows = try peers[0].replica.syncCommitted(group: g, fromSeq: try peers[1].replica.vector(of: g).committed + 1, limit: 10)
+        let rows = try peers[0].replica.syncCommitted(
+            group: g, fromSeq: try peers[1].replica.vector(of: g).committed + 1, limit: 10)
         let s = openSession(peers, g)
-        let out = s.receive(SyncMessage.commits(group: g, receipts: rows.map(\.receipt.encoded), envelopes: rows.map(\.envelope)).encoded())
+        let out = s.receive(
+            SyncMessage.commits(group: g, receipts: rows.map(\.receipt.encoded), envelopes: rows.map(\.envelope))
+                .encoded())
         #expect(out.contains { if case .ingest = $0 { true } else { false } })
         let after = s.ingested(.failure(DiskFull()))
-        #expect(after.contains { if case .close(let why) = $0 { why.hasPrefix("internal: local store") } else { false } })
+        #expect(
+            after.contains { if case .close(let why) = $0 { why.hasPrefix("internal: local store") } else { false } })
         #expect(s.status().closed)
     }
 
@@ -76,8 +84,18 @@ extension SyncSessionTests {
 
         // A later vector replaces the rows: an author it no longer lists is gone.
         let s = openSession(peers, g)
-        let out = s.receive(SyncMessage.vector(group: g, committed: 2, authors: [AuthorCounter(author: peers[0].device.device, counter: 1)]).encoded())
-        #expect(out.contains { if case .recordPeerVector(let v) = $0 { v.peer == peers[0].device.device && v.group == g && v.committed == 2 } else { false } })
+        let out = s.receive(
+            SyncMessage.vector(
+                group: g, committed: 2, authors: [AuthorCounter(author: peers[0].device.device, counter: 1)]
+            ).encoded())
+        #expect(
+            out.contains {
+                if case .recordPeerVector(let v) = $0 {
+                    v.peer == peers[0].device.device && v.group == g && v.committed == 2
+                } else {
+                    false
+                }
+            })
         _ = s.settle(out, with: peers[1].replica)
         let aliceSaid = try peers[1].replica.peerVector(peer: peers[0].device.device, group: g)
         #expect(aliceSaid.committed == 2 && aliceSaid.authors == [peers[0].device.device: 1])

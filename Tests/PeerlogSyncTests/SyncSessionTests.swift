@@ -6,7 +6,8 @@ import Testing
 
 struct SyncSessionTests {
     func converged(_ peers: [Peer], _ g: GroupID) throws {
-        let first = try peers[0].hashes(g), vector = try peers[0].replica.vector(of: g)
+        let first = try peers[0].hashes(g)
+        let vector = try peers[0].replica.vector(of: g)
         for p in peers.dropFirst() {
             #expect(try p.hashes(g) == first, "\(p.device.certificate.name) state hashes")
             #expect(try p.replica.vector(of: g) == vector, "\(p.device.certificate.name) vector")
@@ -152,7 +153,8 @@ struct SyncSessionTests {
         var limits = SyncLimits()
         limits.maxBatchBytes = 200_000
         let mesh = Mesh(peers)
-        var largest = 0, mostItems = 0
+        var largest = 0
+        var mostItems = 0
         var kinds = Set<String>()
         mesh.deliver = { from, m in
             guard from == 0 else { return true }
@@ -200,7 +202,9 @@ struct SyncSessionTests {
         #expect(unknown.contains { if case .event(.ignoredUnknownMessage("gossip")) = $0 { true } else { false } })
         #expect(s.status().ignoredMessages == 1 && !s.status().closed)
         let out = s.receive(SyncMessage.hello(versions: [2, 3], capabilities: [], groups: []).encoded())
-        guard case .send(let bytes)? = out.first, case .error(let code, _) = try SyncMessage.decode(bytes, limits: .init()) else {
+        guard case .send(let bytes)? = out.first,
+            case .error(let code, _) = try SyncMessage.decode(bytes, limits: .init())
+        else {
             Issue.record("no error sent")
             return
         }
@@ -227,7 +231,8 @@ struct SyncSessionTests {
         closes(fresh(), SyncMessage.hello(versions: [1], capabilities: [], groups: []).encoded(), "protocol")
         var tiny = SyncLimits()
         tiny.maxMessageBytes = 8
-        let s = SyncSession(local: peers[0].device, peer: peers[1].device.certificate, store: peers[0].replica, limits: tiny)
+        let s = SyncSession(
+            local: peers[0].device, peer: peers[1].device.certificate, store: peers[0].replica, limits: tiny)
         closes(s, SyncMessage.hello(versions: [1], capabilities: [], groups: []).encoded(), "limit")
     }
 

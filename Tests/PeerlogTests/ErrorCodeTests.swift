@@ -19,12 +19,15 @@ import Testing
     }
 
     static func failure(_ body: () async throws -> Void) async -> PeerlogError? {
-        do { try await body() } catch let error as PeerlogError { return error } catch { Issue.record("not a PeerlogError: \(error)") }
+        do { try await body() } catch let error as PeerlogError { return error } catch {
+            Issue.record("not a PeerlogError: \(error)")
+        }
         return nil
     }
 
     @Test func anAppSwitchesOnTheCodesOfRealFailures() async throws {
-        let alice = try await Peerlog.temporary(deviceName: "alice"), bob = try await Peerlog.temporary(deviceName: "bob")
+        let alice = try await Peerlog.temporary(deviceName: "alice")
+        let bob = try await Peerlog.temporary(deviceName: "bob")
         let group = try await alice.createGroup(named: "shared")
         let secret = "s3cret-value-\(UUID().uuidString)"
 
@@ -42,7 +45,9 @@ import Testing
         let huge = secret + String(repeating: "x", count: Peerlog.maxPayloadBytes)
         let tooLarge = await Self.failure { try await alice.put("k", huge, in: group) }
         #expect(tooLarge.map(Self.reaction) == .storeElsewhere, "\(String(describing: tooLarge))")
-        let batch = await Self.failure { try await alice.putBatch([.put(key: "a", value: .int(1)), .put(key: "b", value: .text(huge))], in: group) }
+        let batch = await Self.failure {
+            try await alice.putBatch([.put(key: "a", value: .int(1)), .put(key: "b", value: .text(huge))], in: group)
+        }
         #expect(batch?.code == .payloadTooLarge && batch?.batchEntry?.index == 1, "\(String(describing: batch))")
 
         try await alice.deleteGroup(group)
@@ -50,7 +55,9 @@ import Testing
         #expect(deleted.map(Self.reaction) == .archive, "\(String(describing: deleted))")
 
         for error in [unknown, outsider, tooLarge, batch, deleted] {
-            #expect(error.map { !"\($0)".contains("s3cret") } == true, "a description never echoes the value: \(String(describing: error))")
+            #expect(
+                error.map { !"\($0)".contains("s3cret") } == true,
+                "a description never echoes the value: \(String(describing: error))")
         }
     }
 

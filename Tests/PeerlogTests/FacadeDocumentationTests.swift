@@ -12,7 +12,9 @@ import Testing
             for (i, line) in lines.enumerated() where line.trimmingCharacters(in: .whitespaces).hasPrefix("public ") {
                 var j = i - 1
                 while j >= 0, lines[j].trimmingCharacters(in: .whitespaces).hasPrefix("@") { j -= 1 }
-                if j < 0 || !lines[j].trimmingCharacters(in: .whitespaces).hasPrefix("///") { missing.append("\(file):\(i + 1): \(line.trimmingCharacters(in: .whitespaces))") }
+                if j < 0 || !lines[j].trimmingCharacters(in: .whitespaces).hasPrefix("///") {
+                    missing.append("\(file):\(i + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
             }
         }
         #expect(missing.isEmpty, "undocumented: \(missing.joined(separator: "\n"))")

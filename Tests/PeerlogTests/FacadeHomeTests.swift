@@ -17,7 +17,9 @@ import Testing
 
         let again = #expect(throws: PeerlogError.self) { try Peerlog.initialize(home: home) }
         #expect(again?.description.contains("already initialised") == true)
-        let tooLong = #expect(throws: PeerlogError.self) { try Peerlog.initialize(home: home + "2", deviceName: String(repeating: "n", count: 1000)) }
+        let tooLong = #expect(throws: PeerlogError.self) {
+            try Peerlog.initialize(home: home + "2", deviceName: String(repeating: "n", count: 1000))
+        }
         #expect(tooLong?.description.contains("device name must be") == true)
     }
 

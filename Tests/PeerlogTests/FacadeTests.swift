@@ -26,14 +26,17 @@ import Testing
     @Test func keysAndPrefixScansAreInKeyOrder() async throws {
         let log = try await Peerlog.temporary()
         let group = try await log.createGroup(named: "g")
-        try await log.putBatch([(key: "b/2", value: 2), (key: "a/1", value: 1), (key: "b/1", value: 3), (key: "c", value: nil as Int?)], in: group)
+        try await log.putBatch(
+            [(key: "b/2", value: 2), (key: "a/1", value: 1), (key: "b/1", value: 3), (key: "c", value: nil as Int?)],
+            in: group)
         #expect(try await log.keys(in: group) == ["a/1", "b/1", "b/2"])
         #expect(try await log.entries(in: group, prefix: "b/").map(\.key) == ["b/1", "b/2"])
         #expect(try await log.entries(in: group, prefix: "b/").allSatisfy { !$0.isTentative && $0.seq != nil })
     }
 
     @Test func unknownGroupsAndRefusedWritesSayWhy() async throws {
-        let log = try await Peerlog.temporary(), other = try await Peerlog.temporary()
+        let log = try await Peerlog.temporary()
+        let other = try await Peerlog.temporary()
         let theirs = try await other.createGroup(named: "theirs")
         let missing = await #expect(throws: PeerlogError.self) { try await log.put("k", "v", in: theirs) }
         #expect(missing?.code == .groupNotFound)
@@ -41,7 +44,9 @@ import Testing
         try await log.deleteGroup(group)
         let refused = await #expect(throws: PeerlogError.self) { try await log.put("k", "v", in: group) }
         #expect(refused?.code == .groupDeleted)
-        let absent = await #expect(throws: PeerlogError.self) { _ = try await Peerlog.open(home: NSTemporaryDirectory() + "no-such-\(UUID())", create: false) }
+        let absent = await #expect(throws: PeerlogError.self) {
+            _ = try await Peerlog.open(home: NSTemporaryDirectory() + "no-such-\(UUID())", create: false)
+        }
         #expect(absent?.code == .home)
     }
 
@@ -50,7 +55,9 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: home) }
         // 63 ASCII bytes then a 4-byte character: 67 bytes, over the 64 a certificate holds.
         let name = String(repeating: "a", count: 63) + "🙂"
-        let refused = await #expect(throws: PeerlogError.self) { _ = try await Peerlog.open(home: home, deviceName: name) }
+        let refused = await #expect(throws: PeerlogError.self) {
+            _ = try await Peerlog.open(home: home, deviceName: name)
+        }
         #expect(refused?.code == .home)
         #expect(!FileManager.default.fileExists(atPath: home + "/replica.sqlite"))
         let log = try await Peerlog.open(home: home, deviceName: String(repeating: "a", count: 60) + "🙂")
@@ -63,7 +70,9 @@ import Testing
         try await log.put("k", 1, in: group)
         let listed = try await log.groups()
         #expect(listed.map(\.name) == ["team"])
-        #expect(listed.first?.role == .owner && listed.first?.memberCount == 1 && listed.first?.committedSeq == 2 && listed.first?.tentativeCount == 0)
+        #expect(
+            listed.first?.role == .owner && listed.first?.memberCount == 1 && listed.first?.committedSeq == 2
+                && listed.first?.tentativeCount == 0)
         #expect(try await log.group("team").id == group)
     }
 }

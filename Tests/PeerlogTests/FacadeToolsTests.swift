@@ -6,7 +6,9 @@ import Testing
 /// The facade calls the CLI's data and group commands stand on: writes with their receipts,
 /// raw batches, check, export and import, sequencer authorities from words.
 @Suite struct FacadeToolsTests {
-    static func scratchFile(_ name: String) -> String { NSTemporaryDirectory() + "peerlog-\(name)-\(UUID().uuidString)" }
+    static func scratchFile(_ name: String) -> String {
+        NSTemporaryDirectory() + "peerlog-\(name)-\(UUID().uuidString)"
+    }
 
     @Test func writesReportTheirReceiptAndGroupsResolveByName() async throws {
         let log = try await Peerlog.temporary()
@@ -24,7 +26,8 @@ import Testing
         #expect(missing?.description == "this replica holds no group \(other) (import an export of it first)")
 
         let summary = try #require(try await log.group(group, view: .committed))
-        #expect(summary.maxMembers == 5 && summary.createdBy == log.identity && summary.sequencer == .solo(log.deviceID))
+        #expect(
+            summary.maxMembers == 5 && summary.createdBy == log.identity && summary.sequencer == .solo(log.deviceID))
         let progress = try await log.progress(of: group)
         #expect(progress.committedSeq == 2 && progress.tentativeCount == 0)
         let items = try await log.log(of: group)
@@ -40,7 +43,8 @@ import Testing
         let group = try await log.createGroup(named: "g")
         let big = CBOR.text(String(repeating: "x", count: Peerlog.maxPayloadBytes))
         let refused = await #expect(throws: PeerlogError.self) {
-            try await log.putBatch([.put(key: "a", value: .int(1)), .put(key: "b", value: big), .delete(key: "c")], in: group)
+            try await log.putBatch(
+                [.put(key: "a", value: .int(1)), .put(key: "b", value: big), .delete(key: "c")], in: group)
         }
         #expect(refused?.code == .payloadTooLarge && refused?.batchEntry?.index == 1)
         #expect(refused?.description.hasPrefix("b: ") == true)
@@ -51,7 +55,8 @@ import Testing
 
     @Test func checkFindsAConsistentStore() async throws {
         let log = try await Peerlog.temporary()
-        let first = try await log.createGroup(named: "one"), second = try await log.createGroup(named: "two")
+        let first = try await log.createGroup(named: "one")
+        let second = try await log.createGroup(named: "two")
         try await log.put("k", 1, in: first)
         try await log.putBatch([(key: "a", value: "x"), (key: "b", value: nil)], in: second)
         let report = try await log.check()
@@ -65,7 +70,8 @@ import Testing
     }
 
     @Test func exportAndImportCarryAGroupToAnotherReplica() async throws {
-        let alice = try await Peerlog.temporary(deviceName: "alice"), bob = try await Peerlog.temporary(deviceName: "bob")
+        let alice = try await Peerlog.temporary(deviceName: "alice")
+        let bob = try await Peerlog.temporary(deviceName: "bob")
         let group = try await alice.createGroup(named: "shared")
         try await alice.invite(bob.identity, to: group, as: .admin)
         try await alice.put("k", "v", in: group)
@@ -77,10 +83,14 @@ import Testing
         #expect(again?.code == .file && again?.description == "\(file) already exists; refusing to overwrite it")
 
         let report = try await bob.import(from: file)
-        #expect(report.stored == 3 && report.committed == 3 && report.duplicates == 0 && report.rejected.isEmpty, "\(report)")
+        #expect(
+            report.stored == 3 && report.committed == 3 && report.duplicates == 0 && report.rejected.isEmpty,
+            "\(report)")
         #expect(try await bob.invitations().map(\.invitedRole) == [.admin])
         for view in [View.committed, .tentative] {
-            let (theirs, mine) = (try await bob.stateHash(of: group, view: view), try await alice.stateHash(of: group, view: view))
+            let (theirs, mine) = (
+                try await bob.stateHash(of: group, view: view), try await alice.stateHash(of: group, view: view)
+            )
             #expect(theirs == mine)
         }
         #expect(try await bob.get("k", as: String.self, in: group) == "v")
@@ -89,10 +99,12 @@ import Testing
     }
 
     @Test func aMalformedImportIsRefusedWholeWithItsLineNumber() async throws {
-        let alice = try await Peerlog.temporary(), bob = try await Peerlog.temporary()
+        let alice = try await Peerlog.temporary()
+        let bob = try await Peerlog.temporary()
         let group = try await alice.createGroup(named: "g")
         try await alice.put("k", 1, in: group)
-        let good = Self.scratchFile("good"), bad = Self.scratchFile("bad")
+        let good = Self.scratchFile("good")
+        let bad = Self.scratchFile("bad")
         defer { for f in [good, bad] { try? FileManager.default.removeItem(atPath: f) } }
         _ = try await alice.export(group: group, to: good)
         var lines = try String(contentsOfFile: good, encoding: .utf8).components(separatedBy: "\n")
@@ -100,23 +112,33 @@ import Testing
         lines[3] = "{not json"
         try lines.joined(separator: "\n").write(toFile: bad, atomically: true, encoding: .utf8)
         let refused = await #expect(throws: PeerlogError.self) { _ = try await bob.import(from: bad) }
-        #expect(refused?.code == .file && refused?.description.hasPrefix(bad + ": ") == true && refused?.description.contains("line 4") == true)
+        #expect(
+            refused?.code == .file && refused?.description.hasPrefix(bad + ": ") == true
+                && refused?.description.contains("line 4") == true)
         #expect(try await bob.groupIDs().isEmpty)
         let absent = await #expect(throws: PeerlogError.self) { _ = try await bob.import(from: bad + ".missing") }
         #expect(absent?.code == .file)
     }
 
     @Test func sequencerAuthoritiesFromWords() async throws {
-        let a = try await Peerlog.temporary(), b = try await Peerlog.temporary()
+        let a = try await Peerlog.temporary()
+        let b = try await Peerlog.temporary()
         let (x, y) = (a.deviceID, b.deviceID)
         #expect(try SequencerAuthority(kind: "solo", arguments: [x.string]) == .solo(x))
-        #expect(try SequencerAuthority(kind: "elected", arguments: [y.string, x.string]) == .elected(voters: [x, y].sorted()))
-        #expect(try SequencerAuthority(kind: "relay", arguments: ["127.0.0.1:7400", y.string]) == .relay(key: y, address: "127.0.0.1:7400"))
+        #expect(
+            try SequencerAuthority(kind: "elected", arguments: [y.string, x.string])
+                == .elected(voters: [x, y].sorted()))
+        #expect(
+            try SequencerAuthority(kind: "relay", arguments: ["127.0.0.1:7400", y.string])
+                == .relay(key: y, address: "127.0.0.1:7400"))
         #expect(try SequencerAuthority.elected(among: [y, x]) == .elected(voters: [x, y].sorted()))
         let cases: [(String, [String], String)] = [
             ("elected", [x.string, x.string], "a voter is listed twice"),
             ("elected", [], "elected takes 1 to \(Peerlog.maxVoters) voter devices"),
-            ("elected", Array(repeating: x.string, count: Peerlog.maxVoters + 1), "elected takes 1 to \(Peerlog.maxVoters) voter devices"),
+            (
+                "elected", Array(repeating: x.string, count: Peerlog.maxVoters + 1),
+                "elected takes 1 to \(Peerlog.maxVoters) voter devices"
+            ),
             ("solo", [], "solo takes one device"),
             ("relay", [x.string], "relay takes ADDRESS KEY"),
             ("leader", [x.string], "the sequencer is solo, elected or relay, not leader"),
@@ -125,7 +147,9 @@ import Testing
             let error = #expect(throws: PeerlogError.self) { _ = try SequencerAuthority(kind: kind, arguments: words) }
             #expect(error?.code == .invalidValue && error?.description == message, "\(kind) \(words)")
         }
-        let notDevice = #expect(throws: PeerlogError.self) { _ = try SequencerAuthority(kind: "solo", arguments: ["nope"]) }
+        let notDevice = #expect(throws: PeerlogError.self) {
+            _ = try SequencerAuthority(kind: "solo", arguments: ["nope"])
+        }
         #expect(notDevice?.description.hasPrefix("nope is not a device id") == true)
         #expect(throws: PeerlogError.self) { _ = try SequencerAuthority.elected(among: [x, x]) }
 

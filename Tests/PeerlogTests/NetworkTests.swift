@@ -15,7 +15,8 @@ import Testing
     }
 
     @Test func twoInstancesOnLoopbackConvergeAndATentativeWriteTurnsCommitted() async throws {
-        let ann = try await Peerlog.temporary(deviceName: "ann"), ben = try await Peerlog.temporary(deviceName: "ben")
+        let ann = try await Peerlog.temporary(deviceName: "ann")
+        let ben = try await Peerlog.temporary(deviceName: "ben")
         let group = try await ann.createGroup(named: "notes")
         try await ann.invite(ben.identity, to: group)
         let benSaw = Collector(ben.changes(after: ChangeCursor(rawValue: 0)))
@@ -27,7 +28,9 @@ import Testing
         let port = try #require(await iterator.next()??.port)
         let runs = [annRun, Task { try await ben.run(options(listen: nil, peers: [port], allow: [ann.identity])) }]
 
-        #expect(await benSaw.wait { c in c.contains { if case .invited(let g, _) = $0.event { g == group } else { false } } })
+        #expect(
+            await benSaw.wait { c in c.contains { if case .invited(let g, _) = $0.event { g == group } else { false } }
+            })
         #expect(try await ben.invitations().map(\.id) == [group])
         try await ben.acceptInvitation(to: group)
         try await ben.put("todo/1", "buy milk", in: group)
@@ -75,7 +78,11 @@ enum BlockingConnect {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         if r != 0 { throw Refused() }
     }
 }

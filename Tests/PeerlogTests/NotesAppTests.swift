@@ -11,7 +11,8 @@ final class NotesProcess: @unchecked Sendable {
     init(_ arguments: [String]) throws {
         dir = try TestSupport.temporaryDirectory()
         _ = FileManager.default.createFile(atPath: dir + "/out", contents: nil)
-        let binary = URL(fileURLWithPath: TestSupport.peerlogBinary).deletingLastPathComponent().appendingPathComponent("peerlog-notes")
+        let binary = URL(fileURLWithPath: TestSupport.peerlogBinary).deletingLastPathComponent().appendingPathComponent(
+            "peerlog-notes")
         process.executableURL = binary
         process.arguments = arguments
         process.standardInput = input
@@ -59,12 +60,17 @@ final class NotesProcess: @unchecked Sendable {
 @Suite struct NotesAppTests {
     @Test func twoLaptopsShareAListAndATentativeItemTurnsCommittedOnScreen() throws {
         // Port 0: the system picks a free one; the app prints what it bound.
-        let ann = try NotesProcess(["--home", try TestSupport.temporaryDirectory(), "--name", "ann", "--listen", "127.0.0.1:0", "--no-discovery"])
+        let ann = try NotesProcess([
+            "--home", try TestSupport.temporaryDirectory(), "--name", "ann", "--listen", "127.0.0.1:0",
+            "--no-discovery",
+        ])
         let annID = try #require(ann.waitForLine { $0.hasPrefix("identity: ") }).dropFirst("identity: ".count)
         let listening = try #require(ann.waitForLine { $0.hasPrefix("listening on 127.0.0.1:") }, "\(ann.screen)")
         let port = try #require(Int(listening.dropFirst("listening on 127.0.0.1:".count)))
-        let ben = try NotesProcess(["--home", try TestSupport.temporaryDirectory(), "--name", "ben", "--no-listen",
-                                    "--peer", "127.0.0.1:\(port)", "--allow", String(annID), "--no-discovery"])
+        let ben = try NotesProcess([
+            "--home", try TestSupport.temporaryDirectory(), "--name", "ben", "--no-listen",
+            "--peer", "127.0.0.1:\(port)", "--allow", String(annID), "--no-discovery",
+        ])
         let benID = try #require(ben.waitForLine { $0.hasPrefix("identity: ") }).dropFirst("identity: ".count)
 
         ann.type("new groceries")

@@ -12,7 +12,8 @@ import Testing
         let open = try #require(rest.range(of: "```swift\n"))
         let close = try #require(rest[open.upperBound...].range(of: "```"))
         let block = String(rest[open.upperBound..<close.lowerBound])
-        let example = try String(contentsOfFile: TestSupport.repoRoot + "/Examples/ReadmeExample/main.swift", encoding: .utf8)
+        let example = try String(
+            contentsOfFile: TestSupport.repoRoot + "/Examples/ReadmeExample/main.swift", encoding: .utf8)
         #expect(block == example)
         let lines = example.split(separator: "\n").count
         #expect(lines <= 25, "about 20 lines, as promised")

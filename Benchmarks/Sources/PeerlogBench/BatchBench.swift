@@ -16,7 +16,9 @@ func batchBench(batches: Int, size: Int) throws {
 
     func ops(_ batch: Int) -> [GroupOperation] {
         (0..<size).map { i in
-            .entityPut(key: "k\((batch * size + i) % 10_000)", value: .textMap(["n": .int(Int64(i)), "pad": .bytes([UInt8](repeating: 7, count: 48))]))
+            .entityPut(
+                key: "k\((batch * size + i) % 10_000)",
+                value: .textMap(["n": .int(Int64(i)), "pad": .bytes([UInt8](repeating: 7, count: 48))]))
         }
     }
 
@@ -43,14 +45,17 @@ func batchBench(batches: Int, size: Int) throws {
     // A member that is not the sequencer: receipts stay tentative. Between batches (not timed)
     // the owner commits them and the member takes the envelopes, so the backlog stays empty.
     let member = try owner.additionalDevice(name: "member", createdAt: 1)
-    let sequencer = try Replica(path: dir + "/sequencer.sqlite", device: try LocalDevice.generate(name: "sequencer", createdAt: 1))
+    let sequencer = try Replica(
+        path: dir + "/sequencer.sqlite", device: try LocalDevice.generate(name: "sequencer", createdAt: 1))
     let group = try sequencer.createGroup(name: "shared")
     try sequencer.append(.memberAdded(identity: member.identity, role: .member), to: group)
     let writer = try Replica(path: dir + "/member.sqlite", device: member)
     func catchUp() throws {
         let have = try writer.vector(of: group).committed
         let items = try sequencer.syncCommitted(group: group, fromSeq: have + 1, limit: .max)
-        _ = try writer.ingest(receipts: try items.map { try Receipt(encoded: $0.receipt.encoded) }, envelopes: try items.map { try Envelope(encoded: $0.envelope) })
+        _ = try writer.ingest(
+            receipts: try items.map { try Receipt(encoded: $0.receipt.encoded) },
+            envelopes: try items.map { try Envelope(encoded: $0.envelope) })
     }
     try catchUp()
     _ = try sequencer.ingest(receipts: [try writer.append(.inviteAccepted, to: group).receipt])

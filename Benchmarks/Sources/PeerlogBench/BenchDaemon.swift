@@ -10,16 +10,21 @@ struct BenchDaemon {
     static var binary: String {
         get throws {
             if let path = ProcessInfo.processInfo.environment["PEERLOG_BIN"], !path.isEmpty { return path }
-            let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+                .deletingLastPathComponent()
             let configuration = here.lastPathComponent
-            if FileManager.default.isExecutableFile(atPath: here.appendingPathComponent("peerlog").path) { return here.appendingPathComponent("peerlog").path }
+            if FileManager.default.isExecutableFile(atPath: here.appendingPathComponent("peerlog").path) {
+                return here.appendingPathComponent("peerlog").path
+            }
             var directory = here
             while directory.path != "/" {
                 directory = directory.deletingLastPathComponent()
                 let path = directory.appendingPathComponent(".build/\(configuration)/peerlog").path
                 if FileManager.default.isExecutableFile(atPath: path) { return path }
             }
-            throw BenchError("no peerlog binary: build it in the same configuration (swift build -c \(configuration) --product peerlog) or set PEERLOG_BIN")
+            throw BenchError(
+                "no peerlog binary: build it in the same configuration (swift build -c \(configuration) --product peerlog) or set PEERLOG_BIN"
+            )
         }
     }
 
@@ -28,7 +33,9 @@ struct BenchDaemon {
     init(home: String, listen: String = "127.0.0.1:0", command: [String] = ["daemon"], _ extra: [String]) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try Self.binary)
-        p.arguments = command + ["--home", home, "--listen", listen, "--log-level", "warning"] + (command == ["daemon"] ? ["--no-discovery"] : []) + extra
+        p.arguments =
+            command + ["--home", home, "--listen", listen, "--log-level", "warning"]
+            + (command == ["daemon"] ? ["--no-discovery"] : []) + extra
         let out = Pipe()
         p.standardOutput = out
         // Warnings (a killed peer's connections, …) go to HOME/daemon.stderr, not the figures.
@@ -36,7 +43,9 @@ struct BenchDaemon {
         p.standardError = FileHandle(forWritingAtPath: home + "/daemon.stderr")
         try p.run()
         let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-        guard let address = line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines), address.contains(":") else {
+        guard let address = line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines),
+            address.contains(":")
+        else {
             throw BenchError("daemon said: \(line)")
         }
         process = p

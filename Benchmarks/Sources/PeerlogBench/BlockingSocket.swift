@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,7 +16,9 @@ struct BlockingSocket {
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let ok = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && Glibc.listen(fd, 1) == 0 && getsockname(fd, $0, &len) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, len) == 0 && Glibc.listen(fd, 1) == 0 && getsockname(fd, $0, &len) == 0
+            }
         }
         guard ok else { throw BenchError("listen: \(String(cString: strerror(errno)))") }
         return (BlockingSocket(fd: fd), Int(UInt16(bigEndian: addr.sin_port)))
@@ -34,7 +37,9 @@ struct BlockingSocket {
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         addr.sin_port = UInt16(port).bigEndian
         let ok = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
         guard ok else { throw BenchError("connect: \(String(cString: strerror(errno)))") }
         return BlockingSocket(fd: fd)
@@ -43,7 +48,9 @@ struct BlockingSocket {
     func write(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             guard n > 0 else { throw BenchError("send: \(String(cString: strerror(errno)))") }
             offset += n
         }

@@ -20,23 +20,31 @@ struct CatchUpFixture {
         let authors = try (0..<4).map { try owner.additionalDevice(name: "author-\($0)", createdAt: 1) }
         let group = GroupID.random()
         self.group = group
-        func sign(_ device: LocalDevice, _ counter: UInt64, _ op: GroupOperation, _ parent: CID?, _ hlc: UInt64) throws -> Receipt {
-            try device.sign(Receipt.Draft(group: group, type: op.receiptType, counter: counter, parents: parent.map { [$0] } ?? [],
-                                          hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
+        func sign(
+            _ device: LocalDevice, _ counter: UInt64, _ op: GroupOperation, _ parent: CID?, _ hlc: UInt64
+        ) throws -> Receipt {
+            try device.sign(
+                Receipt.Draft(
+                    group: group, type: op.receiptType, counter: counter, parents: parent.map { [$0] } ?? [],
+                    hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
         }
         var receipts = [try sign(owner, 1, .created(name: "bench", maxMembers: 12), nil, 1)]
-        receipts.append(try sign(owner, 2, .memberAdded(identity: receiver.identity, role: .member), receipts[0].cid, 2))
+        receipts.append(
+            try sign(owner, 2, .memberAdded(identity: receiver.identity, role: .member), receipts[0].cid, 2))
         var last = [CID](repeating: receipts[1].cid, count: authors.count)
         for i in 0..<count {
             let a = i % authors.count
-            let op = GroupOperation.entityPut(key: "k\(i % 1000)", value: .textMap(["n": .int(Int64(i)), "pad": .bytes([UInt8](repeating: 7, count: 48))]))
+            let op = GroupOperation.entityPut(
+                key: "k\(i % 1000)",
+                value: .textMap(["n": .int(Int64(i)), "pad": .bytes([UInt8](repeating: 7, count: 48))]))
             let r = try sign(authors[a], UInt64(i / authors.count + 1), op, last[a], 10 + UInt64(i))
             last[a] = r.cid
             receipts.append(r)
         }
         self.receipts = receipts
         // As the solo sequencer commits a backlog: runs of up to 256 seqs under one signature (§3.5).
-        envelopes = try EnvelopeRun.signRuns(group: group, firstSeq: 1, receipts: receipts.map(\.cid), term: 0, receivedAt: 1, key: owner.signingKey)
+        envelopes = try EnvelopeRun.signRuns(
+            group: group, firstSeq: 1, receipts: receipts.map(\.cid), term: 0, receivedAt: 1, key: owner.signingKey)
     }
 }
 
@@ -62,23 +70,33 @@ func daemonCatchUpBench(count: Int) throws {
 
     let clock = ContinuousClock()
     let began = clock.now
-    let targetDaemon = try BenchDaemon(home: dir + "/target", ["--peer", sourceDaemon.address, "--allow", f.owner.identity.string])
+    let targetDaemon = try BenchDaemon(
+        home: dir + "/target", ["--peer", sourceDaemon.address, "--allow", f.owner.identity.string])
     defer { targetDaemon.stop() }
     // The receiver's memory while it ingests (the sender's too: it reads and sends everything).
     let receiverMemory = ProcessMemory(pid: targetDaemon.process.processIdentifier)
     let senderMemory = ProcessMemory(pid: sourceDaemon.process.processIdentifier)
-    defer { receiverMemory.stop(); senderMemory.stop() }
+    defer {
+        receiverMemory.stop()
+        senderMemory.stop()
+    }
     let target = try Replica(path: dir + "/target/replica.sqlite", device: f.receiver)
     var held: UInt64 = 0
     var lastReport = clock.now
     while held < expected {
         Thread.sleep(forTimeInterval: 0.1)
-        do { held = try target.committedSeq(of: f.group) } catch { print("  (receiver store not readable yet: \(error))") }
+        do { held = try target.committedSeq(of: f.group) } catch {
+            print("  (receiver store not readable yet: \(error))")
+        }
         if clock.now - lastReport > .seconds(5) {
-            print("  … \(held) of \(expected) committed on the receiver (its RSS \(mebibytes(receiverMemory.current)), peak \(mebibytes(receiverMemory.peak)))")
+            print(
+                "  … \(held) of \(expected) committed on the receiver (its RSS \(mebibytes(receiverMemory.current)), peak \(mebibytes(receiverMemory.peak)))"
+            )
             lastReport = clock.now
         }
-        guard clock.now - began < .seconds(max(600, count / 1_000)) else { throw BenchError("catch-up stalled at \(held) of \(expected)") }
+        guard clock.now - began < .seconds(max(600, count / 1_000)) else {
+            throw BenchError("catch-up stalled at \(held) of \(expected)")
+        }
     }
     let catchUpSeconds = seconds(clock.now - began)
     let (receiverPeak, receiverAfter, senderPeak) = (receiverMemory.peak, receiverMemory.current, senderMemory.peak)

@@ -19,7 +19,9 @@ func electedBench(count: Int, failovers: Int) throws {
     }
     let replicas = try zip(devices, homes).map { try Replica(path: $1 + "/replica.sqlite", device: $0) }
     let group = try replicas[0].createGroup(name: "bench")
-    for d in devices.dropFirst() { try replicas[0].append(.memberAdded(identity: d.identity, role: .member), to: group) }
+    for d in devices.dropFirst() {
+        try replicas[0].append(.memberAdded(identity: d.identity, role: .member), to: group)
+    }
 
     // Fixed ports: a restarted daemon must come back where its peers dial it.
     var daemons = [BenchDaemon?](repeating: nil, count: 3)
@@ -41,7 +43,9 @@ func electedBench(count: Int, failovers: Int) throws {
             Thread.sleep(forTimeInterval: 0.01)
         }
     }
-    try wait("the invitees to receive the group") { try replicas[1...].allSatisfy { try $0.groupIDs().contains(group) } }
+    try wait("the invitees to receive the group") {
+        try replicas[1...].allSatisfy { try $0.groupIDs().contains(group) }
+    }
     for r in replicas.dropFirst() { try r.append(.inviteAccepted, to: group) }
     try wait("the acceptances to commit") { try replicas[0].committedSeq(of: group) == 5 }
     try replicas[0].append(.sequencerChanged(.elected(voters: devices.map(\.device).sorted())), to: group)
@@ -56,7 +60,9 @@ func electedBench(count: Int, failovers: Int) throws {
     var began = clock.now
     for i in 0..<live { try writer.append(.entityPut(key: "k\(i % 1000)", value: .int(Int64(i))), to: group) }
     let wrote = clock.now
-    try wait("\(live) commits", timeout: 600) { try replicas.allSatisfy { try $0.committedSeq(of: group) >= base + UInt64(live) } }
+    try wait("\(live) commits", timeout: 600) {
+        try replicas.allSatisfy { try $0.committedSeq(of: group) >= base + UInt64(live) }
+    }
     var total = seconds(clock.now - began)
     figure("elected, 3 voters: \(live) live writes on a follower", format(Double(live) / total) + " commits/s")
     figure("  writing took", String(format: "%.2f s", seconds(wrote - began)))
@@ -64,13 +70,18 @@ func electedBench(count: Int, failovers: Int) throws {
     // Backlog: all daemons down, a follower writes `count` receipts, the daemons start; timed
     // from the start until all are committed everywhere (election, sync to the leader,
     // assignment, majority, envelopes back).
-    for i in 0..<3 { daemons[i]?.stop(); daemons[i] = nil }
+    for i in 0..<3 {
+        daemons[i]?.stop()
+        daemons[i] = nil
+    }
     base = try writer.committedSeq(of: group)
     _ = try writer.ingest(receipts: try signedChain(count, by: devices[1], in: group, after: writer, keyPrefix: "b"))
     began = clock.now
     for i in 0..<3 { daemons[i] = try start(i) }
     let started = seconds(clock.now - began)
-    try wait("\(count) backlog commits", timeout: 600) { try replicas.allSatisfy { try $0.committedSeq(of: group) >= base + UInt64(count) } }
+    try wait("\(count) backlog commits", timeout: 600) {
+        try replicas.allSatisfy { try $0.committedSeq(of: group) >= base + UInt64(count) }
+    }
     total = seconds(clock.now - began)
     figure("  daemons started after", String(format: "%.2f s", started))
     figure("elected, 3 voters: backlog of \(count) → committed", format(Double(count) / total) + " commits/s")
@@ -96,11 +107,15 @@ func electedBench(count: Int, failovers: Int) throws {
         try wait("a commit after the leader died") { try replicas[survivor].isCommitted(w.receipt.cid) }
         times.append(seconds(clock.now - t0))
         daemons[l] = try start(l)
-        try wait("the old leader to catch up") { try replicas[l].committedSeq(of: group) == replicas[survivor].committedSeq(of: group) }
+        try wait("the old leader to catch up") {
+            try replicas[l].committedSeq(of: group) == replicas[survivor].committedSeq(of: group)
+        }
     }
     if !times.isEmpty {
         let sorted = times.sorted()
-        figure("failover: leader SIGKILLed → next commit (\(times.count)×)", String(format: "median %.2f s", sorted[sorted.count / 2]))
+        figure(
+            "failover: leader SIGKILLed → next commit (\(times.count)×)",
+            String(format: "median %.2f s", sorted[sorted.count / 2]))
         figure("  min / max", String(format: "%.2f / %.2f s", sorted.first!, sorted.last!))
         ratio("median failover / 2 s target", sorted[sorted.count / 2] / 2.0)
     }
@@ -111,7 +126,9 @@ func electedBench(count: Int, failovers: Int) throws {
 /// `count` entity.put receipts by `device`, each the child of the one before, following what
 /// `replica` holds of the group. Signed as one chain and ingested at once: `append` checks
 /// rules against the tentative view, which a backlog makes slow to build receipt by receipt.
-func signedChain(_ count: Int, by device: LocalDevice, in group: GroupID, after replica: Replica, keyPrefix: String) throws -> [Receipt] {
+func signedChain(
+    _ count: Int, by device: LocalDevice, in group: GroupID, after replica: Replica, keyPrefix: String
+) throws -> [Receipt] {
     let log = try replica.log(of: group, view: .tentative).map(\.receipt)
     var counter = log.filter { $0.author == device.device }.map(\.counter).max() ?? 0
     var parent = log.last!.cid
@@ -120,9 +137,11 @@ func signedChain(_ count: Int, by device: LocalDevice, in group: GroupID, after 
     for i in 0..<count {
         counter += 1
         physical += 1
-        let r = try device.sign(Receipt.Draft(group: group, type: "entity.put", counter: counter, parents: [parent],
-                                              hlc: HLCTimestamp(physical: physical, logical: 0),
-                                              body: GroupOperation.entityPut(key: "\(keyPrefix)\(i % 1000)", value: .int(Int64(i))).body))
+        let r = try device.sign(
+            Receipt.Draft(
+                group: group, type: "entity.put", counter: counter, parents: [parent],
+                hlc: HLCTimestamp(physical: physical, logical: 0),
+                body: GroupOperation.entityPut(key: "\(keyPrefix)\(i % 1000)", value: .int(Int64(i))).body))
         chain.append(r)
         parent = r.cid
     }
@@ -137,6 +156,10 @@ func freeLoopbackPort() -> Int {
     addr.sin_family = sa_family_t(AF_INET)
     addr.sin_addr.s_addr = inet_addr("127.0.0.1")
     var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 } }
+    _ = withUnsafeMutablePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0
+        }
+    }
     return Int(UInt16(bigEndian: addr.sin_port))
 }

@@ -11,15 +11,21 @@ func eventsBench(count: Int, rounds: Int) async throws {
     let owner = try LocalDevice.generate(name: "sequencer", createdAt: 1)
     let author = try owner.additionalDevice(name: "author", createdAt: 1)
     let group = GroupID.random()
-    let created = try owner.sign(Receipt.Draft(group: group, type: "group.created", counter: 1, hlc: HLCTimestamp(physical: 1, logical: 0),
-                                               body: GroupOperation.created(name: "bench", maxMembers: 12).body))
+    let created = try owner.sign(
+        Receipt.Draft(
+            group: group, type: "group.created", counter: 1, hlc: HLCTimestamp(physical: 1, logical: 0),
+            body: GroupOperation.created(name: "bench", maxMembers: 12).body))
     var receipts = [created]
     for i in 0..<count {
         let op = GroupOperation.entityPut(key: "k\(i % 1_000)", value: .textMap(["n": .int(Int64(i))]))
-        receipts.append(try author.sign(Receipt.Draft(group: group, type: op.receiptType, counter: UInt64(i + 1), parents: [receipts.last!.cid],
-                                                      hlc: HLCTimestamp(physical: 1_000 + UInt64(i), logical: 0), body: op.body)))
+        receipts.append(
+            try author.sign(
+                Receipt.Draft(
+                    group: group, type: op.receiptType, counter: UInt64(i + 1), parents: [receipts.last!.cid],
+                    hlc: HLCTimestamp(physical: 1_000 + UInt64(i), logical: 0), body: op.body)))
     }
-    let envelopes = try signInParallel(receipts.enumerated().map { (UInt64($0.offset + 1), $0.element.cid) }, group: group, key: owner.signingKey)
+    let envelopes = try signInParallel(
+        receipts.enumerated().map { (UInt64($0.offset + 1), $0.element.cid) }, group: group, key: owner.signingKey)
 
     /// One ingest into a fresh home; with `consume`, a stream reads every change meanwhile.
     /// Returns the ingest rate and how long after the ingest the consumer had seen everything.
@@ -29,11 +35,13 @@ func eventsBench(count: Int, rounds: Int) async throws {
         let app = try await Peerlog.open(home: home, deviceName: "app")
         let replica = try Replica(path: home + "/replica.sqlite", device: LocalDevice.load(home: home))
         let last = UInt64(receipts.count)
-        let consumer: Task<Void, any Error>? = consume ? Task.detached {
-            for try await change in app.changes() {
-                if case .committed(_, let seqs) = change.event, seqs.upperBound == last { return }
-            }
-        } : nil
+        let consumer: Task<Void, any Error>? =
+            consume
+            ? Task.detached {
+                for try await change in app.changes() {
+                    if case .committed(_, let seqs) = change.event, seqs.upperBound == last { return }
+                }
+            } : nil
         let start = ContinuousClock.now
         _ = try replica.ingest(receipts: receipts, envelopes: envelopes)
         let ingest = (ContinuousClock.now - start).seconds
@@ -44,7 +52,9 @@ func eventsBench(count: Int, rounds: Int) async throws {
         return (Double(receipts.count) / ingest, consume ? lag : 0)
     }
 
-    var alone = [Double](), with = [Double](), lags = [Double]()
+    var alone = [Double]()
+    var with = [Double]()
+    var lags = [Double]()
     for round in 0..<rounds {
         if round % 2 == 0 {
             alone.append(try await run(consume: false).rate)

@@ -16,7 +16,10 @@ func foundationBench() throws -> Double {
     let group = GroupID.random()
     let body: CBOR = .textMap(["key": "k-000123", "value": .bytes([UInt8](repeating: 7, count: 64))])
     let receipts = try (1...1000).map { i in
-        try device.sign(Receipt.Draft(group: group, type: "entity.put", counter: UInt64(i), parents: [CID(hashing: [UInt8(i & 0xff)])], hlc: HLCTimestamp(physical: 1_700_000_000_000 + UInt64(i), logical: 0), body: body))
+        try device.sign(
+            Receipt.Draft(
+                group: group, type: "entity.put", counter: UInt64(i), parents: [CID(hashing: [UInt8(i & 0xff)])],
+                hlc: HLCTimestamp(physical: 1_700_000_000_000 + UInt64(i), logical: 0), body: body))
     }
     let containers = receipts.map(\.encoded)
 

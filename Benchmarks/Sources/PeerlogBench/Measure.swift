@@ -27,7 +27,10 @@ func format(_ v: Double) -> String {
     let i = Int(v.rounded())
     var s = String(i)
     var out = ""
-    while s.count > 3 { out = "," + s.suffix(3) + out; s.removeLast(3) }
+    while s.count > 3 {
+        out = "," + s.suffix(3) + out
+        s.removeLast(3)
+    }
     return s + out
 }
 
@@ -38,9 +41,10 @@ func pad(_ s: String, _ n: Int, left: Bool = true) -> String {
 
 func ratio(_ name: String, _ value: Double, target: Double? = nil) {
     let shown = (value * 100).rounded() / 100
-    print(pad(name, 46) + pad(String(shown), 16, left: false) + (target.map { value >= $0 ? "   (target ≥ \($0): met)" : "   (target ≥ \($0): NOT met)" } ?? ""))
+    print(
+        pad(name, 46) + pad(String(shown), 16, left: false)
+            + (target.map { value >= $0 ? "   (target ≥ \($0): met)" : "   (target ≥ \($0): NOT met)" } ?? ""))
 }
-
 
 func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 
@@ -57,7 +61,8 @@ func figure(_ name: String, _ value: String) { print(pad(name, 46) + pad(value, 
 /// Resident memory of this process, from /proc/self/status (Linux), in MiB.
 func residentMiB() -> Double {
     guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-          let kb = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kb = Double(line.split(separator: " ").dropFirst().first ?? "")
+    else { return 0 }
     return kb / 1024
 }

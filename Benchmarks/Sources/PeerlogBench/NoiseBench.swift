@@ -15,7 +15,10 @@ let noiseBenchBatch = 4
 let noiseBenchReadBytes = 256 << 10
 
 func benchDevices() throws -> (LocalDevice, LocalDevice) {
-    (try LocalDevice.deterministic(seed: [1], name: "sender", createdAt: 1), try LocalDevice.deterministic(seed: [2], name: "sink", createdAt: 1))
+    (
+        try LocalDevice.deterministic(seed: [1], name: "sender", createdAt: 1),
+        try LocalDevice.deterministic(seed: [2], name: "sink", createdAt: 1)
+    )
 }
 
 /// Pumps channel actions to the socket; returns delivered messages.
@@ -56,7 +59,9 @@ func noiseSink(total: Int) throws {
     while received < total {
         let n = try socket.read(into: buffer)
         guard n > 0 else { throw BenchError("sender went away after \(received) bytes") }
-        for m in try pump(channel.receive(UnsafeRawBufferPointer(rebasing: buffer[..<n])), socket) { received += m.count }
+        for m in try pump(channel.receive(UnsafeRawBufferPointer(rebasing: buffer[..<n])), socket) {
+            received += m.count
+        }
     }
     try pump(try channel.send([1]), socket)
     _ = try socket.read()  // until the sender closes
@@ -88,7 +93,9 @@ func startSink(_ mode: String, total: Int) throws -> (Process, Int) {
     child.standardOutput = pipe
     try child.run()
     let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
-    guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else { throw BenchError("sink said \(line)") }
+    guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else {
+        throw BenchError("sink said \(line)")
+    }
     return (child, port)
 }
 
@@ -113,7 +120,8 @@ func channelInMemory(megabytes: Int) throws -> (send: Double, receive: Double) {
         try payload.withUnsafeBytes { message in
             try wire.withUnsafeMutableBytes { out in
                 for i in 0..<messages {
-                    _ = try initiator.send(message, into: UnsafeMutableRawBufferPointer(rebasing: out[(i * frameBytes)...]))
+                    _ = try initiator.send(
+                        message, into: UnsafeMutableRawBufferPointer(rebasing: out[(i * frameBytes)...]))
                 }
             }
         }
@@ -124,7 +132,9 @@ func channelInMemory(megabytes: Int) throws -> (send: Double, receive: Double) {
             var start = 0
             while start < bytes.count {  // in read-sized chunks, as from a socket
                 let end = min(start + noiseBenchReadBytes, bytes.count)
-                for case .deliver(let m) in responder.receive(UnsafeRawBufferPointer(rebasing: bytes[start..<end])) { delivered += m.count }
+                for case .deliver(let m) in responder.receive(UnsafeRawBufferPointer(rebasing: bytes[start..<end])) {
+                    delivered += m.count
+                }
                 start = end
             }
         }
@@ -176,7 +186,8 @@ func noiseBench(megabytes: Int) throws {
             while sent < messages {
                 var used = 0
                 for _ in 0..<min(noiseBenchBatch, messages - sent) {
-                    let sealed = try channel.send(message, into: UnsafeMutableRawBufferPointer(rebasing: batch[used...]))
+                    let sealed = try channel.send(
+                        message, into: UnsafeMutableRawBufferPointer(rebasing: batch[used...]))
                     guard sealed.actions.isEmpty else { throw BenchError("send failed: \(sealed.actions)") }
                     used += sealed.written
                     sent += 1

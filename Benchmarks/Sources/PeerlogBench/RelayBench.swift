@@ -24,7 +24,10 @@ func relayBench(count: Int, postgres: String?) throws {
     var processes = [BenchDaemon]()
     defer { for p in processes { p.stop() } }
     for (home, port) in zip(relayHomes, ports) {
-        processes.append(try BenchDaemon(home: home, listen: port, command: ["relay", "run"], ["--allow", devices[0].identity.string] + (postgres.map { ["--postgres", $0] } ?? [])))
+        processes.append(
+            try BenchDaemon(
+                home: home, listen: port, command: ["relay", "run"],
+                ["--allow", devices[0].identity.string] + (postgres.map { ["--postgres", $0] } ?? [])))
     }
     let group = try replicas[0].createGroup(name: "bench")
     try replicas[0].append(.memberAdded(identity: devices[1].identity, role: .member), to: group)
@@ -32,7 +35,10 @@ func relayBench(count: Int, postgres: String?) throws {
     // Ann reaches the relay at the address the group names; Ben at the last relay process.
     let key = relayDevice.device.string
     processes.append(try BenchDaemon(home: homes[0], []))
-    processes.append(try BenchDaemon(home: homes[1], ["--peer", ports.last!, "--allow", relayDevice.identity.string, "--relay-via", "\(key)=\(ports.last!)"]))
+    processes.append(
+        try BenchDaemon(
+            home: homes[1],
+            ["--peer", ports.last!, "--allow", relayDevice.identity.string, "--relay-via", "\(key)=\(ports.last!)"]))
 
     func wait(_ what: String, timeout: Double = 120, _ done: () throws -> Bool) throws {
         let deadline = Date().addingTimeInterval(timeout)
@@ -55,7 +61,9 @@ func relayBench(count: Int, postgres: String?) throws {
         Thread {
             defer { finished.mutate { $0.append(seconds(clock.now - began)) } }
             do {
-                for i in 0..<per { try replicas[w].append(.entityPut(key: "w\(w)-\(i % 1000)", value: .int(Int64(i))), to: group) }
+                for i in 0..<per {
+                    try replicas[w].append(.entityPut(key: "w\(w)-\(i % 1000)", value: .int(Int64(i))), to: group)
+                }
             } catch {
                 failures.mutate { $0.append("\(error)") }
             }
@@ -72,7 +80,11 @@ func relayBench(count: Int, postgres: String?) throws {
     figure("\(label): \(2 * per) writes from 2 members", format(Double(2 * per) / total) + " commits/s")
     figure("  wall time", String(format: "%.2f s", total))
     let writing = finished.value.max() ?? total
-    figure("  writers done after", String(format: "%.2f s (%@ appends/s; commits trail the last write by %.2f s)", writing, format(Double(2 * per) / writing), total - writing))
+    figure(
+        "  writers done after",
+        String(
+            format: "%.2f s (%@ appends/s; commits trail the last write by %.2f s)", writing,
+            format(Double(2 * per) / writing), total - writing))
 
     // One write at a time from Ann, timed until Ben holds it committed. With PostgreSQL, Ann's
     // relay process assigns it and Ben's learns of it from the table (the follower), so this
@@ -88,7 +100,11 @@ func relayBench(count: Int, postgres: String?) throws {
         }
         probes = latencies.count
         latencies.sort()
-        figure("  one write, member of relay 1 -> member of relay 2", String(format: "median %.0f ms, max %.0f ms (%d writes)", latencies[latencies.count / 2] * 1000, latencies.last! * 1000, latencies.count))
+        figure(
+            "  one write, member of relay 1 -> member of relay 2",
+            String(
+                format: "median %.0f ms, max %.0f ms (%d writes)", latencies[latencies.count / 2] * 1000,
+                latencies.last! * 1000, latencies.count))
     }
 
     // Backlog: the members go offline, each writes `per` receipts, both come back at once;
@@ -96,11 +112,16 @@ func relayBench(count: Int, postgres: String?) throws {
     for i in relayHomes.count..<processes.count { processes[i].stop() }
     processes.removeSubrange(relayHomes.count...)
     let before = try replicas[0].committedSeq(of: group)
-    for w in 0..<2 { _ = try replicas[w].ingest(receipts: try signedChain(per, by: devices[w], in: group, after: replicas[w], keyPrefix: "b\(w)-")) }
+    for w in 0..<2 {
+        _ = try replicas[w].ingest(
+            receipts: try signedChain(per, by: devices[w], in: group, after: replicas[w], keyPrefix: "b\(w)-"))
+    }
     let restart = clock.now
     processes.append(try BenchDaemon(home: homes[0], []))
     processes.append(try BenchDaemon(home: homes[1], ["--relay-via", "\(key)=\(ports.last!)"]))
-    try wait("\(2 * per) backlog commits on both members", timeout: 900) { try replicas.allSatisfy { try $0.committedSeq(of: group) >= before + UInt64(2 * per) } }
+    try wait("\(2 * per) backlog commits on both members", timeout: 900) {
+        try replicas.allSatisfy { try $0.committedSeq(of: group) >= before + UInt64(2 * per) }
+    }
     let backlog = seconds(clock.now - restart)
     figure("\(label): backlog of \(2 * per) from 2 members", format(Double(2 * per) / backlog) + " commits/s")
     figure("  wall time (incl. daemon start)", String(format: "%.2f s", backlog))
@@ -108,7 +129,10 @@ func relayBench(count: Int, postgres: String?) throws {
     let hashes = try Set(replicas.map { try $0.stateHash(of: group, view: .committed) })
     guard hashes.count == 1 else { throw BenchError("members differ at the end") }
     let log = try replicas[0].log(of: group, view: .committed)
-    guard log.count == Int(base) + 4 * per + probes, Set(log.map(\.receipt.cid)).count == log.count else { throw BenchError("committed log has \(log.count) entries, expected \(Int(base) + 4 * per + probes), without repeats") }
+    guard log.count == Int(base) + 4 * per + probes, Set(log.map(\.receipt.cid)).count == log.count else {
+        throw BenchError(
+            "committed log has \(log.count) entries, expected \(Int(base) + 4 * per + probes), without repeats")
+    }
 }
 
 /// A value behind a lock, for writer threads.

@@ -32,7 +32,11 @@ func scaleBench(waiting: [Int], appends: Int? = nil) throws {
         var built = 0.0
         let backlog = try timed {
             let receipts = signBacklog(count: w, group: group, after: head, device: laptop)
-            built = try timed { for start in stride(from: 0, to: w, by: 20_000) { _ = try replica.ingest(receipts: Array(receipts[start..<min(start + 20_000, w)])) } }
+            built = try timed {
+                for start in stride(from: 0, to: w, by: 20_000) {
+                    _ = try replica.ingest(receipts: Array(receipts[start..<min(start + 20_000, w)]))
+                }
+            }
         }
         let held = try replica.tentativeCount(of: group)
         precondition(held == w, "backlog: \(held) of \(w) tentative")
@@ -42,13 +46,17 @@ func scaleBench(waiting: [Int], appends: Int? = nil) throws {
         stores.append((w, try Replica(path: path, device: owner), group))
     }
 
-    let perRound = min(100, appends ?? 100), rounds = appends.map { ($0 + perRound - 1) / perRound } ?? 20
+    let perRound = min(100, appends ?? 100)
+    let rounds = appends.map { ($0 + perRound - 1) / perRound } ?? 20
     var latencies = [[Double]](repeating: [], count: stores.count)
     for _ in 0..<rounds {
         for (s, store) in stores.enumerated() {
             for _ in 0..<perRound {
                 let i = latencies[s].count
-                latencies[s].append(try timed { try store.replica.append(.entityPut(key: "k\(i % 100)", value: .int(Int64(i))), to: store.group) })
+                latencies[s].append(
+                    try timed {
+                        try store.replica.append(.entityPut(key: "k\(i % 100)", value: .int(Int64(i))), to: store.group)
+                    })
             }
         }
     }
@@ -56,7 +64,8 @@ func scaleBench(waiting: [Int], appends: Int? = nil) throws {
     for (s, store) in stores.enumerated() {
         let sorted = latencies[s].sorted()
         let rate = Double(sorted.count) / sorted.reduce(0, +)
-        let p50 = sorted[sorted.count / 2] * 1000, p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)] * 1000
+        let p50 = sorted[sorted.count / 2] * 1000
+        let p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)] * 1000
         figure("W=\(store.w): append rate", (rate < 10 ? String(format: "%.2f", rate) : format(rate)) + " /s")
         figure("W=\(store.w): append p50 / p99 (\(sorted.count))", String(format: "%.3f / %.3f ms", p50, p99))
         rates.append((store.w, rate, p50, p99))
@@ -67,7 +76,9 @@ func scaleBench(waiting: [Int], appends: Int? = nil) throws {
     ratio("append rate W=\(last.w) / W=\(first.w)", last.rate / first.rate, target: 0.8)
     ratio("append p50 W=\(first.w) / W=\(last.w)", first.p50 / last.p50)
     let worst = rates.filter { $0.w > 0 }.map(\.p99).max() ?? 0
-    print(pad("append p99 target < 2 ms at every W", 46) + pad(worst < 2 ? "met" : String(format: "NOT met (%.2f ms)", worst), 16, left: false))
+    print(
+        pad("append p99 target < 2 ms at every W", 46)
+            + pad(worst < 2 ? "met" : String(format: "NOT met (%.2f ms)", worst), 16, left: false))
 }
 
 /// `count` entity writes in 8 offline chains (one device of the identity each, every receipt
@@ -77,7 +88,9 @@ private func signBacklog(count: Int, group: GroupID, after: Receipt, device: Loc
     let out = Mutex([Receipt?](repeating: nil, count: count))
     let chunks = 8
     let per = (count + chunks - 1) / chunks
-    let devices = (0..<chunks).map { c in c == 0 ? device : try! device.additionalDevice(name: "laptop-\(c)", createdAt: 1) }
+    let devices = (0..<chunks).map { c in
+        c == 0 ? device : try! device.additionalDevice(name: "laptop-\(c)", createdAt: 1)
+    }
     DispatchQueue.concurrentPerform(iterations: chunks) { c in
         var previous = after.cid
         var local = [(Int, Receipt)]()
@@ -86,7 +99,10 @@ private func signBacklog(count: Int, group: GroupID, after: Receipt, device: Loc
             guard i < count else { break }
             let op = GroupOperation.entityPut(key: "b\(i % 1000)", value: .int(Int64(i)))
             let hlc = HLCTimestamp(physical: after.hlc.physical + 1 + UInt64(i / 60_000), logical: UInt16(i % 60_000))
-            let r = try! devices[c].sign(Receipt.Draft(group: group, type: op.receiptType, counter: UInt64(j + 1), parents: [previous], hlc: hlc, body: op.body))
+            let r = try! devices[c].sign(
+                Receipt.Draft(
+                    group: group, type: op.receiptType, counter: UInt64(j + 1), parents: [previous], hlc: hlc,
+                    body: op.body))
             previous = r.cid
             local.append((i, r))
         }

@@ -24,9 +24,11 @@ func syncCatchUpBench(count: Int) throws {
     let target = try Replica(path: dir + "/target.sqlite", device: receiver)
     let a = SyncSession(local: owner, peer: receiver.certificate, store: source)
     let b = SyncSession(local: receiver, peer: owner.certificate, store: target)
-    var messages = 0, bytes = 0
+    var messages = 0
+    var bytes = 0
     let syncTime = timed {
-        var toA = [[UInt8]](), toB = [[UInt8]]()
+        var toA = [[UInt8]]()
+        var toB = [[UInt8]]()
         func route(_ actions: [SyncAction], toOther inbox: inout [[UInt8]]) {
             for case .send(let m) in actions {
                 inbox.append(m)
@@ -45,7 +47,8 @@ func syncCatchUpBench(count: Int) throws {
     let sameState = try target.stateHash(of: group, view: .committed) == source.stateHash(of: group, view: .committed)
     precondition(converged && sameState, "sync did not converge")
 
-    let plainRate = Double(receipts.count) / plainTime, syncRate = Double(receipts.count) / syncTime
+    let plainRate = Double(receipts.count) / plainTime
+    let syncRate = Double(receipts.count) / syncTime
     figure("plain ingest \(format(Double(receipts.count))) receipts + envelopes", format(plainRate) + " /s")
     figure("sync catch-up, two sessions", format(syncRate) + " /s")
     figure("sync messages / MiB", "\(messages) / " + String(format: "%.1f", Double(bytes) / 1_048_576))

@@ -28,7 +28,8 @@ if which == "catchup", args.count == 2, let count = Int(args[1]) {
     exit(0)
 }
 if which == "elected" {
-    try electedBench(count: args.count > 1 ? Int(args[1]) ?? 2000 : 2000, failovers: args.count > 2 ? Int(args[2]) ?? 5 : 5)
+    try electedBench(
+        count: args.count > 1 ? Int(args[1]) ?? 2000 : 2000, failovers: args.count > 2 ? Int(args[2]) ?? 5 : 5)
     exit(0)
 }
 if which == "relay" {
@@ -38,17 +39,22 @@ if which == "relay" {
 }
 if which == "batch" {
     // `batch [BATCHES] [SIZE]`: Replica.appendBatch against raw Ed25519 signing.
-    try batchBench(batches: args.count > 1 ? Int(args[1]) ?? 50 : 50, size: args.count > 2 ? Int(args[2]) ?? 1_000 : 1_000)
+    try batchBench(
+        batches: args.count > 1 ? Int(args[1]) ?? 50 : 50, size: args.count > 2 ? Int(args[2]) ?? 1_000 : 1_000)
     exit(0)
 }
 if which == "scale" {
-    let list = args.count > 1 ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) } : [1_000, 10_000, 100_000]
+    let list =
+        args.count > 1
+        ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) }
+        : [1_000, 10_000, 100_000]
     try scaleBench(waiting: list, appends: fixedAppends)
     exit(0)
 }
 if which == "events" {
     // `events [N] [ROUNDS]`: committed ingest with and without a change-stream consumer.
-    try await eventsBench(count: args.count > 1 ? Int(args[1]) ?? 20_000 : 20_000, rounds: args.count > 2 ? Int(args[2]) ?? 5 : 5)
+    try await eventsBench(
+        count: args.count > 1 ? Int(args[1]) ?? 20_000 : 20_000, rounds: args.count > 2 ? Int(args[2]) ?? 5 : 5)
     exit(0)
 }
 if which == "ingest" {
@@ -76,7 +82,8 @@ if which == "noise-sink", args.count == 2, let total = Int(args[1]) {
     exit(0)
 }
 guard ["foundation", "replica", "net", "all"].contains(which) else {
-    FileHandle.standardError.write(Data("usage: peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]\n".utf8))
     exit(64)
 }
 #if DEBUG

@@ -1,6 +1,8 @@
 import CFuzzDriver
 import PeerlogFuzzHarness
 
+/// The executable's entry point (what SwiftPM's `main` calls for this target): hands the
+/// arguments to libFuzzer's driver, which runs the input function below on each input.
 @_cdecl("FuzzFrames_main")
 public func fuzzFramesMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     var count = argc

@@ -11,7 +11,8 @@ struct OverlayBatch {
     let byCounter: [Key: Receipt]
 
     init(_ receipts: [Receipt]) {
-        var byCID = [CID: Receipt](), byCounter = [Key: Receipt]()
+        var byCID = [CID: Receipt]()
+        var byCounter = [Key: Receipt]()
         for r in receipts {
             byCID[r.cid] = r
             byCounter[Key(author: r.author, counter: r.counter)] = r

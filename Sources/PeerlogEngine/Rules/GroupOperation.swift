@@ -72,7 +72,9 @@ public enum GroupOperation: Hashable, Sendable {
             self = .entityDelete(key: try f.text("key"))
         default:
             guard !Self.isReserved(receiptType) else {
-                throw RuleViolation("unknown receipt type \"\(receiptType)\": group.* and entity.* types are reserved", code: .invalidOperation)
+                throw RuleViolation(
+                    "unknown receipt type \"\(receiptType)\": group.* and entity.* types are reserved",
+                    code: .invalidOperation)
             }
             self = .application(type: receiptType, body: body)
         }
@@ -131,7 +133,9 @@ public enum GroupOperation: Hashable, Sendable {
         case .created(let name, let maxMembers):
             try Self.checkBytes(name, key: "name", limit: GroupLimits.maxNameBytes, what: what)
             guard (1...GroupLimits.maxMembersCeiling).contains(maxMembers) else {
-                throw RuleViolation("\(what): \"max_members\" must be 1 to \(GroupLimits.maxMembersCeiling), got \(maxMembers)", code: .invalidOperation)
+                throw RuleViolation(
+                    "\(what): \"max_members\" must be 1 to \(GroupLimits.maxMembersCeiling), got \(maxMembers)",
+                    code: .invalidOperation)
             }
         case .renamed(let name):
             try Self.checkBytes(name, key: "name", limit: GroupLimits.maxNameBytes, what: what)
@@ -141,7 +145,9 @@ public enum GroupOperation: Hashable, Sendable {
             try Self.checkBytes(key, key: "key", limit: GroupLimits.maxEntityKeyBytes, what: what)
         case .application(let type, _):
             guard !Self.isReserved(type) else {
-                throw RuleViolation("application receipt type \"\(type)\" uses a reserved prefix (group. or entity.)", code: .invalidOperation)
+                throw RuleViolation(
+                    "application receipt type \"\(type)\" uses a reserved prefix (group. or entity.)",
+                    code: .invalidOperation)
             }
         case .memberAdded, .inviteAccepted, .memberRemoved, .memberLeft, .roleChanged, .deleted:
             break
@@ -153,7 +159,8 @@ public enum GroupOperation: Hashable, Sendable {
     static func checkBytes(_ s: String, key: String, limit: Int, what: String) throws(RuleViolation) {
         let n = s.utf8.count
         guard (1...limit).contains(n) else {
-            throw RuleViolation("\(what): \"\(key)\" must be 1 to \(limit) bytes of UTF-8, got \(n)", code: .invalidOperation)
+            throw RuleViolation(
+                "\(what): \"\(key)\" must be 1 to \(limit) bytes of UTF-8, got \(n)", code: .invalidOperation)
         }
     }
 }
@@ -167,16 +174,24 @@ extension SequencerAuthority {
 
     init(parsing value: CBOR, what: String) throws(RuleViolation) {
         // The kind decides which keys are allowed, so it is read before the exact-keys check.
-        guard case .map(let entries) = value else { throw RuleViolation("\(what) must be a map", code: .invalidOperation) }
-        guard let kindValue = entries[.text("kind")] else { throw RuleViolation("\(what): missing \"kind\"", code: .invalidOperation) }
-        guard case .text(let kind) = kindValue else { throw RuleViolation("\(what): \"kind\" must be text", code: .invalidOperation) }
+        guard case .map(let entries) = value else {
+            throw RuleViolation("\(what) must be a map", code: .invalidOperation)
+        }
+        guard let kindValue = entries[.text("kind")] else {
+            throw RuleViolation("\(what): missing \"kind\"", code: .invalidOperation)
+        }
+        guard case .text(let kind) = kindValue else {
+            throw RuleViolation("\(what): \"kind\" must be text", code: .invalidOperation)
+        }
         switch kind {
         case "solo":
             let f = try BodyFields(value, what: what, keys: ["kind", "device"])
             self = .solo(try f.key("device"))
         case "elected":
             let f = try BodyFields(value, what: what, keys: ["kind", "voters"])
-            guard case .array(let items) = f.fields["voters"]! else { throw RuleViolation("\(what): \"voters\" must be an array", code: .invalidOperation) }
+            guard case .array(let items) = f.fields["voters"]! else {
+                throw RuleViolation("\(what): \"voters\" must be an array", code: .invalidOperation)
+            }
             var voters = [DeviceID]()
             for item in items {
                 guard case .bytes(let b) = item, b.count == 32, let id = try? DeviceID(bytes: b) else {
@@ -199,16 +214,21 @@ extension SequencerAuthority {
             break
         case .elected(let voters):
             guard (1...GroupLimits.maxVoters).contains(voters.count) else {
-                throw RuleViolation("\(what): \"voters\" must hold 1 to \(GroupLimits.maxVoters) devices, got \(voters.count)", code: .invalidOperation)
+                throw RuleViolation(
+                    "\(what): \"voters\" must hold 1 to \(GroupLimits.maxVoters) devices, got \(voters.count)",
+                    code: .invalidOperation)
             }
             // Strictly ascending: one order for every replica, and no device with two votes.
             for (a, b) in zip(voters, voters.dropFirst()) where !(a < b) {
-                throw RuleViolation("\(what): \"voters\" must be sorted ascending by bytes, without duplicates", code: .invalidOperation)
+                throw RuleViolation(
+                    "\(what): \"voters\" must be sorted ascending by bytes, without duplicates", code: .invalidOperation
+                )
             }
         case .relay(_, let address):
             try GroupOperation.checkBytes(address, key: "address", limit: GroupLimits.maxRelayAddressBytes, what: what)
             guard Self.isHostPort(address) else {
-                throw RuleViolation("\(what): \"address\" must be host:port with a port of 1 to 65535", code: .invalidOperation)
+                throw RuleViolation(
+                    "\(what): \"address\" must be host:port with a port of 1 to 65535", code: .invalidOperation)
             }
         }
     }
@@ -231,10 +251,14 @@ struct BodyFields {
     let fields: [String: CBOR]
 
     init(_ value: CBOR, what: String, keys: [String]) throws(RuleViolation) {
-        guard case .map(let entries) = value else { throw RuleViolation("\(what) must be a map", code: .invalidOperation) }
+        guard case .map(let entries) = value else {
+            throw RuleViolation("\(what) must be a map", code: .invalidOperation)
+        }
         var fields = [String: CBOR]()
         for (k, v) in entries {
-            guard case .text(let key) = k else { throw RuleViolation("\(what) must have text keys only", code: .invalidOperation) }
+            guard case .text(let key) = k else {
+                throw RuleViolation("\(what) must have text keys only", code: .invalidOperation)
+            }
             fields[key] = v
         }
         if let missing = keys.first(where: { fields[$0] == nil }) {
@@ -249,12 +273,16 @@ struct BodyFields {
     }
 
     func text(_ key: String) throws(RuleViolation) -> String {
-        guard case .text(let s) = fields[key] else { throw RuleViolation("\(what): \"\(key)\" must be text", code: .invalidOperation) }
+        guard case .text(let s) = fields[key] else {
+            throw RuleViolation("\(what): \"\(key)\" must be text", code: .invalidOperation)
+        }
         return s
     }
 
     func uint(_ key: String) throws(RuleViolation) -> UInt64 {
-        guard case .unsigned(let v) = fields[key] else { throw RuleViolation("\(what): \"\(key)\" must be an unsigned integer", code: .invalidOperation) }
+        guard case .unsigned(let v) = fields[key] else {
+            throw RuleViolation("\(what): \"\(key)\" must be an unsigned integer", code: .invalidOperation)
+        }
         return v
     }
 
@@ -267,7 +295,9 @@ struct BodyFields {
 
     func role(_ key: String) throws(RuleViolation) -> Role {
         guard case .text(let s) = fields[key], let role = Role(rawValue: s) else {
-            throw RuleViolation("\(what): \"\(key)\" must be one of \(Role.allCases.map(\.rawValue).joined(separator: ", "))", code: .invalidOperation)
+            throw RuleViolation(
+                "\(what): \"\(key)\" must be one of \(Role.allCases.map(\.rawValue).joined(separator: ", "))",
+                code: .invalidOperation)
         }
         return role
     }

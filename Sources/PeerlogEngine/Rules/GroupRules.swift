@@ -45,7 +45,9 @@ public enum GroupRules {
     ) throws(RuleViolation) -> GroupState {
         try op.validate()
         guard var state else {
-            guard case .created(let name, let maxMembers) = op else { throw RuleViolation("group does not exist", code: .groupNotFound) }
+            guard case .created(let name, let maxMembers) = op else {
+                throw RuleViolation("group does not exist", code: .groupNotFound)
+            }
             return GroupState(
                 group: group, name: name, status: .active, maxMembers: maxMembers, createdBy: sender,
                 authority: .solo(device), members: [sender: Member(identity: sender, role: .owner, status: .active)])
@@ -79,9 +81,12 @@ public enum GroupRules {
 
         case .memberAdded(let target, let role):
             let senderRole = try activeRole(of: sender, in: state)
-            guard senderRole != .member else { throw RuleViolation("only an owner or admin may add members", code: .notPermitted) }
+            guard senderRole != .member else {
+                throw RuleViolation("only an owner or admin may add members", code: .notPermitted)
+            }
             guard senderRole == .owner || role == .member else {
-                throw RuleViolation("an admin may add only members; only an owner may add an \(role.rawValue)", code: .notPermitted)
+                throw RuleViolation(
+                    "an admin may add only members; only an owner may add an \(role.rawValue)", code: .notPermitted)
             }
             switch state.members[target]?.status {
             case .active: throw RuleViolation("identity \(target.short) is already a member")
@@ -90,19 +95,27 @@ public enum GroupRules {
             }
             // Pending invitations hold a seat, so accepting can never overfill the group.
             guard state.occupiedSeats < state.maxMembers else {
-                throw RuleViolation("group is full: all \(state.maxMembers) seats (max_members) are taken by active and pending members", code: .groupFull)
+                throw RuleViolation(
+                    "group is full: all \(state.maxMembers) seats (max_members) are taken by active and pending members",
+                    code: .groupFull)
             }
             state.members[target] = Member(identity: target, role: role, status: .pending)
 
         case .memberRemoved(let target):
             let senderRole = try activeRole(of: sender, in: state)
-            guard senderRole != .member else { throw RuleViolation("only an owner or admin may remove members", code: .notPermitted) }
+            guard senderRole != .member else {
+                throw RuleViolation("only an owner or admin may remove members", code: .notPermitted)
+            }
             // Owners cannot remove themselves, so removal can never take away the last owner.
-            guard target != sender else { throw RuleViolation("a member cannot remove themselves; use group.member_left") }
+            guard target != sender else {
+                throw RuleViolation("a member cannot remove themselves; use group.member_left")
+            }
             guard let t = state.members[target], t.status == .pending || t.status == .active else {
                 throw RuleViolation("identity \(target.short) is not a member", code: .notAMember)
             }
-            guard senderRole == .owner || t.role == .member else { throw RuleViolation("an admin may remove only members", code: .notPermitted) }
+            guard senderRole == .owner || t.role == .member else {
+                throw RuleViolation("an admin may remove only members", code: .notPermitted)
+            }
             state.members[target]!.status = .removed
 
         case .renamed(let name):
@@ -112,7 +125,9 @@ public enum GroupRules {
             state.name = name
 
         case .roleChanged(let target, let role):
-            guard try activeRole(of: sender, in: state) == .owner else { throw RuleViolation("only an owner may change roles", code: .notPermitted) }
+            guard try activeRole(of: sender, in: state) == .owner else {
+                throw RuleViolation("only an owner may change roles", code: .notPermitted)
+            }
             guard let t = state.members[target], t.status == .active else {
                 throw RuleViolation("identity \(target.short) is not an active member", code: .notAMember)
             }
@@ -128,13 +143,18 @@ public enum GroupRules {
             }
             // Voter sets change one voter at a time (docs/PROTOCOL.md §18.4).
             if case .elected(let old) = state.authority, case .elected(let new) = authority,
-               Set(old).symmetricDifference(Set(new)).count > 1 {
-                throw RuleViolation("an elected voter set changes one voter at a time (\(Set(old).symmetricDifference(Set(new)).count) differ)")
+                Set(old).symmetricDifference(Set(new)).count > 1
+            {
+                throw RuleViolation(
+                    "an elected voter set changes one voter at a time (\(Set(old).symmetricDifference(Set(new)).count) differ)"
+                )
             }
             state.authority = authority
 
         case .deleted:
-            guard try activeRole(of: sender, in: state) == .owner else { throw RuleViolation("only an owner may delete the group", code: .notPermitted) }
+            guard try activeRole(of: sender, in: state) == .owner else {
+                throw RuleViolation("only an owner may delete the group", code: .notPermitted)
+            }
             state.status = .deleted
 
         case .entityPut, .entityDelete, .application:
@@ -145,7 +165,9 @@ public enum GroupRules {
 
     /// The sender's role, if the sender is an active member; refused otherwise.
     static func activeRole(of sender: IdentityID, in state: GroupState) throws(RuleViolation) -> Role {
-        guard let role = state.activeRole(of: sender) else { throw RuleViolation("sender is not an active member", code: .notAMember) }
+        guard let role = state.activeRole(of: sender) else {
+            throw RuleViolation("sender is not an active member", code: .notAMember)
+        }
         return role
     }
 }
