@@ -111,7 +111,7 @@ struct PostgresGateTests {
         for (url, words) in [
             ("mysql://u@h/db", "postgres://"), ("postgres://127.0.0.1:55432/db", "no user"),
             ("postgres://u@127.0.0.1:55432/", "no database"), ("not a url at all", "is not a URL"),
-            ("postgres://u:hunter2 x@127.0.0.1:5432/db", "is not a URL"),
+            ("postgres://u:hunter2@127.0.0.1:5432/", "no database"),
         ] {
             do {
                 _ = try PostgresRelayStore(url: url, logger: Logger(label: "test"))
