@@ -6,7 +6,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 scratch=$(pwd)/.build-fuzz
-swift build --package-path Fuzz --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer 2>&1 | grep -E 'error|Compiling Fuzz|Build complete' || true
+build() {
+  swift build --package-path Fuzz --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer >"$scratch/fuzz-build.log" 2>&1
+}
+# A build that fails must stop the run: fuzzing the previous binaries would test old code. An
+# incremental build can fail on a source file deleted since the last one ("missing inputs"); its
+# scratch build is then started afresh, once.
+mkdir -p "$scratch"
+if ! build; then
+  echo "fuzz: the incremental build failed; building from scratch" >&2
+  rm -rf "$scratch/x86_64-unknown-linux-gnu" "$scratch/debug" "$scratch/build.db"
+  if ! build; then
+    grep -E 'error' "$scratch/fuzz-build.log" | head -20 >&2
+    echo "fuzz: the fuzz targets did not build" >&2
+    exit 1
+  fi
+fi
+grep -E 'Build complete' "$scratch/fuzz-build.log" || true
 status=0
 for target in frames:FuzzFrames sync:FuzzSyncMessages capture:FuzzCaptureFiles; do
   name=${target%%:*}; exe=${target#*:}
