@@ -128,7 +128,10 @@ final class TableGate: SequenceGate {
         #expect(try relay.checkTentativeOverlay(of: group) == .matches)
     }
 
-    @Test func aLongPassIsReservedInBoundedBatchesAndStopsAtTheFirstRefused() async throws {
+    /// A relay whose gate reserves at most 3 seqs per batch, and 7 writes of alice's waiting for it.
+    static func sevenWritesInBatchesOfThree() throws -> (
+        alice: TestReplica, gate: TableGate, group: GroupID, relay: Replica, base: UInt64, writes: [Receipt]
+    ) {
         var limits = ReplicaLimits()
         limits.maxReservationBatch = 3
         let alice = try TestReplica("alice")
@@ -137,6 +140,11 @@ final class TableGate: SequenceGate {
         let writes = try (1...7).map {
             try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt
         }
+        return (alice, gate, group, relay, base, writes)
+    }
+
+    @Test func aLongPassIsReservedInBoundedBatchesAndStopsAtTheFirstRefused() async throws {
+        let (alice, gate, group, relay, base, writes) = try Self.sevenWritesInBatchesOfThree()
         // Another process holds base+5 with a receipt this relay does not have.
         let stranger = try alice.replica.append(.entityPut(key: "stranger", value: "s"), to: group).receipt
         gate.rows.withLock { $0[base + 5] = stranger.cid }
@@ -154,14 +162,7 @@ final class TableGate: SequenceGate {
     }
 
     @Test func aFailingGateKeepsTheAdmittedBatchesAndTheGroupIsTriedAgain() async throws {
-        var limits = ReplicaLimits()
-        limits.maxReservationBatch = 3
-        let alice = try TestReplica("alice")
-        let gate = TableGate()
-        let (group, relay, base) = try Self.relayed(alice, gate: gate, limits: limits)
-        let writes = try (1...7).map {
-            try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt
-        }
+        let (_, gate, group, relay, base, writes) = try Self.sevenWritesInBatchesOfThree()
         gate.failOnce.withLock { $0 = base + 5 }
         _ = try relay.ingest(receipts: writes)
         await #expect { try await relay.sequenceThroughGate() } throws: {
