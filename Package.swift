@@ -66,6 +66,8 @@ let package = Package(
                 "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer",
             ]),
         .target(name: "PeerlogDiscovery", dependencies: ["CDNSSD"]),
+        // Pairing by short code: code format, CPace exchange state machines, typed payloads (no I/O).
+        .target(name: "PeerlogPairing", dependencies: ["PeerlogCrypto", "PeerlogEncoding", "PeerlogModel"]),
         // Raft leader election restricted to sequence assignment (pure: ticks in, effects out).
         .target(name: "PeerlogSequencer"),
         // Capture files (pcapng with Peerlog records), transcripts, offline replay, raw-capture decryption.
@@ -79,7 +81,7 @@ let package = Package(
             name: "PeerlogNode",
             dependencies: [
                 "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
-                "PeerlogDiscovery", "PeerlogCapture",
+                "PeerlogDiscovery", "PeerlogCapture", "PeerlogPairing",
                 "PeerlogSequencer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -92,7 +94,7 @@ let package = Package(
             name: "Peerlog",
             dependencies: [
                 "PeerlogNode", "PeerlogCapture", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding",
-                "PeerlogCrypto",
+                "PeerlogCrypto", "PeerlogPairing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

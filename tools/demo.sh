@@ -62,7 +62,6 @@ converged() {
   local h1 h2 h3; h1=$(hashes 1); h2=$(hashes 2); h3=$(hashes 3)
   [ "$h1" = "$h2" ] && [ "$h2" = "$h3" ] && ! pl log --home "$(home 1)" "$group" --json | grep -q '"tentative"'
 }
-invited() { pl invites --home "$(home "$1")" | grep -q "$group"; }
 
 if [ "$mode" = namespaces ]; then
   step "Mode: three network namespaces on one bridge, each with its own avahi; daemons get no addresses"
@@ -71,18 +70,29 @@ else
   step "Mode: three processes on loopback with static peers (run as root for namespaces with mDNS discovery)"
 fi
 
-step "Ann, Ben and Cat create identities; Ann creates a group and invites the others"
+step "Ann, Ben and Cat create identities; Ann creates a group"
 for k in 1 2 3; do pl init --home "$(home "$k")" --name "${names[$k]}-laptop" >/dev/null; done
-ident() { pl id --home "$(home "$1")" --json | sed -n 's/.*"identity" : "\(b[a-z2-7]*\)".*/\1/p;s/.*"identity": "\(b[a-z2-7]*\)".*/\1/p' | head -1; }
-ann=$(ident 1)
 group=$(pl group create --home "$(home 1)" demo --json | sed -n 's/.*"id" *: *"\(b[a-z2-7]*\)".*/\1/p' | head -1)
-for k in 2 3; do pl group add --home "$(home 1)" "$group" "$(ident "$k")"; done
 
-step "Daemons start; Ben and Cat pair with Ann (--allow) since they hold no group with her yet"
+step "Daemons start; Ann invites Ben and Cat by short code (no identities typed, no --allow)"
 start 1
-start 2 --allow "$ann"
-start 3 --allow "$ann"
-for k in 2 3; do wait_for 30 "${names[$k]} sees the invitation" invited "$k"; pl group accept --home "$(home "$k")" "$group"; done
+start 2
+start 3
+# join K CODE ADDRESS: K types the code Ann read out; in namespaces the session is found over DNS-SD.
+join() {
+  if [ "$mode" = namespaces ]; then
+    bash tools/lan.sh exec "$1" -- "$peerlog" invite join --home "$(home "$1")" "$2"
+  else
+    pl invite join --home "$(home "$1")" "$2" --peer "$3"
+  fi
+}
+for k in 2 3; do
+  ticket=$(pl invite create --home "$(home 1)" "$group" --json)
+  code=$(echo "$ticket" | sed -n 's/.*"code" *: *"\([0-9-]*\)".*/\1/p')
+  address=$(echo "$ticket" | sed -n 's/.*"address" *: *"\([^"]*\)".*/\1/p')
+  echo "   Ann reads out $code; ${names[$k]} types it:"
+  join "$k" "$code" "$address" | sed 's/^/     /'
+done
 wait_for 30 "all three converge" converged
 
 step "Cat is cut off; everyone writes (Cat's writes stay tentative: Ann's device orders the group)"

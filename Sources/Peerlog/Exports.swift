@@ -11,4 +11,5 @@
 @_exported import struct PeerlogModel.IdentityID
 @_exported import struct PeerlogNode.CaptureStatus
 @_exported import struct PeerlogNode.NodeStatus
+@_exported import struct PeerlogNode.PairingTicket
 @_exported import struct PeerlogNode.PeerAddress

@@ -24,6 +24,7 @@ public struct PeerlogError: CodedError {
         private enum Base: Hashable, Sendable {
             case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
+            case pairing
         }
 
         private let base: Base
@@ -61,6 +62,10 @@ public struct PeerlogError: CodedError {
         /// A file to read or write: it exists already (exports never overwrite), cannot be
         /// read or written, or is malformed (an import names the line).
         public static let file = Code(.file)
+        /// Pairing by short code failed: a malformed, wrong, expired, used or exhausted code, a
+        /// session that cannot be found or reached, or the host's refusal (the description says
+        /// which; docs/PROTOCOL.md §20).
+        public static let pairing = Code(.pairing)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }

@@ -51,10 +51,13 @@ extension Peerlog {
         var logger = Logger(label: "peerlog")
         logger.logLevel = options.logLevel
         do {
+            // What pairings taught this home (peers, inviters, invitations to accept).
+            var configuration = options.configuration
+            try PairingsFile(home: home).apply(to: &configuration)
             return PeerlogService(
                 peerlog: self,
                 node: try PeerlogNode(
-                    home: home, configuration: options.configuration, logger: logger, replica: replica,
+                    home: home, configuration: configuration, logger: logger, replica: replica,
                     onListening: onListening))
         } catch {
             throw PeerlogError(.network, "cannot start the node in \(home): \(error)")

@@ -5,6 +5,12 @@
 /// - `capture start omit-bodies=0|1 max-bytes=N PATH`: starts a capture (N = 0: no rotation;
 ///   PATH absolute, the rest of the line); the reply is the `CaptureStatus`.
 /// - `capture stop`: stops it; the reply is the stopped capture's `CaptureStatus`.
+/// - `pair open link expires=SECONDS identity-key=0|1`: opens a device-link session; the reply
+///   is the `PairingTicket` (docs/PROTOCOL.md §20).
+/// - `pair open invite expires=SECONDS role=ROLE GROUP`: opens a session inviting whoever joins
+///   with its code to GROUP (a group id) as ROLE; the reply is the `PairingTicket`.
+/// - `pair adopt IDENTITY HOST:PORT [GROUP]`: after `peerlog invite join`, admit IDENTITY, dial
+///   HOST:PORT and accept the invitation to GROUP when it arrives; the reply is `{"ok":true}`.
 ///
 /// `ControlClient` writes requests with `line` and the daemon reads them with `parse`, so both
 /// sides share one grammar. A failure is answered `{"error": "…"}`.
@@ -17,6 +23,10 @@ public enum ControlRequest: Sendable, Hashable {
     case captureStart(path: String, maxBytes: Int?, omitBodies: Bool)
     /// Stop the running capture.
     case captureStop
+    /// Open a pairing session (`peerlog device link`, `peerlog invite create`).
+    case pairOpen(PairingOpenRequest)
+    /// Take a pairing's result into the running node (`peerlog invite join`).
+    case pairAdopt(PairingAdoption)
 
     /// The request as sent (without the newline that ends it).
     public var line: String {
@@ -26,6 +36,8 @@ public enum ControlRequest: Sendable, Hashable {
         case .captureStart(let path, let maxBytes, let omitBodies):
             "capture start omit-bodies=\(omitBodies ? 1 : 0) max-bytes=\(maxBytes ?? 0) \(path)"
         case .captureStop: "capture stop"
+        case .pairOpen(let open): "pair open " + open.words.joined(separator: " ")
+        case .pairAdopt(let adopt): "pair adopt " + adopt.words.joined(separator: " ")
         }
     }
 
@@ -41,11 +53,18 @@ public enum ControlRequest: Sendable, Hashable {
         case "ping": return .success(.ping)
         case "status": return .success(.status)
         case _ where line.hasPrefix("capture "): return parseCapture(String(line.dropFirst("capture ".count)))
+        case _ where line.hasPrefix("pair open "):
+            return PairingOpenRequest.parse(line.dropFirst("pair open ".count).split(separator: " ").map(String.init))
+                .map { ControlRequest.pairOpen($0) }
+        case _ where line.hasPrefix("pair adopt "):
+            return PairingAdoption.parse(line.dropFirst("pair adopt ".count).split(separator: " ").map(String.init))
+                .map { ControlRequest.pairAdopt($0) }
         default:
             return .failure(
                 Invalid(
                     description:
-                        "unknown request \"\(line.prefix(64))\" (known: status, ping, capture start, capture stop)"))
+                        "unknown request \"\(line.prefix(64))\" (known: status, ping, capture start, capture stop, pair open, pair adopt)"
+                ))
         }
     }
 

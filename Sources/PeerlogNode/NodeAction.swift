@@ -51,8 +51,8 @@ enum NodeCloseReason: Sendable, Equatable, CustomStringConvertible {
 /// Who is let in: our identity, configured ones, members of groups we hold, the relays our
 /// groups name (or anyone, for an open relay).
 struct NodeAdmission: Sendable, Equatable {
-    /// Our identity and `NodeConfiguration.allow`.
-    let configured: Set<IdentityID>
+    /// Our identity, `NodeConfiguration.allow` and identities paired since the start.
+    private(set) var configured: Set<IdentityID>
     let open: Bool
     private(set) var allowed: Set<IdentityID>
     private(set) var relays: Set<RelayEndpoint> = []
@@ -61,6 +61,13 @@ struct NodeAdmission: Sendable, Equatable {
         self.configured = configured
         self.open = open
         allowed = configured
+    }
+
+    /// Lets `identity` in from now on, as `allow` would (a pairing); false if it already was.
+    mutating func admit(_ identity: IdentityID) -> Bool {
+        guard configured.insert(identity).inserted else { return false }
+        allowed.insert(identity)
+        return true
     }
 
     /// Whether a device of this identity would be let in (for dialing discovered peers).

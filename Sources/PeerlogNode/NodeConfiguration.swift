@@ -15,6 +15,9 @@ public struct NodeConfiguration: Sendable {
     public var peers: [PeerAddress] = []
     /// Identities let in besides our own and the members of groups we hold (pairing).
     public var allow: Set<IdentityID> = []
+    /// Groups whose invitation the node accepts as soon as it arrives (`peerlog invite join`
+    /// writes them to `HOME/pairings.conf` as `accept = GROUP`).
+    public var autoAccept: Set<GroupID> = []
     /// Let in any device with a valid certificate (a relay that takes new groups from anyone).
     public var openAdmission = false
     /// Where to reach a relay instead of the address its groups name (e.g. one process of a
@@ -48,7 +51,8 @@ public struct NodeConfiguration: Sendable {
 
     /// Reads a configuration file: one `key = value` per line, `#` starts a comment.
     /// Keys: `listen` (HOST:PORT or `none`), `peer` (repeatable), `allow` (identity, repeatable),
-    /// `network` (network id), `control` (socket path), `log-level`, `discovery` (on/off).
+    /// `network` (network id), `control` (socket path), `log-level`, `discovery` (on/off),
+    /// `accept` (group whose invitation to accept on arrival, repeatable).
     public mutating func load(file path: String) throws {
         let text: String
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
@@ -70,6 +74,7 @@ public struct NodeConfiguration: Sendable {
                 case "listen": listen = value == "none" ? nil : try PeerAddress(parsing: value, listening: true)
                 case "peer": peers.append(try PeerAddress(parsing: value))
                 case "allow": allow.insert(try IdentityID(string: value))
+                case "accept": autoAccept.insert(try GroupID(string: value))
                 case "network": channel.networkID = value
                 case "control": controlSocket = value
                 case "discovery":

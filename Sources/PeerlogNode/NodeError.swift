@@ -48,6 +48,9 @@ public struct NodeError: CodedError {
     static func controlSocket(_ why: String, file: String = #fileID, line: Int = #line) -> Self {
         Self(.controlSocket, why, description: "control socket: \(why)", file: file, line: line)
     }
+    static func pairing(_ why: String, file: String = #fileID, line: Int = #line) -> Self {
+        Self(.pairing, why, description: "pairing: \(why)", file: file, line: line)
+    }
     static func alreadyRunning(_ path: String, file: String = #fileID, line: Int = #line) -> Self {
         Self(
             .alreadyRunning, path, description: "a daemon already runs for this home (control socket \(path) answers)",
@@ -64,4 +67,6 @@ extension ErrorCode where Domain == NodeError {
     public static let controlSocket = Self("controlSocket")
     /// A daemon already runs for this home.
     public static let alreadyRunning = Self("alreadyRunning")
+    /// A pairing session cannot be opened or run (docs/PROTOCOL.md §20).
+    public static let pairing = Self("pairing")
 }

@@ -22,6 +22,11 @@ extension NodeHub {
                 reply(startCapture(path: path, options: .init(maxBytes: maxBytes, omitBodies: omitBodies)))
             case .success(.captureStop):
                 reply(stopCapture())
+            case .success(.pairOpen(let request)):
+                let open = pairingOpen.withLock { $0 }
+                Task { reply(await open(request)) }
+            case .success(.pairAdopt(let adoption)):
+                reply(pairingAdopt.withLock { $0 }(adoption))
             case .failure(let invalid):
                 reply(ControlReply.error(invalid.description))
             }
@@ -76,7 +81,8 @@ extension NodeHub {
             capture: capture.status,
             refusals: recentRefusals(),
             rejected: recentRejections(),
-            rejectedTotal: rejectedTotal
+            rejectedTotal: rejectedTotal,
+            pairing: pairingStatus.withLock { $0 }()
         )
     }
 

@@ -38,6 +38,18 @@ final class NodeHub: @unchecked Sendable {
     let discoveryState = Mutex<(enabled: Bool, unavailable: String?)>((false, nil))
     /// Called (on the hub's executor) when the set of identities we let in changed.
     let onMembershipChange = Mutex<@Sendable () -> Void>({})
+    /// The node's pairing sessions for `status` (nil: none ran).
+    let pairingStatus = Mutex<@Sendable () -> PairingStatus?>({ nil })
+    /// Answers `pair open` (the reply document); set by the node.
+    let pairingOpen = Mutex<@Sendable (PairingOpenRequest) async -> [UInt8]>({ _ in
+        ControlReply.error("this node hosts no pairing sessions")
+    })
+    /// Answers `pair adopt` (the reply document); set by the node.
+    let pairingAdopt = Mutex<@Sendable (PairingAdoption) -> [UInt8]>({ _ in
+        ControlReply.error("this node cannot adopt pairings")
+    })
+    /// Called (on the hub's executor) after group operations were stored or committed.
+    let onGroupOperations = Mutex<@Sendable () -> Void>({})
     /// Called (on the hub's executor) when the relays our groups name changed.
     let onRelaysChange = Mutex<@Sendable (Set<RelayEndpoint>) -> Void>({ _ in })
 
@@ -144,6 +156,15 @@ final class NodeHub: @unchecked Sendable {
         }
     }
 
+    /// Lets `identity` in from now on (a pairing).
+    func admit(_ identity: IdentityID) {
+        async { [self] in
+            perform(machine.admitted(identity))
+            let now = machine.admission
+            admission.withLock { $0 = now }
+        }
+    }
+
     func isConnected(device: DeviceID) -> Bool { sync { machine.isConnected(device: device) } }
 
     // MARK: Performing
@@ -198,6 +219,7 @@ final class NodeHub: @unchecked Sendable {
                 logger.error("cannot read group members: \(error)")
             }
             election.refresh()
+            onGroupOperations.withLock { $0 }()
         case .admissionChanged:
             onMembershipChange.withLock { $0 }()
         case .relaysChanged(let relays):

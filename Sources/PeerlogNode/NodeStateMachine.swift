@@ -150,6 +150,11 @@ struct NodeStateMachine: Sendable {
         return actions
     }
 
+    /// A pairing admitted `identity` (`invite join`): it is let in like an `allow`ed one.
+    mutating func admitted(_ identity: IdentityID) -> [NodeAction] {
+        admission.admit(identity) ? [.admissionChanged] : []
+    }
+
     /// After a session re-checked its groups: a peer whose identity no longer shares anything
     /// with us is disconnected.
     mutating func membershipRechecked(_ id: UInt64) -> [NodeAction] {

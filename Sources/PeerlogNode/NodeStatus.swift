@@ -31,6 +31,47 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var rejected: [RejectionStatus]?
     /// Items refused from peers since the node started (`rejected` keeps only the newest 32).
     public var rejectedTotal: Int?
+    /// Pairing sessions this node hosts and the newest pairing events, refusals among them
+    /// (nil when none ever ran).
+    public var pairing: PairingStatus?
+}
+
+/// Pairing sessions (`peerlog device link`, `peerlog invite create`) for `status`.
+public struct PairingStatus: Codable, Sendable, Equatable {
+    /// Sessions whose code is still valid.
+    public var open: [PairingSessionStatus]
+    /// The newest pairing events (at most 20), newest last: pairings, failed attempts, refusals.
+    public var recent: [PairingEventStatus]
+}
+
+/// One open pairing session.
+public struct PairingSessionStatus: Codable, Sendable, Equatable {
+    /// The code's public part.
+    public var nameplate: Int
+    /// `link` or `invite`.
+    public var purpose: String
+    /// When the code dies (milliseconds since 1970).
+    public var expiresAt: UInt64
+    /// Wrong codes still allowed before the code dies.
+    public var attemptsLeft: Int
+    /// The session's listener (HOST:PORT).
+    public var address: String
+    /// For an invitation: the group.
+    public var group: String?
+}
+
+/// Something that happened in a pairing session.
+public struct PairingEventStatus: Codable, Sendable, Equatable {
+    /// When (milliseconds since 1970).
+    public var at: UInt64
+    /// The session's nameplate.
+    public var nameplate: Int
+    /// The guest's address.
+    public var remote: String
+    /// `paired`, `failed` (a PAKE or payload failure) or `refused` (no attempt made).
+    public var outcome: String
+    /// What was paired, or why it failed.
+    public var detail: String
 }
 
 /// One item of a peer's batch that our replica refused (§15.1), for `status`.

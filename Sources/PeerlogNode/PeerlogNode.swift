@@ -33,6 +33,12 @@ public final class PeerlogNode: Service, Sendable {
     private let admission: ConnectionAdmission
     /// Called once the listener is bound (with the actual port when 0 was asked for).
     private let onListening: (@Sendable (PeerAddress?) -> Void)?
+    /// The pairing sessions this node hosts (`device link`, `invite create`).
+    private let pairing: PairingHost
+    /// Starts a dialer while the node runs (set by `run`).
+    private let adoptDialer = Mutex<(@Sendable (Dialer) -> Void)?>(nil)
+    /// Groups whose invitation is accepted as soon as it arrives (`invite join`).
+    private let autoAccept: Mutex<Set<GroupID>>
 
     /// `replica`: the home's replica when the caller has it open already (an app embedding the
     /// node shares its replica, so its own writes reach peers at once); it must have been
@@ -62,6 +68,10 @@ public final class PeerlogNode: Service, Sendable {
             replica: self.replica, device: device, allow: configuration.allow,
             openAdmission: configuration.openAdmission, logger: logger, cadence: cadence)
         dialers = configuration.peers.map { Dialer(address: $0) }
+        pairing = PairingHost(
+            grants: PairingGrants(device: device, replica: self.replica), logger: logger,
+            networkID: configuration.channel.networkID, discovery: configuration.discovery)
+        autoAccept = Mutex(configuration.autoAccept)
         admission = ConnectionAdmission(
             limits: configuration.limits, fileDescriptorLimit: FileDescriptorLimit.raiseToHard())
     }
@@ -139,6 +149,12 @@ public final class PeerlogNode: Service, Sendable {
         hub.dialerStatus.withLock { $0 = { [dialers] in dialers.map(\.status) + relays.status + lan.status } }
         hub.onMembershipChange.withLock { $0 = { lan.recheck() } }
         hub.onRelaysChange.withLock { $0 = { relays.reconcile($0) } }
+        adoptDialer.withLock { $0 = { startDialer.yield($0) } }
+        pairing.attach(group, listening: boundAddress.withLock { $0 })
+        hub.pairingStatus.withLock { $0 = { [pairing] in pairing.status(now: WallClock.nowMillis()) } }
+        hub.pairingOpen.withLock { $0 = { [self] in await answerPairingOpen($0) } }
+        hub.pairingAdopt.withLock { $0 = { [self] in adopt($0) } }
+        hub.onGroupOperations.withLock { $0 = { [self] in acceptInvitations() } }
         hub.start()
         let discovery = configuration.discovery ? startDiscovery(lan) : nil
         logger.info(
@@ -159,6 +175,8 @@ public final class PeerlogNode: Service, Sendable {
                 tasks.addTask { [self] in await runDialer(dialer, group: group) }
             }
             logger.info("shutting down")
+            adoptDialer.withLock { $0 = nil }
+            pairing.stopAll()
             discovery?.stop()
             lan.stopAll()
             relays.stopAll()
@@ -173,6 +191,67 @@ public final class PeerlogNode: Service, Sendable {
         hub.capture.stop()
         unlink(controlPath)
         try? await group.shutdownGracefully()
+    }
+
+    /// Opens a pairing session on the listen host (127.0.0.1 when the node does not listen);
+    /// the reply is the ticket or an error document.
+    public func openPairing(_ request: PairingOpenRequest) async throws -> PairingTicket {
+        let host = configuration.listen?.host ?? "127.0.0.1"
+        return try await pairing.open(request, host: host, now: WallClock.nowMillis())
+    }
+
+    private func answerPairingOpen(_ request: PairingOpenRequest) async -> [UInt8] {
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return Array(try encoder.encode(try await openPairing(request)))
+        } catch {
+            return ControlReply.error("\(error)")
+        }
+    }
+
+    /// Takes a finished `invite join` in: admits the inviter, dials it, and accepts the
+    /// invitation once it arrives. Throws `NodeError` (`pairing`) when the node does not run.
+    public func adoptPairing(_ adoption: PairingAdoption) throws {
+        guard let start = adoptDialer.withLock({ $0 }) else { throw NodeError.pairing("the node is not running") }
+        hub.admit(adoption.identity)
+        if let group = adoption.accept { autoAccept.withLock { _ = $0.insert(group) } }
+        if !dialers.contains(where: { $0.address == adoption.address }) { start(Dialer(address: adoption.address)) }
+        logger.notice("pairing: admitting \(adoption.identity), dialing \(adoption.address)")
+        hub.queueAsync { [self] in acceptInvitations() }
+    }
+
+    private func adopt(_ adoption: PairingAdoption) -> [UInt8] {
+        do {
+            try adoptPairing(adoption)
+            return Array(#"{"ok":true}"#.utf8)
+        } catch {
+            return ControlReply.error("\(error)")
+        }
+    }
+
+    /// Accepts every awaited invitation that has arrived (on the hub's executor). An accepted
+    /// group leaves `HOME/pairings.conf`, so a later invitation is a person's choice again.
+    private func acceptInvitations() {
+        for group in autoAccept.withLock({ $0 }) {
+            guard let state = try? replica.state(of: group, view: .tentative) else { continue }
+            let status = state.member(device.identity)?.status
+            if status == .pending {
+                do {
+                    _ = try replica.append(.inviteAccepted, to: group)
+                    logger.notice("accepted the invitation to \(state.name) (\(group)) as paired")
+                } catch {
+                    logger.error("cannot accept the invitation to \(group): \(error)")
+                    continue
+                }
+            } else if status != .active {
+                continue
+            }
+            autoAccept.withLock { _ = $0.remove(group) }
+            do { try PairingsFile(home: home).remove(accept: group) } catch {
+                logger.warning("cannot update \(PairingsFile(home: home).path): \(error)")
+            }
+        }
     }
 
     private func runDialer(_ dialer: Dialer, group: EventLoopGroup) async {

@@ -1,0 +1,149 @@
+import Foundation
+import PeerlogEncoding
+import PeerlogTestSupport
+import Testing
+
+/// Pairing by short code between real processes on loopback (docs/PROTOCOL.md §20): a second
+/// laptop joins an identity with `device link` / `init --join`, a second person joins a group
+/// with `invite create` / `invite join`, and wrong, exhausted, expired and used codes fail
+/// without writing anything.
+@Suite(.serialized)
+struct PairingTests {
+    let dir: String
+    init() throws { dir = try TestSupport.temporaryDirectory() }
+
+    func string(_ json: JSON, _ key: String) -> String? {
+        if case .string(let s)? = json[key] { return s }
+        return nil
+    }
+
+    /// `device link --json` on a running daemon: the code and the session's address.
+    func linkCode(_ home: String, expires: Int = 600) throws -> (code: String, address: String) {
+        let ticket = try peerlogJSON(["device", "link", "--home", home, "--expires", "\(expires)"])
+        guard let code = string(ticket, "code"), let address = string(ticket, "address") else {
+            throw TestSupport.ProcessError(description: "device link printed no code: \(ticket)")
+        }
+        return (code, address)
+    }
+
+    /// The same nameplate with other secret digits: a wrong code for that session.
+    func wrong(_ code: String) -> String {
+        let parts = code.split(separator: "-")
+        let secret = parts[1] == "0000" ? "1111" : "0000"
+        return "\(parts[0])-\(secret)-\(parts[2])"
+    }
+
+    @Test func aSecondLaptopBecomesTheSamePersonAndReceivesEveryGroup() throws {
+        let a = try makePerson("laptop1", in: dir)
+        let created = try peerlogJSON(["group", "create", "--home", a.home, "notes"])
+        guard let group = string(created, "id") else { throw TestSupport.ProcessError(description: "\(created)") }
+        try expectPeerlog(["put", "--home", a.home, group, "hello", "\"from laptop1\""])
+        let da = try DaemonProcess(home: a.home)
+        let (code, address) = try linkCode(a.home)
+
+        let bHome = dir + "/laptop2"
+        let joined = try TestSupport.peerlog([
+            "init", "--join", code, "--peer", address, "--home", bHome, "--name", "laptop2",
+        ])
+        #expect(joined.status == 0, "init --join failed: \(joined.stderr)\n\(da.stderr)")
+        let idA = try peerlogJSON(["id", "--home", a.home])
+        let idB = try peerlogJSON(["id", "--home", bHome])
+        #expect(idA["identity"] == idB["identity"], "the two laptops are not the same person")
+        #expect(idA["device"] != idB["device"], "the new laptop must have its own device key")
+
+        // Automatic rejoin: B's daemon dials A (pairings.conf) and receives the group unasked.
+        let db = try DaemonProcess(home: bHome)
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                (try? TestSupport.peerlog(["get", "--home", bHome, group, "hello"]).stdout) == "\"from laptop1\"\n"
+            }, "laptop2 never received the group\n\(db.stderr)\n\(da.stderr)")
+        try expectPeerlog(["put", "--home", bHome, group, "reply", "\"from laptop2\""])
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                (try? TestSupport.peerlog(["get", "--home", a.home, group, "reply"]).stdout) == "\"from laptop2\"\n"
+            }, "laptop1 never received laptop2's write\n\(db.stderr)\n\(da.stderr)")
+
+        // The code was used: a second device cannot take it again, and nothing is written.
+        let again = try TestSupport.peerlog(["init", "--join", code, "--peer", address, "--home", dir + "/laptop3"])
+        #expect(again.status != 0)
+        #expect(!FileManager.default.fileExists(atPath: dir + "/laptop3/device.cert"))
+        let status = try peerlogJSON(["status", "--home", a.home])
+        #expect("\(status)".contains("paired"), "status shows no pairing: \(status)")
+    }
+
+    @Test func aSecondPersonJoinsAGroupByCode() throws {
+        let alice = try makePerson("alice", in: dir)
+        let carol = try makePerson("carol", in: dir)
+        let created = try peerlogJSON(["group", "create", "--home", alice.home, "team"])
+        guard let group = string(created, "id") else { throw TestSupport.ProcessError(description: "\(created)") }
+        let da = try DaemonProcess(home: alice.home)
+        let dc = try DaemonProcess(home: carol.home)
+        let ticket = try peerlogJSON(["invite", "create", "--home", alice.home, "team", "--role", "admin"])
+        guard let code = string(ticket, "code"), let address = string(ticket, "address") else {
+            throw TestSupport.ProcessError(description: "invite create printed no code: \(ticket)")
+        }
+        // No identity typed anywhere, no --allow: the code carries everything.
+        let joined = try peerlogJSON(["invite", "join", "--home", carol.home, code, "--peer", address])
+        #expect(joined["joined"] == .bool(true), "carol did not join: \(joined)\n\(dc.stderr)\n\(da.stderr)")
+        #expect(joined["group"] == .string(group))
+        #expect(joined["role"] == .string("admin"))
+
+        // Both print the same safety number.
+        let fromCarol = try TestSupport.peerlog(["safety-number", "--home", carol.home, alice.identity]).stdout
+        let fromAlice = try TestSupport.peerlog(["safety-number", "--home", alice.home, carol.identity]).stdout
+        let numbers = { (text: String) in text.split(separator: "\n").filter { $0.hasPrefix("  ") } }
+        #expect(!numbers(fromCarol).isEmpty && numbers(fromCarol) == numbers(fromAlice))
+        if case .string(let printed)? = joined["safetyNumber"] {
+            #expect(numbers(fromCarol).joined(separator: " ").split(separator: " ") == printed.split(separator: " "))
+        }
+
+        // And they sync both ways.
+        try expectPeerlog(["put", "--home", carol.home, group, "k", "\"from carol\""])
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                (try? TestSupport.peerlog(["get", "--home", alice.home, group, "k"]).stdout) == "\"from carol\"\n"
+            }, "alice never received carol's write\n\(dc.stderr)\n\(da.stderr)")
+    }
+
+    @Test func threeWrongCodesKillTheCodeAndWriteNothing() throws {
+        let a = try makePerson("host", in: dir)
+        let da = try DaemonProcess(home: a.home)
+        let (code, address) = try linkCode(a.home)
+        let guest = dir + "/guest"
+        for attempt in 1...3 {
+            let r = try TestSupport.peerlog(["init", "--join", wrong(code), "--peer", address, "--home", guest])
+            #expect(r.status != 0, "attempt \(attempt) with a wrong code succeeded")
+            #expect(r.stderr.contains("wrong pairing code"), "attempt \(attempt): \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "more than one line: \(r.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: guest + "/device.cert"))
+        }
+        // The right code, too late: the session is gone.
+        let late = try TestSupport.peerlog(["init", "--join", code, "--peer", address, "--home", guest])
+        #expect(late.status != 0, "the code survived 3 wrong attempts")
+        #expect(!FileManager.default.fileExists(atPath: guest + "/device.cert"))
+        let status = try peerlogJSON(["status", "--home", a.home])
+        let text = "\(status)"
+        #expect(text.contains("failed") && text.contains("wrong pairing code"), "status shows no failed attempts: \(status)")
+        _ = da
+    }
+
+    @Test func anExpiredCodeIsRefused() throws {
+        let a = try makePerson("host", in: dir)
+        let da = try DaemonProcess(home: a.home)
+        let (code, address) = try linkCode(a.home, expires: 1)
+        Thread.sleep(forTimeInterval: 2)
+        let r = try TestSupport.peerlog(["init", "--join", code, "--peer", address, "--home", dir + "/late"])
+        #expect(r.status != 0, "an expired code was accepted")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/late/device.cert"))
+        _ = da
+    }
+
+    @Test func linkNeedsARunningDaemonAndAValidCode() throws {
+        let a = try makePerson("host", in: dir)
+        let r = try TestSupport.peerlog(["device", "link", "--home", a.home])
+        #expect(r.status != 0 && r.stderr.contains("peerlog daemon"), "\(r.stderr)")
+        let bad = try TestSupport.peerlog(["init", "--join", "12-34", "--peer", "127.0.0.1:1", "--home", dir + "/x"])
+        #expect(bad.status != 0 && !bad.stderr.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: dir + "/x"))
+    }
+}
