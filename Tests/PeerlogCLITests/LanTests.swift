@@ -138,4 +138,30 @@ final class LanTests {
             received > 0 && received <= 20 * lags.count,
             "Cat received \(received) items from \(lags.count) peers after coming back")
     }
+
+    /// `device link` on host 1, `init --join CODE` on host 2 with no address: the guest finds the
+    /// link session over mDNS (`_peerlog-pair._tcp`), then its daemon finds the identity's other
+    /// device over mDNS too and receives every group.
+    @Test func aLinkSessionIsFoundOverMDNS() throws {
+        try lan(["up", "2", "--dir", lanDir])
+        let a = try person("laptop1")
+        guard
+            case .string(let group)? = try JSON.parse(try ok("group", "create", "--home", a.home, "mine", "--json"))[
+                "id"]
+        else { return }
+        try ok("put", "--home", a.home, group, "k", "\"v\"")
+        try start(1, a.home)
+        guard case .string(let code)? = try JSON.parse(try ok("device", "link", "--home", a.home, "--json"))["code"]
+        else { return }
+        let bHome = dir + "/laptop2"
+        let joined = try TestSupport.spawnAndWait(
+            ["/bin/bash", TestSupport.repoRoot + "/tools/lan.sh", "exec", "2", "--", TestSupport.peerlogBinary, "init",
+             "--join", code, "--home", bHome, "--name", "laptop2"], timeout: 60)
+        #expect(joined.status == 0, "init --join over mDNS failed (\(joined.status)): \(joined.stdout)\(joined.stderr)\n\(logs)")
+        try start(2, bHome)
+        #expect(
+            TestSupport.waitUntil(timeout: 45) {
+                (try? TestSupport.peerlog(["get", "--home", bHome, group, "k"]).stdout) == "\"v\"\n"
+            }, "the linked laptop never received the group\n\(logs)")
+    }
 }
