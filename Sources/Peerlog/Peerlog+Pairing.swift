@@ -94,7 +94,7 @@ extension Peerlog {
         return PeerlogInvitationJoin(
             group: grant.group, groupName: grant.groupName, role: grant.role, inviter: inviter,
             inviterDevice: grant.certificate.name, confirmation: outcome.confirmation,
-            safetyNumber: SafetyNumber(identity, inviter).description, peers: grant.peers, nodeNotified: notified)
+            safetyNumber: safetyNumber(with: inviter), peers: grant.peers, nodeNotified: notified)
     }
 
     /// Creates a home for a new device of an existing identity, by the code `device link`
@@ -154,6 +154,10 @@ extension Peerlog {
             device: PeerlogDevice(device, home: home), confirmation: outcome.confirmation, holdsIdentityKey: true,
             peers: grant.peers)
     }
+
+    /// The safety number of this identity and `other` (60 digits in groups of five): the same
+    /// on both sides; compare it out of band to know the identity is the person you think.
+    public func safetyNumber(with other: IdentityID) -> String { SafetyNumber(identity, other).description }
 
     // MARK: Internals
 
