@@ -51,6 +51,18 @@ enum StatusText {
                     "  \(r.invalid ? "INVALID " : "")\(r.cid) of group \(r.group)\(claims) from \(r.from)  \(duration(now > r.at ? now - r.at : 0)) ago: \(r.reason)\n"
             }
         }
+        if let pairing = s.pairing, !pairing.open.isEmpty || !pairing.recent.isEmpty {
+            out += "pairing:\n"
+            for o in pairing.open {
+                let left = o.expiresAt > now ? duration(o.expiresAt - now) : "0 s"
+                out +=
+                    "  session \(o.nameplate) (\(o.purpose)) open at \(o.address): \(o.attemptsLeft) tries left, \(left) left\n"
+            }
+            for e in pairing.recent.suffix(5) {
+                out +=
+                    "  session \(e.nameplate) \(e.outcome) (\(e.remote))  \(duration(now > e.at ? now - e.at : 0)) ago: \(e.detail)\n"
+            }
+        }
         return out
     }
 
