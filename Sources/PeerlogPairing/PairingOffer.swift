@@ -24,7 +24,9 @@ public struct PairingOffer: Sendable {
     public let limits: PairingLimits
     /// Exchanges still allowed: `maxAttempts` at first, one less per started exchange.
     public private(set) var attemptsLeft: Int
-    private var isUsed = false
+    /// Whether an exchange already paired with this code. Exchanges started earlier may still be
+    /// running: check this before calling `finish(hostPayload:)` on one, so only one pairs.
+    public private(set) var isUsed = false
 
     /// An open offer of `code` for `purpose`, dying at `expiresAt` (milliseconds since 1970).
     public init(code: PairingCode, purpose: PairingPurpose, expiresAt: UInt64, limits: PairingLimits = PairingLimits())
@@ -58,6 +60,8 @@ public struct PairingOffer: Sendable {
         }
     }
 
-    /// Marks the offer used once the host finished an exchange: it accepts no further one.
+    /// Marks the offer used once the host finished an exchange: it starts no further one (and callers
+    /// refuse, rather than finish, exchanges still running; see ``isUsed``). An exchange started before
+    /// `expiresAt` may finish after it, within `exchangeTimeout` per message.
     public mutating func markUsed() { isUsed = true }
 }

@@ -32,8 +32,11 @@ struct PairingExchangeTests {
         #expect(h.host.receive(confirm).payload == Array("hello host".utf8))
         let done = try h.host.finish(hostPayload: Array("hello guest".utf8))
         #expect(h.guest.receive(done).hostPayload == Array("hello guest".utf8))
+        #expect(!offer.isUsed)
         offer.markUsed()
+        #expect(offer.isUsed)
         #expect(offer.state(now: 0) == .used)
+        #expect(offer.state(now: Self.expiry) == .used, "used wins over expired")
         #expect(throws: PairingError(.used)) { try offer.beginExchange(now: 0).get() }
         // Nothing more is accepted once over.
         #expect(h.guest.receive(done).error == PairingError(.unexpectedMessage))
