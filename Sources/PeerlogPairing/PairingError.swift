@@ -2,7 +2,7 @@ import PeerlogCrypto
 
 /// The one error type of `PeerlogPairing`, in the shape of `CodedError`: a ``code`` to switch on, a
 /// detail for people (never a secret: no code digits, no keys), where it was raised, equality on the
-/// code only. For ``ErrorCode/refused`` the detail is the peer's reason, as it sent it.
+/// code only. For the `refused` code the detail is the peer's reason, as it sent it.
 public struct PairingError: CodedError {
     /// The codes of this module (static members of `ErrorCode where Domain == PairingError`).
     public typealias Code = ErrorCode<PairingError>
