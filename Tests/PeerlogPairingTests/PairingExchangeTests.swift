@@ -198,6 +198,8 @@ struct PairingExchangeTests {
             [UInt8](repeating: 0, count: limits.maxMessageBytes + 1),
             // Not deterministic: a 1-byte integer in a 2-byte form.
             [0xa1, 0x61, 0x74, 0x78, 0x0a] + Array("pair_start".utf8),
+            // The identity element (32 zero bytes).
+            CBOREncoder.encode(.textMap(["t": "pair_start", "ya": .bytes([UInt8](repeating: 0, count: 32))])),
             // A share that is not a ristretto255 encoding.
             CBOREncoder.encode(.textMap(["t": "pair_start", "ya": .bytes([UInt8](repeating: 0xff, count: 32))])),
         ]
@@ -207,8 +209,8 @@ struct PairingExchangeTests {
             let step = host.receive(message)
             #expect(step.error == PairingError(.malformed), "\(message.prefix(8))")
             #expect(step.reply != nil)
-            // The last is well-formed CBOR, so a guest finds it unexpected rather than malformed.
-            guard index < cases.count - 1 else { continue }
+            // The last two are well-formed CBOR, so a guest finds them unexpected rather than malformed.
+            guard index < cases.count - 2 else { continue }
             var guest = PairingGuestExchange(code: offer.code, purpose: .link)
             #expect(guest.receive(message).error == PairingError(.malformed))
             #expect(guest.failureMessage != nil)
