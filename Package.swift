@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "PeerlogModel", targets: ["PeerlogModel"]),
         .library(name: "PeerlogEngine", targets: ["PeerlogEngine"]),
         .library(name: "PeerlogNode", targets: ["PeerlogNode"]),
+        .library(name: "PeerlogPairing", targets: ["PeerlogPairing"]),
         // For the benchmarks (Benchmarks/Package.swift), which measure the layers below the facade.
         .library(name: "PeerlogNoise", targets: ["PeerlogNoise"]),
         .library(name: "PeerlogChannel", targets: ["PeerlogChannel"]),
@@ -167,6 +168,9 @@ let package = Package(
                 "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
                 "PeerlogSequencer", "PeerlogTestSupport",
             ]),
+        .testTarget(
+            name: "PeerlogPairingTests",
+            dependencies: ["PeerlogPairing", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogDiscoveryTests", dependencies: ["PeerlogDiscovery", "PeerlogTestSupport"]),
         .testTarget(name: "PeerlogSequencerTests", dependencies: ["PeerlogSequencer"]),
         .testTarget(
