@@ -52,7 +52,8 @@ extension Peerlog {
     public func linkDevice(
         expiresIn: Duration = Peerlog.defaultPairingLifetime, sharesIdentityKey: Bool = true
     ) async throws -> PairingTicket {
-        try await openPairing(.init(kind: .link(sharesIdentityKey: sharesIdentityKey), lifetimeSeconds: seconds(expiresIn)))
+        try await openPairing(
+            .init(kind: .link(sharesIdentityKey: sharesIdentityKey), lifetimeSeconds: seconds(expiresIn)))
     }
 
     /// Opens a session that adds whoever enters its code to `group` as `role`: `peerlog invite
@@ -109,7 +110,8 @@ extension Peerlog {
         let name = deviceName ?? DeviceCertificate.defaultName()
         guard !name.isEmpty, name.utf8.count <= DeviceCertificate.maxNameBytes else {
             throw PeerlogError(
-                .home, "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)"
+                .home,
+                "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)"
             )
         }
         guard !FileIO.exists(LocalDevice.paths(home: home).certificate) else {

@@ -15,7 +15,9 @@ struct Init: AsyncParsableCommand {
     var name: String?
     @Option(help: ArgumentHelp("Join the identity of the device that printed this code.", valueName: "code"))
     var join: String?
-    @Option(help: ArgumentHelp("With --join: the link session's address, where DNS-SD does not reach.", valueName: "host:port"))
+    @Option(
+        help: ArgumentHelp(
+            "With --join: the link session's address, where DNS-SD does not reach.", valueName: "host:port"))
     var peer: String?
     @Option(help: ArgumentHelp("With --join: the network id of the identity's daemons.", valueName: "id"))
     var network: String?

@@ -15,6 +15,7 @@ extension LocalDevice {
         else {
             throw ModelError(.certificateMismatch, "the device certificate does not bind this device's keys")
         }
-        return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: certificate)
+        return LocalDevice(
+            identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: certificate)
     }
 }

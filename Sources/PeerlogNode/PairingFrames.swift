@@ -1,5 +1,5 @@
 /// Pairing messages on TCP: each preceded by its length as a 4-byte big-endian unsigned
-/// integer, at most `maxBytes` (docs/PROTOCOL.md §20.7). Shared by the host's handler and the
+/// integer, at most `maxBytes` (docs/PROTOCOL.md §20.9). Shared by the host's handler and the
 /// guest's client.
 struct PairingFrames {
     /// What a length prefix announced beyond the limit.

@@ -50,7 +50,8 @@ struct PairingGrants: Sendable {
                 hostDevice: device.device, createdAt: WallClock.nowMillis(), transcriptHash: transcriptHash)
             return Granted(
                 payload: grant.encoded, certificate: grant.certificate,
-                summary: "linked device \(asked.device) (\(asked.name))\(sharesIdentityKey ? " with the identity key" : "")"
+                summary:
+                    "linked device \(asked.device) (\(asked.name))\(sharesIdentityKey ? " with the identity key" : "")"
             )
         case .invite(let group, let role):
             let asked = try InviteRequest(decoding: guestPayload, transcriptHash: transcriptHash)

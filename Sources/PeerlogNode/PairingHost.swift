@@ -9,7 +9,7 @@ import Synchronization
 
 /// The pairing sessions a node hosts (`peerlog device link`, `peerlog invite create`): each
 /// code gets its own listener and, with discovery on, its own DNS-SD service
-/// `_peerlog-pair._tcp` (docs/PROTOCOL.md §20.7). The PAKE and the code's life (attempts,
+/// `_peerlog-pair._tcp` (docs/PROTOCOL.md §20.9). The PAKE and the code's life (attempts,
 /// expiry, single use) are `PairingOffer`'s; this class only does the I/O around it, and what
 /// a granted session does (`PairingGrants`).
 final class PairingHost: Sendable {
@@ -147,7 +147,9 @@ final class PairingHost: Sendable {
             s.sessions[nameplate] = session
             return result
         }
-        if case .failure(let error) = result { record(nameplate, remote: remote, outcome: "refused", reason: "\(error)") }
+        if case .failure(let error) = result {
+            record(nameplate, remote: remote, outcome: "refused", reason: "\(error)")
+        }
         return result
     }
 
@@ -156,7 +158,8 @@ final class PairingHost: Sendable {
     func grant(
         nameplate: Int, guestPayload: [UInt8], transcriptHash: [UInt8], localHost: String?
     ) throws -> PairingGrants.Granted {
-        guard let (request, listening) = state.withLock({ s in s.sessions[nameplate].map { ($0.request, s.listening) } })
+        guard
+            let (request, listening) = state.withLock({ s in s.sessions[nameplate].map { ($0.request, s.listening) } })
         else {
             throw PairingError(.expired, "this pairing session is closed")
         }
@@ -223,7 +226,8 @@ final class PairingHost: Sendable {
             advertise: ServiceAdvertisement(
                 name: "peerlog pairing \(nameplate)", port: port,
                 txt: PairingDNSSD.txt(
-                    nameplate: nameplate, purpose: purpose, identity: grants.device.identity.string, network: networkID)),
+                    nameplate: nameplate, purpose: purpose, identity: grants.device.identity.string, network: networkID)
+            ),
             browse: false, type: PairingDNSSD.type
         ) { [logger] event in
             if case .unavailable(let why) = event { logger.warning("pairing session \(nameplate): \(why)") }
@@ -242,7 +246,7 @@ extension PairingOpenRequest {
     }
 }
 
-/// How a pairing session appears in DNS-SD (docs/PROTOCOL.md §20.7).
+/// How a pairing session appears in DNS-SD (docs/PROTOCOL.md §20.9).
 enum PairingDNSSD {
     static let type = "_peerlog-pair._tcp"
 

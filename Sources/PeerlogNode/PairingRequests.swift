@@ -38,7 +38,8 @@ public struct PairingOpenRequest: Sendable, Hashable {
     var words: [String] {
         switch kind {
         case .link(let shares): ["link", "expires=\(lifetimeSeconds)", "identity-key=\(shares ? 1 : 0)"]
-        case .invite(let group, let role): ["invite", "expires=\(lifetimeSeconds)", "role=\(role.rawValue)", group.string]
+        case .invite(let group, let role):
+            ["invite", "expires=\(lifetimeSeconds)", "role=\(role.rawValue)", group.string]
         }
     }
 
@@ -50,10 +51,13 @@ public struct PairingOpenRequest: Sendable, Hashable {
         else { return .failure(.init(description: usage + " (expires 1...\(maxLifetimeSeconds))")) }
         switch words[0] {
         case "link" where words.count == 3 && ["identity-key=0", "identity-key=1"].contains(words[2]):
-            return .success(.init(kind: .link(sharesIdentityKey: words[2] == "identity-key=1"), lifetimeSeconds: seconds))
+            return .success(
+                .init(kind: .link(sharesIdentityKey: words[2] == "identity-key=1"), lifetimeSeconds: seconds))
         case "invite" where words.count == 4 && words[2].hasPrefix("role="):
             guard let role = Role(rawValue: String(words[2].dropFirst(5))) else {
-                return .failure(.init(description: "unknown role \(words[2].dropFirst(5)) (known: \(Role.allCases.map(\.rawValue)))"))
+                return .failure(
+                    .init(
+                        description: "unknown role \(words[2].dropFirst(5)) (known: \(Role.allCases.map(\.rawValue)))"))
             }
             guard let group = try? GroupID(string: words[3]) else {
                 return .failure(.init(description: "not a group id: \(words[3])"))

@@ -155,9 +155,14 @@ final class LanTests {
         else { return }
         let bHome = dir + "/laptop2"
         let joined = try TestSupport.spawnAndWait(
-            ["/bin/bash", TestSupport.repoRoot + "/tools/lan.sh", "exec", "2", "--", TestSupport.peerlogBinary, "init",
-             "--join", code, "--home", bHome, "--name", "laptop2"], timeout: 60)
-        #expect(joined.status == 0, "init --join over mDNS failed (\(joined.status)): \(joined.stdout)\(joined.stderr)\n\(logs)")
+            [
+                "/bin/bash", TestSupport.repoRoot + "/tools/lan.sh", "exec", "2", "--", TestSupport.peerlogBinary,
+                "init",
+                "--join", code, "--home", bHome, "--name", "laptop2",
+            ], timeout: 60)
+        #expect(
+            joined.status == 0,
+            "init --join over mDNS failed (\(joined.status)): \(joined.stdout)\(joined.stderr)\n\(logs)")
         try start(2, bHome)
         #expect(
             TestSupport.waitUntil(timeout: 45) {

@@ -123,7 +123,9 @@ struct PairingTests {
         #expect(!FileManager.default.fileExists(atPath: guest + "/device.cert"))
         let status = try peerlogJSON(["status", "--home", a.home])
         let text = "\(status)"
-        #expect(text.contains("failed") && text.contains("wrong pairing code"), "status shows no failed attempts: \(status)")
+        #expect(
+            text.contains("failed") && text.contains("wrong pairing code"), "status shows no failed attempts: \(status)"
+        )
         _ = da
     }
 
