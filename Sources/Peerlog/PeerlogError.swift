@@ -24,6 +24,7 @@ public struct PeerlogError: CodedError {
         private enum Base: Hashable, Sendable {
             case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
+            case wrongPassphrase
         }
 
         private let base: Base
@@ -61,6 +62,9 @@ public struct PeerlogError: CodedError {
         /// A file to read or write: it exists already (exports never overwrite), cannot be
         /// read or written, or is malformed (an import names the line).
         public static let file = Code(.file)
+        /// A passphrase does not open an identity backup: it is wrong, or the file was changed
+        /// (authenticated encryption cannot tell the two apart). Nothing was written.
+        public static let wrongPassphrase = Code(.wrongPassphrase)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }
