@@ -64,7 +64,7 @@ import Testing
 
     @Test func aWrongPassphraseIsOneClearError() throws {
         let (_, sealed) = try Self.backup()
-        for wrong in ["correct horse battery stapler", "Correct horse battery staple", "x"] {
+        for wrong in ["correct horse battery stapler", "Correct horse battery staple", "Q"] {
             do {
                 _ = try sealed.open(passphrase: wrong)
                 Issue.record("opened with \(wrong)")
