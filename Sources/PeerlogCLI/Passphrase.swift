@@ -37,7 +37,8 @@ enum Passphrase {
         }
         var silent = savedTerminal
         silent.c_lflag &= ~tcflag_t(ECHO)
-        let signals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP]
+        // Not SIGTSTP: a stopped job keeps echo off, and the shell restores its terminal on `fg`.
+        let signals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
         for s in signals {
             signal(s) { received in
                 tcsetattr(0, TCSANOW, &savedTerminal)

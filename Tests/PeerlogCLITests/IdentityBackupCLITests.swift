@@ -1,5 +1,6 @@
 import Foundation
 import PeerlogEncoding
+import PeerlogModel
 import PeerlogTestSupport
 import Testing
 
@@ -167,5 +168,31 @@ struct IdentityBackupCLITests {
         let restored = try onTerminal(["init", "--home", dir + "/b", "--restore", out], typing: ["typed-secret"])
         #expect(restored.status == 0 && restored.output.contains("from the backup"), "\(restored.output)")
         #expect(!restored.output.contains("typed-secret"))
+    }
+
+    /// Files cross between `peerlog` and the independent Python reader and writer of §21
+    /// (tools/interop/backup_interop.py), at the default costs.
+    @Test func backupsCrossWithAnIndependentImplementation() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try peerlog(["init", "--home", dir + "/a"])
+        #expect(
+            try peerlog(["identity", "export", "--home", dir + "/a", "--out", dir + "/f"], passphrase: "ü p").status
+                == 0)
+        let opened = try JSON.parse(try TestSupport.python("backup_interop.py", ["open", dir + "/f", "ü p"]))
+        let id = try json(try peerlog(["id", "--home", dir + "/a", "--json"]))
+        guard case .string(let identity)? = id["identity"] else { throw TestSupport.ProcessError(description: "no id") }
+        let hex = TestSupport.hex(try IdentityID(string: identity).bytes)
+        #expect(opened["identity"] == .string(hex) && opened["seed_identity"] == .string(hex), "\(opened)")
+        #expect(opened["ops"] == .int(3) && opened["mem"] == .int(134_217_728))
+
+        let made = try JSON.parse(try TestSupport.python("backup_interop.py", ["make", dir + "/py", "from python"]))
+        #expect(
+            try peerlog(["init", "--home", dir + "/b", "--restore", dir + "/py"], passphrase: "from python").status == 0
+        )
+        let restored = try json(try peerlog(["id", "--home", dir + "/b", "--json"]))
+        guard case .string(let restoredIdentity)? = restored["identity"] else {
+            throw TestSupport.ProcessError(description: "no id")
+        }
+        #expect(made["identity"] == .string(TestSupport.hex(try IdentityID(string: restoredIdentity).bytes)))
     }
 }
