@@ -24,7 +24,7 @@ public struct PeerlogError: CodedError {
         private enum Base: Hashable, Sendable {
             case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
-            case pairing
+            case pairing, wrongPassphrase
         }
 
         private let base: Base
@@ -66,6 +66,9 @@ public struct PeerlogError: CodedError {
         /// session that cannot be found or reached, or the host's refusal (the description says
         /// which; docs/PROTOCOL.md §20).
         public static let pairing = Code(.pairing)
+        /// A passphrase does not open an identity backup: it is wrong, or the file was changed
+        /// (authenticated encryption cannot tell the two apart). Nothing was written.
+        public static let wrongPassphrase = Code(.wrongPassphrase)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }

@@ -21,12 +21,17 @@ struct Init: AsyncParsableCommand {
     var peer: String?
     @Option(help: ArgumentHelp("With --join: the network id of the identity's daemons.", valueName: "id"))
     var network: String?
+    @Option(
+        help: ArgumentHelp(
+            "Restore the identity from a backup (`peerlog identity export`) as a new device of it.", valueName: "file"))
+    var restore: String?
 
     func validate() throws {
         if let name, name.isEmpty || name.utf8.count > DeviceCertificate.maxNameBytes {
             throw ValidationError("--name must be 1...\(DeviceCertificate.maxNameBytes) bytes")
         }
         if join == nil && (peer != nil || network != nil) { throw ValidationError("--peer and --network need --join") }
+        if join != nil && restore != nil { throw ValidationError("--join and --restore cannot be combined") }
     }
 
     func run() async throws {
@@ -43,8 +48,10 @@ struct Init: AsyncParsableCommand {
             print("Start `peerlog daemon`: it dials \(linked.peers.joined(separator: ", ")) and receives every group.")
             return
         }
-        let device = try Peerlog.initialize(home: home.path, deviceName: name)
-        print("Initialised \(home.path)")
+        let device =
+            try restore.map { try restoreIdentity(home: home.path, from: $0, name: name) }
+            ?? Peerlog.initialize(home: home.path, deviceName: name)
+        print("Initialised \(home.path)" + (restore.map { " from the backup \($0)" } ?? ""))
         print("identity: \(device.identity)")
         print("device:   \(device.device) (\(device.name))")
     }

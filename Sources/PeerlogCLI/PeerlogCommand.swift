@@ -13,6 +13,7 @@ struct PeerlogCommand: AsyncParsableCommand {
             Export.self, Import.self, DeadLetters.self, Check.self, Daemon.self, Status.self, Peers.self, Invites.self,
             InviteCommand.self, DeviceCommand.self,
             CaptureCommand.self, Replay.self, RelayCommand.self, Debug.self,
+            IdentityCommand.self,
         ]
     )
 

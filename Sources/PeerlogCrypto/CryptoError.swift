@@ -41,4 +41,6 @@ extension ErrorCode where Domain == CryptoError {
     public static let messageTooLarge = Self("messageTooLarge", description: "message too large")
     /// A parameter was out of range (hash length, key length).
     public static let invalidParameter = Self("invalidParameter", description: "invalid parameter")
+    /// A primitive could not allocate the memory it needs (Argon2id's memory cost).
+    public static let outOfMemory = Self("outOfMemory", description: "out of memory")
 }

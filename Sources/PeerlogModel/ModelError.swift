@@ -46,6 +46,9 @@ extension ErrorCode where Domain == ModelError {
     public static let certificateMismatch = Self("certificateMismatch")
     /// A key file is missing, exists already or cannot be used.
     public static let keyFile = Self("keyFile")
+    /// A passphrase-sealed file (an identity backup, §21) does not open: the passphrase is wrong
+    /// or the file was changed; authenticated encryption cannot tell the two apart.
+    public static let wrongPassphrase = Self("wrongPassphrase")
 
     /// The code in words, e.g. `wrong structure` (the prefix of a description).
     public var text: String {
@@ -58,6 +61,7 @@ extension ErrorCode where Domain == ModelError {
         case .badSignature: "signature does not verify"
         case .certificateMismatch: "certificate does not match"
         case .keyFile: "key file problem"
+        case .wrongPassphrase: "wrong passphrase or damaged file"
         default: name
         }
     }
