@@ -136,16 +136,11 @@ extension Peerlog {
         } catch {
             throw PeerlogError(.pairing, "the host's answer is not valid: \(error)")
         }
-        guard let seed = grant.identitySeed else {
-            throw PeerlogError(
-                .pairing,
-                "the host linked this device without the identity key, which this version needs (run `peerlog device link` without --certificate-only)"
-            )
-        }
         let device: LocalDevice
         do {
             device = try LocalDevice.linked(
-                identityKey: try Ed25519.PrivateKey(seed: seed), signingKey: signingKey, noiseKey: noiseKey,
+                identityKey: try grant.identitySeed.map { try Ed25519.PrivateKey(seed: $0) }, signingKey: signingKey,
+                noiseKey: noiseKey,
                 certificate: grant.certificate)
             try device.save(home: home)
             try PairingsFile(home: home).add(grant.peers.map { ("peer", $0) })
@@ -153,7 +148,8 @@ extension Peerlog {
             throw PeerlogError(.home, "linked, but cannot write the keys to \(home): \(error)")
         }
         return PeerlogLinkedDevice(
-            device: PeerlogDevice(device, home: home), confirmation: outcome.confirmation, holdsIdentityKey: true,
+            device: PeerlogDevice(device, home: home), confirmation: outcome.confirmation,
+            holdsIdentityKey: device.identityKey != nil,
             peers: grant.peers)
     }
 

@@ -52,13 +52,20 @@ struct DeviceLink: AsyncParsableCommand {
 
     @OptionGroup var home: HomeOptions
     @OptionGroup var expiry: PairingExpiry
+    @Flag(
+        help: """
+            Give the new device only its certificate, not the identity key: it syncs and writes as \
+            this identity but cannot link, revoke or export.
+            """)
+    var certificateOnly = false
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
         let peerlog = try await home.open()
         do {
             printTicket(
-                try await peerlog.linkDevice(expiresIn: expiry.duration), json: output.json,
+                try await peerlog.linkDevice(expiresIn: expiry.duration, sharesIdentityKey: !certificateOnly),
+                json: output.json,
                 joinCommand: Self.joinCommand)
         } catch { throw CLIError("\(error)") }
     }

@@ -2,13 +2,28 @@ import PeerlogCrypto
 
 /// This device's keys and certificate, as kept in a Peerlog home directory:
 ///
-/// - `identity.key`: the identity's Ed25519 seed (secret, 0600)
+/// - `identity.key`: the identity's Ed25519 seed (secret, 0600); absent on a device linked
+///   without it (`peerlog device link --certificate-only`)
 /// - `device.key`: the device's Ed25519 seed (secret, 0600)
 /// - `noise.key`: the device's X25519 Noise static key (secret, 0600)
 /// - `device.cert`: the device certificate container (public)
 public struct LocalDevice: Sendable {
-    /// The identity's signing key (`identity.key`): it signs device certificates. Secret.
-    public let identityKey: Ed25519.PrivateKey
+    /// The identity's signing key (`identity.key`): it signs device certificates, revocations
+    /// and backups. Secret. Nil on a device linked without it, which can sync and write as the
+    /// identity but not link, revoke or export.
+    public let identityKey: Ed25519.PrivateKey?
+
+    /// The identity key, or a `ModelError` (`keyFile`) saying this device holds none and cannot
+    /// do `what` (e.g. "link devices").
+    public func requireIdentityKey(for what: String) throws -> Ed25519.PrivateKey {
+        guard let identityKey else {
+            throw ModelError(
+                .keyFile,
+                "this device holds no identity key (it was linked with --certificate-only), so it cannot \(what); use a device that holds it"
+            )
+        }
+        return identityKey
+    }
     /// This device's signing key (`device.key`): it signs receipts, and envelopes when this device
     /// sequences. Secret.
     public let signingKey: Ed25519.PrivateKey
@@ -42,6 +57,7 @@ public struct LocalDevice: Sendable {
 
     /// Another device of this identity: fresh device keys, certified by this identity key.
     public func additionalDevice(name: String, createdAt: UInt64) throws -> LocalDevice {
+        let identityKey = try requireIdentityKey(for: "certify devices")
         let signingKey = Ed25519.PrivateKey()
         let noiseKey = X25519.PrivateKey()
         let cert = try DeviceCertificate.issue(
@@ -72,7 +88,7 @@ public struct LocalDevice: Sendable {
             throw ModelError(.keyFile, "\(path) already exists: \(home) is already initialised")
         }
         try FileIO.makeDirectory(home)
-        try KeyFile.write(identityKey.seed, kind: .identitySeed, to: p.identity)
+        if let identityKey { try KeyFile.write(identityKey.seed, kind: .identitySeed, to: p.identity) }
         try KeyFile.write(signingKey.seed, kind: .deviceSeed, to: p.device)
         try KeyFile.write(noiseKey.rawRepresentation, kind: .noiseKey, to: p.noise)
         try FileIO.writeNew(certificate.encoded, to: p.certificate, mode: 0o644)
@@ -84,13 +100,17 @@ public struct LocalDevice: Sendable {
         guard FileIO.exists(p.certificate) else {
             throw ModelError(.keyFile, "\(home) is not initialised (run: peerlog init --home \(home))")
         }
-        let identityKey = try Ed25519.PrivateKey(seed: try KeyFile.read(p.identity, kind: .identitySeed))
+        // A device linked with --certificate-only has no identity.key.
+        let identityKey =
+            FileIO.exists(p.identity)
+            ? try Ed25519.PrivateKey(seed: try KeyFile.read(p.identity, kind: .identitySeed)) : nil
         let signingKey = try Ed25519.PrivateKey(seed: try KeyFile.read(p.device, kind: .deviceSeed))
         let noiseKey = try X25519.PrivateKey(try KeyFile.read(p.noise, kind: .noiseKey))
         let cert = try DeviceCertificate(
             encoded: try FileIO.read(p.certificate, maxBytes: DeviceCertificate.maxEncodedBytes))
         guard cert.verify().isValid else { throw ModelError(.badSignature, "\(p.certificate) does not verify") }
-        guard cert.identity.publicKey == identityKey.publicKey, cert.device.publicKey == signingKey.publicKey,
+        guard identityKey.map({ cert.identity.publicKey == $0.publicKey }) ?? true,
+            cert.device.publicKey == signingKey.publicKey,
             cert.noiseKey == noiseKey.publicKey
         else {
             throw ModelError(.certificateMismatch, "\(p.certificate) does not bind the keys in \(home)")

@@ -26,7 +26,10 @@ struct PairingGrants: Sendable {
     /// Refuses a session this node could never grant (an invitation to a group it does not hold,
     /// or as a member that may not invite).
     func check(_ request: PairingOpenRequest) throws {
-        guard case .invite(let group, _) = request.kind else { return }
+        guard case .invite(let group, _) = request.kind else {
+            do { _ = try device.requireIdentityKey(for: "link devices") } catch { throw NodeError.pairing("\(error)") }
+            return
+        }
         guard let state = try replica.state(of: group, view: .tentative) else {
             throw NodeError.pairing("this replica holds no group \(group)")
         }
@@ -46,7 +49,8 @@ struct PairingGrants: Sendable {
         case .link(let sharesIdentityKey):
             let asked = try LinkRequest(decoding: guestPayload, transcriptHash: transcriptHash)
             let grant = try LinkGrant.make(
-                identityKey: device.identityKey, request: asked, shareIdentity: sharesIdentityKey, peers: peers,
+                identityKey: try device.requireIdentityKey(for: "link devices"), request: asked,
+                shareIdentity: sharesIdentityKey, peers: peers,
                 hostDevice: device.device, createdAt: WallClock.nowMillis(), transcriptHash: transcriptHash)
             return Granted(
                 payload: grant.encoded, certificate: grant.certificate,

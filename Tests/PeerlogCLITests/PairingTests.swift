@@ -18,8 +18,8 @@ struct PairingTests {
     }
 
     /// `device link --json` on a running daemon: the code and the session's address.
-    func linkCode(_ home: String, expires: Int = 600) throws -> (code: String, address: String) {
-        let ticket = try peerlogJSON(["device", "link", "--home", home, "--expires", "\(expires)"])
+    func linkCode(_ home: String, expires: Int = 600, extra: [String] = []) throws -> (code: String, address: String) {
+        let ticket = try peerlogJSON(["device", "link", "--home", home, "--expires", "\(expires)"] + extra)
         guard let code = string(ticket, "code"), let address = string(ticket, "address") else {
             throw TestSupport.ProcessError(description: "device link printed no code: \(ticket)")
         }
@@ -127,6 +127,35 @@ struct PairingTests {
             text.contains("failed") && text.contains("wrong pairing code"), "status shows no failed attempts: \(status)"
         )
         _ = da
+    }
+
+    @Test func aCertificateOnlyDeviceSyncsButCannotLinkOrExport() throws {
+        let a = try makePerson("keeper", in: dir)
+        let created = try peerlogJSON(["group", "create", "--home", a.home, "shared"])
+        guard let group = string(created, "id") else { throw TestSupport.ProcessError(description: "\(created)") }
+        try expectPeerlog(["put", "--home", a.home, group, "k", "\"v\""])
+        let da = try DaemonProcess(home: a.home)
+        let (code, address) = try linkCode(a.home, extra: ["--certificate-only"])
+        let bHome = dir + "/borrowed"
+        try expectPeerlog(["init", "--join", code, "--peer", address, "--home", bHome, "--name", "borrowed"])
+        #expect(!FileManager.default.fileExists(atPath: bHome + "/identity.key"))
+        #expect(FileManager.default.fileExists(atPath: a.home + "/identity.key"))
+        let idA = try peerlogJSON(["id", "--home", a.home])
+        #expect(try peerlogJSON(["id", "--home", bHome])["identity"] == idA["identity"])
+        // It holds no identity key: a link session on it is refused, with the reason.
+        let db = try DaemonProcess(home: bHome)
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                (try? TestSupport.peerlog(["get", "--home", bHome, group, "k"]).stdout) == "\"v\"\n"
+            }, "the certificate-only device never received the group\n\(db.stderr)")
+        let link = try TestSupport.peerlog(["device", "link", "--home", bHome])
+        #expect(link.status != 0 && link.stderr.contains("no identity key"), "\(link.stderr)")
+        let export = try TestSupport.peerlog(
+            ["identity", "export", "--home", bHome, "--out", dir + "/b.backup"],
+            environment: ["PEERLOG_PASSPHRASE": "correct horse"])
+        #expect(export.status != 0 && export.stderr.contains("no identity key"), "\(export.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/b.backup"))
+        _ = (da, db)
     }
 
     @Test func anExpiredCodeIsRefused() throws {

@@ -173,7 +173,7 @@ import Testing
         let alice = Devices.alice
         let otherKey = try X25519.PrivateKey(SecureBytes([UInt8](repeating: 3, count: 32)))
         let wrongCertificate = try DeviceCertificate.issue(
-            identityKey: alice.identityKey, device: alice.device, noiseKey: otherKey.publicKey,
+            identityKey: alice.identityKey!, device: alice.device, noiseKey: otherKey.publicKey,
             name: "alice", createdAt: 1_700_000_000_000)
         #expect(wrongCertificate.verify() == .valid)
         var b = SecureChannel(role: .responder, device: Devices.bob, authorize: Devices.allowAll)

@@ -31,7 +31,7 @@ struct PairingPayloadTests {
         #expect(parsed.device == DeviceID(publicKey: newSigning.publicKey))
         #expect(parsed.noiseKey == newNoise.publicKey && parsed.name == "new laptop")
         let grant = try LinkGrant.make(
-            identityKey: Self.host.identityKey, request: parsed, shareIdentity: true, peers: ["127.0.0.1:7411"],
+            identityKey: Self.host.identityKey!, request: parsed, shareIdentity: true, peers: ["127.0.0.1:7411"],
             hostDevice: Self.host.device, createdAt: 5, transcriptHash: hostTH)
         let done = try host.finish(hostPayload: grant.encoded)
         offer.markUsed()
@@ -41,7 +41,7 @@ struct PairingPayloadTests {
         #expect(got.certificate.identity == Self.host.identity)
         #expect(got.certificate.device == request.device && got.certificate.noiseKey == newNoise.publicKey)
         #expect(got.certificate.verify() == .valid)
-        #expect(got.identitySeed == Self.host.identityKey.seed)
+        #expect(got.identitySeed == Self.host.identityKey!.seed)
         #expect(got.peers == ["127.0.0.1:7411"] && got.hostDevice == Self.host.device)
         #expect(guest.confirmation == host.confirmation)
     }
@@ -51,7 +51,7 @@ struct PairingPayloadTests {
         let noise = X25519.PrivateKey().publicKey
         let request = try LinkRequest.make(signingKey: signing, noiseKey: noise, name: "n", transcriptHash: Self.th)
         let grant = try LinkGrant.make(
-            identityKey: Self.host.identityKey, request: request, shareIdentity: false, peers: [],
+            identityKey: Self.host.identityKey!, request: request, shareIdentity: false, peers: [],
             hostDevice: Self.host.device, createdAt: 5, transcriptHash: Self.th)
         let got = try LinkGrant(decoding: grant.encoded, transcriptHash: Self.th, expecting: request)
         #expect(got.identitySeed == nil)
@@ -78,7 +78,7 @@ struct PairingPayloadTests {
         }
         // A certificate signed by another identity than it names.
         let forged = try DeviceCertificate(
-            payload: grant.certificate.payload, signature: Self.otherPerson.identityKey.signature(for: [1]))
+            payload: grant.certificate.payload, signature: Self.otherPerson.identityKey!.signature(for: [1]))
         m = try CBORDecoder.decodeStrict(grant.encoded).mapValue!
         m[.text("certificate")] = .bytes(forged.encoded)
         #expect(throws: PairingError(.badPayload)) {
@@ -87,12 +87,12 @@ struct PairingPayloadTests {
         // Peer limits.
         #expect(throws: PairingError(.badPayload)) {
             try LinkGrant.make(
-                identityKey: Self.host.identityKey, request: request, shareIdentity: false,
+                identityKey: Self.host.identityKey!, request: request, shareIdentity: false,
                 peers: Array(repeating: "h:1", count: PairingPayloadLimits.maxPeers + 1), hostDevice: Self.host.device,
                 createdAt: 5, transcriptHash: Self.th)
         }
         _ = try LinkGrant.make(
-            identityKey: Self.host.identityKey, request: request, shareIdentity: false,
+            identityKey: Self.host.identityKey!, request: request, shareIdentity: false,
             peers: Array(repeating: String(repeating: "h", count: PairingPayloadLimits.maxPeerBytes), count: 16),
             hostDevice: Self.host.device, createdAt: 5, transcriptHash: Self.th)
     }
