@@ -20,7 +20,8 @@ extension Peerlog {
         let backup: IdentityBackup
         do {
             backup = try IdentityBackup.seal(
-                identityKey: try device.requireIdentityKey(for: "export the identity"), passphrase: passphrase, createdAt: WallClock.nowMillis())
+                identityKey: try device.requireIdentityKey(for: "export the identity"), passphrase: passphrase,
+                createdAt: WallClock.nowMillis())
         } catch { throw PeerlogError(.storage, "cannot seal the identity backup: \(error)") }
         do { try FileIO.writeNew(backup.encoded, to: path, mode: 0o600) } catch {
             throw PeerlogError(.file, "\(error)")

@@ -13,7 +13,9 @@ struct KeyFileTests {
         try d.save(home: home)
         let loaded = try LocalDevice.load(home: home)
         #expect(loaded.certificate == d.certificate)
-        #expect(loaded.identityKey?.publicKey == d.identityKey?.publicKey && loaded.identityKey != nil && loaded.signingKey.seed == d.signingKey.seed)
+        #expect(
+            loaded.identityKey?.publicKey == d.identityKey?.publicKey && loaded.identityKey != nil
+                && loaded.signingKey.seed == d.signingKey.seed)
         let paths = LocalDevice.paths(home: home)
         for secret in [paths.identity, paths.device, paths.noise] {
             let mode = try FileManager.default.attributesOfItem(atPath: secret)[.posixPermissions] as! Int
