@@ -21,7 +21,17 @@ extension Pipeline {
                 return try recordInvalid(r, reason: why)
             }
         }
-        if knownCertificates.insert(r.certificate.cid).inserted { try db.insertCertificate(r.certificate) }
+        if r.author != local.device, let revocation = try db.revocation(of: r.author),
+            r.hlc.physical >= revocation.createdAt
+        {
+            // A revoked device's receipts written after its revocation (by its clock) are refused;
+            // its earlier ones stay, so envelopes that committed them still apply (§3.6).
+            return try recordInvalid(r, reason: revocation.reason)
+        }
+        if knownCertificates.insert(r.certificate.cid).inserted {
+            try db.insertCertificate(r.certificate)
+            if r.certificate.identity == local.identity { try db.insertIdentityDevice(r.certificate, at: now) }
+        }
 
         let held = try heldCounter(r.group, r.author)
         if r.counter <= held {

@@ -76,7 +76,8 @@ extension NodeHub {
             capture: capture.status,
             refusals: recentRefusals(),
             rejected: recentRejections(),
-            rejectedTotal: rejectedTotal
+            rejectedTotal: rejectedTotal,
+            revoked: (try? replica.revocation(of: device.device))?.reason
         )
     }
 

@@ -31,6 +31,9 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var rejected: [RejectionStatus]?
     /// Items refused from peers since the node started (`rejected` keeps only the newest 32).
     public var rejectedTotal: Int?
+    /// Set when this device was revoked by its identity: the revocation's reason
+    /// (`device … was revoked by identity … at …`). Peers refuse it from then on.
+    public var revoked: String? = nil
 }
 
 /// One item of a peer's batch that our replica refused (§15.1), for `status`.
