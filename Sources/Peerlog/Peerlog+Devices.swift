@@ -1,3 +1,4 @@
+import Foundation
 import PeerlogEngine
 import PeerlogModel
 
@@ -50,6 +51,11 @@ extension Peerlog {
     /// held. Any device id is accepted (a device this replica never saw can be revoked ahead).
     @discardableResult
     public func revokeDevice(_ device: DeviceID) async throws -> PeerlogRevocation {
+        let keyPath = LocalDevice.paths(home: home).identity
+        guard FileManager.default.fileExists(atPath: keyPath) else {
+            throw PeerlogError(
+                .refused, "revoking a device needs the identity key, and \(keyPath) does not exist on this device")
+        }
         let revocation: DeviceRevocation
         do { revocation = try replica.revoke(device: device) } catch let error as RevocationError {
             throw PeerlogError(.refused, error.message)

@@ -12,6 +12,7 @@ struct PeerlogCommand: AsyncParsableCommand {
             GroupCommand.self, Put.self, Get.self, DeleteCommand.self, LogCommand.self, StateHash.self,
             Export.self, Import.self, DeadLetters.self, Check.self, Daemon.self, Status.self, Peers.self, Invites.self,
             CaptureCommand.self, Replay.self, RelayCommand.self, Debug.self,
+            DeviceCommand.self,
         ]
     )
 

@@ -129,6 +129,12 @@ final class NodeHub: @unchecked Sendable {
     func established(_ connection: ConnectionRef) {
         async { [self] in
             links[connection.id] = connection
+            if connection.peer.identity == device.identity {
+                // Another device of our identity: `peerlog device list` shows it.
+                do { try replica.recordDevice(connection.peer) } catch {
+                    logger.warning("cannot record device \(connection.peer.device): \(error)")
+                }
+            }
             perform(machine.established(connection.info))
         }
     }
