@@ -21,7 +21,7 @@ extension Pipeline {
                 return try recordInvalid(r, reason: why)
             }
         }
-        if r.author != local.device, let revocation = try db.revocation(of: r.author),
+        if r.author != local.device, let revocation = try db.revocation(of: r.author, by: r.certificate.identity),
             r.hlc.physical >= revocation.createdAt
         {
             // A revoked device's receipts written after its revocation (by its clock) are refused;

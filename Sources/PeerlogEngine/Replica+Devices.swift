@@ -60,18 +60,19 @@ extension Replica {
             throw RevocationError(
                 .ownDevice, "device \(device) is the device this home runs on; revoke it from another device")
         }
-        if let held = try revocation(of: device) { return held }
+        if let held = try revocation(of: device, by: local.identity) { return held }
         let revocation = try DeviceRevocation.issue(identityKey: local.identityKey, device: device, createdAt: clock())
         try storeRevocation(revocation)
         return revocation
     }
 
-    /// The revocation held for `device`, if any.
-    public func revocation(of device: DeviceID) throws -> DeviceRevocation? {
-        try store.read { try $0.revocation(of: device) }
+    /// The revocation of `device` by `identity` (default: this replica's identity), if held. A
+    /// revocation applies only to a device whose certificate names the identity that signed it.
+    public func revocation(of device: DeviceID, by identity: IdentityID? = nil) throws -> DeviceRevocation? {
+        try store.read { try $0.revocation(of: device, by: identity ?? local.identity) }
     }
 
-    /// Every revocation held, by device bytes.
+    /// Every revocation held, by identity then device bytes.
     public func revocations() throws -> [DeviceRevocation] { try store.read { try $0.revocations() } }
 
     /// Changes when a revocation is stored (by this or another process).
@@ -100,7 +101,8 @@ extension Replica {
             }
             return try certificates.map {
                 IdentityDeviceRecord(
-                    certificate: $0, revocation: try db.revocation(of: $0.device), isLocal: $0.device == local.device)
+                    certificate: $0, revocation: try db.revocation(of: $0.device, by: local.identity),
+                    isLocal: $0.device == local.device)
             }
         }
     }

@@ -61,7 +61,7 @@ struct NodeAdmission: Sendable, Equatable {
     private(set) var allowed: Set<IdentityID>
     private(set) var relays: Set<RelayEndpoint> = []
     /// Revoked devices and the reason each is refused with (docs/PROTOCOL.md §3.6).
-    private(set) var revoked: [DeviceID: String] = [:]
+    private(set) var revoked: [RevokedDevice: String] = [:]
 
     init(configured: Set<IdentityID>, open: Bool) {
         self.configured = configured
@@ -73,7 +73,7 @@ struct NodeAdmission: Sendable, Equatable {
     func mayConnect(identity: IdentityID) -> Bool { allowed.contains(identity) }
 
     func decide(_ certificate: DeviceCertificate) -> AuthorizationDecision {
-        if let why = revoked[certificate.device] { return .deny(why) }
+        if let why = revoked[RevokedDevice(certificate)] { return .deny(why) }
         if open || allowed.contains(certificate.identity) { return .allow }
         if relays.contains(where: { $0.key == certificate.device }) { return .allow }
         return .deny(
@@ -82,7 +82,7 @@ struct NodeAdmission: Sendable, Equatable {
     }
 
     /// Takes the replica's revocations (device → reason); true when they changed.
-    mutating func update(revoked now: [DeviceID: String]) -> Bool {
+    mutating func update(revoked now: [RevokedDevice: String]) -> Bool {
         defer { revoked = now }
         return now != revoked
     }
@@ -95,6 +95,21 @@ struct NodeAdmission: Sendable, Equatable {
         relays = named
         return changed
     }
+}
+
+/// A device as a revocation names it: a revocation applies only to a device whose certificate
+/// names the identity that signed it (docs/PROTOCOL.md §3.6).
+struct RevokedDevice: Hashable, Sendable {
+    let identity: IdentityID
+    let device: DeviceID
+
+    init(identity: IdentityID, device: DeviceID) {
+        self.identity = identity
+        self.device = device
+    }
+
+    init(_ certificate: DeviceCertificate) { self.init(identity: certificate.identity, device: certificate.device) }
+    init(_ revocation: DeviceRevocation) { self.init(identity: revocation.identity, device: revocation.device) }
 }
 
 /// A message an elected sequencer wants sent to a voter.

@@ -50,7 +50,7 @@ final class NodeHub: @unchecked Sendable {
     private var timer: DispatchSourceTimer?
     /// The revocation stamp last read and the revoked devices known then.
     private var revocationStamp: Int64 = -1
-    private var knownRevocations: Set<DeviceID> = []
+    private var knownRevocations: Set<RevokedDevice> = []
 
     init(
         replica: Replica, device: LocalDevice, allow: Set<IdentityID>, openAdmission: Bool = false, logger: Logger,
@@ -249,7 +249,7 @@ final class NodeHub: @unchecked Sendable {
         let peer = machine.connection(id)?.peer.device.short ?? "a peer"
         if invalid > 0 { logger.warning("\(peer) sent \(invalid) revocation(s) whose signature does not verify") }
         var stored = false
-        for revocation in revocations where !knownRevocations.contains(revocation.device) {
+        for revocation in revocations where !knownRevocations.contains(RevokedDevice(revocation)) {
             do { stored = try replica.storeRevocation(revocation) || stored } catch {
                 logger.warning("cannot store a revocation from \(peer): \(error)")
             }
@@ -265,11 +265,11 @@ final class NodeHub: @unchecked Sendable {
             let all = try? replica.revocations()
         else { return }
         revocationStamp = stamp
-        let new = all.filter { !knownRevocations.contains($0.device) }
+        let new = all.filter { !knownRevocations.contains(RevokedDevice($0)) }
         guard !new.isEmpty else { return }
-        knownRevocations.formUnion(new.map(\.device))
+        knownRevocations.formUnion(new.map(RevokedDevice.init))
         for revocation in new {
-            if revocation.device == device.device {
+            if revocation.device == device.device && revocation.identity == device.identity {
                 logger.error("this device was revoked: \(revocation.reason)")
             } else {
                 logger.notice("revocation stored: \(revocation.reason)")
@@ -282,7 +282,7 @@ final class NodeHub: @unchecked Sendable {
         }
         perform(
             machine.revocationsObserved(
-                Dictionary(all.map { ($0.device, $0.reason) }, uniquingKeysWith: { first, _ in first })))
+                Dictionary(all.map { (RevokedDevice($0), $0.reason) }, uniquingKeysWith: { first, _ in first })))
         let now = machine.admission
         admission.withLock { $0 = now }
     }

@@ -153,11 +153,11 @@ struct NodeStateMachine: Sendable {
     /// The replica's revocations (device → reason), read after `.checkRevocations` when they
     /// changed. A live connection of a revoked device is closed with the reason (its session
     /// has been sent the revocations first, so the revoked device learns why).
-    mutating func revocationsObserved(_ revoked: [DeviceID: String]) -> [NodeAction] {
+    mutating func revocationsObserved(_ revoked: [RevokedDevice: String]) -> [NodeAction] {
         guard admission.update(revoked: revoked) else { return [] }
         var actions: [NodeAction] = []
         for connection in liveConnections {
-            guard let why = revoked[connection.peer.device] else { continue }
+            guard let why = revoked[RevokedDevice(connection.peer)] else { continue }
             connections[connection.id] = nil
             actions.append(.log(.notice, "disconnecting \(connection.peer.device.short): \(why)"))
             actions.append(.close(connection.id, .revoked(why)))

@@ -11,8 +11,8 @@ package struct StoredIdentityDevice: Sendable, Equatable {
 }
 
 extension StoreDB {
-    /// Stores a verified revocation; false when one for the device was already held (the
-    /// first kept is kept: any valid one revokes the device).
+    /// Stores a verified revocation; false when one of the device by the same identity was
+    /// already held (the first is kept: any valid one revokes the device).
     @discardableResult
     package func insertRevocation(_ r: DeviceRevocation) throws -> Bool {
         try execute(
@@ -21,17 +21,22 @@ extension StoreDB {
         return changes > 0
     }
 
-    /// The revocation held for `device`, if any.
-    package func revocation(of device: DeviceID) throws -> DeviceRevocation? {
-        guard let row = try row("SELECT encoded FROM revocations WHERE device = ?", [device.bytes.blob]) else {
+    /// The revocation of `device` signed by `identity`, if held: the only one that applies to
+    /// a device whose certificate names `identity`.
+    package func revocation(of device: DeviceID, by identity: IdentityID) throws -> DeviceRevocation? {
+        guard
+            let row = try row(
+                "SELECT encoded FROM revocations WHERE identity = ? AND device = ?",
+                [identity.bytes.blob, device.bytes.blob])
+        else {
             return nil
         }
         return try DeviceRevocation(encoded: (row["encoded"] as Data).bytes)
     }
 
-    /// Every revocation held, by device bytes.
+    /// Every revocation held, by identity then device bytes.
     package func revocations() throws -> [DeviceRevocation] {
-        try rows("SELECT encoded FROM revocations ORDER BY device").map {
+        try rows("SELECT encoded FROM revocations ORDER BY identity, device").map {
             try DeviceRevocation(encoded: ($0["encoded"] as Data).bytes)
         }
     }
