@@ -54,7 +54,7 @@ struct StoreTests {
                     rawSQL:
                         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'"
                 )
-            } == 24)
+            } == 26)
     }
 
     /// Opening and migrating is serialized (`StoreOpenLock`): stores opened on a fresh file at
