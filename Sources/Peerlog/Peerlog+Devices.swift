@@ -30,6 +30,9 @@ public struct PeerlogRevocation: Sendable, Hashable {
     public let encoded: [UInt8]
     /// What peers say when they refuse the device.
     public let reason: String
+    /// The groups a `group.device_revoked` was written to by this call (those where this
+    /// identity is an active member and the device was not yet revoked).
+    public let groups: [GroupID]
 }
 
 extension Peerlog {
@@ -45,8 +48,10 @@ extension Peerlog {
         }
     }
 
-    /// Signs a revocation of `device` with this home's identity key and stores it; a running
-    /// daemon on this home sends it to every peer and refuses the device from then on. Revoking
+    /// Signs a revocation of `device` with this home's identity key and stores it, and records it
+    /// in every group where this identity is an active member (`group.device_revoked`: every
+    /// member then rejects the device's receipts ordered after it). A running daemon on this
+    /// home sends it to every peer and refuses the device from then on. Revoking
     /// this very device is refused (`.refused`); a device already revoked returns the revocation
     /// held. Any device id is accepted (a device this replica never saw can be revoked ahead).
     @discardableResult
@@ -57,7 +62,11 @@ extension Peerlog {
                 .refused, "revoking a device needs the identity key, and \(keyPath) does not exist on this device")
         }
         let revocation: DeviceRevocation
-        do { revocation = try replica.revoke(device: device) } catch let error as RevocationError {
+        let groups: [GroupID]
+        do {
+            revocation = try replica.revoke(device: device)
+            groups = try replica.announce(revocation)
+        } catch let error as RevocationError {
             throw PeerlogError(.refused, error.message)
         } catch {
             throw PeerlogError(.storage, "\(error)")
@@ -65,7 +74,7 @@ extension Peerlog {
         signal.fire()
         return PeerlogRevocation(
             device: revocation.device, identity: revocation.identity, createdAt: revocation.createdAt,
-            encoded: revocation.encoded, reason: revocation.reason)
+            encoded: revocation.encoded, reason: revocation.reason, groups: groups)
     }
 
     /// Records a device linked to this identity (its certificate container, docs/PROTOCOL.md

@@ -83,9 +83,15 @@ struct DeviceCommand: AsyncParsableCommand {
                         ("device", .string(revocation.device.string)),
                         ("identity", .string(revocation.identity.string)),
                         ("revokedAt", .int(revocation.createdAt)), ("reason", .string(revocation.reason)),
+                        ("groups", .array(revocation.groups.map { .string($0.string) })),
                     ]).serialized(pretty: true))
             } else {
                 print(revocation.reason)
+                if !revocation.groups.isEmpty {
+                    print(
+                        "recorded in \(revocation.groups.count) group(s): "
+                            + revocation.groups.map(\.string).joined(separator: ", "))
+                }
             }
         }
     }

@@ -72,6 +72,13 @@ extension Pipeline {
     mutating func store(_ r: Receipt) throws {
         try overlayBaseline(r.group)
         try db.insertReceipt(r, receivedAt: now)
+        if r.type == "group.device_revoked",
+            case .deviceRevoked(let revocation)? = try? GroupOperation(receiptType: r.type, body: r.body),
+            revocation.identity == r.identity, revocation.verify().isValid
+        {
+            // A revocation that travels in a group reaches the node's admission too (§3.6).
+            try db.insertRevocation(revocation)
+        }
         heldCounters[AuthorKey(group: r.group, author: r.author)] = r.counter
         storedHere[r.cid] = r
         noteOverlayStored(r)

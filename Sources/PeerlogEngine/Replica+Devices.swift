@@ -66,6 +66,25 @@ extension Replica {
         return revocation
     }
 
+    /// Writes `group.device_revoked` (docs/PROTOCOL.md §9.1) with `revocation` in every group
+    /// where this identity is an active member and the device is not yet revoked (tentative
+    /// view), so every member refuses the device's receipts ordered after it. Returns those groups.
+    /// Only this identity's revocations can be written (the rules refuse others).
+    @discardableResult
+    public func announce(_ revocation: DeviceRevocation) throws -> [GroupID] {
+        guard revocation.identity == local.identity else { return [] }
+        let revoked = GroupRevokedDevice(identity: revocation.identity, device: revocation.device)
+        var written: [GroupID] = []
+        for group in try groupIDs() {
+            guard let state = try state(of: group, view: .tentative), state.status == .active,
+                state.activeRole(of: local.identity) != nil, !state.revokedDevices.contains(revoked)
+            else { continue }
+            _ = try append(.deviceRevoked(revocation), to: group)
+            written.append(group)
+        }
+        return written
+    }
+
     /// The revocation of `device` by `identity` (default: this replica's identity), if held. A
     /// revocation applies only to a device whose certificate names the identity that signed it.
     public func revocation(of device: DeviceID, by identity: IdentityID? = nil) throws -> DeviceRevocation? {

@@ -81,6 +81,7 @@ struct DeviceRevocationTests {
         let revoked = try peerlogJSON(["device", "revoke", "--home", a.home, b])
         let reason = try #require(text(revoked["reason"]))
         #expect(reason.hasPrefix("device \(b) was revoked by identity \(a.identity) at "), "\(revoked)")
+        #expect(revoked["groups"] == .array([.string(group)]), "recorded in the group: \(revoked)")
         let after = try peerlogJSON(["device", "list", "--home", a.home])
         guard case .array(let devicesAfter) = after else { return }
         #expect(devicesAfter.contains { text($0["device"]) == b && $0["revoked"] == .bool(true) }, "\(after)")
