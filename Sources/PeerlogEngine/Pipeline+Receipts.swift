@@ -21,12 +21,14 @@ extension Pipeline {
                 return try recordInvalid(r, reason: why)
             }
         }
-        if r.author != local.device, let revocation = try db.revocation(of: r.author, by: r.certificate.identity),
-            r.hlc.physical >= revocation.createdAt
+        if r.author != local.device, let state = try committedState(r.group),
+            state.revokedDevices.contains(GroupRevokedDevice(identity: r.identity, device: r.author))
         {
-            // A revoked device's receipts written after its revocation (by its clock) are refused;
-            // its earlier ones stay, so envelopes that committed them still apply (§3.6).
-            return try recordInvalid(r, reason: revocation.reason)
+            // The device's revocation is committed here, and commits are contiguous: any envelope
+            // still to come for this receipt orders it after the revocation, where the rules reject
+            // it (§9.4). Refused now, as evidence; never committed, so nothing waits for it.
+            return try recordInvalid(
+                r, reason: "author device \(r.author) was revoked by identity \(r.identity) in this group")
         }
         if knownCertificates.insert(r.certificate.cid).inserted {
             try db.insertCertificate(r.certificate)
