@@ -67,6 +67,11 @@ public struct DeviceRevocation: Hashable, Sendable {
         CBOREncoder.encode(.textMap(["revocation": .bytes(payload), "sig": .bytes(signature)]))
     }
 
+    /// CID of the payload (names the revocation in tools; it never travels).
+    public var cid: CID { CID(hashing: payload) }
+    /// Decoded payload, for display.
+    public var payloadValue: CBOR { (try? CBORDecoder.decodeStrict(payload)) ?? .null }
+
     /// Checks the identity's signature.
     public func verify() -> VerificationResult {
         identity.publicKey.isValidSignature(signature, for: SignatureContext.revocation.message(for: payload))
