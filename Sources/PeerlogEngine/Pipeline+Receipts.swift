@@ -76,7 +76,8 @@ extension Pipeline {
         try db.insertReceipt(r, receivedAt: now)
         if r.type == "group.device_revoked",
             case .deviceRevoked(let revocation)? = try? GroupOperation(receiptType: r.type, body: r.body),
-            revocation.identity == r.identity, revocation.verify().isValid
+            revocation.identity == r.identity, revocation.verify().isValid,
+            try db.revocationCount(of: revocation.identity) < Replica.maxRevocationsPerIdentity
         {
             // A revocation that travels in a group reaches the node's admission too (§3.6).
             try db.insertRevocation(revocation)

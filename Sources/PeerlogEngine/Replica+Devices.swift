@@ -41,15 +41,33 @@ extension ErrorCode where Domain == RevocationError {
     public static let badSignature = Self("badSignature")
     /// Revoking the device this replica runs on.
     public static let ownDevice = Self("ownDevice")
+    /// The identity already has `Replica.maxRevocationsPerIdentity` revocations stored.
+    public static let limit = Self("limit")
 }
 
 extension Replica {
+    /// Revocations stored per identity, at most: an identity revokes few devices in its life,
+    /// and a peer's identity could otherwise grow every store it reaches without end (each is
+    /// stored and passed on).
+    public static let maxRevocationsPerIdentity = 1_024
+
     /// Stores a revocation after verifying its signature; true when it is new. Peers' and our
-    /// own identity's revocations are all kept (a node refuses every revoked device).
+    /// own identity's revocations are all kept (a node refuses every revoked device). Refused
+    /// beyond `maxRevocationsPerIdentity` for the identity.
     @discardableResult
     public func storeRevocation(_ revocation: DeviceRevocation) throws -> Bool {
         if case .invalid(let why) = revocation.verify() { throw RevocationError(.badSignature, why) }
-        return try store.write { try $0.insertRevocation(revocation) }
+        return try store.write { db in
+            if try db.revocation(of: revocation.device, by: revocation.identity) != nil { return false }
+            let held = try db.revocationCount(of: revocation.identity)
+            guard held < Self.maxRevocationsPerIdentity else {
+                throw RevocationError(
+                    .limit,
+                    "identity \(revocation.identity) already has \(held) revocations stored"
+                        + " (maxRevocationsPerIdentity \(Self.maxRevocationsPerIdentity))")
+            }
+            return try db.insertRevocation(revocation)
+        }
     }
 
     /// Signs (with this home's identity key) and stores a revocation of `device`, another device

@@ -249,7 +249,12 @@ final class NodeHub: @unchecked Sendable {
         let peer = machine.connection(id)?.peer.device.short ?? "a peer"
         if invalid > 0 { logger.warning("\(peer) sent \(invalid) revocation(s) whose signature does not verify") }
         var stored = false
-        for revocation in revocations where !knownRevocations.contains(RevokedDevice(revocation)) {
+        // Only of identities we let in (our own, members of our groups, --allow): others concern
+        // no one we talk to, and would let any peer fill our store.
+        for revocation in revocations
+        where !knownRevocations.contains(RevokedDevice(revocation))
+            && machine.admission.mayConnect(identity: revocation.identity)
+        {
             do { stored = try replica.storeRevocation(revocation) || stored } catch {
                 logger.warning("cannot store a revocation from \(peer): \(error)")
             }

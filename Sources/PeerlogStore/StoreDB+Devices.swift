@@ -41,6 +41,11 @@ extension StoreDB {
         }
     }
 
+    /// Revocations held signed by `identity`.
+    package func revocationCount(of identity: IdentityID) throws -> Int {
+        Int(try int("SELECT COUNT(*) FROM revocations WHERE identity = ?", [identity.bytes.blob]) ?? 0)
+    }
+
     /// Changes when a revocation is stored (cheap: a count).
     package func revocationCount() throws -> Int64 { try int("SELECT COUNT(*) FROM revocations") ?? 0 }
 

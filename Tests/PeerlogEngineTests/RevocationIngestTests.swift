@@ -101,6 +101,30 @@ struct RevocationIngestTests {
         #expect(try alice.replica.storeRevocation(good) && !alice.replica.storeRevocation(good))
     }
 
+    @Test func revocationsPerIdentityAreBounded() throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        func revocation(_ n: Int) throws -> DeviceRevocation {
+            var bytes = [UInt8](repeating: 0, count: 32)
+            bytes[0] = UInt8(n & 0xff)
+            bytes[1] = UInt8(n >> 8)
+            return try DeviceRevocation.issue(
+                identityKey: alice.device.identityKey, device: DeviceID(bytes: bytes), createdAt: UInt64(n))
+        }
+        for n in 0..<Replica.maxRevocationsPerIdentity {
+            #expect(try bob.replica.storeRevocation(try revocation(n)))
+        }
+        #expect(try !bob.replica.storeRevocation(try revocation(0)), "one already held is no error")
+        #expect {
+            try bob.replica.storeRevocation(try revocation(Replica.maxRevocationsPerIdentity))
+        } throws: { ($0 as? RevocationError)?.code == .limit }
+        #expect(try bob.replica.revocations().count == Replica.maxRevocationsPerIdentity)
+        // Another identity's are counted apart.
+        let own = try DeviceRevocation.issue(
+            identityKey: bob.device.identityKey, device: alice.device.device, createdAt: 1)
+        #expect(try bob.replica.storeRevocation(own))
+    }
+
     @Test func recordDeviceTakesOnlyThisIdentitysVerifiedCertificates() throws {
         let alice = try TestReplica("alice")
         let bob = try TestReplica("bob")
