@@ -5,7 +5,7 @@ import PeerlogModel
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Decode and verify a receipt, envelope or certificate file.",
+        abstract: "Decode and verify a receipt, envelope, certificate or revocation file.",
         discussion: "Exit status: 0 when the signature verifies, 2 when it does not, 1 when the file cannot be decoded."
     )
 
@@ -22,7 +22,8 @@ struct Inspect: ParsableCommand {
         do { outer = try CBORDecoder.decodeStrict(data) } catch { throw CLIError("\(file): \(error)") }
         guard let kind = SignedObjectKind(container: outer) else {
             let keys = SignedObjectKind.keys(of: outer).sorted().joined(separator: ", ")
-            throw CLIError("\(file): not a receipt, envelope or certificate (top-level keys: \(keys))")
+            throw CLIError(
+                "\(file): not a receipt, envelope or certificate (nor a revocation; top-level keys: \(keys))")
         }
         let report: InspectReport
         do {
@@ -31,6 +32,7 @@ struct Inspect: ParsableCommand {
                 case .receipt: InspectReport(receipt: try Receipt(encoded: data))
                 case .envelope: InspectReport(envelope: try Envelope(encoded: data))
                 case .certificate: InspectReport(certificate: try DeviceCertificate(encoded: data))
+                case .revocation: InspectReport(revocation: try DeviceRevocation(encoded: data))
                 }
         } catch { throw CLIError("\(file): \(error)") }
 
@@ -100,6 +102,17 @@ struct InspectReport {
                 ("noise_key", .string(hexString(c.noiseKey.rawRepresentation))),
                 ("created", .int(c.createdAt)),
                 ("created_time", .string(formatMillis(c.createdAt))),
+            ])
+    }
+
+    init(revocation r: DeviceRevocation) {
+        self.init(
+            kind: "revocation", cid: r.cid, verification: r.verify(), payload: r.payloadValue,
+            fields: [
+                ("identity", .string(r.identity.string)),
+                ("device", .string(r.device.string)),
+                ("created", .int(r.createdAt)),
+                ("created_time", .string(formatMillis(r.createdAt))),
             ])
     }
 

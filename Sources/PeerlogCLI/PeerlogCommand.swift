@@ -14,6 +14,7 @@ struct PeerlogCommand: AsyncParsableCommand {
             InviteCommand.self, DeviceCommand.self,
             CaptureCommand.self, Replay.self, RelayCommand.self, Debug.self,
             IdentityCommand.self,
+            DeviceCommand.self,
         ]
     )
 

@@ -5,6 +5,7 @@ import PeerlogNode
 enum StatusText {
     static func render(_ s: NodeStatus, now: UInt64 = UInt64(Date().timeIntervalSince1970 * 1000)) -> String {
         var out = "device \(s.device) (\(s.name)), identity \(s.identity)\n"
+        if let revoked = s.revoked { out += "REVOKED: \(revoked); peers refuse this device\n" }
         out += "listening on \(s.listening ?? "nothing (dial only)")\n"
         if let c = s.capture {
             out +=

@@ -22,8 +22,17 @@ extension GroupState {
             let identity = try IdentityID(bytes: id)
             members[identity] = Member(identity: identity, role: role, status: st)
         }
+        var revoked = Set<GroupRevokedDevice>()
+        for row in s["revoked_devices"]?.arrayValue ?? [] {
+            guard let cells = row.arrayValue, cells.count == 2, let identity = cells[0].bytesValue,
+                let device = cells[1].bytesValue
+            else { throw ReplicaError(.storeCorrupt, "stored revoked device row is malformed") }
+            revoked.insert(
+                GroupRevokedDevice(identity: try IdentityID(bytes: identity), device: try DeviceID(bytes: device)))
+        }
         self.init(
             group: try GroupID(bytes: groupBytes), name: name, status: status, maxMembers: Int(maxMembers),
-            createdBy: try IdentityID(bytes: createdBy), authority: authority, members: members)
+            createdBy: try IdentityID(bytes: createdBy), authority: authority, members: members,
+            revokedDevices: revoked)
     }
 }

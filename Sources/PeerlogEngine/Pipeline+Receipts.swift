@@ -21,7 +21,19 @@ extension Pipeline {
                 return try recordInvalid(r, reason: why)
             }
         }
-        if knownCertificates.insert(r.certificate.cid).inserted { try db.insertCertificate(r.certificate) }
+        if r.author != local.device, let state = try committedState(r.group),
+            state.revokedDevices.contains(GroupRevokedDevice(identity: r.identity, device: r.author))
+        {
+            // The device's revocation is committed here, and commits are contiguous: any envelope
+            // still to come for this receipt orders it after the revocation, where the rules reject
+            // it (§9.4). Refused now, as evidence; never committed, so nothing waits for it.
+            return try recordInvalid(
+                r, reason: "author device \(r.author) was revoked by identity \(r.identity) in this group")
+        }
+        if knownCertificates.insert(r.certificate.cid).inserted {
+            try db.insertCertificate(r.certificate)
+            if r.certificate.identity == local.identity { try db.insertIdentityDevice(r.certificate, at: now) }
+        }
 
         let held = try heldCounter(r.group, r.author)
         if r.counter <= held {
@@ -62,6 +74,14 @@ extension Pipeline {
     mutating func store(_ r: Receipt) throws {
         try overlayBaseline(r.group)
         try db.insertReceipt(r, receivedAt: now)
+        if r.type == "group.device_revoked",
+            case .deviceRevoked(let revocation)? = try? GroupOperation(receiptType: r.type, body: r.body),
+            revocation.identity == r.identity, revocation.verify().isValid,
+            try db.revocationCount(of: revocation.identity) < Replica.maxRevocationsPerIdentity
+        {
+            // A revocation that travels in a group reaches the node's admission too (§3.6).
+            try db.insertRevocation(revocation)
+        }
         heldCounters[AuthorKey(group: r.group, author: r.author)] = r.counter
         storedHere[r.cid] = r
         noteOverlayStored(r)

@@ -38,6 +38,14 @@ public final class Replica: Sendable {
         try self.init(
             store: Store(path: path, access: access), device: device, limits: limits, clock: clock,
             sequenceGate: sequenceGate)
+        if access == .readWrite,
+            try store.read({ try $0.identityDevices(of: device.identity) }).allSatisfy({
+                $0.certificate != device.certificate
+            })
+        {
+            let now = clock()
+            try store.write { try $0.insertIdentityDevice(device.certificate, at: now) }
+        }
     }
 
     package init(

@@ -12,6 +12,8 @@ public enum SignatureContext: String, Sendable, CaseIterable {
     case envelope = "peerlog/envelope/v1"
     /// A batched envelope's run header (§3.5).
     case envelopeRun = "peerlog/envelope-run/v1"
+    /// Device revocations (§3.6), signed by the identity.
+    case revocation = "peerlog/revocation/v1"
 
     /// The bytes a signature covers: the context's ASCII ‖ 0x00 ‖ `payload` (docs/PROTOCOL.md §3).
     public func message(for payload: [UInt8]) -> [UInt8] { Array(rawValue.utf8) + [0] + payload }

@@ -26,6 +26,9 @@ enum NodeCloseReason: Sendable, Equatable, CustomStringConvertible {
     case noLongerAdmitted(String)
     /// The sync session closed it (protocol error, limit).
     case session(String)
+    /// The peer's device was revoked by its identity (docs/PROTOCOL.md §3.6); the text is the
+    /// revocation's reason, sent as the close record so the revoked device learns why.
+    case revoked(String)
     /// The node is stopping.
     case shuttingDown
 
@@ -34,6 +37,7 @@ enum NodeCloseReason: Sendable, Equatable, CustomStringConvertible {
         case .duplicateConnection: "duplicate connection (tie-break)"
         case .noLongerAdmitted(let why): "no longer admitted: \(why)"
         case .session(let why): why
+        case .revoked(let why): why
         case .shuttingDown: "shutting down"
         }
     }
@@ -56,6 +60,8 @@ struct NodeAdmission: Sendable, Equatable {
     let open: Bool
     private(set) var allowed: Set<IdentityID>
     private(set) var relays: Set<RelayEndpoint> = []
+    /// Revoked devices and the reason each is refused with (docs/PROTOCOL.md §3.6).
+    private(set) var revoked: [RevokedDevice: String] = [:]
 
     init(configured: Set<IdentityID>, open: Bool) {
         self.configured = configured
@@ -74,11 +80,18 @@ struct NodeAdmission: Sendable, Equatable {
     func mayConnect(identity: IdentityID) -> Bool { allowed.contains(identity) }
 
     func decide(_ certificate: DeviceCertificate) -> AuthorizationDecision {
+        if let why = revoked[RevokedDevice(certificate)] { return .deny(why) }
         if open || allowed.contains(certificate.identity) { return .allow }
         if relays.contains(where: { $0.key == certificate.device }) { return .allow }
         return .deny(
             "identity \(certificate.identity) is not ours, not a member of a group we hold, not a relay of one, and not allowed for pairing"
         )
+    }
+
+    /// Takes the replica's revocations (device → reason); true when they changed.
+    mutating func update(revoked now: [RevokedDevice: String]) -> Bool {
+        defer { revoked = now }
+        return now != revoked
     }
 
     /// Takes the replica's members and named relays; says which of the two changed.
@@ -89,6 +102,21 @@ struct NodeAdmission: Sendable, Equatable {
         relays = named
         return changed
     }
+}
+
+/// A device as a revocation names it: a revocation applies only to a device whose certificate
+/// names the identity that signed it (docs/PROTOCOL.md §3.6).
+struct RevokedDevice: Hashable, Sendable {
+    let identity: IdentityID
+    let device: DeviceID
+
+    init(identity: IdentityID, device: DeviceID) {
+        self.identity = identity
+        self.device = device
+    }
+
+    init(_ certificate: DeviceCertificate) { self.init(identity: certificate.identity, device: certificate.device) }
+    init(_ revocation: DeviceRevocation) { self.init(identity: revocation.identity, device: revocation.device) }
 }
 
 /// A message an elected sequencer wants sent to a voter.

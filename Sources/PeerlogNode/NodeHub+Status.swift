@@ -82,7 +82,8 @@ extension NodeHub {
             refusals: recentRefusals(),
             rejected: recentRejections(),
             rejectedTotal: rejectedTotal,
-            pairing: pairingStatus.withLock { $0 }()
+            pairing: pairingStatus.withLock { $0 }(),
+            revoked: (try? replica.revocation(of: device.device))?.reason
         )
     }
 

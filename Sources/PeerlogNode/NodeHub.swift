@@ -60,6 +60,9 @@ final class NodeHub: @unchecked Sendable {
     private var links: [UInt64: ConnectionRef] = [:]
     private var sessions: [UInt64: SyncSession] = [:]
     private var timer: DispatchSourceTimer?
+    /// The revocation stamp last read and the revoked devices known then.
+    private var revocationStamp: Int64 = -1
+    private var knownRevocations: Set<RevokedDevice> = []
 
     init(
         replica: Replica, device: LocalDevice, allow: Set<IdentityID>, openAdmission: Bool = false, logger: Logger,
@@ -107,6 +110,7 @@ final class NodeHub: @unchecked Sendable {
         sync {
             let now = clock()
             perform(machine.start(now: now, stamp: (try? replica.changeStamp()) ?? []))
+            checkRevocations()
         }
         guard case .queue(let queue) = executor else { return }
         let period = max(min(machine.cadence.poll, machine.cadence.election), 10)
@@ -137,6 +141,12 @@ final class NodeHub: @unchecked Sendable {
     func established(_ connection: ConnectionRef) {
         async { [self] in
             links[connection.id] = connection
+            if connection.peer.identity == device.identity {
+                // Another device of our identity: `peerlog device list` shows it.
+                do { try replica.recordDevice(connection.peer) } catch {
+                    logger.warning("cannot record device \(connection.peer.device): \(error)")
+                }
+            }
             perform(machine.established(connection.info))
         }
     }
@@ -205,6 +215,7 @@ final class NodeHub: @unchecked Sendable {
         case .tickElection:
             route(election.tick())
         case .pollChangeStamp:
+            checkRevocations()
             if let stamp = try? replica.changeStamp() { perform(machine.changeStampObserved(stamp)) }
         case .checkGroupOperations:
             if let stamp = try? replica.groupOperationStamp() { perform(machine.groupOperationsObserved(stamp)) }
@@ -245,12 +256,62 @@ final class NodeHub: @unchecked Sendable {
             case .close(let reason):
                 perform(machine.sessionClosing(id, reason: reason))
                 return
+            case .event(.revocations(let revocations, let invalid)):
+                storeRevocations(revocations, invalid: invalid, from: id)
             case .event(let event):
                 perform(machine.sessionEvent(event, on: id, now: clock()))
             case .ingest, .recordPeerVector:
                 break  // settled above while the session lives; nothing to write for a dropped one
             }
         }
+    }
+
+    /// Stores what a peer sent; new ones are pushed on and enforced at once.
+    private func storeRevocations(_ revocations: [DeviceRevocation], invalid: Int, from id: UInt64) {
+        let peer = machine.connection(id)?.peer.device.short ?? "a peer"
+        if invalid > 0 { logger.warning("\(peer) sent \(invalid) revocation(s) whose signature does not verify") }
+        var stored = false
+        // Only of identities we let in (our own, members of our groups, --allow): others concern
+        // no one we talk to, and would let any peer fill our store.
+        for revocation in revocations
+        where !knownRevocations.contains(RevokedDevice(revocation))
+            && machine.admission.mayConnect(identity: revocation.identity)
+        {
+            do { stored = try replica.storeRevocation(revocation) || stored } catch {
+                logger.warning("cannot store a revocation from \(peer): \(error)")
+            }
+        }
+        if stored { checkRevocations() }
+    }
+
+    /// Reads the replica's revocations when they changed (another process, a peer): new ones
+    /// go to every live session, admission refuses the revoked devices and their live
+    /// connections are closed with the reason.
+    private func checkRevocations() {
+        guard let stamp = try? replica.revocationStamp(), stamp != revocationStamp,
+            let all = try? replica.revocations()
+        else { return }
+        revocationStamp = stamp
+        let new = all.filter { !knownRevocations.contains(RevokedDevice($0)) }
+        guard !new.isEmpty else { return }
+        knownRevocations.formUnion(new.map(RevokedDevice.init))
+        for revocation in new {
+            if revocation.device == device.device && revocation.identity == device.identity {
+                logger.error("this device was revoked: \(revocation.reason)")
+            } else {
+                logger.notice("revocation stored: \(revocation.reason)")
+            }
+        }
+        let items = new.map(\.encoded)
+        for connection in machine.liveConnections {
+            guard let session = sessions[connection.id] else { continue }
+            perform(session.sendRevocations(items), on: connection.id)
+        }
+        perform(
+            machine.revocationsObserved(
+                Dictionary(all.map { (RevokedDevice($0), $0.reason) }, uniquingKeysWith: { first, _ in first })))
+        let now = machine.admission
+        admission.withLock { $0 = now }
     }
 
     /// Hands what the elected sequencers produced to the machine for routing.

@@ -155,6 +155,21 @@ struct NodeStateMachine: Sendable {
         admission.admit(identity) ? [.admissionChanged] : []
     }
 
+    /// The replica's revocations (device → reason), read after `.checkRevocations` when they
+    /// changed. A live connection of a revoked device is closed with the reason (its session
+    /// has been sent the revocations first, so the revoked device learns why).
+    mutating func revocationsObserved(_ revoked: [RevokedDevice: String]) -> [NodeAction] {
+        guard admission.update(revoked: revoked) else { return [] }
+        var actions: [NodeAction] = []
+        for connection in liveConnections {
+            guard let why = revoked[RevokedDevice(connection.peer)] else { continue }
+            connections[connection.id] = nil
+            actions.append(.log(.notice, "disconnecting \(connection.peer.device.short): \(why)"))
+            actions.append(.close(connection.id, .revoked(why)))
+        }
+        return actions
+    }
+
     /// After a session re-checked its groups: a peer whose identity no longer shares anything
     /// with us is disconnected.
     mutating func membershipRechecked(_ id: UInt64) -> [NodeAction] {

@@ -34,6 +34,9 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     /// Pairing sessions this node hosts and the newest pairing events, refusals among them
     /// (nil when none ever ran).
     public var pairing: PairingStatus?
+    /// Set when this device was revoked by its identity: the revocation's reason
+    /// (`device … was revoked by identity … at …`). Peers refuse it from then on.
+    public var revoked: String? = nil
 }
 
 /// Pairing sessions (`peerlog device link`, `peerlog invite create`) for `status`.

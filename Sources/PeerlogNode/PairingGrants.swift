@@ -52,6 +52,8 @@ struct PairingGrants: Sendable {
                 identityKey: try device.requireIdentityKey(for: "link devices"), request: asked,
                 shareIdentity: sharesIdentityKey, peers: peers,
                 hostDevice: device.device, createdAt: WallClock.nowMillis(), transcriptHash: transcriptHash)
+            // `device list` shows it from now on (docs/PROTOCOL.md §10).
+            try replica.recordDevice(grant.certificate)
             return Granted(
                 payload: grant.encoded, certificate: grant.certificate,
                 summary:

@@ -26,6 +26,10 @@ public struct SyncLimits: Sendable {
     /// Bytes of an error message text.
     public var maxErrorMessageBytes = 1_024
 
+    /// Revocation containers in one "revocations" message (docs/PROTOCOL.md §15.1); a sender
+    /// holding more sends several messages.
+    public var maxRevocationsPerMessage = 256
+
     /// The defaults above, which are the protocol's (§15.3).
     public init() {}
 }

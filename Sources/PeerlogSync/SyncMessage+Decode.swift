@@ -12,7 +12,7 @@ extension SyncMessage {
         }
         let widest = max(
             limits.maxGroupsPerHello, limits.maxAuthorsPerVector, limits.maxBatchItems, limits.maxCIDsPerRequest,
-            limits.maxHelloListItems)
+            limits.maxHelloListItems, limits.maxRevocationsPerMessage)
         let decoder = CBORDecoder(
             mode: .strict,
             limits: .init(
@@ -165,6 +165,18 @@ extension SyncMessage {
                 throw .limit("maxErrorMessageBytes: unshared reason", reason.utf8.count, limits.maxErrorMessageBytes)
             }
             return .unshared(group: try f.group(), reason: reason)
+        case "revocations":
+            let items = try f.array(
+                "items", limit: limits.maxRevocationsPerMessage, name: "maxRevocationsPerMessage"
+            ).map { v throws(SyncCodecError) in
+                guard let b = v.bytesValue else { throw .malformed("\"items\" must hold byte strings") }
+                guard b.count <= DeviceRevocation.maxEncodedBytes else {
+                    throw .limit("revocation size", b.count, DeviceRevocation.maxEncodedBytes)
+                }
+                return b
+            }
+            guard !items.isEmpty else { throw .malformed("\"items\" is empty") }
+            return .revocations(items: items)
         default:
             return .unknown(type: type)
         }

@@ -65,6 +65,9 @@ public enum SyncMessage: Hashable, Sendable {
     /// The sender stops syncing the group with this peer (§15.2.10): the peer is no longer a
     /// member in the sender's view, or the group was deleted. No credit needed.
     case unshared(group: GroupID, reason: String)
+    /// Device revocation containers (docs/PROTOCOL.md §3.6) the sender holds, at most
+    /// `SyncLimits.maxRevocationsPerMessage`; sent after hello and when a new one is stored.
+    case revocations(items: [[UInt8]])
     /// A well-formed map with a type this version does not know: ignored.
     case unknown(type: String)
 
@@ -85,6 +88,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .election: "election"
         case .refused: "refused"
         case .unshared: "unshared"
+        case .revocations: "revocations"
         case .unknown(let t): t
         }
     }
@@ -100,7 +104,7 @@ public enum SyncMessage: Hashable, Sendable {
             .request(let g, _, _),
             .caughtUp(let g), .done(let g, _), .election(let g, _), .refused(let g, _), .unshared(let g, _):
             g
-        case .hello, .credit, .error, .unknown: nil
+        case .hello, .credit, .error, .revocations, .unknown: nil
         }
     }
 
@@ -161,6 +165,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .unshared(let g, let reason):
             m["group"] = .bytes(g.bytes)
             m["reason"] = .text(reason)
+        case .revocations(let items): m["items"] = .array(items.map(CBOR.bytes))
         case .unknown: break
         }
         return .textMap(m)

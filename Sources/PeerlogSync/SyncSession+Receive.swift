@@ -15,6 +15,20 @@ extension SyncSession {
             out.append(.event(.ignoredUnknownMessage(type: type)))
             return
         }
+        if case .revocations(let items) = m {
+            // Accepted in any phase (it may arrive right after the peer's hello): not group data.
+            var valid: [DeviceRevocation] = []
+            var invalid = 0
+            for item in items {
+                let revocation: DeviceRevocation
+                do { revocation = try DeviceRevocation(encoded: item) } catch {
+                    throw SyncFailure("malformed", "revocation item: \(error)")
+                }
+                if revocation.verify().isValid { valid.append(revocation) } else { invalid += 1 }
+            }
+            out.append(.event(.revocations(valid, invalid: invalid)))
+            return
+        }
         if case .hello(let versions, let capabilities, let peerGroups) = m {
             return try hello(versions: versions, capabilities: capabilities, groups: peerGroups, into: &out)
         }
@@ -82,7 +96,7 @@ extension SyncSession {
             out.append(.event(.caughtUp(group: g)))
         case .done(_, let id):
             if let key = inFlightByID.removeValue(forKey: id) { inFlight[key] = nil }
-        case .hello, .error, .unknown: break
+        case .hello, .error, .unknown, .revocations: break
         }
     }
 

@@ -97,6 +97,7 @@ public final class SyncSession {
                     groups: Array(groups.prefix(limits.maxGroupsPerHello))), into: &out)
             granted = limits.initialCredit
             send(.credit(limits.initialCredit), into: &out)
+            sendRevocations(try store.syncRevocations(for: peer), into: &out)
         }
         return out
     }
@@ -211,6 +212,25 @@ public final class SyncSession {
         }
         guard case .preVoteRequest(let term, _, _) = message else { return [] }
         return [.event(.election(group: group, from: peer.device, .preVote(term: term, granted: true)))]
+    }
+
+    /// Sends device revocations (docs/PROTOCOL.md §15.1) in messages of at most
+    /// `maxRevocationsPerMessage`: a node calls it when it stores a new one.
+    public func sendRevocations(_ items: [[UInt8]]) -> [SyncAction] {
+        requireNoIngestPending()
+        guard phase != .closed, phase != .idle else { return [] }
+        var out = [SyncAction]()
+        sendRevocations(items, into: &out)
+        return out
+    }
+
+    func sendRevocations(_ items: [[UInt8]], into out: inout [SyncAction]) {
+        var rest = items[...]
+        while !rest.isEmpty {
+            let chunk = rest.prefix(max(1, limits.maxRevocationsPerMessage))
+            send(.revocations(items: Array(chunk)), into: &out)
+            rest = rest.dropFirst(chunk.count)
+        }
     }
 
     /// Lets the peer send `n` more batches (for nodes that manage credit with `autoGrant` off).

@@ -25,9 +25,14 @@ public protocol SyncStore: AnyObject, Sendable {
     /// `encoded` as a single envelope (§3.4) for a peer that reads no batched ones: itself if
     /// single; a run item re-signed alone when this device is its sequencer; otherwise nil.
     func syncSingleEnvelope(_ encoded: [UInt8]) throws -> [UInt8]?
+    /// The revocation containers to send `peer` after hello (docs/PROTOCOL.md §3.6, §15.1).
+    func syncRevocations(for peer: DeviceCertificate) throws -> [[UInt8]]
 }
 
 extension SyncStore {
+    /// None: a store that keeps no revocations sends none.
+    public func syncRevocations(for peer: DeviceCertificate) throws -> [[UInt8]] { [] }
+
     /// Without a signing key: single envelopes pass, run items cannot be served singly.
     public func syncSingleEnvelope(_ encoded: [UInt8]) throws -> [UInt8]? {
         try Envelope(encoded: encoded).run == nil ? encoded : nil

@@ -76,6 +76,9 @@ public enum SyncEvent: Sendable {
     case rejected(group: GroupID, items: [RejectedItem])
     /// The peer's sequencer refused receipts we sent it (§19.2).
     case refusedByPeer(group: GroupID, items: [RefusedReceipt])
+    /// The peer sent device revocations (parsed, signatures verified); the node stores them.
+    /// `invalid` counts the items whose signature did not verify (dropped).
+    case revocations([DeviceRevocation], invalid: Int)
 }
 
 /// Counters of one direction.

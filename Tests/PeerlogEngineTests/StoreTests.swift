@@ -40,13 +40,13 @@ struct StoreTests {
         #expect(
             try first.appliedMigrations() == [
                 "0001_initial", "0002_elected_sequencer", "0003_invalid_receipt_evidence", "0004_tentative_overlay",
-                "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox",
+                "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox", "0008_revocations",
             ])
         let again = try Store(path: dir + "/s.sqlite")
         #expect(
             try again.appliedMigrations() == [
                 "0001_initial", "0002_elected_sequencer", "0003_invalid_receipt_evidence", "0004_tentative_overlay",
-                "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox",
+                "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox", "0008_revocations",
             ])
         #expect(
             try again.read {
@@ -54,7 +54,7 @@ struct StoreTests {
                     rawSQL:
                         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'"
                 )
-            } == 24)
+            } == 26)
     }
 
     /// Opening and migrating is serialized (`StoreOpenLock`): stores opened on a fresh file at

@@ -18,6 +18,10 @@ struct SignedObjectKindTests {
         #expect(try kind(receipt.encoded) == .receipt)
         #expect(try kind(envelope.encoded) == .envelope)
         #expect(try kind(device.certificate.encoded) == .certificate)
+        let other = try device.additionalDevice(name: "other", createdAt: 2)
+        let revocation = try DeviceRevocation.issue(
+            identityKey: device.identityKey!, device: other.device, createdAt: 3)
+        #expect(try kind(revocation.encoded) == .revocation)
     }
 
     @Test func anythingElseIsNoneAndSaysItsKeys() {

@@ -55,10 +55,15 @@ final class NodeHarness {
     let cadence = NodeStateMachine.Cadence(poll: 250, election: 100)
 
     /// `names.count` nodes; each lets in every other's identity (as pairing would).
-    init(_ names: [String]) throws {
-        let devices = try names.map {
-            try LocalDevice.deterministic(seed: Array("harness/\($0)".utf8), name: $0, createdAt: 1)
-        }
+    convenience init(_ names: [String]) throws {
+        try self.init(
+            devices: names.map {
+                try LocalDevice.deterministic(seed: Array("harness/\($0)".utf8), name: $0, createdAt: 1)
+            })
+    }
+
+    /// One node per device (several may share an identity); each lets in every other's identity.
+    init(devices: [LocalDevice]) throws {
         var logger = Logger(label: "harness")
         logger.logLevel = .critical
         for device in devices {

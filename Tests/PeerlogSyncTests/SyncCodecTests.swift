@@ -27,6 +27,7 @@ struct SyncCodecTests {
         .done(group: g, id: 4),
         .error(code: "limit", message: "too big"),
         .refused(group: g, items: [RefusedReceipt(cid: cid, reason: "sender is not an active member")]),
+        .revocations(items: [[0xa0], [1, 2]]),
     ]
 
     @Test func everyMessageRoundTrips() throws {

@@ -25,6 +25,10 @@ public enum GroupOperation: Hashable, Sendable {
     case sequencerChanged(SequencerAuthority)
     /// `group.deleted` `{}`
     case deleted
+    /// `group.device_revoked` `{"revocation": bstr(container)}`: a device revocation
+    /// (docs/PROTOCOL.md §3.6) recorded in the group; receipts of the device ordered after it
+    /// are refused (§9.4).
+    case deviceRevoked(DeviceRevocation)
     /// `entity.put` `{"key": text, "value": any}`
     case entityPut(key: String, value: CBOR)
     /// `entity.delete` `{"key": text}`
@@ -64,6 +68,15 @@ public enum GroupOperation: Hashable, Sendable {
         case "group.deleted":
             _ = try BodyFields(body, what: what, keys: [])
             self = .deleted
+        case "group.device_revoked":
+            let f = try BodyFields(body, what: what, keys: ["revocation"])
+            guard case .bytes(let container) = f.fields["revocation"]!,
+                let revocation = try? DeviceRevocation(encoded: container)
+            else {
+                throw RuleViolation(
+                    "\(what): \"revocation\" must be a device revocation container", code: .invalidOperation)
+            }
+            self = .deviceRevoked(revocation)
         case "entity.put":
             let f = try BodyFields(body, what: what, keys: ["key", "value"])
             self = .entityPut(key: try f.text("key"), value: f.fields["value"]!)
@@ -93,6 +106,7 @@ public enum GroupOperation: Hashable, Sendable {
         case .roleChanged: "group.role_changed"
         case .sequencerChanged: "group.sequencer_changed"
         case .deleted: "group.deleted"
+        case .deviceRevoked: "group.device_revoked"
         case .entityPut: "entity.put"
         case .entityDelete: "entity.delete"
         case .application(let type, _): type
@@ -115,6 +129,8 @@ public enum GroupOperation: Hashable, Sendable {
             .textMap(["name": .text(name)])
         case .sequencerChanged(let authority):
             .textMap(["authority": authority.cborValue])
+        case .deviceRevoked(let revocation):
+            .textMap(["revocation": .bytes(revocation.encoded)])
         case .entityPut(let key, let value):
             .textMap(["key": .text(key), "value": value])
         case .entityDelete(let key):
@@ -149,7 +165,7 @@ public enum GroupOperation: Hashable, Sendable {
                     "application receipt type \"\(type)\" uses a reserved prefix (group. or entity.)",
                     code: .invalidOperation)
             }
-        case .memberAdded, .inviteAccepted, .memberRemoved, .memberLeft, .roleChanged, .deleted:
+        case .memberAdded, .inviteAccepted, .memberRemoved, .memberLeft, .roleChanged, .deleted, .deviceRevoked:
             break
         }
     }

@@ -58,6 +58,11 @@ public enum GroupRules {
         // Checked before "already exists": a deleted group's id is never reused either way,
         // and "deleted" is the more useful thing to tell.
         guard state.status == .active else { throw RuleViolation("group is deleted", code: .groupDeleted) }
+        // A revoked device's receipts ordered after its revocation are refused, whatever they are.
+        guard !state.revokedDevices.contains(GroupRevokedDevice(identity: sender, device: device)) else {
+            throw RuleViolation(
+                "author device \(device) was revoked by identity \(sender) in this group", code: .notPermitted)
+        }
 
         switch op {
         case .created:
@@ -156,6 +161,23 @@ public enum GroupRules {
                 throw RuleViolation("only an owner may delete the group", code: .notPermitted)
             }
             state.status = .deleted
+
+        case .deviceRevoked(let revocation):
+            _ = try activeRole(of: sender, in: state)
+            // The signature is the authority: a member may revoke only devices of its own identity.
+            guard revocation.identity == sender else {
+                throw RuleViolation(
+                    "a revocation signed by identity \(revocation.identity.short) may be sent only by that identity",
+                    code: .notPermitted)
+            }
+            guard revocation.verify().isValid else {
+                throw RuleViolation("the revocation's signature does not verify", code: .invalidOperation)
+            }
+            let revoked = GroupRevokedDevice(identity: revocation.identity, device: revocation.device)
+            guard !state.revokedDevices.contains(revoked) else {
+                throw RuleViolation("device \(revocation.device.short) is already revoked in this group")
+            }
+            state.revokedDevices.insert(revoked)
 
         case .entityPut, .entityDelete, .application:
             _ = try activeRole(of: sender, in: state)

@@ -53,6 +53,27 @@ public enum SequencerAuthority: Hashable, Sendable {
     }
 }
 
+/// A device a `group.device_revoked` took out of a group: its receipts ordered after it are
+/// refused (docs/PROTOCOL.md §9.4). It names the identity too: a revocation applies only to a
+/// device certified by the identity that signed it.
+public struct GroupRevokedDevice: Hashable, Sendable, Comparable {
+    /// The identity that revoked the device (and certified it).
+    public let identity: IdentityID
+    /// The revoked device.
+    public let device: DeviceID
+
+    /// The pair as given.
+    public init(identity: IdentityID, device: DeviceID) {
+        self.identity = identity
+        self.device = device
+    }
+
+    /// By identity bytes, then device bytes (the canonical order).
+    public static func < (l: Self, r: Self) -> Bool {
+        l.identity != r.identity ? l.identity < r.identity : l.device < r.device
+    }
+}
+
 /// Whether a group still accepts receipts.
 public enum GroupStatus: String, CaseIterable, Hashable, Sendable {
     case active, deleted
@@ -90,11 +111,13 @@ public struct GroupState: Hashable, Sendable {
     public var authority: SequencerAuthority
     /// Every identity ever added, whatever its status now. Keyed by `Member.identity`.
     public var members: [IdentityID: Member]
+    /// Devices revoked in this group (`group.device_revoked`), whose later receipts are refused.
+    public var revokedDevices: Set<GroupRevokedDevice>
 
     /// A state as given; nothing is checked here (limits are checked when a body is parsed).
     public init(
         group: GroupID, name: String, status: GroupStatus = .active, maxMembers: Int, createdBy: IdentityID,
-        authority: SequencerAuthority, members: [IdentityID: Member]
+        authority: SequencerAuthority, members: [IdentityID: Member], revokedDevices: Set<GroupRevokedDevice> = []
     ) {
         self.group = group
         self.name = name
@@ -103,6 +126,7 @@ public struct GroupState: Hashable, Sendable {
         self.createdBy = createdBy
         self.authority = authority
         self.members = members
+        self.revokedDevices = revokedDevices
     }
 
     /// The entry of `identity`, if it was ever added.
@@ -132,21 +156,28 @@ public struct GroupState: Hashable, Sendable {
     /// Deterministic CBOR of the state, used for state hashes:
     /// `{"name": text, "status": text, "max_members": uint, "created_by": bstr(32),
     /// "authority": <authority map>, "members": [[identity bstr(32), role text, status text], …]}`
-    /// with members sorted by identity bytes. The group id is not included: a state hash is
-    /// always computed within one group.
+    /// with members sorted by identity bytes, and, only when a device was revoked,
+    /// `"revoked_devices": [[identity bstr(32), device bstr(32)], …]` sorted by identity then
+    /// device bytes (so states without one hash as before). The group id is not included: a
+    /// state hash is always computed within one group.
     public var canonicalCBOR: CBOR {
         // Sorted explicitly: dictionary order differs between replicas (per-process hash seeds).
         let rows: [CBOR] = members.sorted { $0.key < $1.key }.map { id, m in
             .array([.bytes(id.bytes), .text(m.role.rawValue), .text(m.status.rawValue)])
         }
         // The clamp only keeps a hand-built invalid state from trapping; rules never produce one.
-        return .textMap([
+        var map: [String: CBOR] = [
             "name": .text(name),
             "status": .text(status.rawValue),
             "max_members": .unsigned(UInt64(max(maxMembers, 0))),
             "created_by": .bytes(createdBy.bytes),
             "authority": authority.cborValue,
             "members": .array(rows),
-        ])
+        ]
+        if !revokedDevices.isEmpty {
+            map["revoked_devices"] = .array(
+                revokedDevices.sorted().map { .array([.bytes($0.identity.bytes), .bytes($0.device.bytes)]) })
+        }
+        return .textMap(map)
     }
 }
