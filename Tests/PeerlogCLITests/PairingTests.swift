@@ -38,6 +38,12 @@ struct PairingTests {
         let created = try peerlogJSON(["group", "create", "--home", a.home, "notes"])
         guard let group = string(created, "id") else { throw TestSupport.ProcessError(description: "\(created)") }
         try expectPeerlog(["put", "--home", a.home, group, "hello", "\"from laptop1\""])
+        // A second group, shared with another person: it arrives too.
+        let other = try makePerson("friend", in: dir)
+        let second = try peerlogJSON(["group", "create", "--home", a.home, "shared"])
+        guard let shared = string(second, "id") else { throw TestSupport.ProcessError(description: "\(second)") }
+        try expectPeerlog(["group", "add", "--home", a.home, shared, other.identity])
+        try expectPeerlog(["put", "--home", a.home, shared, "plan", "\"picnic\""])
         let da = try DaemonProcess(home: a.home)
         let (code, address) = try linkCode(a.home)
 
@@ -57,6 +63,10 @@ struct PairingTests {
             TestSupport.waitUntil(timeout: 30) {
                 (try? TestSupport.peerlog(["get", "--home", bHome, group, "hello"]).stdout) == "\"from laptop1\"\n"
             }, "laptop2 never received the group\n\(db.stderr)\n\(da.stderr)")
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                (try? TestSupport.peerlog(["get", "--home", bHome, shared, "plan"]).stdout) == "\"picnic\"\n"
+            }, "laptop2 never received the second group\n\(db.stderr)")
         try expectPeerlog(["put", "--home", bHome, group, "reply", "\"from laptop2\""])
         #expect(
             TestSupport.waitUntil(timeout: 30) {
@@ -156,6 +166,35 @@ struct PairingTests {
         #expect(export.status != 0 && export.stderr.contains("no identity key"), "\(export.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir + "/b.backup"))
         _ = (da, db)
+    }
+
+    @Test func aRestoredBackupRejoinsEveryGroup() throws {
+        let a = try makePerson("original", in: dir)
+        var groups: [String] = []
+        for name in ["one", "two"] {
+            let created = try peerlogJSON(["group", "create", "--home", a.home, name])
+            guard let id = string(created, "id") else { throw TestSupport.ProcessError(description: "\(created)") }
+            try expectPeerlog(["put", "--home", a.home, id, "k", "\"\(name)\""])
+            groups.append(id)
+        }
+        let passphrase = ["PEERLOG_PASSPHRASE": "four random words here"]
+        let backup = dir + "/identity.backup"
+        let export = try TestSupport.peerlog(
+            ["identity", "export", "--home", a.home, "--out", backup], environment: passphrase)
+        #expect(export.status == 0, "\(export.stderr)")
+        let da = try DaemonProcess(home: a.home)
+        let rHome = dir + "/restored"
+        let restore = try TestSupport.peerlog(
+            ["init", "--restore", backup, "--home", rHome, "--name", "restored"], environment: passphrase)
+        #expect(restore.status == 0, "\(restore.stderr)")
+        // Admitted as a device of the same identity: it catches up every group unasked.
+        let dr = try DaemonProcess(home: rHome, arguments: ["--peer", da.address])
+        for (id, name) in zip(groups, ["one", "two"]) {
+            #expect(
+                TestSupport.waitUntil(timeout: 30) {
+                    (try? TestSupport.peerlog(["get", "--home", rHome, id, "k"]).stdout) == "\"\(name)\"\n"
+                }, "the restored device never received group \(name)\n\(dr.stderr)\n\(da.stderr)")
+        }
     }
 
     @Test func anExpiredCodeIsRefused() throws {

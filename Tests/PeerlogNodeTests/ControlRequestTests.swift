@@ -1,3 +1,4 @@
+import PeerlogModel
 import Testing
 
 @testable import PeerlogNode
@@ -29,12 +30,42 @@ struct ControlRequestTests {
             if case .failure(let invalid) = ControlRequest.parse(line) { return invalid.description }
             return nil
         }
-        #expect(problem("stats") == "unknown request \"stats\" (known: status, ping, capture start, capture stop)")
+        #expect(
+            problem("stats")
+                == "unknown request \"stats\" (known: status, ping, capture start, capture stop, pair open, pair adopt)"
+        )
         #expect(problem("capture pause") == "unknown capture request (known: capture start, capture stop)")
         let usage = "usage: capture start omit-bodies=0|1 max-bytes=N /absolute/path"
         #expect(problem("capture start omit-bodies=0 max-bytes=0 relative.pcapng") == usage)
         #expect(problem("capture start omit-bodies=0 max-bytes=lots /a") == usage)
         #expect(problem("capture start max-bytes=0 omit-bodies=0 /a") == usage)
         #expect(problem("capture start omit-bodies=0 max-bytes=0") == usage)
+    }
+
+    @Test func pairingRequestsRoundTripAndRefuseBadWords() throws {
+        let group = try GroupID(bytes: Array(1...16))
+        let identity = try IdentityID(bytes: Array(repeating: 7, count: 32))
+        let requests: [ControlRequest] = [
+            .pairOpen(PairingOpenRequest(kind: .link(sharesIdentityKey: true), lifetimeSeconds: 600)),
+            .pairOpen(PairingOpenRequest(kind: .link(sharesIdentityKey: false), lifetimeSeconds: 1)),
+            .pairOpen(PairingOpenRequest(kind: .invite(group: group, role: .admin), lifetimeSeconds: 86_400)),
+            .pairAdopt(
+                PairingAdoption(identity: identity, address: PeerAddress(host: "10.0.0.5", port: 7300), accept: group)),
+            .pairAdopt(PairingAdoption(identity: identity, address: PeerAddress(host: "::1", port: 7300), accept: nil)),
+        ]
+        for request in requests {
+            #expect(try ControlRequest.parse(request.line).get() == request, "\(request.line)")
+        }
+        func problem(_ line: String) -> String? {
+            if case .failure(let invalid) = ControlRequest.parse(line) { return invalid.description }
+            return nil
+        }
+        // The lifetime's bounds, 1...86400 seconds.
+        #expect(problem("pair open link expires=0 identity-key=1")?.hasPrefix("usage: pair open") == true)
+        #expect(problem("pair open link expires=86401 identity-key=1")?.hasPrefix("usage: pair open") == true)
+        #expect(problem("pair open link expires=600 identity-key=2") != nil)
+        #expect(problem("pair open invite expires=600 role=boss \(group)")?.hasPrefix("unknown role boss") == true)
+        #expect(problem("pair open invite expires=600 role=member nogroup") == "not a group id: nogroup")
+        #expect(problem("pair adopt \(identity)") == "usage: pair adopt IDENTITY HOST:PORT [GROUP]")
     }
 }
