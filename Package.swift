@@ -202,7 +202,9 @@ let package = Package(
         // The facade, driven as an app would (and, for other-process writes, the CLI binary).
         .testTarget(
             name: "PeerlogTests",
-            dependencies: ["Peerlog", "PeerlogStore", "PeerlogModel", "PeerlogCLI", "PeerlogNotes", "PeerlogTestSupport"]),
+            dependencies: [
+                "Peerlog", "PeerlogStore", "PeerlogModel", "PeerlogCLI", "PeerlogNotes", "PeerlogTestSupport",
+            ]),
         // Depends on the executable so `swift test` builds the binary it runs.
         .testTarget(
             name: "PeerlogCLITests",
