@@ -119,6 +119,7 @@ let package = Package(
             name: "PeerlogFuzzHarness",
             dependencies: [
                 "PeerlogCapture", "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel",
+                "PeerlogPairing",
             ]),
         // App layer.
         .executableTarget(

@@ -23,6 +23,11 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(
+            name: "FuzzPairingMessages",
+            dependencies: ["CFuzzDriver", .product(name: "PeerlogFuzzHarness", package: "Peerlog")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
             name: "FuzzSyncMessages",
             dependencies: ["CFuzzDriver", .product(name: "PeerlogFuzzHarness", package: "Peerlog")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]

@@ -24,7 +24,7 @@ if ! build; then
 fi
 grep -E 'Build complete' "$scratch/fuzz-build.log" || true
 status=0
-for target in frames:FuzzFrames sync:FuzzSyncMessages capture:FuzzCaptureFiles; do
+for target in frames:FuzzFrames sync:FuzzSyncMessages pairing:FuzzPairingMessages capture:FuzzCaptureFiles; do
   name=${target%%:*}; exe=${target#*:}
   corpus="$scratch/corpus/$name"
   mkdir -p "$corpus" "Fuzz/Regressions/$name"

@@ -2,6 +2,7 @@ import PeerlogCapture
 import PeerlogChannel
 import PeerlogEngine
 import PeerlogModel
+import PeerlogPairing
 import PeerlogStore
 import PeerlogSync
 
@@ -81,5 +82,97 @@ public enum FuzzHarness {
         if let file = try? PacketFile(bytes: input), let tcp = try? TCPStreams(file: file) {
             for stream in tcp.streams.values { _ = stream.time(ofByte: stream.bytes.count / 2) }
         }
+    }
+}
+
+// MARK: Pairing (docs/PROTOCOL.md §20)
+
+extension FuzzHarness {
+    static let pairingCode = PairingCode.generate(nameplate: 7)
+
+    /// A host exchange that has sent its opening, and a guest that has answered it (its
+    /// `pair_start`), so inputs can stand for any later message of either side.
+    static func pairingPair() -> (host: PairingHostExchange, guest: PairingGuestExchange, start: [UInt8])? {
+        var offer = PairingOffer(code: pairingCode, purpose: .link, expiresAt: .max)
+        guard case .success(let host) = offer.beginExchange(now: 0) else { return nil }
+        var guest = PairingGuestExchange(code: pairingCode, purpose: .link)
+        guard case .send(let start) = guest.receive(host.opening) else { return nil }
+        return (host, guest, start)
+    }
+
+    /// Pairing messages and payloads. The first byte picks what the rest is fed to: (0) a host
+    /// awaiting `pair_start`, (1) a guest awaiting `pair_open`, (2) a host past the PAKE awaiting
+    /// `pair_confirm`, (3) a guest past the PAKE awaiting `pair_done`, (4) the four payload
+    /// decoders. Modes 0 and 1 split the rest into messages whose sizes the next bytes choose.
+    /// Every outcome is fine but a crash, a hang or a step after the exchange ended.
+    public static func pairingMessage(_ input: [UInt8]) {
+        guard let mode = input.first, var pair = pairingPair() else { return }
+        let rest = Array(input.dropFirst())
+        switch mode % 5 {
+        case 0:
+            for message in chunks(rest) {
+                guard case .send = pair.host.receive(message) else { return }
+            }
+        case 1:
+            var guest = PairingGuestExchange(code: pairingCode, purpose: .link)
+            for message in chunks(rest) {
+                guard case .send = guest.receive(message) else { return }
+            }
+        case 2:
+            guard case .send = pair.host.receive(pair.start) else { return }
+            if case .guestPayload(let payload) = pair.host.receive(rest) {
+                _ = try? LinkRequest(decoding: payload, transcriptHash: pair.host.transcriptHash ?? [])
+            }
+        case 3:
+            guard case .send(let reply) = pair.host.receive(pair.start),
+                case .readyForPayload = pair.guest.receive(reply)
+            else { return }
+            _ = try? pair.guest.send(guestPayload: [0xa0])
+            _ = pair.guest.receive(rest)
+        default:
+            let hash = [UInt8](repeating: 0, count: 32)
+            _ = try? LinkRequest(decoding: rest, transcriptHash: hash)
+            _ = try? InviteRequest(decoding: rest, transcriptHash: hash)
+            _ = try? InviteGrant(decoding: rest, transcriptHash: hash)
+            if let request = try? LinkRequest.make(
+                signingKey: alice.signingKey, noiseKey: alice.noiseKey.publicKey, name: "a", transcriptHash: hash)
+            {
+                _ = try? LinkGrant(decoding: rest, transcriptHash: hash, expecting: request)
+            }
+        }
+    }
+
+    private static func chunks(_ bytes: [UInt8]) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var rest = bytes[...]
+        while let size = rest.first {
+            rest = rest.dropFirst()
+            out.append(Array(rest.prefix(Int(size))))
+            rest = rest.dropFirst(Int(size))
+        }
+        return out
+    }
+
+    /// Seeds for the pairing fuzzer: each mode with the real message it expects, from a real
+    /// exchange (Fuzz/Seeds/pairing is written from these by the regression test).
+    public static func pairingSeeds() -> [String: [UInt8]] {
+        guard var pair = pairingPair(), case .send(let reply) = pair.host.receive(pair.start),
+            case .readyForPayload = pair.guest.receive(reply),
+            let request = try? LinkRequest.make(
+                signingKey: alice.signingKey, noiseKey: alice.noiseKey.publicKey, name: "a",
+                transcriptHash: pair.guest.transcriptHash ?? []),
+            let confirm = try? pair.guest.send(guestPayload: request.encoded),
+            case .guestPayload = pair.host.receive(confirm),
+            let done = try? pair.host.finish(hostPayload: [0xa0])
+        else { return [:] }
+        /// One message as modes 0 and 1 split their input: its length byte, then its bytes.
+        func sized(_ message: [UInt8]) -> [UInt8] { [UInt8(min(message.count, 255))] + message.prefix(255) }
+        return [
+            "host-start": [0] + sized(pair.start),
+            "guest-open": [1] + sized(pairingPair()?.host.opening ?? []),
+            "host-confirm": [2] + confirm,
+            "guest-done": [3] + done,
+            "payload-link-request": [4] + request.encoded,
+        ]
     }
 }

@@ -32,6 +32,31 @@ struct FuzzRegressionTests {
         for file in files { FuzzHarness.captureFile(Array(try Data(contentsOf: URL(fileURLWithPath: file)))) }
     }
 
+    @Test func pairingInputsReturn() throws {
+        let files = Self.inputs("pairing")
+        #expect(files.count >= 5, "no seeds in Fuzz/Seeds/pairing")
+        for file in files { FuzzHarness.pairingMessage(Array(try Data(contentsOf: URL(fileURLWithPath: file)))) }
+    }
+
+    /// The pairing seeds are real messages of every mode, as `FuzzHarness.pairingSeeds()` makes
+    /// them now (so a format change that outdates them is noticed): same modes and message types.
+    @Test func pairingSeedsAreCurrent() throws {
+        let seeds = FuzzHarness.pairingSeeds()
+        #expect(seeds.count == 5)
+        let dir = TestSupport.repoRoot + "/Fuzz/Seeds/pairing/"
+        // PEERLOG_WRITE_PAIRING_SEEDS=1 swift test --filter pairingSeedsAreCurrent regenerates them.
+        if ProcessInfo.processInfo.environment["PEERLOG_WRITE_PAIRING_SEEDS"] == "1" {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            for (name, bytes) in seeds { try Data(bytes).write(to: URL(fileURLWithPath: dir + name)) }
+        }
+        for (name, bytes) in seeds {
+            let path = dir + name
+            let kept = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+            // Randomness (shares, sids, nonces) differs; mode byte and length must not.
+            #expect(kept.first == bytes.first && kept.count == bytes.count, "\(name): regenerate Fuzz/Seeds/pairing")
+        }
+    }
+
     /// The harness itself reaches deep states: an established channel and a decodable message.
     @Test func harnessReachesEstablishedChannelAndSession() {
         #expect(FuzzHarness.establishedForTesting)
