@@ -81,29 +81,6 @@ public struct DeviceRevocation: Hashable, Sendable {
     /// The reason peers give for refusing the device (handshake, receipts, closed connections):
     /// `device <id> was revoked by identity <id> at <ISO 8601 time>`.
     public var reason: String {
-        "device \(device) was revoked by identity \(identity) at \(Self.iso8601(createdAt))"
-    }
-
-    /// `millis` as `YYYY-MM-DDThh:mm:ss.sssZ` (UTC).
-    static func iso8601(_ millis: UInt64) -> String {
-        let seconds = Int64(millis / 1000)
-        var days = seconds / 86_400
-        let rest = seconds % 86_400
-        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-        days += 719_468
-        let era = days / 146_097
-        let doe = days - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        func pad(_ v: Int64, _ n: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, n - s.count)) + s
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(rest / 3600, 2)):\(pad(rest % 3600 / 60, 2)):"
-            + "\(pad(rest % 60, 2)).\(pad(Int64(millis % 1000), 3))Z"
+        "device \(device) was revoked by identity \(identity) at \(WallClock.iso8601(millis: createdAt))"
     }
 }
