@@ -232,10 +232,19 @@ struct CaptureToolsTests {
         tshark.standardOutput = FileHandle.nullDevice
         try TestSupport.launch(tshark)
         #expect(TestSupport.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: raw) }, "tshark started")
-        usleep(500_000)
+        // The file appears before the capture filter is live; on a loaded machine that takes a while.
+        usleep(1_500_000)
         let (_, _, _, capture) = try recordedSync(
             captureArgs: [], environment: ["PEERLOG_KEYLOGFILE": keyLog], aliceListen: port)
-        usleep(500_000)
+        // dumpcap drops what it has not read from the kernel when it stops: on a loaded machine
+        // it can lag the session, so wait until the file has stopped growing (for at most 10 s).
+        usleep(1_000_000)
+        var sizes: [Int] = []
+        _ = TestSupport.waitUntil(timeout: 10) {
+            sizes.append((try? FileManager.default.attributesOfItem(atPath: raw)[.size] as? Int) ?? -1)
+            usleep(250_000)
+            return sizes.count >= 4 && Set(sizes.suffix(4)).count == 1
+        }
         // SIGTERM ends tshark and its dumpcap child cleanly (they flush the file); never wait
         // on them unbounded.
         let children = Self.children(of: tshark.processIdentifier)
