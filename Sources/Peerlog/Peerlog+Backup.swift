@@ -52,12 +52,7 @@ extension Peerlog {
     public static func initialize(
         home: String, restoring path: String, passphrase: String, deviceName: String? = nil
     ) throws -> PeerlogDevice {
-        let name = deviceName ?? DeviceCertificate.defaultName()
-        guard !name.isEmpty, name.utf8.count <= DeviceCertificate.maxNameBytes else {
-            throw PeerlogError(
-                .invalidValue,
-                "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)")
-        }
+        let name = try checkedDeviceName(deviceName, code: .invalidValue)
         let p = LocalDevice.paths(home: home)
         for file in [p.identity, p.device, p.noise, p.certificate] where FileIO.exists(file) {
             throw PeerlogError(.home, "\(file) already exists: \(home) is already initialised")

@@ -107,13 +107,7 @@ extension Peerlog {
         home: String, code text: String, peer: PeerAddress? = nil, deviceName: String? = nil, networkID: String = ""
     ) async throws -> PeerlogLinkedDevice {
         let code = try parseCode(text)
-        let name = deviceName ?? DeviceCertificate.defaultName()
-        guard !name.isEmpty, name.utf8.count <= DeviceCertificate.maxNameBytes else {
-            throw PeerlogError(
-                .home,
-                "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)"
-            )
-        }
+        let name = try checkedDeviceName(deviceName)
         guard !FileIO.exists(LocalDevice.paths(home: home).certificate) else {
             throw PeerlogError(.home, "\(home) holds a device already; join from an empty home")
         }

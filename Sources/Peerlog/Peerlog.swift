@@ -62,13 +62,7 @@ public final class Peerlog: Sendable {
                     .home,
                     "\(home) has no Peerlog identity (open it with create: true, or run: peerlog init --home \(home))")
             }
-            let name = deviceName ?? DeviceCertificate.defaultName()
-            guard !name.isEmpty, name.utf8.count <= DeviceCertificate.maxNameBytes else {
-                throw PeerlogError(
-                    .home,
-                    "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)"
-                )
-            }
+            let name = try Peerlog.checkedDeviceName(deviceName)
             do {
                 try FileManager.default.createDirectory(
                     atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

@@ -38,12 +38,7 @@ extension Peerlog {
     /// `deviceName` (default: the host name). A home that holds keys already is refused.
     @discardableResult
     public static func initialize(home: String, deviceName: String? = nil) throws -> PeerlogDevice {
-        let name = deviceName ?? DeviceCertificate.defaultName()
-        guard !name.isEmpty, name.utf8.count <= DeviceCertificate.maxNameBytes else {
-            throw PeerlogError(
-                .home,
-                "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)")
-        }
+        let name = try checkedDeviceName(deviceName)
         do {
             let device = try LocalDevice.generate(name: name, createdAt: WallClock.nowMillis())
             try device.save(home: home)
@@ -71,5 +66,18 @@ extension Peerlog {
         do { return PeerlogDevice(try LocalDevice.load(home: home), home: home) } catch {
             throw PeerlogError(.home, "\(error)")
         }
+    }
+
+    /// `deviceName`, or the host name when nil, if it is 1...`DeviceCertificate.maxNameBytes`
+    /// bytes of UTF-8; otherwise a `PeerlogError` with `code`. Every way of making a device
+    /// (init, open with create, join, restore) checks the name here.
+    static func checkedDeviceName(_ deviceName: String?, code: PeerlogError.Code = .home) throws -> String {
+        let name = deviceName ?? DeviceCertificate.defaultName()
+        guard !name.isEmpty, name.utf8.count <= DeviceCertificate.maxNameBytes else {
+            throw PeerlogError(
+                code,
+                "the device name must be 1...\(DeviceCertificate.maxNameBytes) bytes of UTF-8, not \(name.utf8.count)")
+        }
+        return name
     }
 }

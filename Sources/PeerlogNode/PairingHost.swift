@@ -65,8 +65,8 @@ final class PairingHost: Sendable {
             throw NodeError.pairing("expires must be 1...\(PairingOpenRequest.maxLifetimeSeconds) seconds")
         }
         try grants.check(request)
+        closeDead(now: now)
         let (group, nameplate) = try state.withLock { s -> ((any EventLoopGroup)?, Int) in
-            prune(&s, now: now)
             guard s.sessions.count < Self.maxOpenSessions else {
                 throw NodeError.pairing("\(Self.maxOpenSessions) pairing sessions are open already")
             }
@@ -210,14 +210,6 @@ final class PairingHost: Sendable {
         for session in dead {
             session.advert?.stop()
             session.server.close(promise: nil)
-        }
-    }
-
-    private func prune(_ s: inout State, now: UInt64) {
-        for (key, session) in s.sessions where !session.busy && session.offer.state(now: now) != .open {
-            session.advert?.stop()
-            session.server.close(promise: nil)
-            s.sessions[key] = nil
         }
     }
 
