@@ -269,6 +269,10 @@ struct CaptureToolsTests {
         }
         let tapped = try messages(capture)
         #expect(tapped.count > 8)
-        #expect(try messages(decrypted) == tapped)
+        let got = try messages(decrypted)
+        #expect(
+            got == tapped,
+            "decrypted \(got.count) messages, tapped \(tapped.count); first difference at \(zip(got, tapped).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(got.count, tapped.count)): \(Array(got.prefix(40))) vs \(Array(tapped.prefix(40)))"
+        )
     }
 }
