@@ -139,6 +139,38 @@ struct PairingTests {
         _ = da
     }
 
+    /// A party in the middle relays a real exchange, keeps the guest's messages (the last one is
+    /// never delivered, as if the lid closed) and sends them again on a connection of its own: the
+    /// host's fresh sid and share make the recorded confirmation fail (`wrongCode`), nothing is
+    /// issued, and the right code still pairs on the last attempt.
+    @Test func aReplayedTranscriptFailsAndTheCodeStillPairs() throws {
+        let a = try makePerson("host", in: dir)
+        let da = try DaemonProcess(home: a.home)
+        let (code, address) = try linkCode(a.home)
+        let cut = dir + "/cut"
+        let out = try TestSupport.python(
+            "pair_replay.py",
+            [address, "--", TestSupport.peerlogBinary, "init", "--join", code, "--peer", "{proxy}", "--home", cut])
+        let r = try JSON.parse(out)
+        #expect(
+            r["relayed"] == .array(["pair_open", "pair_start", "pair_reply", "pair_confirm"].map { .string($0) }),
+            "\(out)")
+        #expect(r["guest_status"] != .int(0), "the guest finished without pair_done: \(out)")
+        #expect(!FileManager.default.fileExists(atPath: cut + "/device.cert"), "the cut-off guest wrote a device")
+        #expect(r["replay_open_is_fresh"] == .bool(true), "\(out)")
+        #expect(r["replay_reply"] == .string("pair_reply"), "\(out)")
+        #expect(r["replay_answer"] == .string("pair_error"), "the replay was not refused: \(out)\n\(da.stderr)")
+        #expect(r["replay_code"] == .string("wrongCode"), "\(out)")
+        let status = "\(try peerlogJSON(["status", "--home", a.home]))"
+        #expect(status.contains("wrong pairing code"), "status does not show the replay's refusal: \(status)")
+
+        // Two attempts spent (the cut exchange, the replay): the right code pairs on the third.
+        let bHome = dir + "/laptop2"
+        let joined = try TestSupport.peerlog(["init", "--join", code, "--peer", address, "--home", bHome])
+        #expect(joined.status == 0, "the code did not survive the replay: \(joined.stderr)\n\(da.stderr)")
+        #expect(try peerlogJSON(["id", "--home", bHome])["identity"] == .string(a.identity))
+    }
+
     @Test func aCertificateOnlyDeviceSyncsButCannotLinkOrExport() throws {
         let a = try makePerson("keeper", in: dir)
         let created = try peerlogJSON(["group", "create", "--home", a.home, "shared"])
