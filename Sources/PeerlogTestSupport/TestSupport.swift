@@ -47,8 +47,19 @@ public enum TestSupport {
     /// Starts `process`, one launch at a time, never while a test changes the environment:
     /// `Process.run()` copies `environ`, and a concurrent setenv(3) made it read freed memory
     /// (SIGSEGV in memcpy).
+    ///
+    /// Then closes this process's copies of the child's standard streams when they are files
+    /// (`FileHandle`s other than `nullDevice`; the child holds its own): left open, every run
+    /// kept three descriptors until the test process ended (2,000 and more in a full run), and a
+    /// long /proc/self/fd is what lets Foundation's `Process.run()` read past glibc's readdir
+    /// buffer (swift-corelibs-foundation#5472, a SIGSEGV in a later launch).
     public static func launch(_ process: Process) throws {
         try environmentLock.withLock { try process.run() }
+        var closed = Set<ObjectIdentifier>()
+        for case let handle as FileHandle in [process.standardInput, process.standardOutput, process.standardError]
+        where handle !== FileHandle.nullDevice && closed.insert(ObjectIdentifier(handle)).inserted {
+            try? handle.close()
+        }
     }
 
     /// Runs `body` (setenv, unsetenv, or reading the environment to pass on) while no process
