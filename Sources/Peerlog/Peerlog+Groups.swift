@@ -4,10 +4,31 @@ import PeerlogNode
 
 extension Peerlog {
     /// Creates a group; this device becomes its owner and sequences it until told otherwise.
-    /// `maxMembers` counts pending invitations too.
+    /// `maxMembers` counts pending invitations too. `encrypted`: entity and application bodies
+    /// are sealed end to end under keys only member devices hold, so a relay orders what it
+    /// cannot read (docs/PROTOCOL.md §22); `keepsHistory`: members who join later read what was
+    /// written before they joined (only with `encrypted`; plaintext groups always show it).
     @discardableResult
-    public func createGroup(named name: String, maxMembers: Int = Peerlog.defaultMaxMembers) async throws -> GroupID {
-        try call { try replica.createGroup(name: name, maxMembers: maxMembers) }
+    public func createGroup(
+        named name: String, maxMembers: Int = Peerlog.defaultMaxMembers, encrypted: Bool = false,
+        keepsHistory: Bool = false
+    ) async throws -> GroupID {
+        try call {
+            try replica.createGroup(
+                name: name, maxMembers: maxMembers,
+                encryption: encrypted ? GroupEncryptionSettings(history: keepsHistory) : nil)
+        }
+    }
+
+    /// Whether `group` is end-to-end encrypted and where its keys stand on this device.
+    public func encryption(of group: GroupID) async throws -> GroupEncryptionStatus {
+        try call {
+            let e = try replica.state(of: group, view: .tentative)?.encryption
+            return GroupEncryptionStatus(
+                encrypted: e != nil, epoch: e?.epoch ?? 0, history: e?.history ?? false,
+                keysHeld: try replica.epochKeyCount(of: group), waitingForKey: try replica.sealedWaitingCount(of: group)
+            )
+        }
     }
 
     /// Every group held here, by id; also groups whose creation has not arrived yet (only
@@ -161,4 +182,18 @@ extension Peerlog {
             memberCount: state.members.values.count { $0.status == .active },
             committedSeq: try replica.committedSeq(of: id), tentativeCount: try replica.tentativeCount(of: id))
     }
+}
+
+/// An encrypted group's keys as this device sees them (docs/PROTOCOL.md §22).
+public struct GroupEncryptionStatus: Sendable, Hashable {
+    /// Whether bodies are sealed end to end (set when the group was created).
+    public let encrypted: Bool
+    /// Epochs so far: a new one starts whenever a member leaves or is removed or a device is revoked.
+    public let epoch: UInt64
+    /// Whether members who join later read what was written before.
+    public let history: Bool
+    /// Epoch keys this device holds.
+    public let keysHeld: Int
+    /// Committed receipts this device cannot open yet: they apply when their key arrives.
+    public let waitingForKey: Int
 }

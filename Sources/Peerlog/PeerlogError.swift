@@ -24,7 +24,7 @@ public struct PeerlogError: CodedError {
         private enum Base: Hashable, Sendable {
             case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
-            case pairing, wrongPassphrase
+            case pairing, wrongPassphrase, epochKeyMissing
         }
 
         private let base: Base
@@ -69,6 +69,9 @@ public struct PeerlogError: CodedError {
         /// A passphrase does not open an identity backup: it is wrong, or the file was changed
         /// (authenticated encryption cannot tell the two apart). Nothing was written.
         public static let wrongPassphrase = Code(.wrongPassphrase)
+        /// The group is end-to-end encrypted and this device does not hold the key in use yet:
+        /// another member's device seals it to this one (docs/PROTOCOL.md §22.5). Try again later.
+        public static let epochKeyMissing = Code(.epochKeyMissing)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }
@@ -123,6 +126,7 @@ extension PeerlogError.Code {
             case .batchTooLarge: .batchTooLarge
             case .invalidImport: .file
             case .storeCorrupt: .storage
+            case .epochKeyMissing: .epochKeyMissing
             default: .refused
             }
     }

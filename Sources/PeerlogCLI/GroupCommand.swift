@@ -20,18 +20,29 @@ struct GroupCommand: AsyncParsableCommand {
         @OptionGroup var home: HomeOptions
         @Argument(help: "The group's name.") var name: String
         @Option(help: "Most members, pending invitations included.") var maxMembers = Peerlog.defaultMaxMembers
+        @Flag(help: "Seal entity and application bodies end to end: only member devices read them.")
+        var encrypted = false
+        @Flag(help: "With --encrypted: members who join later read what was written before.")
+        var history = false
         @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            if history && !encrypted { throw ValidationError("--history needs --encrypted") }
+        }
 
         func run() async throws {
             let peerlog = try await home.open()
-            let group = try await peerlog.createGroup(named: name, maxMembers: maxMembers)
+            let group = try await peerlog.createGroup(
+                named: name, maxMembers: maxMembers, encrypted: encrypted, keepsHistory: history)
             if output.json {
                 print(
                     JSON.object([
                         ("id", .string(group.string)), ("name", .string(name)), ("max_members", .int(maxMembers)),
+                        ("encrypted", .bool(encrypted)),
                     ]).serialized(pretty: true))
             } else {
-                print("Created group \"\(name)\" (up to \(maxMembers) members): \(group)")
+                let kind = encrypted ? "encrypted group" : "group"
+                print("Created \(kind) \"\(name)\" (up to \(maxMembers) members): \(group)")
             }
         }
     }
@@ -183,6 +194,13 @@ extension GroupCommand {
             let tentative = state.tentativeCount
             // The election's view (leader, term) lives in the running daemon, if one runs.
             let live = await peerlog.daemonStatus()?.groups.first { $0.id == id.string }?.sequencer
+            let keys = try await peerlog.encryption(of: id)
+            let encryption: JSON =
+                keys.encrypted
+                ? .object([
+                    ("epoch", .int(keys.epoch)), ("history", .bool(keys.history)), ("keys_held", .int(keys.keysHeld)),
+                    ("waiting_for_key", .int(keys.waitingForKey)),
+                ]) : .null
             if output.json {
                 print(
                     JSON.object([
@@ -201,6 +219,7 @@ extension GroupCommand {
                                 ])
                             } ?? .null
                         ),
+                        ("encryption", encryption),
                         ("members", .array(members.map(Self.memberJSON))),
                     ]).serialized(pretty: true))
                 return
@@ -212,6 +231,12 @@ extension GroupCommand {
                     ("max members", String(state.maxMembers)), ("created by", state.createdBy.string),
                     ("sequencer", state.sequencer.text),
                     ("committed seq", String(seq)), ("tentative", String(tentative)),
+                    (
+                        "encryption",
+                        keys.encrypted
+                            ? "end to end, epoch \(keys.epoch), \(keys.keysHeld) keys held, \(keys.waitingForKey) receipts waiting for a key\(keys.history ? ", history for new members" : "")"
+                            : "none (plaintext)"
+                    ),
                     ("members", String(members.count)),
                 ]
                     + (live?.term.map { term in

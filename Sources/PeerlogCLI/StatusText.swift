@@ -24,6 +24,7 @@ enum StatusText {
         for g in s.groups {
             out += "  \(g.name)  \(g.id)  committed \(g.committed)  tentative \(g.tentative)\n"
             if let q = g.sequencer { out += "    sequencer: " + sequencerLine(q) + "\n" }
+            if let w = g.waitingForKey { out += "    encrypted end to end; \(w) waiting for a key\n" }
             for p in g.peers {
                 let theirs = p.peerCommitted.map(String.init) ?? "?"
                 out +=

@@ -11,6 +11,10 @@ struct Fold {
     var entities: [String: EntityValue]
     /// Entities outside the scope are not tracked (their receipts still pass through the rules).
     var scope: Replica.EntityScope = .all
+    /// The group's epoch keys this device holds: sealed bodies open with them (§22.5).
+    var keys: [EpochKeyID: EpochKey] = [:]
+    /// Committed sealed receipts that had no effect for want of a key: their seq and key.
+    var waiting: [(seq: UInt64, keyID: EpochKeyID)] = []
 
     init(group: GroupID, state: GroupState?, entities: [String: EntityValue]) {
         self.group = group
@@ -20,8 +24,11 @@ struct Fold {
 
     /// Applies `r` at the next position; returns why it was rejected, or nil.
     mutating func apply(_ r: Receipt, status: ItemStatus) -> String? {
-        let outcome = Self.step(r, group: group, state: state)
+        let outcome = Self.step(r, group: group, state: state, keys: { keys[$0] })
         guard outcome.rejected == nil, let op = outcome.op else { return outcome.rejected }
+        if case .sealed(_, let body) = op, state?.encryption != nil, case .committed(let seq) = status {
+            waiting.append((seq, body.keyID))
+        }
         state = outcome.state
         switch op {
         case .entityPut(let key, let value) where tracks(key):
@@ -36,15 +43,25 @@ struct Fold {
     /// What `r` does at a position whose group state is `state`: its operation (nil when the
     /// body does not parse), the state after it, and why it is rejected (nil when applied). The
     /// one rule both the fold and the maintained overlay use.
+    ///
+    /// In an encrypted group a sealed operation the rules accept is opened with `keys`: the
+    /// result carries the plaintext operation, or stays `.sealed` (no effect on entities) when
+    /// the key is missing, or is rejected when the body does not open with its key.
     static func step(
-        _ r: Receipt, group: GroupID, state: GroupState?
+        _ r: Receipt, group: GroupID, state: GroupState?, keys: (EpochKeyID) -> EpochKey? = { _ in nil }
     ) -> (op: GroupOperation?, state: GroupState?, rejected: String?) {
         if state?.status == .deleted { return (nil, state, "group is deleted") }
         let op: GroupOperation
         do { op = try GroupOperation(receiptType: r.type, body: r.body) } catch { return (nil, state, error.reason) }
         switch GroupRules.apply(op, sender: r.identity, device: r.author, group: group, to: state) {
         case .failure(let v): return (op, state, v.reason)
-        case .success(let next): return (op, next, nil)
+        case .success(let next):
+            guard case .sealed = op, state?.encryption != nil else { return (op, next, nil) }
+            switch op.opening(r, keys: keys) {
+            case .opened(let inner): return (inner, next, nil)
+            case .waiting: return (op, next, nil)
+            case .bad(let reason): return (op, state, reason)
+            }
         }
     }
 

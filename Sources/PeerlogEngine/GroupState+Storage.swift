@@ -30,9 +30,16 @@ extension GroupState {
             revoked.insert(
                 GroupRevokedDevice(identity: try IdentityID(bytes: identity), device: try DeviceID(bytes: device)))
         }
+        var encryption: GroupEncryption?
+        if let e = s["encryption"] {
+            guard let parsed = GroupEncryption(cborValue: e) else {
+                throw ReplicaError(.storeCorrupt, "stored group encryption is malformed")
+            }
+            encryption = parsed
+        }
         self.init(
             group: try GroupID(bytes: groupBytes), name: name, status: status, maxMembers: Int(maxMembers),
             createdBy: try IdentityID(bytes: createdBy), authority: authority, members: members,
-            revokedDevices: revoked)
+            revokedDevices: revoked, encryption: encryption)
     }
 }

@@ -63,13 +63,13 @@ extension Pipeline {
     /// Entity keys written by receipts this transaction stored, in groups where the committed
     /// order differed from the tentative guess. A key that changed without one of these moved
     /// because of the order alone: it was reordered. Read before `maintainOverlays`.
-    func entityKeysStoredInGroupsWithReorders() throws -> Set<ViewKey> {
+    mutating func entityKeysStoredInGroupsWithReorders() throws -> Set<ViewKey> {
         var groups = Set<GroupID>()
         for e in report.events.dropFirst(eventsLogged) { if case .reordered(let g, _, _, _) = e { groups.insert(g) } }
         guard !groups.isEmpty else { return [] }
         var keys = Set<ViewKey>()
         for r in storedHere.values where groups.contains(r.group) && r.type.hasPrefix("entity.") {
-            if let key = (try? GroupOperation(receiptType: r.type, body: r.body))?.entityKey {
+            if let key = try openedOperation(r)?.entityKey {
                 keys.insert(ViewKey(group: r.group, key: key))
             }
         }

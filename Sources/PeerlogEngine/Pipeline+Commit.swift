@@ -26,16 +26,14 @@ extension Pipeline {
         let state = try committedState(r.group)
         var rejected: String?
         var changedBase = false
-        do {
-            let op = try GroupOperation(receiptType: r.type, body: r.body)
-            switch GroupRules.apply(op, sender: r.identity, device: r.author, group: r.group, to: state) {
-            case .failure(let violation): rejected = violation.reason
-            case .success(let next):
-                try applyEffects(op, receipt: r, seq: seq, before: state, after: next)
-                changedBase = op.changesGroupState
-            }
-        } catch let violation as RuleViolation {
-            rejected = violation.reason
+        // The rules, and in an encrypted group the sealed body opened with this device's keys.
+        let keys = state?.encryption != nil ? try epochKeys(r.group) : [:]
+        let outcome = Fold.step(r, group: r.group, state: state, keys: { keys[$0] })
+        if let reason = outcome.rejected {
+            rejected = reason
+        } else if let op = outcome.op, let next = outcome.state {
+            try applyEffects(op, receipt: r, seq: seq, before: state, after: next)
+            changedBase = op.changesGroupState
         }
         noteOverlayCommitted(r, changedBase: changedBase)
         try record(db, rejected == nil ? .applied : .rejected, rejected)
@@ -71,8 +69,21 @@ extension Pipeline {
             committedHere[ViewKey(group: r.group, key: key)] = CommittedValue(bytes: nil)
         case .application:
             report.events.append(.application(group: r.group, seq: seq, receipt: r))
+        case .sealed(_, let body):
+            if after.encryption == nil {
+                // A plaintext group's application receipt whose body has the sealed shape.
+                report.events.append(.application(group: r.group, seq: seq, receipt: r))
+            } else if !after.isRelay(local.device) {
+                // Opened later, when the key arrives (`rematerialize`). The group's relay, never
+                // a member, never gets keys: it keeps no note.
+                try db.insertSealedWaiting(group: r.group, seq: seq, keyID: body.keyID)
+            }
         default:
             try saveState(after, seq: seq)
+            if case .inviteAccepted = op, after.encryption != nil { noteKeyShare(r, state: after) }
+            if after.encryption?.validKeys.isEmpty == true, before?.encryption?.validKeys.isEmpty == false {
+                noteRotation(r, state: after)
+            }
             if case .deleted = op {
                 // A tombstone never expires; the log stays as evidence, materialized data goes.
                 try db.insertTombstone(group: r.group, cid: r.cid, seq: seq, at: now)
@@ -88,5 +99,32 @@ extension Pipeline {
         }
         try db.saveGroupState(group: state.group, blob: state.storedBytes, members: members, seq: seq, at: now)
         stateCache[state.group] = .some(state)
+    }
+
+    /// A member's device just accepted an invitation to an encrypted group: this device hands it
+    /// the keys after the transaction (`Replica.shareEpochKeys`) when it is an active member's and,
+    /// in a group a device sequences alone, when it is that device (one sharer, not every member).
+    private mutating func noteKeyShare(_ r: Receipt, state: GroupState) {
+        guard r.author != local.device, state.activeRole(of: local.identity) != nil else { return }
+        if case .solo(let sequencer) = state.authority, sequencer != local.device { return }
+        report.keyShares.append((r.group, r.certificate))
+    }
+
+    /// A departure this device did not write emptied an encrypted group's keys (a member left,
+    /// or another device's removal or revocation arrived without its rotation yet): this device
+    /// starts a new epoch after the transaction (`Replica.rotateEpochIfDue`), under the same
+    /// one-sharer rule as `noteKeyShare`. Concurrent rotations are harmless (§22.5).
+    private mutating func noteRotation(_ r: Receipt, state: GroupState) {
+        guard r.author != local.device, state.activeRole(of: local.identity) != nil else { return }
+        if case .solo(let sequencer) = state.authority, sequencer != local.device { return }
+        report.rotations.insert(r.group)
+    }
+}
+
+extension GroupState {
+    /// Whether `device` is the relay that sequences the group.
+    func isRelay(_ device: DeviceID) -> Bool {
+        if case .relay(let key, _) = authority { return key == device }
+        return false
     }
 }

@@ -75,10 +75,11 @@ extension Pipeline {
         }
         let batch = OverlayBatch(joining)
         var inserts = [(r: Receipt, p: OverlayPosition, op: GroupOperation?)]()
+        let keys = try epochKeys(group)
         for r in joining {
             guard try keepsOrderRegular(r, flagged: flagged, batch: batch) else { return try rebuildOverlay(group) }
             let p = OverlayPosition(r)
-            let op = try? GroupOperation(receiptType: r.type, body: r.body)
+            let op = try openedOperation(r)
             repair.changed(at: p)
             if op?.changesGroupState == true { repair.refold(from: p) }
             inserts.append((r, p, op))
@@ -93,7 +94,7 @@ extension Pipeline {
                 continue
             }
             let before = try firstCheckpoint.map { p < $0 } ?? true ? committedState(group) : stateBefore(group, p)
-            let outcome = Fold.step(r, group: group, state: before)
+            let outcome = Fold.step(r, group: group, state: before, keys: { keys[$0] })
             try db.insertOverlayStep(group, p, key: op?.entityKey, rejected: outcome.rejected != nil, state: nil)
             if outcome.rejected == nil, let key = op?.entityKey { repair.keys.insert(key) }
         }

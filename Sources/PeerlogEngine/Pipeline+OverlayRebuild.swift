@@ -13,13 +13,14 @@ extension Pipeline {
         _ group: GroupID, from start: OverlayPosition?, repair: inout OverlayRepair
     ) throws -> GroupState?? {
         var state = try stateBefore(group, start)
+        let keys = try epochKeys(group)
         var cursor = start
         var inclusive = true
         let page = 512
         while true {
             let steps = try db.overlaySteps(group, from: cursor, after: !inclusive, limit: page)
             for s in steps {
-                let outcome = Fold.step(s.receipt!, group: group, state: state)
+                let outcome = Fold.step(s.receipt!, group: group, state: state, keys: { keys[$0] })
                 let rejected = outcome.rejected != nil
                 let checkpoint = !rejected && outcome.op?.changesGroupState == true ? outcome.state?.storedBytes : nil
                 if rejected != s.rejected || checkpoint != s.state {
@@ -43,7 +44,7 @@ extension Pipeline {
         // Usually the writer was stored by this transaction (a local write): no reload then.
         guard let writer = try db.lastOverlayWriter(group, key: key),
             let r = try storedHere[writer.cid] ?? db.loadReceipt(writer.cid)?.receipt,
-            let op = try? GroupOperation(receiptType: r.type, body: r.body)
+            let op = try openedOperation(r)
         else {
             return try db.deleteOverlayEntity(group, key: key)
         }
@@ -70,8 +71,9 @@ extension Pipeline {
         let regular = positions.allSatisfy(\.storable) && zip(positions, positions.dropFirst()).allSatisfy { $0 < $1 }
         var state = try committedState(group)
         var writers = [String: (cid: CID, value: CBOR?)]()
+        let keys = try epochKeys(group)
         for (r, p) in zip(order, positions) {
-            let outcome = Fold.step(r, group: group, state: state)
+            let outcome = Fold.step(r, group: group, state: state, keys: { keys[$0] })
             let rejected = outcome.rejected != nil
             if !rejected {
                 state = outcome.state

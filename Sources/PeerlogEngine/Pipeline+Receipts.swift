@@ -82,6 +82,7 @@ extension Pipeline {
             // A revocation that travels in a group reaches the node's admission too (§3.6).
             try db.insertRevocation(revocation)
         }
+        if r.type == EpochKeyShare.receiptType { try takeEpochKey(from: r) }
         heldCounters[AuthorKey(group: r.group, author: r.author)] = r.counter
         storedHere[r.cid] = r
         noteOverlayStored(r)

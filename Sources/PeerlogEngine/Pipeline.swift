@@ -53,6 +53,10 @@ struct Pipeline {
     var committedHere: [ViewKey: CommittedValue] = [:]
     /// Per group, whether its view may hold tentative entity rows (nil: not looked yet).
     var overlayHasEntities: [GroupID: Bool] = [:]
+    /// The epoch keys this device holds, per group, opened for the transaction (§22.6).
+    var epochKeyCache = Memo<GroupID, [EpochKeyID: EpochKey]>()
+    /// Groups where a key arrived that committed receipts were waiting for: rebuilt in `settle`.
+    var keysArrived: Set<GroupID> = []
 
     struct EnvelopeKey: Hashable {
         let group: GroupID
@@ -136,6 +140,8 @@ struct Pipeline {
             try db.setGroupCommittedSeq(group: group, seq: try db.committedSeq(group: group))
         }
         seqDirty = []
+        for group in keysArrived.sorted() { try rematerialize(group) }
+        keysArrived = []
         let storedKeys = try entityKeysStoredInGroupsWithReorders()
         try maintainOverlays()
         try logChanges(storedKeys: storedKeys)

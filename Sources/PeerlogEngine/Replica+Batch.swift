@@ -49,7 +49,7 @@ extension Replica {
         var seqs = [CID: UInt64]()
         _ = try write { p in
             if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
-            let payloads = try self.batchPayloads(ops, to: group, pipeline: p)
+            let payloads = try self.batchPayloads(ops, to: group, pipeline: &p)
             receipts = try self.signInParallel(payloads)
             for r in receipts { try self.storeLocal(r, in: &p) }
             // Sequences them here when this device is the sequencer: one pass for the batch.
@@ -60,7 +60,9 @@ extension Replica {
     }
 
     /// Checks every operation and makes its receipt payload, chained to the one before by CID.
-    private func batchPayloads(_ ops: [GroupOperation], to group: GroupID, pipeline p: Pipeline) throws -> [[UInt8]] {
+    private func batchPayloads(
+        _ ops: [GroupOperation], to group: GroupID, pipeline p: inout Pipeline
+    ) throws -> [[UInt8]] {
         // The tentative view as `append` checks it; each op then applies to the state the ones
         // before it left, since each receipt comes after every other it can see (§11).
         var state = try fold(group: group, view: .tentative, db: p.db, entities: .none).state
@@ -68,8 +70,10 @@ extension Replica {
         var payloads = [[UInt8]]()
         payloads.reserveCapacity(ops.count)
         var payloadBytes = 0
-        for (index, op) in ops.enumerated() {
+        for (index, plain) in ops.enumerated() {
             do {
+                // Sealed under the group's current key in an encrypted group (§22.5).
+                let op = try sealedForWrite(plain, to: group, state: state, counter: position.counter, in: &p)
                 // The body as every replica will parse it (shape and GroupLimits), then the rules.
                 _ = try GroupOperation(receiptType: op.receiptType, body: op.body)
                 state = try GroupRules.apply(op, sender: local.identity, device: local.device, group: group, to: state)

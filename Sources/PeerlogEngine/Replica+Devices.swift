@@ -118,7 +118,9 @@ extension Replica {
 
     /// Records a device of this identity (a linked device, or one seen at a handshake): it
     /// shows in `identityDevices()`. The certificate must verify and name this identity.
-    public func recordDevice(_ certificate: DeviceCertificate) throws {
+    /// Returns whether the device was new here.
+    @discardableResult
+    public func recordDevice(_ certificate: DeviceCertificate) throws -> Bool {
         if case .invalid(let why) = certificate.verify() { throw ModelError(.badSignature, why) }
         guard certificate.identity == local.identity else {
             throw ModelError(
@@ -126,7 +128,13 @@ extension Replica {
                 "certificate of device \(certificate.device) names identity \(certificate.identity), not ours")
         }
         let now = clock()
-        try store.write { try $0.insertIdentityDevice(certificate, at: now) }
+        return try store.write { db in
+            let known = try db.identityDevices(of: local.identity).contains {
+                $0.certificate.device == certificate.device
+            }
+            try db.insertIdentityDevice(certificate, at: now)
+            return !known
+        }
     }
 
     /// The devices of this identity this replica knows of (this one always), oldest first, each

@@ -199,13 +199,24 @@ public final class Replica: Sendable {
         let report = try write { p in
             if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
             let view = try self.fold(group: group, view: .tentative, db: p.db, entities: .none)
-            if case .failure(let v) = GroupRules.apply(
-                op, sender: self.local.identity, device: self.local.device, group: group, to: view.state)
-            {
-                throw ReplicaError(v)
-            }
             var position = try self.localWritePosition(in: group, pipeline: p)
-            let receipt = try self.signAndStore(op, to: group, at: &position, in: &p)
+            let written = try self.sealedForWrite(op, to: group, state: view.state, counter: position.counter, in: &p)
+            let after: GroupState
+            switch GroupRules.apply(
+                written, sender: self.local.identity, device: self.local.device, group: group, to: view.state)
+            {
+            case .failure(let v): throw ReplicaError(v)
+            case .success(let next): after = next
+            }
+            let receipt = try self.signAndStore(written, to: group, at: &position, in: &p)
+            // A new encrypted group needs its first key, and a departure retires the keys in
+            // use: a new epoch follows at once, in this transaction (§22.5).
+            if let encryption = after.encryption, encryption.validKeys.isEmpty,
+                view.state?.encryption?.validKeys.isEmpty != true
+            {
+                _ = try self.signAndStore(
+                    .key(try self.rotation(group, state: after, in: &p)), to: group, at: &position, in: &p)
+            }
             try p.settle()
             result = AppendResult(receipt: receipt, seq: try p.db.committedSeq(of: receipt.cid))
         }
@@ -214,11 +225,14 @@ public final class Replica: Sendable {
     }
 
     /// Creates a group (this device becomes its owner and solo sequencer) and returns its id.
+    /// `encryption`: an end-to-end encrypted group (docs/PROTOCOL.md §22): its first epoch key
+    /// is sealed to this identity's devices in the same transaction.
     public func createGroup(
-        name: String, maxMembers: Int = GroupLimits.defaultMaxMembers, id: GroupID = .random()
+        name: String, maxMembers: Int = GroupLimits.defaultMaxMembers, id: GroupID = .random(),
+        encryption: GroupEncryptionSettings? = nil
     ) throws -> GroupID {
         let group = id
-        try append(.created(name: name, maxMembers: maxMembers), to: group)
+        try append(.created(name: name, maxMembers: maxMembers, encryption: encryption), to: group)
         return group
     }
 
@@ -239,6 +253,11 @@ public final class Replica: Sendable {
         }
         deliver(report.events)
         gateBacklog.add(report.gated)
+        for group in report.rotations.sorted() { try? rotateEpochIfDue(group) }
+        for share in report.keyShares {
+            // Best effort: the device asks again at its next accept or connection otherwise.
+            try? shareEpochKeys(share.group, with: share.certificate)
+        }
         return report
     }
 
@@ -339,6 +358,7 @@ extension Replica {
     public func replayedStateHash(of group: GroupID) throws -> [UInt8] {
         try store.read { db in
             var fold = Fold(group: group, state: nil, entities: [:])
+            fold.keys = try KeyringStorage.keys(group: group, db: db, local: local)
             for item in try db.committedLog(group: group) {
                 _ = fold.apply(item.receipt, status: .committed(seq: item.seq))
             }
@@ -415,6 +435,8 @@ extension Replica {
         }
         var fold = Fold(group: group, state: state, entities: entities)
         fold.scope = scope
+        // Tentative sealed receipts folded on top open with the keys held (§22.5).
+        if state?.encryption != nil { fold.keys = try KeyringStorage.keys(group: group, db: db, local: local) }
         return fold
     }
 

@@ -65,6 +65,12 @@ public struct IngestReport: Sendable, Equatable {
     /// Groups with assignments for the `SequenceGate`'s driver to reserve and commit
     /// (`Replica.sequenceThroughGate`).
     var gated: Set<GroupID> = []
+    /// Devices this device should hand a group's epoch keys to, found while committing
+    /// (`Replica.shareEpochKeys`, after the transaction).
+    var keyShares: [(group: GroupID, certificate: DeviceCertificate)] = []
+    /// Encrypted groups whose keys a departure emptied: this device starts a new epoch after the
+    /// transaction (`Replica.rotateEpochIfDue`).
+    var rotations: Set<GroupID> = []
 
     /// An empty report: every count 0, every list empty.
     public init() {}
@@ -212,4 +218,7 @@ extension ErrorCode where Domain == ReplicaError {
     public static let invalidImport = Self("invalidImport")
     /// Stored state cannot be read back: the store is damaged.
     public static let storeCorrupt = Self("storeCorrupt")
+    /// The group is encrypted and this device does not hold the epoch key in use: it arrives
+    /// sealed to this device from another member's device (docs/PROTOCOL.md §22.5).
+    public static let epochKeyMissing = Self("epochKeyMissing")
 }

@@ -68,6 +68,9 @@ extension NodeHub {
             var entry = GroupStatus(
                 id: group.string, name: name, committed: committed, tentative: tentative, peers: lags)
             entry.sequencer = sequencerStatus(group, tentative: tentative)
+            if (try? replica.state(of: group, view: .tentative))??.encryption != nil {
+                entry.waitingForKey = try? replica.sealedWaitingCount(of: group)
+            }
             groups.append(entry)
         }
         return NodeStatus(

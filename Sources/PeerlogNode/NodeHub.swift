@@ -143,7 +143,11 @@ final class NodeHub: @unchecked Sendable {
             links[connection.id] = connection
             if connection.peer.identity == device.identity {
                 // Another device of our identity: `peerlog device list` shows it.
-                do { try replica.recordDevice(connection.peer) } catch {
+                do {
+                    // A device met for the first time (restored from a backup, or linked while
+                    // this one was away) gets the keys of the identity's encrypted groups.
+                    if try replica.recordDevice(connection.peer) { try replica.shareEpochKeys(with: connection.peer) }
+                } catch {
                     logger.warning("cannot record device \(connection.peer.device): \(error)")
                 }
             }

@@ -172,6 +172,9 @@ public struct GroupStatus: Codable, Sendable, Equatable {
     public var peers: [GroupPeerStatus]
     /// Who assigns the group's seqs (nil before the group is committed here).
     public var sequencer: SequencerStatus?
+    /// In an end-to-end encrypted group (docs/PROTOCOL.md §22): committed receipts this device
+    /// cannot open yet for want of an epoch key; nil in a plaintext group.
+    public var waitingForKey: Int?
 
     /// A group's status; `sequencer` nil when not given.
     public init(

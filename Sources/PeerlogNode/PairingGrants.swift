@@ -54,6 +54,8 @@ struct PairingGrants: Sendable {
                 hostDevice: device.device, createdAt: WallClock.nowMillis(), transcriptHash: transcriptHash)
             // `device list` shows it from now on (docs/PROTOCOL.md §10).
             try replica.recordDevice(grant.certificate)
+            // It reads every encrypted group of the identity from the start (§22.5).
+            try replica.shareEpochKeys(with: grant.certificate)
             return Granted(
                 payload: grant.encoded, certificate: grant.certificate,
                 summary:
@@ -72,6 +74,9 @@ struct PairingGrants: Sendable {
             if status != .pending && status != .active {
                 _ = try replica.append(.memberAdded(identity: identity, role: role), to: group)
             }
+            // The code proved this device: it gets the group's keys now, so it reads and writes
+            // as soon as it accepts, whoever is online then (§22.5).
+            if state.encryption != nil { try replica.shareEpochKeys(group, with: asked.certificate) }
             let grant = try InviteGrant.make(
                 certificate: device.certificate, signingKey: device.signingKey, group: group, groupName: state.name,
                 role: role.rawValue, peers: peers, transcriptHash: transcriptHash)

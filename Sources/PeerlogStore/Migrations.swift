@@ -12,6 +12,7 @@ enum Migrations {
         m.registerMigration("0006_sequencer_change_index", migrate: Migration0006.migrate)
         m.registerMigration("0007_drop_outbox", migrate: Migration0007.migrate)
         m.registerMigration("0008_revocations", migrate: Migration0008.migrate)
+        m.registerMigration("0009_epoch_keys", migrate: Migration0009.migrate)
         return m
     }
 }

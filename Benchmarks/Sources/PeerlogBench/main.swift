@@ -4,6 +4,7 @@ import Foundation
 //   swift run -c release --package-path Benchmarks peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
 //   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
 //   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
+//   peerlog-bench encryption [N]   (sealed vs plaintext ingest; an epoch rotation to 36 devices)
 //   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
@@ -60,6 +61,11 @@ if which == "events" {
 if which == "ingest" {
     // `ingest N [--single]`: the committed ingest alone (for callgrind).
     try ingestProfileBench(count: args.count > 1 ? Int(args[1]) ?? 10_000 : 10_000, single: args.contains("--single"))
+    exit(0)
+}
+if which == "encryption" {
+    // `encryption [N]`: sealed against plaintext committed ingest, and an epoch rotation's CPU.
+    try encryptionBench(count: args.count > 1 ? Int(args[1]) ?? 20_000 : 20_000)
     exit(0)
 }
 if which == "tcp-sink", args.count == 2, let total = Int(args[1]) {

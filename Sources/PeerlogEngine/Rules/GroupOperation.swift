@@ -7,8 +7,9 @@ import PeerlogModel
 /// there, and an unknown one is refused, so a newer peer's operation is never misread as an
 /// application receipt. Everything else is an application receipt with any body.
 public enum GroupOperation: Hashable, Sendable {
-    /// `group.created` `{"name": text, "max_members": uint}`
-    case created(name: String, maxMembers: Int)
+    /// `group.created` `{"name": text, "max_members": uint}`, and in an encrypted group
+    /// `"encryption": {"history": bool}` (docs/PROTOCOL.md §22.5).
+    case created(name: String, maxMembers: Int, encryption: GroupEncryptionSettings? = nil)
     /// `group.member_added` `{"identity": bstr(32), "role": text}`: invites `identity`.
     case memberAdded(identity: IdentityID, role: Role)
     /// `group.invite_accepted` `{}`
@@ -29,6 +30,13 @@ public enum GroupOperation: Hashable, Sendable {
     /// (docs/PROTOCOL.md §3.6) recorded in the group; receipts of the device ordered after it
     /// are refused (§9.4).
     case deviceRevoked(DeviceRevocation)
+    /// `group.key` (docs/PROTOCOL.md §22.4): an epoch key sealed to devices; with `rotate`, the
+    /// group's new current key.
+    case key(EpochKeyShare)
+    /// An entity or application receipt of an encrypted group: `type` and the sealed body
+    /// `{"k", "n", "c"}` (§22.3). The rules check it sealed (current key); what it does to
+    /// entities is known once opened (`Keyring`).
+    case sealed(type: String, body: EncryptedBody)
     /// `entity.put` `{"key": text, "value": any}`
     case entityPut(key: String, value: CBOR)
     /// `entity.delete` `{"key": text}`
@@ -42,8 +50,17 @@ public enum GroupOperation: Hashable, Sendable {
         let what = "\(receiptType) body"
         switch receiptType {
         case "group.created":
-            let f = try BodyFields(body, what: what, keys: ["name", "max_members"])
-            self = .created(name: try f.text("name"), maxMembers: Int(clamping: try f.uint("max_members")))
+            let encrypted = body["encryption"] != nil
+            let f = try BodyFields(
+                body, what: what, keys: encrypted ? ["name", "max_members", "encryption"] : ["name", "max_members"])
+            self = .created(
+                name: try f.text("name"), maxMembers: Int(clamping: try f.uint("max_members")),
+                encryption: encrypted
+                    ? try GroupEncryptionSettings(parsing: f.fields["encryption"]!, what: "\(what).encryption") : nil)
+        case "group.key":
+            do { self = .key(try EpochKeyShare(body: body)) } catch {
+                throw RuleViolation("\(what): \((error as? ModelError)?.detail ?? "\(error)")", code: .invalidOperation)
+            }
         case "group.member_added":
             let f = try BodyFields(body, what: what, keys: ["identity", "role"])
             self = .memberAdded(identity: try f.key("identity"), role: try f.role("role"))
@@ -77,6 +94,10 @@ public enum GroupOperation: Hashable, Sendable {
                     "\(what): \"revocation\" must be a device revocation container", code: .invalidOperation)
             }
             self = .deviceRevoked(revocation)
+        case _ where !receiptType.hasPrefix("group.") && Self.looksSealed(body):
+            do { self = .sealed(type: receiptType, body: try EncryptedBody(cbor: body)) } catch {
+                throw RuleViolation("\(what): \((error as? ModelError)?.detail ?? "\(error)")", code: .invalidOperation)
+            }
         case "entity.put":
             let f = try BodyFields(body, what: what, keys: ["key", "value"])
             self = .entityPut(key: try f.text("key"), value: f.fields["value"]!)
@@ -107,6 +128,8 @@ public enum GroupOperation: Hashable, Sendable {
         case .sequencerChanged: "group.sequencer_changed"
         case .deleted: "group.deleted"
         case .deviceRevoked: "group.device_revoked"
+        case .key: EpochKeyShare.receiptType
+        case .sealed(let type, _): type
         case .entityPut: "entity.put"
         case .entityDelete: "entity.delete"
         case .application(let type, _): type
@@ -116,9 +139,19 @@ public enum GroupOperation: Hashable, Sendable {
     /// The receipt body this operation is sent as; `init(receiptType:body:)` gives it back.
     public var body: CBOR {
         switch self {
-        case .created(let name, let maxMembers):
+        case .created(let name, let maxMembers, let encryption):
             // `.int` so an out-of-range value stays visible (and refused) instead of wrapping.
-            .textMap(["name": .text(name), "max_members": .int(Int64(maxMembers))])
+            if let encryption {
+                .textMap([
+                    "name": .text(name), "max_members": .int(Int64(maxMembers)), "encryption": encryption.cborValue,
+                ])
+            } else {
+                .textMap(["name": .text(name), "max_members": .int(Int64(maxMembers))])
+            }
+        case .key(let share):
+            share.body
+        case .sealed(_, let body):
+            body.cbor
         case .memberAdded(let identity, let role), .roleChanged(let identity, let role):
             .textMap(["identity": .bytes(identity.bytes), "role": .text(role.rawValue)])
         case .memberRemoved(let identity):
@@ -146,7 +179,7 @@ public enum GroupOperation: Hashable, Sendable {
     public func validate() throws(RuleViolation) {
         let what = "\(receiptType) body"
         switch self {
-        case .created(let name, let maxMembers):
+        case .created(let name, let maxMembers, _):
             try Self.checkBytes(name, key: "name", limit: GroupLimits.maxNameBytes, what: what)
             guard (1...GroupLimits.maxMembersCeiling).contains(maxMembers) else {
                 throw RuleViolation(
@@ -165,12 +198,23 @@ public enum GroupOperation: Hashable, Sendable {
                     "application receipt type \"\(type)\" uses a reserved prefix (group. or entity.)",
                     code: .invalidOperation)
             }
-        case .memberAdded, .inviteAccepted, .memberRemoved, .memberLeft, .roleChanged, .deleted, .deviceRevoked:
+        case .sealed(let type, _):
+            guard !type.hasPrefix("group.") else {
+                throw RuleViolation("\(type) receipts are never sealed", code: .invalidOperation)
+            }
+        case .memberAdded, .inviteAccepted, .memberRemoved, .memberLeft, .roleChanged, .deleted, .deviceRevoked, .key:
             break
         }
     }
 
     static func isReserved(_ type: String) -> Bool { type.hasPrefix("group.") || type.hasPrefix("entity.") }
+
+    /// Whether a body has the shape of a sealed body: a map with exactly the text keys `k`, `n`
+    /// and `c`, all byte strings (§22.3). No plaintext `entity.*` body has it.
+    static func looksSealed(_ body: CBOR) -> Bool {
+        guard case .map(let m) = body, m.count == 3 else { return false }
+        return ["k", "n", "c"].allSatisfy { if case .bytes? = m[.text($0)] { true } else { false } }
+    }
 
     static func checkBytes(_ s: String, key: String, limit: Int, what: String) throws(RuleViolation) {
         let n = s.utf8.count
@@ -316,5 +360,25 @@ struct BodyFields {
                 code: .invalidOperation)
         }
         return role
+    }
+}
+
+/// The encryption settings a `group.created` receipt fixes: `{"history": bool}`.
+public struct GroupEncryptionSettings: Hashable, Sendable {
+    /// Whether members who join later get the keys of earlier epochs.
+    public var history: Bool
+
+    /// Settings as given.
+    public init(history: Bool) { self.history = history }
+
+    /// `{"history": bool}`.
+    public var cborValue: CBOR { .textMap(["history": .bool(history)]) }
+
+    init(parsing value: CBOR, what: String) throws(RuleViolation) {
+        let f = try BodyFields(value, what: what, keys: ["history"])
+        guard case .bool(let history) = f.fields["history"]! else {
+            throw RuleViolation("\(what): \"history\" must be a boolean", code: .invalidOperation)
+        }
+        self.history = history
     }
 }

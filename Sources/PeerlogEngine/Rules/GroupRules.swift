@@ -45,12 +45,13 @@ public enum GroupRules {
     ) throws(RuleViolation) -> GroupState {
         try op.validate()
         guard var state else {
-            guard case .created(let name, let maxMembers) = op else {
+            guard case .created(let name, let maxMembers, let encryption) = op else {
                 throw RuleViolation("group does not exist", code: .groupNotFound)
             }
             return GroupState(
                 group: group, name: name, status: .active, maxMembers: maxMembers, createdBy: sender,
-                authority: .solo(device), members: [sender: Member(identity: sender, role: .owner, status: .active)])
+                authority: .solo(device), members: [sender: Member(identity: sender, role: .owner, status: .active)],
+                encryption: encryption.map { GroupEncryption(history: $0.history) })
         }
         guard state.group == group else {
             throw RuleViolation("receipt is for group \(group.string), the state is of group \(state.group.string)")
@@ -83,6 +84,7 @@ public enum GroupRules {
                 throw RuleViolation("the last active owner may not leave; transfer ownership first")
             }
             state.members[sender]!.status = .left
+            if me.status == .active { state.encryption?.validKeys = [] }
 
         case .memberAdded(let target, let role):
             let senderRole = try activeRole(of: sender, in: state)
@@ -122,6 +124,7 @@ public enum GroupRules {
                 throw RuleViolation("an admin may remove only members", code: .notPermitted)
             }
             state.members[target]!.status = .removed
+            if t.status == .active { state.encryption?.validKeys = [] }
 
         case .renamed(let name):
             guard try activeRole(of: sender, in: state) != .member else {
@@ -178,9 +181,46 @@ public enum GroupRules {
                 throw RuleViolation("device \(revocation.device.short) is already revoked in this group")
             }
             state.revokedDevices.insert(revoked)
+            state.encryption?.validKeys = []
+
+        case .key(let share):
+            _ = try activeRole(of: sender, in: state)
+            guard state.encryption != nil else {
+                throw RuleViolation("group.key in a plaintext group", code: .invalidOperation)
+            }
+            if share.rotate {
+                guard !state.encryption!.validKeys.contains(share.keyID) else {
+                    throw RuleViolation("epoch key \(share.keyID) is already in use")
+                }
+                state.encryption!.validKeys = Array(
+                    (state.encryption!.validKeys + [share.keyID]).suffix(GroupEncryption.maxValidKeys))
+                state.encryption!.epoch += 1
+            }
+
+        case .sealed(let type, let body):
+            _ = try activeRole(of: sender, in: state)
+            guard let encryption = state.encryption else {
+                // A plaintext group's application receipt may have any body, this shape too.
+                guard !type.hasPrefix("entity.") else {
+                    throw RuleViolation("a sealed \(type) body in a plaintext group", code: .invalidOperation)
+                }
+                break
+            }
+            guard encryption.validKeys.contains(body.keyID) else {
+                throw RuleViolation(
+                    encryption.validKeys.isEmpty
+                        ? "the group has no epoch key in use (none yet, or a member left or a device was revoked since the last rotation)"
+                        : "sealed under epoch key \(body.keyID), which is not in use in this group (retired by a removal or a revocation)"
+                )
+            }
 
         case .entityPut, .entityDelete, .application:
             _ = try activeRole(of: sender, in: state)
+            guard state.encryption == nil else {
+                throw RuleViolation(
+                    "an encrypted group takes entity and application bodies only sealed (docs/PROTOCOL.md §22.3)",
+                    code: .invalidOperation)
+            }
         }
         return state
     }

@@ -74,6 +74,53 @@ public struct GroupRevokedDevice: Hashable, Sendable, Comparable {
     }
 }
 
+/// An encrypted group's keys as its committed receipts set them (docs/PROTOCOL.md §22.5): which
+/// epoch keys entity and application bodies may be sealed under now.
+public struct GroupEncryption: Hashable, Sendable {
+    /// Most keys valid at once: rotations since the last removal beyond it retire the oldest.
+    public static let maxValidKeys = 16
+
+    /// Keys a sealed body may use now, oldest first: every rotation since the last member left
+    /// or was removed or a device was revoked (which empties the list, so nothing written after
+    /// it opens with a key the departed party holds). Several, so that two devices rotating at
+    /// once lose no write sealed under either key. Empty: writes wait for a rotation.
+    public var validKeys: [EpochKeyID]
+    /// Rotations so far: 1 once the first key is set.
+    public var epoch: UInt64
+    /// Whether members who join later get the keys of earlier epochs (`group.created` setting).
+    public var history: Bool
+
+    /// A state as given.
+    public init(validKeys: [EpochKeyID] = [], epoch: UInt64 = 0, history: Bool) {
+        self.validKeys = validKeys
+        self.epoch = epoch
+        self.history = history
+    }
+
+    /// The newest valid key: what a local write seals under.
+    public var currentKey: EpochKeyID? { validKeys.last }
+
+    /// `{"keys": [bstr(16), …], "epoch": uint, "history": bool}`.
+    public var cborValue: CBOR {
+        .textMap([
+            "keys": .array(validKeys.map { .bytes($0.bytes) }), "epoch": .unsigned(epoch), "history": .bool(history),
+        ])
+    }
+
+    /// Parses `cborValue` (a stored state).
+    init?(cborValue v: CBOR) {
+        guard case .bool(let history)? = v["history"], let epoch = v["epoch"]?.unsignedValue,
+            case .array(let items)? = v["keys"]
+        else { return nil }
+        var keys: [EpochKeyID] = []
+        for item in items {
+            guard case .bytes(let b) = item, let id = try? EpochKeyID(bytes: b) else { return nil }
+            keys.append(id)
+        }
+        self.init(validKeys: keys, epoch: epoch, history: history)
+    }
+}
+
 /// Whether a group still accepts receipts.
 public enum GroupStatus: String, CaseIterable, Hashable, Sendable {
     case active, deleted
@@ -113,11 +160,14 @@ public struct GroupState: Hashable, Sendable {
     public var members: [IdentityID: Member]
     /// Devices revoked in this group (`group.device_revoked`), whose later receipts are refused.
     public var revokedDevices: Set<GroupRevokedDevice>
+    /// Set in an encrypted group (docs/PROTOCOL.md §22.5); nil in a plaintext one.
+    public var encryption: GroupEncryption?
 
     /// A state as given; nothing is checked here (limits are checked when a body is parsed).
     public init(
         group: GroupID, name: String, status: GroupStatus = .active, maxMembers: Int, createdBy: IdentityID,
-        authority: SequencerAuthority, members: [IdentityID: Member], revokedDevices: Set<GroupRevokedDevice> = []
+        authority: SequencerAuthority, members: [IdentityID: Member], revokedDevices: Set<GroupRevokedDevice> = [],
+        encryption: GroupEncryption? = nil
     ) {
         self.group = group
         self.name = name
@@ -127,6 +177,7 @@ public struct GroupState: Hashable, Sendable {
         self.authority = authority
         self.members = members
         self.revokedDevices = revokedDevices
+        self.encryption = encryption
     }
 
     /// The entry of `identity`, if it was ever added.
@@ -158,7 +209,8 @@ public struct GroupState: Hashable, Sendable {
     /// "authority": <authority map>, "members": [[identity bstr(32), role text, status text], …]}`
     /// with members sorted by identity bytes, and, only when a device was revoked,
     /// `"revoked_devices": [[identity bstr(32), device bstr(32)], …]` sorted by identity then
-    /// device bytes (so states without one hash as before). The group id is not included: a
+    /// device bytes (so states without one hash as before), and, only in an encrypted group,
+    /// `"encryption": <GroupEncryption.cborValue>`. The group id is not included: a
     /// state hash is always computed within one group.
     public var canonicalCBOR: CBOR {
         // Sorted explicitly: dictionary order differs between replicas (per-process hash seeds).
@@ -178,6 +230,7 @@ public struct GroupState: Hashable, Sendable {
             map["revoked_devices"] = .array(
                 revokedDevices.sorted().map { .array([.bytes($0.identity.bytes), .bytes($0.device.bytes)]) })
         }
+        if let encryption { map["encryption"] = encryption.cborValue }
         return .textMap(map)
     }
 }

@@ -1,0 +1,125 @@
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+
+/// The local side of group encryption (docs/PROTOCOL.md §22.5): sealing this device's writes,
+/// starting epochs, and handing keys to member devices that lack them.
+extension Replica {
+    /// `op` as this device writes it at `counter`: in an encrypted group an entity or application
+    /// operation is checked, then sealed under the group's current key; anything else is as is.
+    func sealedForWrite(
+        _ op: GroupOperation, to group: GroupID, state: GroupState?, counter: UInt64, in p: inout Pipeline
+    ) throws -> GroupOperation {
+        guard let encryption = state?.encryption else { return op }
+        switch op {
+        case .entityPut, .entityDelete, .application: break
+        default: return op
+        }
+        do { try op.validate() } catch { throw ReplicaError(error) }
+        guard let id = encryption.currentKey else {
+            throw ReplicaError(
+                .epochKeyMissing,
+                "group \(group) has no epoch key in use (a member left or a device was revoked, and no member device has started a new epoch yet)"
+            )
+        }
+        guard let key = try p.epochKeys(group)[id] else {
+            throw ReplicaError(
+                .epochKeyMissing,
+                "this device does not hold the epoch key of group \(group) yet: a member's device seals it to this device when they connect"
+            )
+        }
+        let binding = EncryptedBody.Binding(group: group, type: op.receiptType, author: local.device, counter: counter)
+        return .sealed(type: op.receiptType, body: try EncryptedBody.seal(op.body, key: key, binding: binding))
+    }
+
+    /// A new epoch key for `group`, kept here and sealed to every device that should read the
+    /// group now (`keyRecipients`), as the body of a `group.key` rotation.
+    func rotation(_ group: GroupID, state: GroupState, in p: inout Pipeline) throws -> EpochKeyShare {
+        let key = EpochKey()
+        try p.addEpochKey(key, group: group)
+        return try EpochKeyShare.seal(
+            key, group: group, rotate: true, to: try keyRecipients(group, state: state, db: p.db))
+    }
+
+    /// The devices of the group's active members this replica knows, by certificate: authors of
+    /// the group's receipts, this identity's devices, and this device; never a revoked one.
+    func keyRecipients(_ group: GroupID, state: GroupState, db: StoreDB) throws -> [(DeviceID, X25519.PublicKey)] {
+        let active = Set(state.members.values.filter { $0.status == .active }.map(\.identity))
+        var certificates = [DeviceID: DeviceCertificate]()
+        for (device, _) in try db.authorCounters(group: group) {
+            if let c = try db.certificates(device: device).last { certificates[device] = c }
+        }
+        for d in try db.identityDevices(of: local.identity) { certificates[d.certificate.device] = d.certificate }
+        certificates[local.device] = local.certificate
+        var out = [(DeviceID, X25519.PublicKey)]()
+        for (device, c) in certificates.sorted(by: { $0.key < $1.key }) where active.contains(c.identity) {
+            guard !state.revokedDevices.contains(GroupRevokedDevice(identity: c.identity, device: device)),
+                try db.revocation(of: device, by: c.identity) == nil
+            else { continue }
+            out.append((device, c.noiseKey))
+        }
+        return Array(out.prefix(EpochKeyShare.maxRecipients))
+    }
+
+    /// Starts a new epoch in `group` when its tentative view has no key in use and this device
+    /// is an active member's (after a departure it did not write).
+    func rotateEpochIfDue(_ group: GroupID) throws {
+        _ = try write { p in
+            let view = try self.fold(group: group, view: .tentative, db: p.db, entities: .none)
+            guard let state = view.state, state.status == .active, state.encryption?.validKeys.isEmpty == true,
+                state.activeRole(of: self.local.identity) != nil
+            else { return }
+            var position = try self.localWritePosition(in: group, pipeline: p)
+            _ = try self.signAndStore(
+                .key(try self.rotation(group, state: state, in: &p)), to: group, at: &position, in: &p)
+        }
+    }
+
+    /// Hands `certificate`'s device the keys it may read in `group`: the current epoch's, and
+    /// every earlier one when the group keeps history. Writes one `group.key` receipt per key
+    /// (not rotating); nothing when this device holds none of them, the device is no active or
+    /// invited member's (an invitee proved by a pairing code gets them before it accepts), or
+    /// it is revoked.
+    public func shareEpochKeys(_ group: GroupID, with certificate: DeviceCertificate) throws {
+        _ = try write { p in
+            let view = try self.fold(group: group, view: .tentative, db: p.db, entities: .none)
+            guard let state = view.state, let encryption = state.encryption, state.status == .active,
+                state.activeRole(of: self.local.identity) != nil,
+                [.active, .pending].contains(state.member(certificate.identity)?.status),
+                !state.revokedDevices.contains(
+                    GroupRevokedDevice(identity: certificate.identity, device: certificate.device)),
+                try p.db.revocation(of: certificate.device, by: certificate.identity) == nil
+            else { return }
+            let held = try p.epochKeys(group)
+            var ids = encryption.history ? Array(held.keys).sorted() : []
+            if let current = encryption.currentKey, !ids.contains(current) { ids.append(current) }
+            var position = try self.localWritePosition(in: group, pipeline: p, forMore: true)
+            for id in ids {
+                guard let key = held[id] else { continue }
+                let share = try EpochKeyShare.seal(
+                    key, group: group, rotate: false, to: [(certificate.device, certificate.noiseKey)])
+                _ = try self.signAndStore(.key(share), to: group, at: &position, in: &p)
+            }
+        }
+    }
+
+    /// `shareEpochKeys(_:with:)` for every encrypted group this replica holds: a newly linked
+    /// device of this identity reads them all.
+    public func shareEpochKeys(with certificate: DeviceCertificate) throws {
+        for group in try groupIDs() where try state(of: group, view: .tentative)?.encryption != nil {
+            try shareEpochKeys(group, with: certificate)
+        }
+    }
+
+    /// How many committed receipts of `group` wait for an epoch key this device does not hold
+    /// (docs/PROTOCOL.md §22.5): they apply when it arrives.
+    public func sealedWaitingCount(of group: GroupID) throws -> Int {
+        try store.read { try $0.sealedWaitingCount(group: group) }
+    }
+
+    /// How many epoch keys of `group` this device holds.
+    public func epochKeyCount(of group: GroupID) throws -> Int {
+        try store.read { try $0.epochKeys(group: group).count }
+    }
+}
