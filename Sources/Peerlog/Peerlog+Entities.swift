@@ -99,14 +99,16 @@ extension Peerlog {
     public func log(of group: GroupID, view: View = .tentative) async throws -> [PeerlogLogItem] {
         try call {
             try requireHeld(group)
-            return try replica.log(of: group, view: view).map { item in
+            let items = try replica.log(of: group, view: view)
+            let opened = try replica.openedBodies(of: items.map(\.receipt), in: group)
+            return zip(items, opened).map { item, plaintext in
                 var seq: UInt64?
                 if case .committed(let s) = item.status { seq = s }
                 let r = item.receipt
                 return PeerlogLogItem(
                     cid: r.cid, type: r.type, author: r.author, identity: r.identity, counter: r.counter,
                     time: r.hlc.physical,
-                    body: r.body, seq: seq, rejected: item.rejected)
+                    body: r.body, plaintext: plaintext, seq: seq, rejected: item.rejected)
             }
         }
     }
@@ -158,8 +160,12 @@ public struct PeerlogLogItem: Sendable, Hashable {
     public let counter: UInt64
     /// When the author wrote it (its hybrid clock's milliseconds since 1970).
     public let time: UInt64
-    /// The receipt's body (the operation's fields).
+    /// The receipt's body (the operation's fields); in an encrypted group, the sealed body
+    /// (docs/PROTOCOL.md §22.3).
     public let body: CBOR
+    /// In an encrypted group, the sealed body opened with this device's keys; nil for a
+    /// plaintext body, or when this device does not hold the key.
+    public let plaintext: CBOR?
     /// Its seq once committed; nil while tentative.
     public let seq: UInt64?
     /// Why it had (or, tentative, would have) no effect; nil when it took effect.

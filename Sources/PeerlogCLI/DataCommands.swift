@@ -84,7 +84,7 @@ struct LogCommand: AsyncParsableCommand {
                 ("counter", .int(r.counter)), ("cid", .string(r.cid.string)),
                 ("hlc_time", .string(formatMillis(r.time))),
                 ("body", r.body.json), ("rejected", r.rejected.map { .string($0) } ?? .null),
-            ])
+            ] + (r.plaintext.map { [("plaintext", $0.json)] } ?? []))
     }
 }
 

@@ -123,3 +123,42 @@ extension Replica {
         try store.read { try $0.epochKeys(group: group).count }
     }
 }
+
+extension Replica {
+    /// The plaintext body of `receipt`: in an encrypted group a sealed body opened with the keys
+    /// this device holds (for an `application` event's receipt, say); otherwise the body as is.
+    /// Throws `epochKeyMissing` when this device lacks the key, `invalidOperation` when the body
+    /// does not open with it.
+    public func plaintextBody(of receipt: Receipt) throws -> CBOR {
+        guard let sealed = try sealedBodies([receipt], in: receipt.group).first ?? nil else { return receipt.body }
+        let keys = try store.read { try KeyringStorage.keys(group: receipt.group, db: $0, local: local) }
+        guard let key = keys[sealed.keyID] else {
+            throw ReplicaError(.epochKeyMissing, "this device does not hold epoch key \(sealed.keyID) of this group")
+        }
+        do { return try sealed.open(with: key, binding: EncryptedBody.Binding(receipt)) } catch {
+            throw ReplicaError(.invalidOperation, "the sealed body does not open with epoch key \(sealed.keyID)")
+        }
+    }
+
+    /// For each of `receipts` (all of `group`), its plaintext body when it is sealed and this
+    /// device holds its key; nil otherwise (plaintext, or no key): what tools show beside the
+    /// ciphertext. One state read and one key read for all.
+    public func openedBodies(of receipts: [Receipt], in group: GroupID) throws -> [CBOR?] {
+        let sealed = try sealedBodies(receipts, in: group)
+        guard sealed.contains(where: { $0 != nil }) else { return receipts.map { _ in nil } }
+        let keys = try store.read { try KeyringStorage.keys(group: group, db: $0, local: local) }
+        return zip(receipts, sealed).map { r, s in
+            guard let s, let key = keys[s.keyID] else { return nil }
+            return try? s.open(with: key, binding: EncryptedBody.Binding(r))
+        }
+    }
+
+    /// The sealed bodies among `receipts` in an encrypted group (nil for the others).
+    private func sealedBodies(_ receipts: [Receipt], in group: GroupID) throws -> [EncryptedBody?] {
+        guard try state(of: group, view: .tentative)?.encryption != nil else { return receipts.map { _ in nil } }
+        return receipts.map { r in
+            guard !r.type.hasPrefix("group."), GroupOperation.looksSealed(r.body) else { return nil }
+            return try? EncryptedBody(cbor: r.body)
+        }
+    }
+}

@@ -109,6 +109,14 @@ struct EncryptedGroupCLITests {
         let show = try peerlogJSON(["group", "show", "--home", bob.home, group])
         #expect(show["encryption"]?["waiting_for_key"] == .int(0), "\(show)")
 
+        // `log` on a member's home opens the bodies; on the relay's it shows ciphertext only.
+        guard case .array(let bobLog) = try peerlogJSON(["log", "--home", bob.home, group]),
+            case .array(let relayLog) = try peerlogJSON(["log", "--home", relayHome, group])
+        else { throw TestSupport.ProcessError(description: "log printed no array") }
+        #expect(bobLog.contains { "\($0["plaintext"] ?? .null)".contains("canary-value-9e2c") }, "\(bobLog)")
+        #expect(relayLog.count == bobLog.count && relayLog.allSatisfy { $0["plaintext"] == nil })
+        #expect(!"\(relayLog)".contains("canary"))
+
         // The relay holds every receipt, ordered, and none of the plaintext.
         #expect(get(relayHome, group, "canary-key-4b1d") == nil)
         let relayBytes = allBytes(under: relayHome)
