@@ -23,8 +23,9 @@ func encryptionBench(count: Int) throws {
         for (encrypted, w) in [(false, plain), (true, sealed)] {
             let replica = try Replica(path: dir + "/\(encrypted)-\(round).sqlite", device: reader)
             let t = try timed { _ = try replica.ingest(receipts: w.receipts, envelopes: w.envelopes) }
-            precondition(try replica.vector(of: w.group).committed == UInt64(w.receipts.count))
-            precondition(try replica.sealedWaitingCount(of: w.group) == 0, "the reader could not open the bodies")
+            let committed = try replica.vector(of: w.group).committed
+            let waiting = try replica.sealedWaitingCount(of: w.group)
+            precondition(committed == UInt64(w.receipts.count) && waiting == 0, "not all committed and opened")
             let rate = Double(w.receipts.count) / t
             if encrypted { best.sealed = max(best.sealed, rate) } else { best.plain = max(best.plain, rate) }
         }
