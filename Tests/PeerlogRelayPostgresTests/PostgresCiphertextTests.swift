@@ -1,7 +1,6 @@
 #if PostgreSQL
 import Foundation
 import Logging
-import PeerlogCrypto
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
@@ -42,10 +41,11 @@ struct PostgresCiphertextTests {
 
             let dump = try TestSupport.run("/usr/bin/pg_dump", ["--data-only", database.url])
             #expect(dump.status == 0, "\(dump.stderr)")
-            #expect(dump.stdout.contains(hexString(put.payload)), "the dump does not hold the sealed receipt")
+            #expect(dump.stdout.contains(TestSupport.hex(put.payload)), "the dump does not hold the sealed receipt")
             for canary in canaries {
                 #expect(!dump.stdout.contains(canary), "the database holds \(canary)")
-                #expect(!dump.stdout.contains(hexString(Array(canary.utf8))), "the database holds \(canary) as bytes")
+                #expect(
+                    !dump.stdout.contains(TestSupport.hex(Array(canary.utf8))), "the database holds \(canary) as bytes")
             }
         }
     }
