@@ -36,6 +36,7 @@ public final class StartedPeerlog: @unchecked Sendable {
         while process.isRunning && Date() < deadline { usleep(5_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+        TestSupport.closeStreams(of: process)
         return TestSupport.ProcessResult(status: process.terminationStatus, stdout: stdout, stderr: stderr)
     }
 

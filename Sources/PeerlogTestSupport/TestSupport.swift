@@ -48,13 +48,17 @@ public enum TestSupport {
     /// `Process.run()` copies `environ`, and a concurrent setenv(3) made it read freed memory
     /// (SIGSEGV in memcpy).
     ///
-    /// Then closes this process's copies of the child's standard streams when they are files
-    /// (`FileHandle`s other than `nullDevice`; the child holds its own): left open, every run
-    /// kept three descriptors until the test process ended (2,000 and more in a full run), and a
-    /// long /proc/self/fd is what lets Foundation's `Process.run()` read past glibc's readdir
-    /// buffer (swift-corelibs-foundation#5472, a SIGSEGV in a later launch).
     public static func launch(_ process: Process) throws {
         try environmentLock.withLock { try process.run() }
+    }
+
+    /// Closes this process's copies of a finished child's standard streams when they are files
+    /// (`FileHandle`s other than `nullDevice`). Left open, every run kept three descriptors until
+    /// the test process ended (over 2,000 in a full run, seen in /proc), and a /proc/self/fd that
+    /// long is what lets Foundation's `Process.run()` read past glibc's readdir buffer
+    /// (swift-corelibs-foundation#5472, a SIGSEGV in a later launch). Only after the child
+    /// exited: closed right after the launch, children lost their output now and then.
+    public static func closeStreams(of process: Process) {
         var closed = Set<ObjectIdentifier>()
         for case let handle as FileHandle in [process.standardInput, process.standardOutput, process.standardError]
         where handle !== FileHandle.nullDevice && closed.insert(ObjectIdentifier(handle)).inserted {
@@ -102,10 +106,12 @@ public enum TestSupport {
             if Date() > deadline {
                 p.terminate()
                 p.waitUntilExit()
+                closeStreams(of: p)
                 throw ProcessError(description: "\(executable) \(arguments) timed out after \(timeout)s")
             }
             usleep(2_000)
         }
+        closeStreams(of: p)
         let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
         return ProcessResult(status: p.terminationStatus, stdout: out, stderr: err)
