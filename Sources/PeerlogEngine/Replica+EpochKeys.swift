@@ -26,7 +26,7 @@ extension Replica {
         guard let key = try p.epochKeys(group)[id] else {
             throw ReplicaError(
                 .epochKeyMissing,
-                "this device does not hold the epoch key of group \(group) yet: a member's device seals it to this device when they connect"
+                "this device does not hold the epoch key of group \(group) yet: a member's device seals it to this one after it has this device's acceptance (sync with it, or import its export after it imported yours)"
             )
         }
         let binding = EncryptedBody.Binding(group: group, type: op.receiptType, author: local.device, counter: counter)

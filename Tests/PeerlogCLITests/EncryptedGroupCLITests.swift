@@ -157,4 +157,44 @@ struct EncryptedGroupCLITests {
         }
         #expect(groups.first { $0["id"] == .string(group) }?["waitingForKey"] == .int(0), "\(status)")
     }
+
+    /// The offline flow of the README with an encrypted group: export files carry the sealed
+    /// receipts and the key sealed to Bob's device; Bob cannot write until Alice's device has his
+    /// acceptance, then both read each other and agree.
+    @Test func anEncryptedGroupTravelsAsFiles() throws {
+        let alice = try makePerson("alice", in: dir)
+        let bob = try makePerson("bob", in: dir)
+        let created = try peerlogJSON(["group", "create", "--home", alice.home, "trip", "--encrypted"])
+        let group = try #require(string(created["id"]))
+        try expectPeerlog(["group", "add", "--home", alice.home, group, bob.identity])
+        try expectPeerlog(["put", "--home", alice.home, group, "plan", "\"beach\""])
+        var n = 0
+        func carry(_ from: String, _ to: String) throws {
+            n += 1
+            let file = dir + "/\(n).export"
+            try expectPeerlog(["export", "--home", from, group, file])
+            try expectPeerlog(["import", "--home", to, file])
+        }
+        try carry(alice.home, bob.home)
+        #expect(get(bob.home, group, "plan") == nil, "Bob read before he held a key")
+        try expectPeerlog(["group", "accept", "--home", bob.home, group])
+        let early = try TestSupport.peerlog(["put", "--home", bob.home, group, "x", "1"])
+        #expect(early.status != 0 && early.stderr.contains("epoch key"), "\(early.stderr)")
+        #expect(early.stderr.split(separator: "\n").count == 1, "\(early.stderr)")
+        try carry(bob.home, alice.home)  // Alice commits the acceptance and seals the key to Bob.
+        try carry(alice.home, bob.home)
+        #expect(get(bob.home, group, "plan") == "\"beach\"")
+        try expectPeerlog(["put", "--home", bob.home, group, "reply", "\"ok\""])
+        try carry(bob.home, alice.home)
+        try carry(alice.home, bob.home)
+        #expect(get(alice.home, group, "reply") == "\"ok\"")
+        let hashes = try [alice.home, bob.home].map { try expectPeerlog(["state-hash", "--home", $0, group]) }
+        #expect(Set(hashes).count == 1, "\(hashes)")
+        // The export files carry the group sealed: none holds the written values.
+        for i in 1...n {
+            let bytes = try #require(FileManager.default.contents(atPath: dir + "/\(i).export"))
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(!text.contains("beach") && !text.contains(TestSupport.hex(Array("beach".utf8))))
+        }
+    }
 }
