@@ -75,7 +75,8 @@ extension Pipeline {
         }
         let batch = OverlayBatch(joining)
         var inserts = [(r: Receipt, p: OverlayPosition, op: GroupOperation?)]()
-        let keys = try epochKeys(group)
+        // Keys are read only when a sealed receipt joins: nothing per write in a plaintext group.
+        let keys = joining.contains { GroupOperation.looksSealed($0.body) } ? try epochKeys(group) : [:]
         for r in joining {
             guard try keepsOrderRegular(r, flagged: flagged, batch: batch) else { return try rebuildOverlay(group) }
             let p = OverlayPosition(r)

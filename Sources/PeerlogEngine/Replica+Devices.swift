@@ -128,13 +128,7 @@ extension Replica {
                 "certificate of device \(certificate.device) names identity \(certificate.identity), not ours")
         }
         let now = clock()
-        return try store.write { db in
-            let known = try db.identityDevices(of: local.identity).contains {
-                $0.certificate.device == certificate.device
-            }
-            try db.insertIdentityDevice(certificate, at: now)
-            return !known
-        }
+        return try store.write { try $0.insertIdentityDevice(certificate, at: now) }
     }
 
     /// The devices of this identity this replica knows of (this one always), oldest first, each

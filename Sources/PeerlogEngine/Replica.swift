@@ -44,7 +44,7 @@ public final class Replica: Sendable {
             })
         {
             let now = clock()
-            try store.write { try $0.insertIdentityDevice(device.certificate, at: now) }
+            _ = try store.write { try $0.insertIdentityDevice(device.certificate, at: now) }
         }
     }
 
@@ -375,6 +375,7 @@ extension Replica {
             }
             guard view == .tentative else { return items }
             var fold = try committedFold(group: group, db: db)
+            try openSealed(in: &fold, db: db)
             for r in try tentativeReceipts(group: group, db: db) {
                 items.append(LogItem(receipt: r, status: .tentative, rejected: fold.apply(r, status: .tentative)))
             }
@@ -435,9 +436,15 @@ extension Replica {
         }
         var fold = Fold(group: group, state: state, entities: entities)
         fold.scope = scope
-        // Tentative sealed receipts folded on top open with the keys held (§22.5).
-        if state?.encryption != nil { fold.keys = try KeyringStorage.keys(group: group, db: db, local: local) }
         return fold
+    }
+
+    /// Gives a fold of an encrypted group the keys this device holds, so the tentative sealed
+    /// receipts folded on top open (§22.5); read only where receipts are folded, not per read.
+    func openSealed(in fold: inout Fold, db: StoreDB) throws {
+        if fold.state?.encryption != nil {
+            fold.keys = try KeyringStorage.keys(group: fold.group, db: db, local: local)
+        }
     }
 
     /// Tentative receipts in tentative order, without those of authors flagged for equivocation.
@@ -480,6 +487,7 @@ extension Replica {
     func foldFromScratch(group: GroupID, view: View, db: StoreDB, entities scope: EntityScope = .all) throws -> Fold {
         var fold = try committedFold(group: group, db: db, entities: scope)
         if view == .tentative, try !db.isTombstoned(group: group) {
+            try openSealed(in: &fold, db: db)
             for r in try tentativeReceipts(group: group, db: db) { _ = fold.apply(r, status: .tentative) }
         }
         return fold

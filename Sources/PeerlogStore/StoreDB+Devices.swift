@@ -51,13 +51,16 @@ extension StoreDB {
 
     /// Records a (verified) certificate of this replica's identity; a device already held keeps
     /// its first certificate and `first_seen`.
-    package func insertIdentityDevice(_ c: DeviceCertificate, at now: UInt64) throws {
+    /// Returns whether the device was new here.
+    @discardableResult
+    package func insertIdentityDevice(_ c: DeviceCertificate, at now: UInt64) throws -> Bool {
         try execute(
             """
             INSERT OR IGNORE INTO identity_devices (device, identity, name, created, certificate, first_seen)
             VALUES (?, ?, ?, ?, ?, ?)
             """,
             [c.device.bytes.blob, c.identity.bytes.blob, c.name, c.createdAt.sql, c.encoded.blob, now.sql])
+        return changes > 0
     }
 
     /// The devices of `identity` held, oldest certificate first.
