@@ -4,13 +4,16 @@ import PeerlogNode
 
 extension Peerlog {
     /// Creates a group; this device becomes its owner and sequences it until told otherwise.
-    /// `maxMembers` counts pending invitations too. `encrypted`: entity and application bodies
-    /// are sealed end to end under keys only member devices hold, so a relay orders what it
-    /// cannot read (docs/PROTOCOL.md §22); `keepsHistory`: members who join later read what was
-    /// written before they joined (only with `encrypted`; plaintext groups always show it).
+    /// `maxMembers` counts pending invitations too. `encrypted` (the default): entity and
+    /// application bodies are sealed end to end under keys only member devices hold, so a relay
+    /// orders what it cannot read (docs/PROTOCOL.md §22). A member invited by identity writes
+    /// at once (accepting starts an epoch of its own) and reads what others wrote once a
+    /// member's device has its acceptance and shares the key in use.
+    /// `keepsHistory`: members who join later read what was written before they joined (only
+    /// with `encrypted`; plaintext groups always show it).
     @discardableResult
     public func createGroup(
-        named name: String, maxMembers: Int = Peerlog.defaultMaxMembers, encrypted: Bool = false,
+        named name: String, maxMembers: Int = Peerlog.defaultMaxMembers, encrypted: Bool = true,
         keepsHistory: Bool = false
     ) async throws -> GroupID {
         try call {
@@ -20,15 +23,33 @@ extension Peerlog {
         }
     }
 
+    /// Starts a new epoch in the encrypted `group` now: later writes are sealed under a fresh
+    /// key that only the member devices known here receive. Removals and revocations do this by
+    /// themselves; call it to rotate on a schedule of your own.
+    @discardableResult
+    public func rotateKey(of group: GroupID) async throws -> PeerlogWrite {
+        try call {
+            try requireHeld(group)
+            return PeerlogWrite(try replica.rotateEpochKey(of: group))
+        }
+    }
+
     /// Whether `group` is end-to-end encrypted and where its keys stand on this device.
     public func encryption(of group: GroupID) async throws -> GroupEncryptionStatus {
         try call {
             let e = try replica.state(of: group, view: .tentative)?.encryption
             return GroupEncryptionStatus(
                 encrypted: e != nil, epoch: e?.epoch ?? 0, history: e?.history ?? false,
-                keysHeld: try replica.epochKeyCount(of: group), waitingForKey: try replica.sealedWaitingCount(of: group)
-            )
+                keysHeld: try replica.epochKeyCount(of: group),
+                waitingForKey: try replica.sealedWaitingCount(of: group),
+                canWrite: try replica.holdsCurrentKey(of: group))
         }
+    }
+
+    /// The epoch keys this device holds (of `group`, or of every group), for `peerlog group keys`
+    /// (docs/PROTOCOL.md §17.6). Secret: whoever holds them reads the groups.
+    package func heldEpochKeys(of group: GroupID? = nil) async throws -> [(group: GroupID, key: EpochKey)] {
+        try call { try replica.heldEpochKeys(of: group) }
     }
 
     /// Every group held here, by id; also groups whose creation has not arrived yet (only
@@ -196,4 +217,9 @@ public struct GroupEncryptionStatus: Sendable, Hashable {
     public let keysHeld: Int
     /// Committed receipts this device cannot open yet: they apply when their key arrives.
     public let waitingForKey: Int
+    /// Whether this device holds the key writes are sealed under now (always true for a
+    /// plaintext group). False only while no epoch has started since a member left or a device
+    /// was revoked and this device's group view cannot start one; `changes()` reports
+    /// `.membershipChanged` when a key arrives.
+    public let canWrite: Bool
 }

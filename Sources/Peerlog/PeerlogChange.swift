@@ -37,7 +37,8 @@ public struct PeerlogChange: Sendable, Hashable {
         /// A receipt had no effect: the group's rules refused it when it was committed, or this
         /// device, as sequencer, refused to order it.
         case rejected(group: GroupID, receipt: CID, reason: String)
-        /// Members, roles, the name or the sequencer of the group may have changed: read them again.
+        /// Members, roles, the name, the sequencer or the epoch keys of the group may have
+        /// changed: read them again.
         case membershipChanged(group: GroupID)
         /// This identity was invited to the group (`acceptInvitation` or `leave`).
         case invited(group: GroupID, receipt: CID)

@@ -9,7 +9,7 @@ struct CaptureCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "capture",
         abstract: "Record, show and decrypt protocol traffic (pcapng; see docs/TOOLS.md).",
-        subcommands: [CaptureStart.self, CaptureStop.self, CaptureShow.self, CaptureDecrypt.self]
+        subcommands: [CaptureStart.self, CaptureStop.self, CaptureShow.self, CaptureDecrypt.self, CaptureAnnotate.self]
     )
 }
 

@@ -28,15 +28,17 @@ struct CaptureShow: ParsableCommand {
             "Only these message types (repeatable or comma-separated): hello, vector, receipts, envelopes, commits, request, credit, caught_up, done, error, opened, closed.",
             valueName: "type")) var type: [String] = []
     @Option(help: ArgumentHelp("Only this connection.", valueName: "id")) var connection: UInt64?
+    @OptionGroup var keys: EpochKeyLogOption
 
     func run() throws {
         let capture: CaptureFile
         do { capture = try CaptureFile(path: file) } catch let e as CaptureError { throw CLIError("\(e)") }
+        let keyLog = try keys.load()
         let start = capture.records.first?.time ?? 0
         let filter = RecordFilter(connection: connection, types: type, peer: peer, group: group)
         var shown = 0
         for (i, record) in capture.records.enumerated() {
-            let view = RecordView(index: i + 1, record: record)
+            let view = RecordView(index: i + 1, record: record, keys: keyLog)
             guard filter.matches(view) else { continue }
             shown += 1
             if json {

@@ -9,8 +9,9 @@ struct GroupCommand: AsyncParsableCommand {
         discussion: "GROUP is a group id (b…) or the name of a group this replica knows, if no other group has it.",
         subcommands: [
             Create.self, GroupWrite<Add>.self, GroupWrite<Accept>.self, GroupWrite<Remove>.self, GroupWrite<Leave>.self,
-            GroupWrite<Rename>.self,
+            GroupWrite<Rename>.self, GroupWrite<Rotate>.self,
             GroupWrite<Delete>.self, GroupWrite<RoleCommand>.self, GroupWrite<Sequencer>.self, List.self, Show.self,
+            Keys.self,
         ]
     )
 
@@ -20,18 +21,26 @@ struct GroupCommand: AsyncParsableCommand {
         @OptionGroup var home: HomeOptions
         @Argument(help: "The group's name.") var name: String
         @Option(help: "Most members, pending invitations included.") var maxMembers = Peerlog.defaultMaxMembers
-        @Flag(help: "Seal entity and application bodies end to end: only member devices read them.")
-        var encrypted = false
-        @Flag(help: "With --encrypted: members who join later read what was written before.")
+        @Flag(
+            help:
+                "Keep entity and application bodies readable by anyone holding the log, relays included (the default seals them end to end: only member devices read them)."
+        )
+        var plaintext = false
+        @Flag(help: .hidden) var encrypted = false
+        @Flag(help: "Members who join later read what was written before (not with --plaintext).")
         var history = false
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            if history && !encrypted { throw ValidationError("--history needs --encrypted") }
+            if plaintext && encrypted { throw ValidationError("--plaintext and --encrypted exclude each other") }
+            if history && plaintext {
+                throw ValidationError("--history is for encrypted groups (not with --plaintext)")
+            }
         }
 
         func run() async throws {
             let peerlog = try await home.open()
+            let encrypted = !plaintext
             let group = try await peerlog.createGroup(
                 named: name, maxMembers: maxMembers, encrypted: encrypted, keepsHistory: history)
             if output.json {
@@ -92,6 +101,17 @@ struct GroupCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "leave", abstract: "Leave a group, or decline a pending invitation.")
         func write() -> GroupWriteStep { GroupWriteStep({ try await $0.leave($1) }, summary: { "Left \"\($0)\"" }) }
+    }
+
+    /// `group rotate GROUP`.
+    struct Rotate: GroupWriteArguments {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate",
+            abstract:
+                "Start a new epoch in an encrypted group: later writes use a fresh key (removals do this themselves).")
+        func write() -> GroupWriteStep {
+            GroupWriteStep({ try await $0.rotateKey(of: $1) }, summary: { "Started a new epoch in \"\($0)\"" })
+        }
     }
 
     /// `group rename GROUP NAME`.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import PeerlogCapture
 import PeerlogCrypto
 import PeerlogEncoding
 import PeerlogModel
@@ -12,6 +13,7 @@ struct Inspect: ParsableCommand {
     @Argument(help: "The file to inspect.") var file: String
     @OptionGroup var output: OutputOptions
     @Flag(help: "Print the signed payload in CBOR diagnostic notation.") var diag = false
+    @OptionGroup var keys: EpochKeyLogOption
 
     /// Largest file read: the biggest container Peerlog produces, with room to spare.
     static let maxFileBytes = 1 << 20
@@ -25,11 +27,12 @@ struct Inspect: ParsableCommand {
             throw CLIError(
                 "\(file): not a receipt, envelope or certificate (nor a revocation; top-level keys: \(keys))")
         }
+        let keyLog = try keys.load()
         let report: InspectReport
         do {
             report =
                 switch kind {
-                case .receipt: InspectReport(receipt: try Receipt(encoded: data))
+                case .receipt: InspectReport(receipt: try Receipt(encoded: data), keys: keyLog)
                 case .envelope: InspectReport(envelope: try Envelope(encoded: data))
                 case .certificate: InspectReport(certificate: try DeviceCertificate(encoded: data))
                 case .revocation: InspectReport(revocation: try DeviceRevocation(encoded: data))
@@ -52,7 +55,15 @@ struct InspectReport {
     let fields: [(String, JSON)]
     let payload: CBOR
 
-    init(receipt r: Receipt) {
+    /// A receipt; a sealed body (§22.3) is shown opened (`plaintext`) when `keys` hold its key.
+    init(receipt r: Receipt, keys: EpochKeyLog) {
+        var opening: [(String, JSON)] = []
+        switch keys.open(r) {
+        case .plain: break
+        case .sealed(let id): opening = [("sealed", .string("under epoch key \(id), not given (--keylog)"))]
+        case .opened(let body): opening = [("plaintext", body.json)]
+        case .broken(let why): opening = [("sealed", .string("does not open: \(why)"))]
+        }
         self.init(
             kind: "receipt", cid: r.cid, verification: r.verify(), payload: r.payloadValue,
             fields: [
@@ -66,7 +77,7 @@ struct InspectReport {
                 ("hlc_time", .string(formatMillis(r.hlc.physical))),
                 ("parents", .array(r.parents.map { .string($0.string) })),
                 ("body", r.body.json),
-            ])
+            ] + opening)
     }
 
     init(envelope e: Envelope) {

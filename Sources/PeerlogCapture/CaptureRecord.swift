@@ -47,6 +47,9 @@ package struct CaptureRecord: Hashable, Sendable {
     package var peer: DeviceID
     /// The payload, by `kind`: the message's bytes, the peer's certificate container, or the UTF-8 close reason.
     package var data: [UInt8]
+    /// Written as the packet's `opt_comment` (not part of the record; `capture annotate` puts opened
+    /// bodies there for Wireshark); never read back.
+    package var comment: String? = nil
 
     /// A record from its fields; nothing is checked.
     package init(

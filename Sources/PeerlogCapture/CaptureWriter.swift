@@ -161,7 +161,7 @@ package final class CaptureWriter: @unchecked Sendable {
                 let before = bytes.count
                 bytes += Pcapng.enhancedPacket(
                     interface: interfaces[record.connection]!, microseconds: record.time, data: record.packet,
-                    flags: flags)
+                    flags: flags, comment: record.comment)
                 written += bytes.count - before
                 count += 1
                 if let max = options.maxBytes, written >= max {

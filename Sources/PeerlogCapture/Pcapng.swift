@@ -40,9 +40,9 @@ package enum Pcapng {
 
     /// An enhanced packet block (§17.1): `interface` indexes the section's interface blocks, `microseconds` since
     /// the Unix epoch (the default resolution), captured length = original length = `data.count` (which must
-    /// fit 32 bits), `flags` written as `epb_flags` when given.
+    /// fit 32 bits), `flags` written as `epb_flags` and `comment` as `opt_comment` when given.
     package static func enhancedPacket(
-        interface: UInt32, microseconds: UInt64, data: [UInt8], flags: UInt32?
+        interface: UInt32, microseconds: UInt64, data: [UInt8], flags: UInt32?, comment: String? = nil
     ) -> [UInt8] {
         var body = [UInt8]()
         body.reserveCapacity(data.count + 40)
@@ -53,12 +53,13 @@ package enum Pcapng {
         body.le32(UInt32(data.count))
         body += data
         body += [UInt8](repeating: 0, count: padding(data.count))
+        if let comment { body += option(1, Array(comment.utf8)) }  // opt_comment
         if let flags {
             var value = [UInt8]()
             value.le32(flags)
             body += option(2, value)  // epb_flags
-            body += endOfOptions
         }
+        if comment != nil || flags != nil { body += endOfOptions }
         return block(enhancedPacketType, body)
     }
 

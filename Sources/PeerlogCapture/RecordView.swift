@@ -42,7 +42,8 @@ package struct RecordView: Sendable {
     package let problem: String?
 
     /// Decodes `record` for display; never fails: what does not decode is described in `problem` and `detail`.
-    package init(index: Int, record: CaptureRecord) {
+    /// Sealed receipt bodies (§22.3) under a key in `keys` are shown opened (`plaintext`).
+    package init(index: Int, record: CaptureRecord, keys: EpochKeyLog = EpochKeyLog()) {
         self.index = index
         self.record = record
         switch record.kind {
@@ -82,11 +83,13 @@ package struct RecordView: Sendable {
             for key in ["items", "receipts", "envelopes"] {
                 let isEnvelope = key == "envelopes" || (key == "items" && type == "envelopes")
                 for item in decoded[key]?.arrayValue ?? [] {
-                    items.append(Self.item(item.bytesValue ?? [], envelope: isEnvelope, omitted: record.bodiesOmitted))
+                    items.append(
+                        Self.item(
+                            item.bytesValue ?? [], envelope: isEnvelope, omitted: record.bodiesOmitted, keys: keys))
                 }
             }
             self.items = items
-            expanded = Self.expandMessage(decoded)
+            expanded = Self.expandMessage(decoded, keys: keys)
             detail = Self.detail(decoded, type: type, items: items)
         }
     }
@@ -96,7 +99,7 @@ package struct RecordView: Sendable {
         (try? CBORDecoder(mode: .lenient).decode(data))?["t"]?.textValue
     }
 
-    static func item(_ bytes: [UInt8], envelope: Bool, omitted: Bool) -> ItemView {
+    static func item(_ bytes: [UInt8], envelope: Bool, omitted: Bool, keys: EpochKeyLog) -> ItemView {
         if envelope {
             do {
                 let e = try Envelope(encoded: bytes)
@@ -120,9 +123,14 @@ package struct RecordView: Sendable {
         }
         do {
             let r = try Receipt(encoded: bytes)
-            return ItemView(
-                kind: .receipt, cid: r.cid,
-                fields: [("type", r.type), ("author", r.author.short), ("counter", "\(r.counter)")], problem: nil)
+            var fields = [("type", r.type), ("author", r.author.short), ("counter", "\(r.counter)")]
+            switch keys.open(r) {
+            case .plain: break
+            case .sealed(let id): fields.append(("sealed", "key \(id)"))
+            case .opened(let body): fields.append(("plaintext", body.diagnostic(pretty: false)))
+            case .broken(let why): fields.append(("sealed", "does not open: \(why)"))
+            }
+            return ItemView(kind: .receipt, cid: r.cid, fields: fields, problem: nil)
         } catch { return ItemView(kind: .receipt, cid: nil, fields: [], problem: "\(error)") }
     }
 
@@ -162,17 +170,22 @@ package struct RecordView: Sendable {
         }
     }
 
-    /// Decodes item containers in batch arrays, and the payloads inside them, for display.
-    static func expandMessage(_ m: CBOR) -> CBOR {
+    /// Decodes item containers in batch arrays, and the payloads inside them, for display; a
+    /// receipt whose sealed body opens with `keys` gets a `plaintext` entry beside its payload.
+    static func expandMessage(_ m: CBOR, keys: EpochKeyLog) -> CBOR {
         guard case .map(var map) = m else { return m }
         for key in ["items", "receipts", "envelopes"] {
             guard let items = map[.text(key)]?.arrayValue else { continue }
             map[.text(key)] = .array(
                 items.map { item in
                     guard let bytes = item.bytesValue else { return item }
-                    for payloadKey in ["receipt", "envelope"] {
-                        if let c = expand(container: bytes, payloadKey: payloadKey) { return c }
+                    if case .map(var c)? = expand(container: bytes, payloadKey: "receipt") {
+                        if keys.count > 0, let r = try? Receipt(encoded: bytes), case .opened(let body) = keys.open(r) {
+                            c[.text("plaintext")] = body
+                        }
+                        return .map(c)
                     }
+                    if let c = expand(container: bytes, payloadKey: "envelope") { return c }
                     return (try? CBORDecoder(mode: .lenient).decode(bytes)) ?? item
                 })
         }

@@ -47,29 +47,44 @@ extension Replica {
         guard !ops.isEmpty else { return [] }
         var receipts = [Receipt]()
         var seqs = [CID: UInt64]()
+        var rotations = 0
         _ = try write { p in
             if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
-            let payloads = try self.batchPayloads(ops, to: group, pipeline: &p)
+            let payloads: [[UInt8]]
+            (payloads, rotations) = try self.batchPayloads(ops, to: group, pipeline: &p)
             receipts = try self.signInParallel(payloads)
             for r in receipts { try self.storeLocal(r, in: &p) }
             // Sequences them here when this device is the sequencer: one pass for the batch.
             try p.settle()
             for case .committed(_, let seq, let cid, _, _) in p.report.events { seqs[cid] = seq }
         }
-        return receipts.map { AppendResult(receipt: $0, seq: seqs[$0.cid]) }
+        // A rotation written first (§22.5) is not one of the caller's operations.
+        return receipts.dropFirst(rotations).map { AppendResult(receipt: $0, seq: seqs[$0.cid]) }
     }
 
-    /// Checks every operation and makes its receipt payload, chained to the one before by CID.
+    /// Checks every operation and makes its receipt payload, chained to the one before by CID;
+    /// in an encrypted group whose key in use this device lacks, a rotation's payload comes
+    /// first (`rotations` is then 1).
     private func batchPayloads(
         _ ops: [GroupOperation], to group: GroupID, pipeline p: inout Pipeline
-    ) throws -> [[UInt8]] {
+    ) throws -> (payloads: [[UInt8]], rotations: Int) {
         // The tentative view as `append` checks it; each op then applies to the state the ones
         // before it left, since each receipt comes after every other it can see (§11).
         var state = try fold(group: group, view: .tentative, db: p.db, entities: .none).state
         var position = try localWritePosition(in: group, pipeline: p, forMore: true)
         var payloads = [[UInt8]]()
-        payloads.reserveCapacity(ops.count)
+        payloads.reserveCapacity(ops.count + 1)
         var payloadBytes = 0
+        if let content = ops.first(where: \.isSealedInEncryptedGroups),
+            let start = try epochStartIfKeyless(before: content, in: group, state: state, in: &p)
+        {
+            let payload = try Receipt.payload(
+                of: localDraft(start.rotation, to: group, at: position, wall: p.now), certificate: local.certificate)
+            position.advance(past: CID(hashing: payload))
+            payloads.append(payload)
+            state = start.state
+        }
+        let rotations = payloads.count
         for (index, plain) in ops.enumerated() {
             do {
                 // Sealed under the group's current key in an encrypted group (§22.5).
@@ -94,7 +109,7 @@ extension Replica {
                 throw BatchError(index: index, reason: Self.reason(error), code: Self.code(error))
             }
         }
-        return payloads
+        return (payloads, rotations)
     }
 
     /// Signs the payloads on all cores, keeping their order.

@@ -11,26 +11,36 @@ extension Replica {
     func sealedForWrite(
         _ op: GroupOperation, to group: GroupID, state: GroupState?, counter: UInt64, in p: inout Pipeline
     ) throws -> GroupOperation {
-        guard let encryption = state?.encryption else { return op }
-        switch op {
-        case .entityPut, .entityDelete, .application: break
-        default: return op
-        }
+        // Not a member's write: the rules refuse it as such, plain.
+        guard let state, let encryption = state.encryption, op.isSealedInEncryptedGroups,
+            state.activeRole(of: local.identity) != nil
+        else { return op }
         do { try op.validate() } catch { throw ReplicaError(error) }
-        guard let id = encryption.currentKey else {
-            throw ReplicaError(
-                .epochKeyMissing,
-                "group \(group) has no epoch key in use (a member left or a device was revoked, and no member device has started a new epoch yet)"
-            )
-        }
-        guard let key = try p.epochKeys(group)[id] else {
-            throw ReplicaError(
-                .epochKeyMissing,
-                "this device does not hold the epoch key of group \(group) yet: a member's device seals it to this one after it has this device's acceptance (sync with it, or import its export after it imported yours)"
-            )
+        // `epochStartIfKeyless` ran first, so a member's device holds the key in use.
+        guard let id = encryption.currentKey, let key = try p.epochKeys(group)[id] else {
+            throw ReplicaError(.epochKeyMissing, "this device holds no epoch key in use in group \(group)")
         }
         let binding = EncryptedBody.Binding(group: group, type: op.receiptType, author: local.device, counter: counter)
         return .sealed(type: op.receiptType, body: try EncryptedBody.seal(op.body, key: key, binding: binding))
+    }
+
+    /// A `group.key` rotation to write before `op`, and the state after it, when `op` is to be
+    /// sealed and this device, an active member's, holds no key in use (a member invited by
+    /// identity before a member's device shared one with it, or after a departure it has not
+    /// heard the new epoch of): so a write never waits for another device (§22.5). Nil when
+    /// not needed.
+    func epochStartIfKeyless(
+        before op: GroupOperation, in group: GroupID, state: GroupState?, in p: inout Pipeline
+    ) throws -> (rotation: GroupOperation, state: GroupState)? {
+        guard op.isSealedInEncryptedGroups, let state, let encryption = state.encryption,
+            state.activeRole(of: local.identity) != nil
+        else { return nil }
+        if let current = encryption.currentKey, try p.epochKeys(group)[current] != nil { return nil }
+        let rotation = GroupOperation.key(try rotation(group, state: state, in: &p))
+        switch GroupRules.apply(rotation, sender: local.identity, device: local.device, group: group, to: state) {
+        case .failure(let v): throw ReplicaError(v)
+        case .success(let after): return (rotation, after)
+        }
     }
 
     /// A new epoch key for `group`, kept here and sealed to every device that should read the
@@ -62,6 +72,31 @@ extension Replica {
         return Array(out.prefix(EpochKeyShare.maxRecipients))
     }
 
+    /// Starts a new epoch in `group` now (on demand or on a schedule, §22.5): a fresh key sealed
+    /// to the devices of its active members this replica knows. Refused in a plaintext group,
+    /// and by the rules when this device is not an active member's.
+    @discardableResult
+    public func rotateEpochKey(of group: GroupID) throws -> AppendResult {
+        var result: AppendResult?
+        _ = try write { p in
+            if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
+            let state = try self.fold(group: group, view: .tentative, db: p.db, entities: .none).state
+            guard let state, state.encryption != nil else {
+                throw ReplicaError(
+                    .invalidOperation, "group \(group) is not encrypted: it has no epoch keys to rotate")
+            }
+            if state.activeRole(of: self.local.identity) == nil {
+                throw ReplicaError(.notAMember, "this identity is not an active member of group \(group)")
+            }
+            var position = try self.localWritePosition(in: group, pipeline: p)
+            let receipt = try self.signAndStore(
+                .key(try self.rotation(group, state: state, in: &p)), to: group, at: &position, in: &p)
+            try p.settle()
+            result = AppendResult(receipt: receipt, seq: try p.db.committedSeq(of: receipt.cid))
+        }
+        return result!
+    }
+
     /// Starts a new epoch in `group` when its tentative view has no key in use and this device
     /// is an active member's (after a departure it did not write).
     func rotateEpochIfDue(_ group: GroupID) throws {
@@ -76,8 +111,8 @@ extension Replica {
         }
     }
 
-    /// Hands `certificate`'s device the keys it may read in `group`: the current epoch's, and
-    /// every earlier one when the group keeps history. Writes one `group.key` receipt per key
+    /// Hands `certificate`'s device the keys it may read in `group`: the keys in use, and every
+    /// earlier one when the group keeps history. Writes one `group.key` receipt per key
     /// (not rotating); nothing when this device holds none of them, the device is no active or
     /// invited member's (an invitee proved by a pairing code gets them before it accepts), or
     /// it is revoked.
@@ -92,8 +127,10 @@ extension Replica {
                 try p.db.revocation(of: certificate.device, by: certificate.identity) == nil
             else { return }
             let held = try p.epochKeys(group)
+            // Every key in use, not only the newest: a member who wrote before any key reached it
+            // started an epoch of its own, and the keys before it still open current writes.
             var ids = encryption.history ? Array(held.keys).sorted() : []
-            if let current = encryption.currentKey, !ids.contains(current) { ids.append(current) }
+            for id in encryption.validKeys where !ids.contains(id) { ids.append(id) }
             var position = try self.localWritePosition(in: group, pipeline: p, forMore: true)
             for id in ids {
                 guard let key = held[id] else { continue }
@@ -121,6 +158,37 @@ extension Replica {
     /// How many epoch keys of `group` this device holds.
     public func epochKeyCount(of group: GroupID) throws -> Int {
         try store.read { try $0.epochKeys(group: group).count }
+    }
+
+    /// The epoch keys this device holds, by group (all groups when `group` is nil), in the order
+    /// they arrived: for `peerlog group keys`, which hands them to the tools that show bodies.
+    package func heldEpochKeys(of group: GroupID? = nil) throws -> [(group: GroupID, key: EpochKey)] {
+        try store.read { db in
+            var out = [(group: GroupID, key: EpochKey)]()
+            for g in try group.map({ [$0] }) ?? groupIDs() {
+                let keys = try KeyringStorage.keys(group: g, db: db, local: local)
+                for row in try db.epochKeys(group: g) { if let k = keys[row.keyID] { out.append((g, k)) } }
+            }
+            return out
+        }
+    }
+
+    /// Whether this device holds the key `group`'s writes are sealed under now (the tentative
+    /// view's current key); false when no key is in use. True for a plaintext group.
+    public func holdsCurrentKey(of group: GroupID) throws -> Bool {
+        guard let encryption = try state(of: group, view: .tentative)?.encryption else { return true }
+        guard let id = encryption.currentKey else { return false }
+        return try store.read { db in try db.epochKeys(group: group).contains { $0.keyID == id } }
+    }
+}
+
+extension GroupOperation {
+    /// Entity and application operations: their bodies are sealed in an encrypted group (§22.3).
+    var isSealedInEncryptedGroups: Bool {
+        switch self {
+        case .entityPut, .entityDelete, .application: true
+        default: false
+        }
     }
 }
 

@@ -200,10 +200,15 @@ public final class Replica: Sendable {
             if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
             let view = try self.fold(group: group, view: .tentative, db: p.db, entities: .none)
             var position = try self.localWritePosition(in: group, pipeline: p)
-            let written = try self.sealedForWrite(op, to: group, state: view.state, counter: position.counter, in: &p)
+            var state = view.state
+            if let start = try self.epochStartIfKeyless(before: op, in: group, state: state, in: &p) {
+                _ = try self.signAndStore(start.rotation, to: group, at: &position, in: &p)
+                state = start.state
+            }
+            let written = try self.sealedForWrite(op, to: group, state: state, counter: position.counter, in: &p)
             let after: GroupState
             switch GroupRules.apply(
-                written, sender: self.local.identity, device: self.local.device, group: group, to: view.state)
+                written, sender: self.local.identity, device: self.local.device, group: group, to: state)
             {
             case .failure(let v): throw ReplicaError(v)
             case .success(let next): after = next
@@ -212,7 +217,7 @@ public final class Replica: Sendable {
             // A new encrypted group needs its first key, and a departure retires the keys in
             // use: a new epoch follows at once, in this transaction (§22.5).
             if let encryption = after.encryption, encryption.validKeys.isEmpty,
-                view.state?.encryption?.validKeys.isEmpty != true
+                state?.encryption?.validKeys.isEmpty != true
             {
                 _ = try self.signAndStore(
                     .key(try self.rotation(group, state: after, in: &p)), to: group, at: &position, in: &p)

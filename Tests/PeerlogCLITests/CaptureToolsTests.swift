@@ -30,18 +30,22 @@ struct CaptureToolsTests {
     }
 
     /// Alice owns a group with 40 entities and has invited Bob; Bob's daemon dials hers and
-    /// receives it all as a pending invitee, recording what it hears.
+    /// receives it all as a pending invitee, recording what it hears. A plaintext group unless
+    /// `encrypted` (then Bob, who holds no key, is followed by his committed seq, not his hash).
     func recordedSync(
-        captureArgs: [String], environment: [String: String] = [:], aliceListen: Int = 0
+        captureArgs: [String], environment: [String: String] = [:], aliceListen: Int = 0, encrypted: Bool = false
     ) throws -> (
         alice: (home: String, identity: String), bob: (home: String, identity: String), group: String, capture: String
     ) {
         let a = try person("alice")
         let b = try person("bob")
         guard
-            case .string(let group)? = try JSON.parse(try ok(["group", "create", "--home", a.home, "team", "--json"]))[
-                "id"]
+            case .string(let group)? = try JSON.parse(
+                try ok(["group", "create", "--home", a.home, "team", "--json"] + (encrypted ? [] : ["--plaintext"])))[
+                    "id"]
         else { throw TestSupport.ProcessError(description: "no group") }
+        let committed: (String, String) -> String? =
+            encrypted ? { self.committedSeq($0, $1) } : { self.committed($0, $1) }
         try ok(["group", "add", "--home", a.home, group, b.identity])
         for i in 0..<40 { try ok(["put", "--home", a.home, group, "k\(i)", "\(i)"]) }
         let capture = dir + "/bob.pcapng"
@@ -61,6 +65,57 @@ struct CaptureToolsTests {
         #expect(db.stop() == 0)
         da.stop()
         return (a, b, group, capture)
+    }
+
+    func committedSeq(_ home: String, _ group: String) -> String? {
+        guard let out = try? TestSupport.peerlog(["group", "show", "--home", home, group, "--json"]), out.status == 0
+        else { return nil }
+        return (try? JSON.parse(out.stdout)["committed_seq"]).map { "\($0)" }
+    }
+
+    /// An encrypted group's capture shows ciphertext; given the keys (`group keys`), `capture
+    /// show` opens the bodies and `capture annotate` puts them where tshark shows them.
+    @Test func sealedBodiesOpenOnlyWithTheKeys() throws {
+        let (a, _, group, capture) = try recordedSync(captureArgs: [], encrypted: true)
+        let raw = try #require(FileManager.default.contents(atPath: capture))
+        #expect(!String(decoding: raw, as: UTF8.self).contains("pushed"), "the capture holds a written value")
+        func items(_ records: [JSON]) -> [JSON] {
+            records.flatMap { r -> [JSON] in if case .array(let i)? = r["items"] { i } else { [] } }
+        }
+        let sealed = items(try showJSON(capture))
+        #expect(sealed.count { $0["sealed"] != nil } >= 41, "40 puts and the late one are sealed")
+        #expect(sealed.allSatisfy { $0["plaintext"] == nil })
+
+        let keylog = dir + "/keys.log"
+        let none = try TestSupport.peerlog(["capture", "show", capture, "--keylog", keylog])
+        #expect(none.status == 1 && none.stderr.split(separator: "\n").count == 1, "\(none.stderr)")
+        try ok(["group", "keys", "--home", a.home, group, "--append", keylog])
+        let keyBytes = try #require(FileManager.default.contents(atPath: keylog))
+        let lines = String(decoding: keyBytes, as: UTF8.self)
+        #expect(lines.hasPrefix("PEERLOG_EPOCH_KEY \(group) "), "\(lines)")
+        let opened = items(try showJSON(capture, ["--keylog", keylog]))
+        #expect(opened.count { $0["plaintext"] != nil } >= 41 && opened.allSatisfy { $0["sealed"] == nil })
+        #expect(opened.contains { "\($0["plaintext"] ?? .null)".contains("pushed") })
+
+        // Wireshark: ciphertext and the key id in the dissector's fields; the annotated copy
+        // carries the opened bodies as packet comments.
+        let annotated = dir + "/annotated.pcapng"
+        #expect(try ok(["capture", "annotate", capture, "--keylog", keylog, "-o", annotated]).contains("opened"))
+        func tshark(_ file: String, _ field: String) throws -> String {
+            let r = try TestSupport.run(
+                "/usr/bin/tshark",
+                [
+                    "-X", "lua_script:" + TestSupport.repoRoot + "/tools/wireshark/peerlog.lua", "-r", file, "-T",
+                    "fields",
+                    "-e", field,
+                ])
+            #expect(r.status == 0, "tshark: \(r.stderr)")
+            return r.stdout
+        }
+        #expect(try tshark(capture, "peerlog.receipt.sealed").contains(where: \.isHexDigit))
+        #expect(!(try tshark(capture, "frame.comment")).contains("pushed"))
+        let comments = try tshark(annotated, "frame.comment")
+        #expect(comments.contains("plaintext ") && comments.contains("pushed"), "\(comments)")
     }
 
     func showJSON(_ file: String, _ extra: [String] = []) throws -> [JSON] {
@@ -152,8 +207,8 @@ struct CaptureToolsTests {
         let a = try person("alice")
         let secret = "secret-value-\(UUID().uuidString)"
         guard
-            case .string(let group)? = try JSON.parse(try ok(["group", "create", "--home", a.home, "team", "--json"]))[
-                "id"]
+            case .string(let group)? = try JSON.parse(
+                try ok(["group", "create", "--home", a.home, "team", "--json", "--plaintext"]))["id"]
         else { return }
         let b = try person("bob")
         try ok(["group", "add", "--home", a.home, group, b.identity])

@@ -4,6 +4,7 @@ import PeerlogTestSupport
 import Testing
 
 /// The independent Python peer (noiseprotocol + cbor2 + PyNaCl) against a real daemon over TCP.
+/// Plaintext groups, so the peer checks bodies too (tools/interop/group_crypto.py covers sealed ones).
 @Suite(.serialized)
 struct DaemonInteropTests {
     let dir: String
@@ -15,7 +16,7 @@ struct DaemonInteropTests {
     @Test func pythonPeerHandshakesRequestsARangeAndVerifiesReceipts() throws {
         let home = dir + "/alice"
         _ = try ok(["init", "--home", home, "--name", "alice"])
-        let created = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))
+        let created = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json", "--plaintext"]))
         guard case .string(let group)? = created["id"] else {
             Issue.record("no group id")
             return
@@ -50,7 +51,7 @@ struct DaemonInteropTests {
     @Test func pythonPeerVerifiesBatchedEnvelopes() throws {
         let home = dir + "/carol"
         _ = try ok(["init", "--home", home, "--name", "carol"])
-        let created = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))
+        let created = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json", "--plaintext"]))
         guard case .string(let group)? = created["id"] else {
             Issue.record("no group id")
             return

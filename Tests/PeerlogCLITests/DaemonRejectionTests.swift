@@ -5,6 +5,7 @@ import Testing
 
 /// Hostile peers against one real daemon: each is refused with a logged reason, the daemon
 /// keeps running and serving, and its memory stays bounded.
+/// A plaintext group: receipt counts are of the operations alone.
 @Suite(.serialized)
 struct DaemonRejectionTests {
     let dir: String
@@ -33,7 +34,7 @@ struct DaemonRejectionTests {
     @Test func hostilePeersAreRefusedAndTheDaemonSurvives() throws {
         let home = dir + "/alice"
         _ = try ok(["init", "--home", home, "--name", "alice"])
-        let group = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))
+        let group = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json", "--plaintext"]))
         guard case .string(let gid)? = group["id"] else {
             Issue.record("no group")
             return
@@ -96,7 +97,8 @@ struct DaemonRejectionTests {
         let home = dir + "/alice"
         _ = try ok(["init", "--home", home, "--name", "alice"])
         guard case .string(let alice)? = try JSON.parse(try ok(["id", "--home", home, "--json"]))["identity"],
-            case .string(let gid)? = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json"]))["id"],
+            case .string(let gid)? = try JSON.parse(
+                try ok(["group", "create", "--home", home, "team", "--json", "--plaintext"]))["id"],
             case .string(let member)? = try JSON.parse(
                 try TestSupport.python("sync_client.py", ["identity", "--seed", "0e"]))["identity"],
             case .string(let forger)? = try JSON.parse(

@@ -53,7 +53,7 @@ struct EncryptedGroupCLITests {
             home: relayHome, listenPort: port, arguments: ["--allow", alice.identity], command: ["relay", "run"])
         defer { relay.stop() }
 
-        let created = try peerlogJSON(["group", "create", "--home", alice.home, "diary", "--encrypted"])
+        let created = try peerlogJSON(["group", "create", "--home", alice.home, "diary"])
         #expect(created["encrypted"] == .bool(true))
         let group = try #require(string(created["id"]))
         try expectPeerlog(["group", "add", "--home", alice.home, group, bob.identity])
@@ -67,26 +67,33 @@ struct EncryptedGroupCLITests {
             "the relay did not order Alice's write: \(a.stderr)\n\(relay.stderr)")
         a.stop()
 
-        // Bob alone: receives the group, accepts; he cannot read yet (no key sealed to him).
+        // Bob alone: receives the group, accepts; he cannot read yet (no key sealed to him), but
+        // writes at once: his device starts an epoch of its own, sealed to Alice's device too.
         var b = try DaemonProcess(home: bob.home, arguments: ["--peer", "127.0.0.1:\(port)", "--allow", relayIdentity])
         #expect(
             TestSupport.waitUntil(timeout: 30) {
                 (try? TestSupport.peerlog(["group", "accept", "--home", bob.home, group]).status) == 0
             }, "Bob got no invitation: \(b.stderr)")
         #expect(TestSupport.waitUntil(timeout: 30) { tentative(bob.home, group) == 0 }, "\(b.stderr)")
-        let early = try TestSupport.peerlog(["put", "--home", bob.home, group, "too-early", "1"])
-        #expect(early.status != 0 && early.stderr.contains("epoch key"), "\(early.stderr)")
+        #expect(get(bob.home, group, "canary-key-4b1d") == nil, "Bob read before he held the key")
+        try expectPeerlog(["put", "--home", bob.home, group, "canary-early-5f3a", "\"canary-first-word-a7d2\""])
+        #expect(TestSupport.waitUntil(timeout: 30) { tentative(bob.home, group) == 0 }, "\(b.stderr)")
         b.stop()
 
-        // Alice again: she commits Bob's acceptance and seals the key to his device.
+        // Alice again: she reads Bob's first write, and seals her key to his device (the third
+        // group.key: hers at creation, Bob's first epoch, her share).
         a = try DaemonProcess(home: alice.home)
         #expect(
             TestSupport.waitUntil(timeout: 30) {
                 guard case .array(let items)? = try? peerlogJSON(["log", "--home", alice.home, group]) else {
                     return false
                 }
-                return items.count { $0["type"] == .string("group.key") && $0["status"] == .string("committed") } >= 2
+                return items.count { $0["type"] == .string("group.key") && $0["status"] == .string("committed") } >= 3
             }, "Alice never shared the key with Bob: \(a.stderr)")
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                get(alice.home, group, "canary-early-5f3a") == "\"canary-first-word-a7d2\""
+            }, "Alice cannot read Bob's first write: \(a.stderr)")
         a.stop()
 
         // Bob again: he reads Alice's write and answers.
@@ -121,7 +128,10 @@ struct EncryptedGroupCLITests {
         #expect(get(relayHome, group, "canary-key-4b1d") == nil)
         let relayBytes = allBytes(under: relayHome)
         #expect(relayBytes.count > 10_000)
-        for canary in ["canary-key-4b1d", "canary-value-9e2c", "canary-reply-71aa", "canary-answer-c0de"] {
+        for canary in [
+            "canary-key-4b1d", "canary-value-9e2c", "canary-reply-71aa", "canary-answer-c0de", "canary-early-5f3a",
+            "canary-first-word-a7d2",
+        ] {
             #expect(!contains(relayBytes, canary), "the relay's files hold \(canary)")
         }
         // The members' stores hold the values (the test can tell).
@@ -133,7 +143,7 @@ struct EncryptedGroupCLITests {
     @Test func aPersonInvitedByCodeReadsAndWritesAtOnce() throws {
         let alice = try makePerson("alice", in: dir)
         let carol = try makePerson("carol", in: dir)
-        let created = try peerlogJSON(["group", "create", "--home", alice.home, "team", "--encrypted"])
+        let created = try peerlogJSON(["group", "create", "--home", alice.home, "team"])
         let group = try #require(string(created["id"]))
         try expectPeerlog(["put", "--home", alice.home, group, "agenda", "\"canary-agenda-5a5a\""])
         let da = try DaemonProcess(home: alice.home)
@@ -159,12 +169,12 @@ struct EncryptedGroupCLITests {
     }
 
     /// The offline flow of the README with an encrypted group: export files carry the sealed
-    /// receipts and the key sealed to Bob's device; Bob cannot write until Alice's device has his
-    /// acceptance, then both read each other and agree.
+    /// receipts and the keys sealed to each device; Bob writes as soon as he accepts, reads once
+    /// Alice's device has his acceptance, and both agree.
     @Test func anEncryptedGroupTravelsAsFiles() throws {
         let alice = try makePerson("alice", in: dir)
         let bob = try makePerson("bob", in: dir)
-        let created = try peerlogJSON(["group", "create", "--home", alice.home, "trip", "--encrypted"])
+        let created = try peerlogJSON(["group", "create", "--home", alice.home, "trip"])
         let group = try #require(string(created["id"]))
         try expectPeerlog(["group", "add", "--home", alice.home, group, bob.identity])
         try expectPeerlog(["put", "--home", alice.home, group, "plan", "\"beach\""])
@@ -178,16 +188,26 @@ struct EncryptedGroupCLITests {
         try carry(alice.home, bob.home)
         #expect(get(bob.home, group, "plan") == nil, "Bob read before he held a key")
         try expectPeerlog(["group", "accept", "--home", bob.home, group])
-        let early = try TestSupport.peerlog(["put", "--home", bob.home, group, "x", "1"])
-        #expect(early.status != 0 && early.stderr.contains("epoch key"), "\(early.stderr)")
-        #expect(early.stderr.split(separator: "\n").count == 1, "\(early.stderr)")
-        try carry(bob.home, alice.home)  // Alice commits the acceptance and seals the key to Bob.
+        try expectPeerlog(["put", "--home", bob.home, group, "x", "1"])  // under a key of his own
+        try carry(bob.home, alice.home)  // Alice commits both, reads Bob's, and seals her key to him.
+        #expect(get(alice.home, group, "x") == "1")
         try carry(alice.home, bob.home)
         #expect(get(bob.home, group, "plan") == "\"beach\"")
         try expectPeerlog(["put", "--home", bob.home, group, "reply", "\"ok\""])
         try carry(bob.home, alice.home)
         try carry(alice.home, bob.home)
         #expect(get(alice.home, group, "reply") == "\"ok\"")
+        // A rotation on demand: Bob's device is known to Alice's, so he reads what follows.
+        #expect(try expectPeerlog(["group", "rotate", "--home", alice.home, group]).contains("new epoch"))
+        try expectPeerlog(["put", "--home", alice.home, group, "after", "\"rotation\""])
+        try carry(alice.home, bob.home)
+        #expect(get(bob.home, group, "after") == "\"rotation\"")
+        let epoch = try peerlogJSON(["group", "show", "--home", bob.home, group])["encryption"]?["epoch"]
+        #expect(epoch == .int(3), "created, Bob's first write, the rotation: \(String(describing: epoch))")
+        let plain = try #require(
+            string(try peerlogJSON(["group", "create", "--home", alice.home, "p", "--plaintext"])["id"]))
+        let refused = try TestSupport.peerlog(["group", "rotate", "--home", alice.home, plain])
+        #expect(refused.status == 1 && refused.stderr.contains("not encrypted"), "\(refused.stderr)")
         let hashes = try [alice.home, bob.home].map { try expectPeerlog(["state-hash", "--home", $0, group]) }
         #expect(Set(hashes).count == 1, "\(hashes)")
         // The export files carry the group sealed: none holds the written values.

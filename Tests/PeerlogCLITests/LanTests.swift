@@ -111,6 +111,11 @@ final class LanTests {
         try ok("group", "add", "--home", a.home, group, d.identity)
         try lan(["add", "4", "--dir", lanDir])
         try start(4, d.home, ["--allow", a.identity])
+        // An invitee reads an encrypted group once it is a member (Ann's device then shares the key).
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                (try? TestSupport.peerlog(["group", "accept", "--home", d.home, group]).status) == 0
+            }, "no invitation reached the fourth host\n\(logs)")
         #expect(
             TestSupport.waitUntil(timeout: 45) {
                 (try? TestSupport.peerlog(["state-hash", "--home", d.home, group]).stdout)

@@ -4,6 +4,7 @@ import PeerlogTestSupport
 import Testing
 
 /// `peerlog put GROUP --batch FILE|-`: one transaction, one receipt a line, all or nothing.
+/// Plaintext groups: seqs and payload sizes are of the operations alone.
 struct PutBatchTests {
     static let maxOperations = 10_000
     static let maxInputBytes = 16 * 1_048_576
@@ -38,7 +39,7 @@ struct PutBatchTests {
     @Test func putsAndDeletesLandOneReceiptEachInOrderAndCheckPasses() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (home, _) = try makePerson("b", in: dir)
-        try expectPeerlog(["group", "create", "g", "--home", home])
+        try expectPeerlog(["group", "create", "g", "--home", home, "--plaintext"])
         let batch = try file(
             """
             {"key": "a", "value": "first"}
@@ -84,7 +85,7 @@ struct PutBatchTests {
     @Test func aBadLineRefusesTheWholeBatchNamingItsLine() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (home, _) = try makePerson("b", in: dir)
-        try expectPeerlog(["group", "create", "g", "--home", home])
+        try expectPeerlog(["group", "create", "g", "--home", home, "--plaintext"])
         let before = try cids(home, "g")
         let good = #"{"key": "ok", "value": 1}"#
         let huge = #"{"key": "big", "value": ""# + String(repeating: "x", count: 70_000) + #""}"#
@@ -111,7 +112,7 @@ struct PutBatchTests {
     @Test func limitsAtTheirBoundary() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (home, _) = try makePerson("b", in: dir)
-        try expectPeerlog(["group", "create", "g", "--home", home])
+        try expectPeerlog(["group", "create", "g", "--home", home, "--plaintext"])
         let line = { (i: Int) in #"{"key": "k\#(i % 100)", "value": \#(i)}"# }
         let exact = (0..<Self.maxOperations).map(line).joined(separator: "\n")
         try expectRefused(
@@ -138,7 +139,7 @@ struct PutBatchTests {
     @Test func batchFromStandardInput() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (home, _) = try makePerson("b", in: dir)
-        try expectPeerlog(["group", "create", "g", "--home", home])
+        try expectPeerlog(["group", "create", "g", "--home", home, "--plaintext"])
         let input = (0..<50).map { #"{"key": "s\#($0)", "value": "v\#($0)"}"# }.joined(separator: "\n") + "\n"
         let r = try TestSupport.run(
             TestSupport.peerlogBinary, ["put", "g", "--batch", "-", "--home", home, "--json"], input: input)
@@ -154,7 +155,7 @@ struct PutBatchTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (alice, _) = try makePerson("alice", in: dir)
         let (bob, bobID) = try makePerson("bob", in: dir)
-        try expectPeerlog(["group", "create", "trip", "--home", alice])
+        try expectPeerlog(["group", "create", "trip", "--home", alice, "--plaintext"])
         try expectPeerlog(["group", "add", "trip", bobID, "--home", alice])
         func sync(from: String, to: String) throws {
             let export = dir + "/" + UUID().uuidString + ".export"
@@ -185,7 +186,7 @@ struct PutBatchTests {
     @Test func killedDuringABatchLeavesAllOrNothing() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (home, _) = try makePerson("b", in: dir)
-        try expectPeerlog(["group", "create", "g", "--home", home])
+        try expectPeerlog(["group", "create", "g", "--home", home, "--plaintext"])
         let size = 5_000
         let batch = try file((0..<size).map { #"{"key": "k\#($0)", "value": \#($0)}"# }.joined(separator: "\n"))
         var rng = SeededRandom(seed: UInt64(ProcessInfo.processInfo.environment["PEERLOG_SEED"] ?? "") ?? 14)

@@ -4,6 +4,7 @@ import PeerlogTestSupport
 import Testing
 
 /// `put --value-file FILE|-`, and the 64 KiB payload limit at its boundary.
+/// Plaintext groups: the limit is of the receipt, which sealing makes larger (PROTOCOL §22.3).
 struct PutValueFileTests {
     static let payloadLimit = 65_536
 
@@ -11,7 +12,7 @@ struct PutValueFileTests {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (home, _) = try makePerson("v", in: dir)
-        try expectPeerlog(["group", "create", "g", "--home", home])
+        try expectPeerlog(["group", "create", "g", "--home", home, "--plaintext"])
         func put(_ length: Int) throws -> TestSupport.ProcessResult {
             let file = dir + "/value"
             try Data(repeating: UInt8(ascii: "a"), count: length).write(to: URL(fileURLWithPath: file))
@@ -44,7 +45,7 @@ struct PutValueFileTests {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (home, _) = try makePerson("v", in: dir)
-        try expectPeerlog(["group", "create", "g", "--home", home])
+        try expectPeerlog(["group", "create", "g", "--home", home, "--plaintext"])
         // 60,000 bytes as hex JSON: 120 KiB of text, close to the kernel's cap on one argument.
         let hex = String(repeating: "0a1b", count: 30_000)
         let json = #"{"blob": {"$bytes": ""# + hex + #""}, "n": [1, 2]}"# + "\n"

@@ -5,6 +5,8 @@ import Testing
 
 /// The replica commands (group, put/get/delete, log, state-hash, export/import), run through
 /// the built binary with one home directory per person.
+/// Plaintext groups, so seqs and counts are of the operations alone (an encrypted group adds
+/// a `group.key` receipt after its creation: EncryptedGroupCLITests).
 struct ReplicaCLITests {
     let dir: String
     init() throws { dir = try TestSupport.temporaryDirectory() }
@@ -42,7 +44,7 @@ struct ReplicaCLITests {
 
     /// `group create`; returns the new group's id.
     func createGroup(_ home: String, _ name: String, _ extra: String...) throws -> String {
-        let r = try peerlog(["group", "create", "--home", home, name, "--json"] + extra)
+        let r = try peerlog(["group", "create", "--home", home, name, "--json", "--plaintext"] + extra)
         guard r.status == 0, case .string(let id)? = try JSON.parse(r.stdout)["id"] else {
             throw TestSupport.ProcessError(description: "group create failed: \(r.stderr)")
         }
@@ -81,7 +83,7 @@ struct ReplicaCLITests {
     @Test func soloGroupPutGetDeleteLogAndStateHash() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let alice = try person("alice").home
-        let created = try ok("group", "create", "--home", alice, "trip")
+        let created = try ok("group", "create", "--home", alice, "trip", "--plaintext")
         #expect(created.contains("trip") && created.contains("b"))
         // The owner is the sequencer: every write commits at once.
         #expect(try ok("put", "--home", alice, "trip", "city", "Lisbon").contains("committed at seq 2"))
@@ -265,7 +267,7 @@ struct ReplicaCLITests {
     @Test func jsonOutputsCarryTheirFields() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (alice, aliceID) = try person("alice")
-        let created = try json("group", "create", "--home", alice, "trip", "--max-members", "5")
+        let created = try json("group", "create", "--home", alice, "trip", "--max-members", "5", "--plaintext")
         #expect(created["name"] == .string("trip") && created["max_members"] == .int(5))
         guard case .string(let group)? = created["id"] else {
             Issue.record("no id")

@@ -53,6 +53,36 @@ struct EncryptedGroupTests {
         }
     }
 
+    /// A member invited by identity writes before any key reached it (offline): its device
+    /// starts an epoch of its own, sealed to the member devices it knows; the others read it.
+    @Test func aMemberWithoutTheKeyWritesAtOnceUnderAnEpochOfItsOwn() throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let group = try alice.replica.createGroup(name: "secret", encryption: history)
+        try alice.replica.append(.memberAdded(identity: bob.identity, role: .member), to: group)
+        try alice.replica.append(.entityPut(key: "plan", value: .text("beach")), to: group)
+        try alice.send(group, to: bob)
+        try bob.replica.append(.inviteAccepted, to: group)
+        #expect(try bob.replica.epochKeyCount(of: group) == 0 && bob.get("plan", group, .tentative) == nil)
+        let put = try bob.replica.append(.entityPut(key: "reply", value: .text("ok")), to: group)
+        let batch = try bob.replica.appendBatch(
+            [.entityPut(key: "a", value: .int(1)), .entityDelete(key: "a")], to: group)
+        #expect(put.receipt.type == "entity.put" && batch.map(\.receipt.type) == ["entity.put", "entity.delete"])
+        // One rotation, before the first sealed write; the batch reuses its key.
+        let (bobs, _) = try bob.holdings(group)
+        let mine = bobs.filter { $0.author == bob.replica.local.device }.sorted { $0.counter < $1.counter }
+        #expect(
+            mine.map(\.type) == ["group.invite_accepted", "group.key", "entity.put", "entity.put", "entity.delete"])
+        #expect(try bob.replica.epochKeyCount(of: group) == 1)
+        #expect(try bob.get("reply", group, .tentative) == .text("ok"))
+        try bob.send(group, to: alice)
+        #expect(try alice.get("reply", group, .committed) == .text("ok"))
+        try alice.send(group, to: bob)  // Alice's key, shared at the accept, opens her write for Bob.
+        #expect(try bob.get("plan", group, .committed) == .text("beach"))
+        #expect(try alice.hashes(group) == bob.hashes(group))
+        #expect(try alice.replica.state(of: group, view: .committed)?.encryption?.epoch == 2)
+    }
+
     @Test func aKeyThatArrivesAfterTheDataUnlocksIt() throws {
         let alice = try TestReplica("alice")
         let bob = try TestReplica("bob")

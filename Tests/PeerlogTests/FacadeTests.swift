@@ -68,10 +68,10 @@ import Testing
         let log = try await Peerlog.temporary()
         let group = try await log.createGroup(named: "team")
         try await log.put("k", 1, in: group)
-        let listed = try await log.groups()
+        let listed = try await log.groups()  // seq 3: created, the first epoch key, the put
         #expect(listed.map(\.name) == ["team"])
         #expect(
-            listed.first?.role == .owner && listed.first?.memberCount == 1 && listed.first?.committedSeq == 2
+            listed.first?.role == .owner && listed.first?.memberCount == 1 && listed.first?.committedSeq == 3
                 && listed.first?.tentativeCount == 0)
         #expect(try await log.group("team").id == group)
     }

@@ -45,6 +45,7 @@ local f = {
   receipt_type = ProtoField.string("peerlog.receipt.type", "Receipt type"),
   receipt_author = ProtoField.string("peerlog.receipt.author", "Receipt author"),
   receipt_counter = ProtoField.string("peerlog.receipt.counter", "Receipt counter"),
+  receipt_sealed = ProtoField.string("peerlog.receipt.sealed", "Sealed under epoch key (§22.3)"),
   envelope_cid = ProtoField.string("peerlog.envelope.cid", "Envelope receipt CID"),
   envelope_seq = ProtoField.string("peerlog.envelope.seq", "Envelope seq"),
   envelope_sequencer = ProtoField.string("peerlog.envelope.sequencer", "Envelope sequencer"),
@@ -292,7 +293,17 @@ local function add_receipt(tree, tvb, bytes, omitted)
   sub:add(f.receipt_counter, tvb, num_of(get(receipt, "counter")))
   sub:add(f.field, tvb, "hlc: " .. num_of(get(receipt, "hlc")))
   sub:add(f.field, tvb, "parents: " .. diag(get(receipt, "parents")))
-  sub:add(f.field, tvb, "body: " .. diag(get(receipt, "body")))
+  local body = get(receipt, "body")
+  local k, n, c = get(body, "k"), get(body, "n"), get(body, "c")
+  if rtype:sub(1, 6) ~= "group." and body and body.k == "map" and #body.keys == 3 and k and k.k == "bytes" and n and n.k == "bytes"
+      and c and c.k == "bytes" then
+    -- An encrypted group's body: ciphertext here; `peerlog capture annotate` puts the opened
+    -- body in the packet's comment.
+    sub:add(f.receipt_sealed, tvb, hex(k.v))
+    sub:add(f.field, tvb, "body: sealed, " .. #c.v .. " bytes of ciphertext (opened bodies: packet comment, see `peerlog capture annotate`)")
+  else
+    sub:add(f.field, tvb, "body: " .. diag(body))
+  end
   local cert = get(container, "certificate")
   if cert then add_certificate(sub:add(peerlog, tvb, "Author certificate"), tvb, cert) end
   return rtype
