@@ -102,10 +102,12 @@ extension Pipeline {
     }
 
     /// A member's device just accepted an invitation to an encrypted group: this device hands it
-    /// the keys after the transaction (`Replica.shareEpochKeys`) when it is an active member's and,
-    /// in a group a device sequences alone, when it is that device (one sharer, not every member).
+    /// the keys it holds after the transaction (`Replica.shareEpochKeys`, which checks this
+    /// device's membership in its tentative view: an invitee whose own acceptance is not
+    /// committed yet shares too, so two members joining at once read each other) and, in a group a
+    /// device sequences alone, only when it is that device (one sharer, not every member).
     private mutating func noteKeyShare(_ r: Receipt, state: GroupState) {
-        guard r.author != local.device, state.activeRole(of: local.identity) != nil else { return }
+        guard r.author != local.device, state.member(local.identity) != nil else { return }
         if case .solo(let sequencer) = state.authority, sequencer != local.device { return }
         report.keyShares.append((r.group, r.certificate))
     }

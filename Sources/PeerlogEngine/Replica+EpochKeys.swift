@@ -16,8 +16,8 @@ extension Replica {
             state.activeRole(of: local.identity) != nil
         else { return op }
         do { try op.validate() } catch { throw ReplicaError(error) }
-        // `epochStartIfKeyless` ran first, so a member's device holds the key in use.
-        guard let id = encryption.currentKey, let key = try p.epochKeys(group)[id] else {
+        // `epochStartIfKeyless` ran first, so a member's device holds a key in use.
+        guard let key = try newestHeldKey(group, encryption, in: &p) else {
             throw ReplicaError(.epochKeyMissing, "this device holds no epoch key in use in group \(group)")
         }
         let binding = EncryptedBody.Binding(group: group, type: op.receiptType, author: local.device, counter: counter)
@@ -35,12 +35,20 @@ extension Replica {
         guard op.isSealedInEncryptedGroups, let state, let encryption = state.encryption,
             state.activeRole(of: local.identity) != nil
         else { return nil }
-        if let current = encryption.currentKey, try p.epochKeys(group)[current] != nil { return nil }
+        if try newestHeldKey(group, encryption, in: &p) != nil { return nil }
         let rotation = GroupOperation.key(try rotation(group, state: state, in: &p))
         switch GroupRules.apply(rotation, sender: local.identity, device: local.device, group: group, to: state) {
         case .failure(let v): throw ReplicaError(v)
         case .success(let after): return (rotation, after)
         }
+    }
+
+    /// The newest key in use that this device holds: writes are sealed under it. Not always the
+    /// newest in use: two members who wrote before any key reached them each started an epoch,
+    /// and each writes under its own until the other's arrives, instead of starting more.
+    func newestHeldKey(_ group: GroupID, _ encryption: GroupEncryption, in p: inout Pipeline) throws -> EpochKey? {
+        let held = try p.epochKeys(group)
+        return encryption.validKeys.reversed().lazy.compactMap { held[$0] }.first
     }
 
     /// A new epoch key for `group`, kept here and sealed to every device that should read the

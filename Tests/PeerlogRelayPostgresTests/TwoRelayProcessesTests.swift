@@ -67,6 +67,8 @@ struct TwoRelayProcessesTests {
         }
         defer { for r in relays { r.stop() } }
 
+        // Encrypted (the default): Bob and Carol join while Alice is away, each writes under an
+        // epoch of its own, and each hands its key to the other when it sees the other's acceptance.
         let group = string(try json(["group", "create", "--home", alice.home, "shared"])["id"])!
         for p in [bob, carol] { try peerlog(["group", "add", "--home", alice.home, group, p.identity]) }
         try peerlog(["group", "sequencer", "--home", alice.home, group, "relay", relays[0].address, key])
@@ -121,9 +123,17 @@ struct TwoRelayProcessesTests {
         #expect(seqs.first == 1 && seqs == Array(1...seqs.last!), "gap, repeat or missing history in \(seqs)")
         #expect(Set(rows.map { $0[1] }).count == rows.count, "a receipt holds two seqs")
         #expect(seqs.last == logs.first?.keys.compactMap { Int($0) }.max())
-        // Both writers' receipts are in it: the processes interleaved.
-        let hashes = try homes.map { try peerlog(["state-hash", "--home", $0, group]) }
-        #expect(Set(hashes).count == 1, "state hashes differ: \(hashes)")
+        // The members read each other and agree; the relay processes, which hold no key, agree
+        // with each other.
+        var hashes = [String]()
+        let agreed = TestSupport.waitUntil(timeout: 30) {
+            hashes = homes.map { (try? peerlog(["state-hash", "--home", $0, group])) ?? "" }
+            return hashes[0] == hashes[1] && hashes[2] == hashes[3]
+        }
+        #expect(agreed, "state hashes differ: \(hashes)")
+        let show = try json(["group", "show", "--home", carol.home, group])
+        #expect(show["encryption"]?["waiting_for_key"] == .int(0), "\(show)")
+        #expect(try peerlog(["get", "--home", carol.home, group, "k\(perWriter - 1)"]).contains("-\(perWriter - 1)"))
     }
 }
 

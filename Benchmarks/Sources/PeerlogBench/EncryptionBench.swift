@@ -6,7 +6,8 @@ import PeerlogModel
 import Synchronization
 
 /// `encryption [N]`: the committed ingest of N sealed receipts against N plaintext ones, in the
-/// same run (docs/PROTOCOL.md §22; target: encrypted ≥ 0.9 × plaintext), and the CPU time of an
+/// same run (docs/PROTOCOL.md §22; target: encrypted ≥ 0.9 × plaintext), N/10 local writes to
+/// each kind of group (the write path: sealing and the keyless check), and the CPU time of an
 /// epoch rotation for 12 members with 3 devices each on the rotating device (target < 50 ms).
 func encryptionBench(count: Int) throws {
     let dir = NSTemporaryDirectory() + "peerlog-encryption-\(getpid())"
@@ -33,6 +34,32 @@ func encryptionBench(count: Int) throws {
     figure("ingest \(plain.receipts.count) plaintext receipts", format(best.plain) + " /s")
     figure("ingest \(sealed.receipts.count) sealed receipts", format(best.sealed) + " /s")
     ratio("sealed / plaintext ingest", best.sealed / best.plain, target: 0.9)
+
+    // Local writes: single appends on the group's sequencer device (sealed on write, opened
+    // in the view), plaintext against encrypted, alternated, best of three.
+    let writes = max(100, count / 10)
+    var bestWrites = (plain: 0.0, sealed: 0.0)
+    for round in 0..<3 {
+        for encrypted in [false, true] {
+            let replica = try Replica(path: dir + "/writes-\(encrypted)-\(round).sqlite", device: owner)
+            let group = try replica.createGroup(
+                name: "w", encryption: encrypted ? GroupEncryptionSettings(history: false) : nil)
+            let t = try timed {
+                for i in 0..<writes {
+                    try replica.append(.entityPut(key: "k\(i % 100)", value: .int(Int64(i))), to: group)
+                }
+            }
+            let rate = Double(writes) / t
+            if encrypted {
+                bestWrites.sealed = max(bestWrites.sealed, rate)
+            } else {
+                bestWrites.plain = max(bestWrites.plain, rate)
+            }
+        }
+    }
+    figure("\(writes) local writes, plaintext group", format(bestWrites.plain) + " /s")
+    figure("\(writes) local writes, encrypted group", format(bestWrites.sealed) + " /s")
+    ratio("encrypted / plaintext local writes", bestWrites.sealed / bestWrites.plain, target: 0.9)
 
     // A rotation: a fresh key sealed to 36 devices, and the group.key receipt signed.
     let devices = (0..<36).map { _ in (try! owner.additionalDevice(name: "d", createdAt: 1)) }
