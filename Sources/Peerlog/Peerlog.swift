@@ -52,7 +52,16 @@ public final class Peerlog: Sendable {
         return try Peerlog(home: home, deviceName: deviceName, create: true, removesHome: true)
     }
 
-    init(home: String, deviceName: String?, create: Bool, removesHome: Bool, rebuildViews: Bool = true) throws {
+    /// The home for reading only (the CLI's `get`, `log`, `status`…): when its store was never
+    /// created, an empty replica in memory stands in, so reading creates no file.
+    package static func openForReading(home: String) async throws -> Peerlog {
+        try Peerlog(home: home, deviceName: nil, create: false, removesHome: false, readsOnly: true)
+    }
+
+    init(
+        home: String, deviceName: String?, create: Bool, removesHome: Bool, rebuildViews: Bool = true,
+        readsOnly: Bool = false
+    ) throws {
         self.home = home
         self.removesHome = removesHome
         let paths = LocalDevice.paths(home: home)
@@ -77,7 +86,10 @@ public final class Peerlog: Sendable {
         do {
             device = try LocalDevice.load(home: home)
             let path = home + "/replica.sqlite"
-            replica = try Replica(path: path, device: device, access: Store.availableAccess(at: path))
+            replica =
+                readsOnly && !FileManager.default.fileExists(atPath: path)
+                ? try Replica.empty(device: device)
+                : try Replica(path: path, device: device, access: Store.availableAccess(at: path))
         } catch {
             throw PeerlogError(.home, "cannot open the replica in \(home): \(error)")
         }

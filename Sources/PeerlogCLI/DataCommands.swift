@@ -15,7 +15,7 @@ struct Get: AsyncParsableCommand {
     @Flag(help: "Print JSON: key, value, cid, status, seq.") var json = false
 
     func run() async throws {
-        let peerlog = try await home.open()
+        let peerlog = try await home.openForReading()
         let id = try await group.resolve(in: peerlog)
         guard let entity = try await peerlog.entry(key, in: id, view: view.view) else {
             throw CLIError("no value for \"\(key)\" in the \(view.view.rawValue) view of \(id)")
@@ -62,7 +62,7 @@ struct LogCommand: AsyncParsableCommand {
     @Flag(help: "Print a JSON array.") var json = false
 
     func run() async throws {
-        let peerlog = try await home.open()
+        let peerlog = try await home.openForReading()
         let items = try await peerlog.log(of: try await group.resolve(in: peerlog), view: view.view)
         if json {
             print(JSON.array(items.map(Self.json)).serialized(pretty: true))
@@ -99,7 +99,7 @@ struct StateHash: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let peerlog = try await home.open()
+        let peerlog = try await home.openForReading()
         let id = try await group.resolve(in: peerlog)
         let committed = hexString(try await peerlog.stateHash(of: id, view: .committed))
         let tentative = hexString(try await peerlog.stateHash(of: id, view: .tentative))

@@ -18,7 +18,7 @@ struct DeviceCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let devices = try await home.open().devices()
+            let devices = try await home.openForReading().devices()
             if output.json {
                 print(
                     JSON.array(

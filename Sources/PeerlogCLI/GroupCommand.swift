@@ -166,7 +166,7 @@ extension GroupCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let peerlog = try await home.open()
+            let peerlog = try await home.openForReading()
             var rows = [[String]]()
             var objects = [JSON]()
             for id in try await peerlog.groupIDs() {
@@ -202,7 +202,7 @@ extension GroupCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let peerlog = try await home.open()
+            let peerlog = try await home.openForReading()
             let id = try await group.resolve(in: peerlog)
             guard let state = try await peerlog.group(id, view: view.view) else {
                 throw CLIError(

@@ -24,7 +24,7 @@ extension GroupCommand {
         var append: String?
 
         func run() async throws {
-            let peerlog = try await home.open()
+            let peerlog = try await home.openForReading()
             var id: GroupID?
             if let group { id = try await peerlog.groupID(group) }
             let lines = try await peerlog.heldEpochKeys(of: id).map { EpochKeyLog.line(group: $0.group, key: $0.key) }

@@ -24,6 +24,13 @@ struct HomeOptions: ParsableArguments {
         return try await Peerlog.open(home: path, create: false, rebuildViews: rebuildViews)
     }
 
+    /// `open()` for the commands that only read: a home whose store was never created reads as
+    /// empty, and no file is created.
+    func openForReading() async throws -> Peerlog {
+        try requireIdentity(initCommand: "peerlog init")
+        return try await Peerlog.openForReading(home: path)
+    }
+
     func loadDevice() throws -> LocalDevice { try LocalDevice.load(home: path) }
 
     /// Fails with the init hint when the home holds no identity. Checked before opening, so

@@ -13,7 +13,7 @@ struct Invites: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let peerlog = try await home.open()
+        let peerlog = try await home.openForReading()
         let rows = try await peerlog.invitations().map { ($0.id, $0.name, $0.invitedRole?.rawValue ?? "") }
         if output.json {
             print(

@@ -16,7 +16,7 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         // Checked before opening too, so that this is the error whatever else is wrong.
         if FileIO.exists(file) { throw CLIError("\(file) already exists; refusing to overwrite it") }
-        let peerlog = try await home.open()
+        let peerlog = try await home.openForReading()
         let id = try await group.resolve(in: peerlog)
         let counts = try await peerlog.export(group: id, to: file)
         print("Exported \(counts.receipts) receipts and \(counts.envelopes) envelopes of \(id) to \(file)")
@@ -67,7 +67,7 @@ struct DeadLetters: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let peerlog = try await home.open()
+        let peerlog = try await home.openForReading()
         let items = try await peerlog.deadLetters()
         let invalid = try await peerlog.invalidReceipts()
         if output.json {

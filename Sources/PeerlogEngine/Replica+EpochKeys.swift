@@ -171,9 +171,10 @@ extension Replica {
     /// The epoch keys this device holds, by group (all groups when `group` is nil), in the order
     /// they arrived: for `peerlog group keys`, which hands them to the tools that show bodies.
     package func heldEpochKeys(of group: GroupID? = nil) throws -> [(group: GroupID, key: EpochKey)] {
-        try store.read { db in
+        let groups = try group.map { [$0] } ?? groupIDs()
+        return try store.read { db in
             var out = [(group: GroupID, key: EpochKey)]()
-            for g in try group.map({ [$0] }) ?? groupIDs() {
+            for g in groups {
                 let keys = try KeyringStorage.keys(group: g, db: db, local: local)
                 for row in try db.epochKeys(group: g) { if let k = keys[row.keyID] { out.append((g, k)) } }
             }

@@ -48,6 +48,15 @@ public final class Replica: Sendable {
         }
     }
 
+    /// An empty replica in memory with this device recorded: what a reading command sees of a
+    /// home whose store was never created, without creating it.
+    package static func empty(device: LocalDevice) throws -> Replica {
+        let replica = Replica(store: try Store(inMemory: ()), device: device)
+        let now = replica.clock()
+        _ = try replica.store.write { try $0.insertIdentityDevice(device.certificate, at: now) }
+        return replica
+    }
+
     package init(
         store: Store, device: LocalDevice, limits: ReplicaLimits = ReplicaLimits(),
         clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,

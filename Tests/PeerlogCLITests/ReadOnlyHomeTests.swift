@@ -65,6 +65,31 @@ struct ReadOnlyHomeTests {
             try TestSupport.peerlog(["get", "g", "k", "--home", home]).stdout == "hello\n", "the value was not changed")
     }
 
+    /// Issue 18: the reading commands create no file in a home that was initialised but never
+    /// used (a writable one); the first write creates the store.
+    @Test func readingAnUnusedHomeCreatesNoFile() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (home, _) = try makePerson("fresh", in: dir)
+        let before = try FileManager.default.contentsOfDirectory(atPath: home).sorted()
+        #expect(!before.contains("replica.sqlite"))
+        for args in [
+            ["group", "list"], ["invites"], ["dead-letters"], ["check"], ["device", "list"], ["group", "keys"], ["id"],
+        ] {
+            let r = try TestSupport.peerlog(args + ["--home", home])
+            #expect(r.status == 0, "peerlog \(args.joined(separator: " ")): \(r.stderr)")
+        }
+        for args in [["get", "g", "k"], ["log", "g"], ["state-hash", "g"], ["group", "show", "g"]] {
+            let r = try TestSupport.peerlog(args + ["--home", home])
+            #expect(
+                r.status == 1 && r.stderr.contains("no group"), "peerlog \(args.joined(separator: " ")): \(r.stderr)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: home).sorted() == before)
+        #expect(try TestSupport.peerlog(["device", "list", "--home", home]).stdout.contains("fresh"))
+        try expectPeerlog(["group", "create", "g", "--home", home])
+        #expect(FileManager.default.fileExists(atPath: home + "/replica.sqlite"))
+    }
+
     /// A home that was initialised but never used has no replica.sqlite: it reads as empty.
     @Test(
         .enabled(
