@@ -41,8 +41,7 @@ extension Peerlog {
             return GroupEncryptionStatus(
                 encrypted: e != nil, epoch: e?.epoch ?? 0, history: e?.history ?? false,
                 keysHeld: try replica.epochKeyCount(of: group),
-                waitingForKey: try replica.sealedWaitingCount(of: group),
-                canWrite: try replica.holdsCurrentKey(of: group))
+                waitingForKey: try replica.sealedWaitingCount(of: group))
         }
     }
 
@@ -209,7 +208,8 @@ extension Peerlog {
 public struct GroupEncryptionStatus: Sendable, Hashable {
     /// Whether bodies are sealed end to end (set when the group was created).
     public let encrypted: Bool
-    /// Epochs so far: a new one starts whenever a member leaves or is removed or a device is revoked.
+    /// Epochs so far: one per rotation (at creation, after a departure or a revocation, on demand,
+    /// and when a member that holds no key in use writes).
     public let epoch: UInt64
     /// Whether members who join later read what was written before.
     public let history: Bool
@@ -217,9 +217,4 @@ public struct GroupEncryptionStatus: Sendable, Hashable {
     public let keysHeld: Int
     /// Committed receipts this device cannot open yet: they apply when their key arrives.
     public let waitingForKey: Int
-    /// Whether this device holds the key writes are sealed under now (always true for a
-    /// plaintext group). False only while no epoch has started since a member left or a device
-    /// was revoked and this device's group view cannot start one; `changes()` reports
-    /// `.membershipChanged` when a key arrives.
-    public let canWrite: Bool
 }

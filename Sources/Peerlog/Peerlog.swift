@@ -54,8 +54,9 @@ public final class Peerlog: Sendable {
 
     /// The home for reading only (the CLI's `get`, `log`, `status`…): when its store was never
     /// created, an empty replica in memory stands in, so reading creates no file.
-    package static func openForReading(home: String) async throws -> Peerlog {
-        try Peerlog(home: home, deviceName: nil, create: false, removesHome: false, readsOnly: true)
+    package static func openForReading(home: String, rebuildViews: Bool = true) async throws -> Peerlog {
+        try Peerlog(
+            home: home, deviceName: nil, create: false, removesHome: false, rebuildViews: rebuildViews, readsOnly: true)
     }
 
     init(

@@ -26,9 +26,9 @@ struct HomeOptions: ParsableArguments {
 
     /// `open()` for the commands that only read: a home whose store was never created reads as
     /// empty, and no file is created.
-    func openForReading() async throws -> Peerlog {
+    func openForReading(rebuildViews: Bool = true) async throws -> Peerlog {
         try requireIdentity(initCommand: "peerlog init")
-        return try await Peerlog.openForReading(home: path)
+        return try await Peerlog.openForReading(home: path, rebuildViews: rebuildViews)
     }
 
     func loadDevice() throws -> LocalDevice { try LocalDevice.load(home: path) }

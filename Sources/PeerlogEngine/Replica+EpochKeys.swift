@@ -181,14 +181,6 @@ extension Replica {
             return out
         }
     }
-
-    /// Whether this device holds the key `group`'s writes are sealed under now (the tentative
-    /// view's current key); false when no key is in use. True for a plaintext group.
-    public func holdsCurrentKey(of group: GroupID) throws -> Bool {
-        guard let encryption = try state(of: group, view: .tentative)?.encryption else { return true }
-        guard let id = encryption.currentKey else { return false }
-        return try store.read { db in try db.epochKeys(group: group).contains { $0.keyID == id } }
-    }
 }
 
 extension GroupOperation {
