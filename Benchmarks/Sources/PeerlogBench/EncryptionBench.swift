@@ -59,7 +59,8 @@ func encryptionBench(count: Int) throws {
     }
     figure("\(writes) local writes, plaintext group", format(bestWrites.plain) + " /s")
     figure("\(writes) local writes, encrypted group", format(bestWrites.sealed) + " /s")
-    ratio("encrypted / plaintext local writes", bestWrites.sealed / bestWrites.plain, target: 0.9)
+    // No target in the issue (its figure is ingest); printed to see what sealing costs a writer.
+    ratio("encrypted / plaintext local writes", bestWrites.sealed / bestWrites.plain)
 
     // A rotation: a fresh key sealed to 36 devices, and the group.key receipt signed.
     let devices = (0..<36).map { _ in (try! owner.additionalDevice(name: "d", createdAt: 1)) }
