@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import Peerlog
 import PeerlogCapture
 import PeerlogModel
@@ -33,14 +32,7 @@ extension GroupCommand {
                 if lines.isEmpty { printError("no epoch keys held\(id.map { " for group \($0)" } ?? "")") }
                 return
             }
-            let fd = open(append, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-            guard fd >= 0 else { throw CLIError("cannot open \(append): \(String(cString: strerror(errno)))") }
-            defer { close(fd) }
-            let bytes = Array(lines.map { $0 + "\n" }.joined().utf8)
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard n == bytes.count else {
-                throw CLIError("cannot write \(append): \(String(cString: strerror(errno)))")
-            }
+            if let problem = KeyLogFile.append(lines: lines, to: append) { throw CLIError(problem) }
             printError("appended \(lines.count) epoch key\(lines.count == 1 ? "" : "s") to \(append)")
         }
     }

@@ -38,7 +38,8 @@ package struct EpochKeyLog: Sendable {
         for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let words = raw.split(separator: " ").map(String.init)
             guard words.first == label else { continue }
-            guard words.count == 3, let group = try? GroupID(string: words[1]), let bytes = hexBytes(words[2]),
+            guard words.count == 3, let group = try? GroupID(string: words[1]),
+                let bytes = PeerlogCrypto.bytes(fromHex: words[2]),
                 bytes.count == EpochKey.length, let key = try? EpochKey(secret: SecureBytes(bytes))
             else {
                 throw CaptureError(
@@ -71,16 +72,5 @@ package struct EpochKeyLog: Sendable {
         do { return .opened(try sealed.open(with: key, binding: .init(receipt))) } catch {
             return .broken("\(error)")
         }
-    }
-
-    private static func hexBytes(_ hex: String) -> [UInt8]? {
-        guard hex.count % 2 == 0 else { return nil }
-        var out = [UInt8]()
-        var chars = hex.makeIterator()
-        while let a = chars.next(), let b = chars.next() {
-            guard let v = UInt8(String([a, b]), radix: 16) else { return nil }
-            out.append(v)
-        }
-        return out
     }
 }

@@ -94,12 +94,18 @@ package enum KeyLogFile {
     @discardableResult
     package static func append(_ entry: KeyLogEntry) -> String? {
         guard let path else { return nil }
+        return append(lines: [entry.line], to: path)
+    }
+
+    /// Appends `lines` to the key log at `path` in one write (created with mode 0600); the
+    /// problem as one line, or nil. Epoch key lines (`peerlog group keys --append`) go the same way.
+    package static func append(lines: [String], to path: String) -> String? {
         lock.lock()
         defer { lock.unlock() }
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         guard fd >= 0 else { return "cannot open key log \(path): \(String(cString: strerror(errno)))" }
         defer { close(fd) }
-        let bytes = Array((entry.line + "\n").utf8)
+        let bytes = Array(lines.map { $0 + "\n" }.joined().utf8)
         let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         return n == bytes.count ? nil : "cannot write key log \(path): \(String(cString: strerror(errno)))"
     }
