@@ -17,7 +17,8 @@ extension Pipeline {
         let hwm = try committedSeqCached(e.group)
         if e.seq <= hwm {
             let existing = try db.envelopeCID(group: e.group, seq: e.seq)
-            if existing == e.receipt {
+            // No row at a committed seq: below the group's floor, pruned or never held (§23).
+            if existing == e.receipt || existing == nil {
                 report.duplicates += 1
             } else {
                 report.rejected.append(

@@ -50,9 +50,9 @@ extension Pipeline {
     /// waited for (rare: a late joiner, a key that came after the data), so its cost in the log's
     /// length is paid then, never per write.
     mutating func rematerialize(_ group: GroupID) throws {
-        var fold = Fold(group: group, state: nil, entities: [:])
+        var (fold, from) = try Replica.replayBase(group: group, db: db)
         fold.keys = try epochKeys(group)
-        for item in try db.committedLog(group: group) {
+        for item in try db.committedLog(group: group, fromSeq: from) {
             _ = fold.apply(item.receipt, status: .committed(seq: item.seq))
         }
         let stored = try db.entities(group: group)

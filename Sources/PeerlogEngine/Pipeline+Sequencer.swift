@@ -75,6 +75,9 @@ extension Pipeline {
         guard !candidates.isEmpty else { return plan }
         var placed = Set<CID>()
         var seq = try db.committedSeq(group: group)
+        // Below a floor (§23.4) pruned receipts are not held: a parent this replica holds in no
+        // form counts as committed there (group operations, never pruned, are held or queued).
+        let hasFloor = try db.floor(group: group) != nil
         for r in TentativeOrder.order(candidates) {
             if let state {
                 guard sequencesHere(state), state.status == .active else {
@@ -88,6 +91,11 @@ extension Pipeline {
             var missing = [CID]()
             for p in r.parents where !placed.contains(p) && refused[p] == nil {
                 if try db.committedSeq(of: p) == nil { missing.append(p) }
+            }
+            if hasFloor {
+                missing = try missing.filter {
+                    try db.receiptExists($0) || db.pendingReceiptExists($0) || db.processedOutcome($0) != nil
+                }
             }
             if !missing.isEmpty {
                 plan.missingParents += try missing.filter { try !db.receiptExists($0) }

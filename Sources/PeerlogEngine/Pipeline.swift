@@ -135,13 +135,19 @@ struct Pipeline {
             try sequenceIfAuthority(group)
             i += 1
         }
-        for group in seqDirty {
+        var crossings = [GroupID]()
+        for group in seqDirty.sorted() {
             // Only created groups have a row; `setGroupCommittedSeq` updates nothing otherwise.
-            try db.setGroupCommittedSeq(group: group, seq: try db.committedSeq(group: group))
+            let before = try db.storedCommittedSeq(group: group)
+            let after = try db.committedSeq(group: group)
+            try db.setGroupCommittedSeq(group: group, seq: after)
+            let k = limits.snapshotInterval
+            if k > 0, before / k < after / k { crossings.append(group) }
         }
         seqDirty = []
         for group in keysArrived.sorted() { try rematerialize(group) }
         keysArrived = []
+        try snapshotCrossings(crossings)
         let storedKeys = try entityKeysStoredInGroupsWithReorders()
         try maintainOverlays()
         try logChanges(storedKeys: storedKeys)

@@ -367,13 +367,14 @@ extension Replica {
         try store.read { try fold(group: group, view: view, db: $0).stateHash }
     }
 
-    /// The committed state hash recomputed by replaying the stored committed log from nothing,
+    /// The committed state hash recomputed by replaying the stored committed log from nothing (or
+    /// from the group's floor snapshot, §23.2, whose content is checked against its hash),
     /// ignoring the materialized tables: equal to `stateHash(.committed)` in a consistent store.
     public func replayedStateHash(of group: GroupID) throws -> [UInt8] {
         try store.read { db in
-            var fold = Fold(group: group, state: nil, entities: [:])
+            var (fold, from) = try Self.replayBase(group: group, db: db)
             fold.keys = try KeyringStorage.keys(group: group, db: db, local: local)
-            for item in try db.committedLog(group: group) {
+            for item in try db.committedLog(group: group, fromSeq: from) {
                 _ = fold.apply(item.receipt, status: .committed(seq: item.seq))
             }
             return fold.stateHash

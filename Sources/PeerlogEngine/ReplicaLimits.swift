@@ -27,6 +27,12 @@ public struct ReplicaLimits: Sendable {
     /// refusal leaves uncommitted.
     public var maxReservationBatch: Int = 1_000
 
+    /// A snapshot of a group's committed state is made in the transaction whose commits cross a
+    /// multiple of this many seqs (docs/PROTOCOL.md §23.1); 0 makes none automatically.
+    public var snapshotInterval: UInt64 = 10_000
+    /// Snapshots kept per group above its floor (the floor's own is always kept).
+    public var snapshotsKept: Int = 2
+
     /// Limits as documented on each property, the defaults used when none are given.
     public init() {}
 }

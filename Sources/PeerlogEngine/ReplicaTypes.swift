@@ -71,6 +71,10 @@ public struct IngestReport: Sendable, Equatable {
     /// Encrypted groups whose keys a departure emptied: this device starts a new epoch after the
     /// transaction (`Replica.rotateEpochIfDue`).
     var rotations: Set<GroupID> = []
+    /// Compactions this transaction ran (after an automatic snapshot, §23.4).
+    public var compactions: [CompactionResult] = []
+    /// Seqs of the snapshots this transaction installed (§23.3).
+    public var snapshotsInstalled: [UInt64] = []
 
     /// An empty report: every count 0, every list empty.
     public init() {}
@@ -221,4 +225,11 @@ extension ErrorCode where Domain == ReplicaError {
     /// The group is encrypted and this device does not hold the epoch key in use: it arrives
     /// sealed to this device from another member's device (docs/PROTOCOL.md §22.5).
     public static let epochKeyMissing = Self("epochKeyMissing")
+    /// A snapshot does not verify (docs/PROTOCOL.md §23.3): malformed, its content does not hash
+    /// to its state hash, its anchor is not the sequencer authority's, or its sender is not a member.
+    public static let snapshotRefused = Self("snapshotRefused")
+    /// No snapshot can be made now: the detail says why (the group's state is over
+    /// `GroupSnapshot.maxEncodedBytes`, committed receipts wait for an epoch key, this device is
+    /// not an active member, or nothing is committed yet).
+    public static let snapshotUnavailable = Self("snapshotUnavailable")
 }

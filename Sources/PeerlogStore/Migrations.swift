@@ -13,6 +13,7 @@ enum Migrations {
         m.registerMigration("0007_drop_outbox", migrate: Migration0007.migrate)
         m.registerMigration("0008_revocations", migrate: Migration0008.migrate)
         m.registerMigration("0009_epoch_keys", migrate: Migration0009.migrate)
+        m.registerMigration("0010_snapshots", migrate: Migration0010.migrate)
         return m
     }
 }

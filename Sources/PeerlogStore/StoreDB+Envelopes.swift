@@ -12,9 +12,15 @@ package struct StoredEnvelope: Sendable {
 }
 
 extension StoreDB {
-    /// The committed high-water mark: the highest seq with an envelope (contiguous from 1).
+    /// The committed high-water mark: the highest seq with an envelope (contiguous from 1, or
+    /// from the group's floor, §23), or the floor itself when no envelope is above it.
     package func committedSeq(group: GroupID) throws -> UInt64 {
-        UInt64(sql: try int("SELECT MAX(seq) FROM envelopes WHERE group_id = ?", [group.bytes.blob]) ?? 0)
+        UInt64(
+            sql: try int(
+                """
+                SELECT MAX(s) FROM (SELECT MAX(seq) AS s FROM envelopes WHERE group_id = ?1
+                                    UNION ALL SELECT seq FROM group_floors WHERE group_id = ?1)
+                """, [group.bytes.blob]) ?? 0)
     }
 
     package func envelopeCID(group: GroupID, seq: UInt64) throws -> CID? {

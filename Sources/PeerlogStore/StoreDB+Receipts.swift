@@ -101,13 +101,16 @@ extension StoreDB {
         try int("SELECT 1 FROM receipts WHERE cid = ?", [cid.bytes.blob]) != nil
     }
 
-    /// Highest author counter held for (group, author); counters are stored contiguously, so
-    /// this is also the contiguous high-water mark. 0 when none.
+    /// Highest author counter held for (group, author); counters are stored contiguously (above
+    /// the group's floor, whose counters count as held: §23), so this is also the contiguous
+    /// high-water mark. 0 when none.
     package func heldCounter(group: GroupID, author: DeviceID) throws -> UInt64 {
         UInt64(
             sql: try int(
-                "SELECT MAX(author_counter) FROM receipts WHERE group_id = ? AND author = ?",
-                [group.bytes.blob, author.bytes.blob]) ?? 0)
+                """
+                SELECT MAX(c) FROM (SELECT MAX(author_counter) AS c FROM receipts WHERE group_id = ?1 AND author = ?2
+                                    UNION ALL SELECT counter FROM floor_authors WHERE group_id = ?1 AND author = ?2)
+                """, [group.bytes.blob, author.bytes.blob]) ?? 0)
     }
 
     /// The CID held at (group, author, counter).
@@ -205,7 +208,12 @@ extension StoreDB {
     /// Per-author contiguous counters held for a group.
     package func authorCounters(group: GroupID) throws -> [(DeviceID, UInt64)] {
         try rows(
-            "SELECT author, MAX(author_counter) AS c FROM receipts WHERE group_id = ? GROUP BY author ORDER BY author",
+            """
+            SELECT author, MAX(c) AS c FROM (
+                SELECT author, MAX(author_counter) AS c FROM receipts WHERE group_id = ?1 GROUP BY author
+                UNION ALL SELECT author, counter FROM floor_authors WHERE group_id = ?1)
+            GROUP BY author ORDER BY author
+            """,
             [group.bytes.blob]
         ).map {
             (try DeviceID(bytes: ($0["author"] as Data).bytes), UInt64(sql: $0["c"]))

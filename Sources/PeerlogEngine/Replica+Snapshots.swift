@@ -1,0 +1,190 @@
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+
+/// What one compaction did (docs/PROTOCOL.md §23.4).
+public struct CompactionResult: Sendable, Hashable {
+    /// The group.
+    public let group: GroupID
+    /// The new floor: no complete log is held below this seq.
+    public let floor: UInt64
+    /// The snapshot the floor rests on.
+    public let snapshot: CID
+    /// Receipts pruned (with their envelopes).
+    public let pruned: Int
+}
+
+/// A snapshot held by this replica, as listed by ``Replica/snapshots(of:)``.
+public struct SnapshotInfo: Sendable, Hashable {
+    /// Its content id.
+    public let cid: CID
+    /// The committed seq it is at.
+    public let seq: UInt64
+    /// The committed state hash at that seq.
+    public let stateHash: [UInt8]
+    /// Its encoded size in bytes.
+    public let bytes: Int
+    /// When this replica made or installed it (ms).
+    public let madeAt: UInt64
+    /// The group's floor rests on it.
+    public let isFloor: Bool
+}
+
+/// A snapshot as it travels (docs/PROTOCOL.md §23.3): the snapshot, its anchor (the envelope and
+/// receipt at its seq) and the group's committed `group.key` receipts up to it with their envelopes.
+public struct SnapshotBundle: Sendable {
+    /// The encoded snapshot.
+    public let snapshot: [UInt8]
+    /// The envelope container at the snapshot's seq.
+    public let anchorEnvelope: [UInt8]
+    /// The receipt container that envelope names.
+    public let anchorReceipt: [UInt8]
+    /// `[receipt container, envelope container]` pairs: the committed `group.key` receipts.
+    public let keyHistory: [[[UInt8]]]
+
+    /// A bundle of these parts.
+    public init(snapshot: [UInt8], anchorEnvelope: [UInt8], anchorReceipt: [UInt8], keyHistory: [[[UInt8]]]) {
+        self.snapshot = snapshot
+        self.anchorEnvelope = anchorEnvelope
+        self.anchorReceipt = anchorReceipt
+        self.keyHistory = keyHistory
+    }
+}
+
+/// A bundle whose every part verified (`Replica.verify(_:from:)`).
+struct VerifiedSnapshot {
+    let snapshot: GroupSnapshot
+    let cid: CID
+    let encoded: [UInt8]
+    let anchor: Envelope
+    let anchorReceipt: Receipt
+    let history: [(Receipt, Envelope)]
+}
+
+extension Replica {
+    /// Makes a snapshot of the group's committed state now (docs/PROTOCOL.md §23.1), or returns
+    /// the one held at its committed mark. Throws `snapshotUnavailable` with the reason when none
+    /// can be made.
+    @discardableResult
+    public func makeSnapshot(of group: GroupID) throws -> SnapshotInfo {
+        var made: StoredSnapshot?
+        _ = try write { p in made = try p.makeSnapshot(group) }
+        guard let made else { throw ReplicaError(.snapshotUnavailable, "no snapshot was made") }
+        return SnapshotInfo(
+            cid: made.cid, seq: made.seq, stateHash: made.stateHash, bytes: made.encoded.count, madeAt: made.madeAt,
+            isFloor: try floor(of: group)?.seq == made.seq)
+    }
+
+    /// The group's snapshots, newest first.
+    public func snapshots(of group: GroupID) throws -> [SnapshotInfo] {
+        try store.read { db in
+            let floor = try db.floor(group: group)?.seq
+            return try db.snapshots(group: group).map {
+                SnapshotInfo(
+                    cid: $0.cid, seq: $0.seq, stateHash: $0.stateHash, bytes: $0.encoded.count, madeAt: $0.madeAt,
+                    isFloor: $0.seq == floor)
+            }
+        }
+    }
+
+    /// The group's floor: the seq below which no complete log is held here, and its snapshot.
+    public func floor(of group: GroupID) throws -> (seq: UInt64, snapshot: CID)? {
+        try store.read { try $0.floor(group: group) }
+    }
+
+    /// The group's retention (§23.4): nil when off, else the age in ms after which a snapshot is a
+    /// watermark even when a peer has not acknowledged it.
+    public func retention(of group: GroupID) throws -> UInt64? {
+        try store.read { try $0.retention(group: group) }
+    }
+
+    /// Turns pruning of superseded receipts on (`minAgeMillis`: see ``retention(of:)``) or off (nil).
+    public func setRetention(of group: GroupID, minAgeMillis: UInt64?) throws {
+        try store.write { db in
+            guard try db.knowsGroup(group) else {
+                throw ReplicaError(.groupNotFound, "group \(group) is not held here")
+            }
+            try db.setRetention(group: group, minAgeMillis: minAgeMillis)
+        }
+    }
+
+    /// Prunes the group below its watermark now, whether or not retention is on. Nil when no
+    /// snapshot above the floor qualifies (make one first, or wait for peers to acknowledge it).
+    public func compact(_ group: GroupID) throws -> CompactionResult? {
+        var result: CompactionResult?
+        _ = try write { p in result = try p.compact(group, forced: true) }
+        return result
+    }
+
+    /// What a peer that holds nothing of the group, or holds less than this replica's floor,
+    /// starts from: the newest snapshot with its anchor and key history (§23.3). Nil when there
+    /// is none or the peer is not that far behind.
+    public func bootstrapBundle(
+        of group: GroupID, peerCommitted: UInt64, peerHoldsNothing: Bool
+    ) throws
+        -> SnapshotBundle?
+    {
+        try store.read { db in
+            let floor = try db.floor(group: group)?.seq ?? 0
+            guard peerHoldsNothing || peerCommitted < floor, let s = try db.snapshots(group: group, limit: 1).first,
+                s.seq > peerCommitted
+            else { return nil }
+            let history = try db.committedReceipts(group: group, type: EpochKeyShare.receiptType, through: s.seq)
+            return SnapshotBundle(
+                snapshot: s.encoded, anchorEnvelope: s.anchorEnvelope, anchorReceipt: s.anchorReceipt,
+                keyHistory: history.map { [$0.receipt.encoded, $0.envelope] })
+        }
+    }
+
+    /// Verifies a snapshot a peer sent and installs it when it is ahead of what is held here
+    /// (docs/PROTOCOL.md §23.3). `sender`: the identity of the peer (from its certificate).
+    /// Throws `snapshotRefused` when any part does not verify; nothing is written then.
+    @discardableResult
+    public func installSnapshot(_ bundle: SnapshotBundle, from sender: IdentityID) throws -> IngestReport {
+        let verified = try Self.verify(bundle, from: sender)
+        return try write { p in _ = try p.install(verified) }
+    }
+
+    static func verify(_ b: SnapshotBundle, from sender: IdentityID) throws -> VerifiedSnapshot {
+        func refuse(_ why: String) -> ReplicaError { ReplicaError(.snapshotRefused, "snapshot refused: \(why)") }
+        let snapshot = try GroupSnapshot(encoded: b.snapshot)
+        let g = snapshot.group
+        guard snapshot.state.members[sender]?.status == .active else {
+            throw refuse("the sender \(sender) is not an active member of group \(g) in it")
+        }
+        guard let anchor = try? Envelope(encoded: b.anchorEnvelope), anchor.verify().isValid else {
+            throw refuse("its anchor envelope does not verify")
+        }
+        guard anchor.group == g, anchor.seq == snapshot.seq else {
+            throw refuse("its anchor is for seq \(anchor.seq), the snapshot for seq \(snapshot.seq)")
+        }
+        guard snapshot.state.authority.signers.contains(anchor.sequencer) else {
+            throw refuse("its anchor is not signed by the group's sequencer authority")
+        }
+        guard let receipt = try? Receipt(encoded: b.anchorReceipt), receipt.cid == anchor.receipt,
+            receipt.verify(certificateVerified: false).isValid
+        else { throw refuse("its anchor receipt does not verify or is not the one the anchor names") }
+        var history = [(Receipt, Envelope)]()
+        for pair in b.keyHistory {
+            guard pair.count == 2, let r = try? Receipt(encoded: pair[0]), let e = try? Envelope(encoded: pair[1]),
+                r.group == g, r.type == EpochKeyShare.receiptType, e.group == g, e.receipt == r.cid,
+                e.seq <= snapshot.seq, r.verify(certificateVerified: false).isValid, e.verify().isValid
+            else { throw refuse("an item of its key history does not verify") }
+            history.append((r, e))
+        }
+        return VerifiedSnapshot(
+            snapshot: snapshot, cid: CID(hashing: b.snapshot), encoded: b.snapshot, anchor: anchor,
+            anchorReceipt: receipt, history: history)
+    }
+}
+
+extension SequencerAuthority {
+    /// The keys whose envelopes this authority signs.
+    var signers: Set<DeviceID> {
+        switch self {
+        case .solo(let device): [device]
+        case .elected(let voters): Set(voters)
+        case .relay(let key, _): [key]
+        }
+    }
+}

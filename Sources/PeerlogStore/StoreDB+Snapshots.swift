@@ -1,0 +1,210 @@
+import Foundation
+import GRDB
+import PeerlogEncoding
+import PeerlogModel
+
+/// A stored snapshot (docs/PROTOCOL.md §23.1) with its anchor: the envelope and receipt
+/// containers at its seq.
+package struct StoredSnapshot: Sendable {
+    package let seq: UInt64
+    package let cid: CID
+    package let stateHash: [UInt8]
+    package let encoded: [UInt8]
+    package let anchorEnvelope: [UInt8]
+    package let anchorReceipt: [UInt8]
+    package let madeAt: UInt64
+
+    package init(
+        seq: UInt64, cid: CID, stateHash: [UInt8], encoded: [UInt8], anchorEnvelope: [UInt8], anchorReceipt: [UInt8],
+        madeAt: UInt64
+    ) {
+        self.seq = seq
+        self.cid = cid
+        self.stateHash = stateHash
+        self.encoded = encoded
+        self.anchorEnvelope = anchorEnvelope
+        self.anchorReceipt = anchorReceipt
+        self.madeAt = madeAt
+    }
+}
+
+extension StoreDB {
+    package func insertSnapshot(group: GroupID, _ s: StoredSnapshot) throws {
+        try execute(
+            """
+            INSERT OR IGNORE INTO snapshots (group_id, seq, cid, state_hash, encoded, anchor_envelope, anchor_receipt, made_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                group.bytes.blob, s.seq.sql, s.cid.bytes.blob, s.stateHash.blob, s.encoded.blob, s.anchorEnvelope.blob,
+                s.anchorReceipt.blob, s.madeAt.sql,
+            ])
+    }
+
+    /// The group's snapshots, newest first.
+    package func snapshots(group: GroupID, limit: Int = .max) throws -> [StoredSnapshot] {
+        try rows(
+            "SELECT * FROM snapshots WHERE group_id = ? ORDER BY seq DESC LIMIT ?", [group.bytes.blob, limit]
+        ).map(Self.storedSnapshot)
+    }
+
+    package func snapshot(group: GroupID, seq: UInt64) throws -> StoredSnapshot? {
+        try row("SELECT * FROM snapshots WHERE group_id = ? AND seq = ?", [group.bytes.blob, seq.sql])
+            .map(Self.storedSnapshot)
+    }
+
+    /// Drops the group's snapshots below `seq` (the floor's stays: it is at `seq`).
+    package func deleteSnapshots(group: GroupID, below seq: UInt64) throws {
+        try execute("DELETE FROM snapshots WHERE group_id = ? AND seq < ?", [group.bytes.blob, seq.sql])
+    }
+
+    package func deleteSnapshot(group: GroupID, seq: UInt64) throws {
+        try execute("DELETE FROM snapshots WHERE group_id = ? AND seq = ?", [group.bytes.blob, seq.sql])
+    }
+
+    /// The committed mark as the `groups` row holds it (written once per transaction in `settle`).
+    package func storedCommittedSeq(group: GroupID) throws -> UInt64 {
+        UInt64(sql: try int("SELECT committed_seq FROM groups WHERE group_id = ?", [group.bytes.blob]) ?? 0)
+    }
+
+    /// The seq of the group's newest snapshot (0: none).
+    package func latestSnapshotSeq(group: GroupID) throws -> UInt64 {
+        UInt64(sql: try int("SELECT MAX(seq) FROM snapshots WHERE group_id = ?", [group.bytes.blob]) ?? 0)
+    }
+
+    static func storedSnapshot(_ row: Row) throws -> StoredSnapshot {
+        StoredSnapshot(
+            seq: UInt64(sql: row["seq"]), cid: try CID(bytes: (row["cid"] as Data).bytes),
+            stateHash: (row["state_hash"] as Data).bytes, encoded: (row["encoded"] as Data).bytes,
+            anchorEnvelope: (row["anchor_envelope"] as Data).bytes,
+            anchorReceipt: (row["anchor_receipt"] as Data).bytes,
+            madeAt: UInt64(sql: row["made_at"]))
+    }
+
+    // MARK: Floors
+
+    /// The seq below which this replica holds no complete log, and the snapshot it rests on.
+    package func floor(group: GroupID) throws -> (seq: UInt64, snapshot: CID)? {
+        guard let row = try row("SELECT seq, snapshot_cid FROM group_floors WHERE group_id = ?", [group.bytes.blob])
+        else { return nil }
+        return (UInt64(sql: row["seq"]), try CID(bytes: (row["snapshot_cid"] as Data).bytes))
+    }
+
+    /// Raises the floor to `seq` with the author counters held below it (a counter never drops).
+    package func setFloor(group: GroupID, seq: UInt64, snapshot: CID, authors: [(DeviceID, UInt64)]) throws {
+        try execute(
+            "INSERT OR REPLACE INTO group_floors (group_id, seq, snapshot_cid) VALUES (?, ?, ?)",
+            [group.bytes.blob, seq.sql, snapshot.bytes.blob])
+        for (author, counter) in authors {
+            try execute(
+                """
+                INSERT INTO floor_authors (group_id, author, counter) VALUES (?, ?, ?)
+                ON CONFLICT(group_id, author) DO UPDATE SET counter = MAX(counter, excluded.counter)
+                """, [group.bytes.blob, author.bytes.blob, counter.sql])
+        }
+    }
+
+    // MARK: Retention
+
+    /// The group's retention setting: nil when off, else the age (ms) after which a snapshot is
+    /// a watermark even if a peer has not acknowledged it.
+    package func retention(group: GroupID) throws -> UInt64? {
+        try int("SELECT min_age_ms FROM group_retention WHERE group_id = ?", [group.bytes.blob]).map(UInt64.init(sql:))
+    }
+
+    package func setRetention(group: GroupID, minAgeMillis: UInt64?) throws {
+        if let minAgeMillis {
+            try execute(
+                "INSERT OR REPLACE INTO group_retention (group_id, min_age_ms) VALUES (?, ?)",
+                [group.bytes.blob, minAgeMillis.sql])
+        } else {
+            try execute("DELETE FROM group_retention WHERE group_id = ?", [group.bytes.blob])
+        }
+    }
+
+    /// The lowest committed mark any peer last reported for the group (nil: no peer has).
+    package func lowestPeerCommitted(group: GroupID) throws -> UInt64? {
+        try int(
+            "SELECT MIN(counter) FROM peer_vectors WHERE group_id = ? AND author = x''", [group.bytes.blob]
+        ).map(UInt64.init(sql:))
+    }
+
+    /// Per author, the highest counter among the group's receipts committed at seqs `from...to`
+    /// (by the envelopes' seq index: the cost follows the range, not the log).
+    package func committedAuthorCounters(group: GroupID, from: UInt64, to: UInt64) throws -> [(DeviceID, UInt64)] {
+        try rows(
+            """
+            SELECT r.author, MAX(r.author_counter) AS c FROM envelopes e JOIN receipts r ON r.cid = e.cid
+            WHERE e.group_id = ? AND e.seq BETWEEN ? AND ? GROUP BY r.author
+            """, [group.bytes.blob, from.sql, to.sql]
+        ).map { (try DeviceID(bytes: ($0["author"] as Data).bytes), UInt64(sql: $0["c"])) }
+    }
+
+    /// The author counters held below the floor (`floor_authors`).
+    package func floorAuthors(group: GroupID) throws -> [(DeviceID, UInt64)] {
+        try rows("SELECT author, counter FROM floor_authors WHERE group_id = ?", [group.bytes.blob]).map {
+            (try DeviceID(bytes: ($0["author"] as Data).bytes), UInt64(sql: $0["counter"]))
+        }
+    }
+
+    /// Deletes the group's committed receipts below seq `below` that no view needs: entity
+    /// operations (any type but `group.*`) that are not the writer of a current entity, not a
+    /// head, and not waiting for an epoch key; with their envelopes and parent links.
+    /// Returns how many receipts went.
+    package func pruneSuperseded(group: GroupID, below: UInt64) throws -> Int {
+        try execute("CREATE TEMP TABLE IF NOT EXISTS prune_ids (id INTEGER PRIMARY KEY, seq INTEGER NOT NULL)")
+        try execute("DELETE FROM prune_ids")
+        try execute(
+            """
+            INSERT INTO prune_ids (id, seq)
+            SELECT r.id, e.seq FROM envelopes e JOIN receipts r ON r.cid = e.cid
+            WHERE e.group_id = ?1 AND e.seq < ?2 AND r.type NOT LIKE 'group.%'
+              AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.cid = r.cid)
+              AND NOT EXISTS (SELECT 1 FROM heads h WHERE h.group_id = ?1 AND h.receipt_id = r.id)
+              AND NOT EXISTS (SELECT 1 FROM sealed_waiting w WHERE w.group_id = ?1 AND w.seq = e.seq)
+            """, [group.bytes.blob, below.sql])
+        let n = Int(try int("SELECT COUNT(*) FROM prune_ids") ?? 0)
+        guard n > 0 else { return 0 }
+        try execute("DELETE FROM receipt_parents WHERE receipt_id IN (SELECT id FROM prune_ids)")
+        try execute(
+            "DELETE FROM envelopes WHERE group_id = ? AND seq IN (SELECT seq FROM prune_ids)", [group.bytes.blob])
+        try execute("DELETE FROM receipts WHERE id IN (SELECT id FROM prune_ids)")
+        try execute("DELETE FROM prune_ids")
+        return n
+    }
+
+    /// Receipts of `type` committed at or below `seq`, with their envelope containers, in seq order.
+    package func committedReceipts(
+        group: GroupID, type: String, through seq: UInt64
+    ) throws -> [(receipt: Receipt, envelope: [UInt8], seq: UInt64)] {
+        try rows(
+            """
+            SELECT r.payload, r.signature, c.encoded AS certificate, e.seq, e.payload AS ep, e.signature AS es
+            FROM receipts r JOIN envelopes e ON e.cid = r.cid JOIN certificates c ON c.cid = r.certificate_cid
+            WHERE r.type LIKE 'group.%' AND r.group_id = ? AND r.type = ? AND r.seq IS NOT NULL AND r.seq <= ?
+            ORDER BY r.seq
+            """, [group.bytes.blob, type, seq.sql]
+        ).map { row in
+            let cert = try DeviceCertificate(encoded: (row["certificate"] as Data).bytes)
+            let receipt = try Receipt(
+                payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
+            let envelope = try Envelope(payload: (row["ep"] as Data).bytes, signature: (row["es"] as Data).bytes)
+            return (receipt, envelope.encoded, UInt64(sql: row["seq"]))
+        }
+    }
+
+    /// Deletes the group's tentative receipts of `author` with counters at or below `counter`:
+    /// a snapshot says they were committed below its seq (their effect is in it).
+    package func deleteTentativeReceipts(group: GroupID, author: DeviceID, through counter: UInt64) throws -> Int {
+        let ids = try rows(
+            "SELECT id FROM receipts WHERE group_id = ? AND author = ? AND author_counter <= ? AND seq IS NULL",
+            [group.bytes.blob, author.bytes.blob, counter.sql]
+        ).map { $0["id"] as Int64 }
+        for id in ids {
+            try execute("DELETE FROM heads WHERE receipt_id = ?", [id])
+            try execute("DELETE FROM receipt_parents WHERE receipt_id = ?", [id])
+            try execute("DELETE FROM receipts WHERE id = ?", [id])
+        }
+        return ids.count
+    }
+}
