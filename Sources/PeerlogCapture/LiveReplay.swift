@@ -98,7 +98,7 @@ package final class LiveReplayDriver {
             accepted.insert(g)
         case .request(let g, let id, _):
             return [SyncMessage.done(group: g, id: id).encoded()]
-        case .receipts, .envelopes, .commits:
+        case .receipts, .envelopes, .commits, .snapshot:
             // not expected (we never sent a vector); keep the peer's credit whole
             return [SyncMessage.credit(1).encoded()]
         case .error(let code, let message):

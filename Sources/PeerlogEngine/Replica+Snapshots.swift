@@ -32,7 +32,7 @@ public struct SnapshotInfo: Sendable, Hashable {
 
 /// A snapshot as it travels (docs/PROTOCOL.md §23.3): the snapshot, its anchor (the envelope and
 /// receipt at its seq) and the group's committed `group.key` receipts up to it with their envelopes.
-public struct SnapshotBundle: Sendable {
+public struct SnapshotBundle: Sendable, Hashable {
     /// The encoded snapshot.
     public let snapshot: [UInt8]
     /// The envelope container at the snapshot's seq.

@@ -1,4 +1,12 @@
 import PeerlogEngine
+import PeerlogModel
 
 /// The replica's sync queries live in PeerlogEngine (Replica+Sync.swift); this only declares them.
 extension Replica: SyncStore {}
+
+extension Replica {
+    /// The newest snapshot for a peer that holds nothing of the group or less than the floor.
+    public func syncBootstrap(group: GroupID, peerCommitted: UInt64, peerHoldsNothing: Bool) throws -> SnapshotBundle? {
+        try bootstrapBundle(of: group, peerCommitted: peerCommitted, peerHoldsNothing: peerHoldsNothing)
+    }
+}

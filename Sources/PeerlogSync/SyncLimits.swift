@@ -29,6 +29,9 @@ public struct SyncLimits: Sendable {
     /// Revocation containers in one "revocations" message (docs/PROTOCOL.md §15.1); a sender
     /// holding more sends several messages.
     public var maxRevocationsPerMessage = 256
+    /// Most `[receipt, envelope]` pairs in a `snapshot` message's key history (§23.3). A group
+    /// with more committed `group.key` receipts is not bootstrapped from a snapshot.
+    public var maxSnapshotKeyHistory = 1_024
 
     /// The defaults above, which are the protocol's (§15.3).
     public init() {}

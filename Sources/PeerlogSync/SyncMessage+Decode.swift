@@ -1,4 +1,5 @@
 import PeerlogEncoding
+import PeerlogEngine
 import PeerlogModel
 import PeerlogSequencer
 
@@ -98,6 +99,25 @@ extension SyncMessage {
                 throw .limit("maxBatchBytes: batch bytes", total, limits.maxBatchBytes)
             }
             return .commits(group: try f.group(), receipts: receipts, envelopes: envelopes)
+        case "snapshot":
+            func bytes(_ key: String, max: Int) throws(SyncCodecError) -> [UInt8] {
+                guard let b = fields[key]?.bytesValue else { throw .malformed("\"\(key)\" must be a byte string") }
+                guard b.count <= max else { throw .limit("\(key) size", b.count, max) }
+                return b
+            }
+            let keys = try f.array("keys", limit: limits.maxSnapshotKeyHistory, name: "maxSnapshotKeyHistory").map {
+                v throws(SyncCodecError) in
+                guard let pair = v.arrayValue, pair.count == 2, let r = pair[0].bytesValue, let e = pair[1].bytesValue,
+                    r.count <= Receipt.maxEncodedBytes, e.count <= Envelope.maxEncodedBytes
+                else { throw .malformed("\"keys\" must hold [receipt, envelope] byte string pairs") }
+                return [r, e]
+            }
+            return .snapshot(
+                group: try f.group(),
+                SnapshotBundle(
+                    snapshot: try bytes("snapshot", max: GroupSnapshot.maxEncodedBytes),
+                    anchorEnvelope: try bytes("anchor", max: Envelope.maxEncodedBytes),
+                    anchorReceipt: try bytes("anchor_receipt", max: Receipt.maxEncodedBytes), keyHistory: keys))
         case "request":
             let g = try f.group()
             let id = try f.uint("id")

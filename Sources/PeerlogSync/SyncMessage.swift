@@ -1,5 +1,6 @@
 import PeerlogCrypto
 import PeerlogEncoding
+import PeerlogEngine
 import PeerlogModel
 import PeerlogSequencer
 
@@ -68,6 +69,9 @@ public enum SyncMessage: Hashable, Sendable {
     /// Device revocation containers (docs/PROTOCOL.md §3.6) the sender holds, at most
     /// `SyncLimits.maxRevocationsPerMessage`; sent after hello and when a new one is stored.
     case revocations(items: [[UInt8]])
+    /// A snapshot of the group's committed state with its anchor and key history, for a peer that
+    /// holds nothing of the group or less than the sender's floor (§23.3; capability `snapshots`).
+    case snapshot(group: GroupID, SnapshotBundle)
     /// A well-formed map with a type this version does not know: ignored.
     case unknown(type: String)
 
@@ -89,6 +93,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .refused: "refused"
         case .unshared: "unshared"
         case .revocations: "revocations"
+        case .snapshot: "snapshot"
         case .unknown(let t): t
         }
     }
@@ -102,7 +107,8 @@ public enum SyncMessage: Hashable, Sendable {
         switch self {
         case .vector(let g, _, _), .receipts(let g, _), .envelopes(let g, _), .commits(let g, _, _),
             .request(let g, _, _),
-            .caughtUp(let g), .done(let g, _), .election(let g, _), .refused(let g, _), .unshared(let g, _):
+            .caughtUp(let g), .done(let g, _), .election(let g, _), .refused(let g, _), .unshared(let g, _),
+            .snapshot(let g, _):
             g
         case .hello, .credit, .error, .revocations, .unknown: nil
         }
@@ -111,7 +117,7 @@ public enum SyncMessage: Hashable, Sendable {
     /// A batch: costs one credit (§15.2.8).
     public var isBatch: Bool {
         switch self {
-        case .receipts, .envelopes, .commits: true
+        case .receipts, .envelopes, .commits, .snapshot: true
         default: false
         }
     }
@@ -166,6 +172,12 @@ public enum SyncMessage: Hashable, Sendable {
             m["group"] = .bytes(g.bytes)
             m["reason"] = .text(reason)
         case .revocations(let items): m["items"] = .array(items.map(CBOR.bytes))
+        case .snapshot(let g, let b):
+            m["group"] = .bytes(g.bytes)
+            m["snapshot"] = .bytes(b.snapshot)
+            m["anchor"] = .bytes(b.anchorEnvelope)
+            m["anchor_receipt"] = .bytes(b.anchorReceipt)
+            m["keys"] = .array(b.keyHistory.map { .array($0.map(CBOR.bytes)) })
         case .unknown: break
         }
         return .textMap(m)

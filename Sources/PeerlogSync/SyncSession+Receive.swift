@@ -65,6 +65,20 @@ extension SyncSession {
         case .envelopes(let g, let items): try batch(g, receipts: [], envelopes: items, size: size, into: &out)
         case .commits(let g, let receipts, let envelopes):
             try batch(g, receipts: receipts, envelopes: envelopes, size: size, into: &out)
+        case .snapshot(let g, let bundle):
+            guard granted > 0 else { throw SyncFailure("credit", "\"snapshot\" sent without credit") }
+            granted -= 1
+            guard groups[g] != nil else {
+                throw SyncFailure("protocol", "\"snapshot\" for group \(g), which is not synced")
+            }
+            awaitingIngest = PendingIngest(
+                group: g, receipts: [], firstEnvelopeSeq: nil, lastEnvelopeSeq: nil, items: 1, size: size,
+                snapshot: true)
+            out.append(
+                .ingest(
+                    SyncIngest(
+                        group: g, receipts: [], envelopes: [], from: peer.device, sender: peer.identity,
+                        snapshot: bundle)))
         case .request(let g, let id, let what):
             guard groups[g] != nil else { throw SyncFailure("protocol", "request for group \(g), which is not synced") }
             guard outstandingAnswers < limits.maxOutstandingRequests else {
@@ -103,7 +117,7 @@ extension SyncSession {
     /// Messages a peer may still send for a group we withdrew before it heard of it.
     func lateForWithdrawn(_ m: SyncMessage) -> Bool {
         switch m {
-        case .receipts, .envelopes, .commits, .request, .caughtUp, .done, .refused, .election: true
+        case .receipts, .envelopes, .commits, .snapshot, .request, .caughtUp, .done, .refused, .election: true
         default: false
         }
     }
@@ -115,6 +129,7 @@ extension SyncSession {
         sendsCommits = capabilities.contains(Self.commitsCapability)
         peerPreVotes = capabilities.contains(Self.preVoteCapability)
         peerReadsRuns = capabilities.contains(Self.envelopeRunsCapability)
+        peerReadsSnapshots = capabilities.contains(Self.snapshotsCapability)
         guard let common = versions.filter(Self.versions.contains).max() else {
             throw SyncFailure("version", "no common version: peer speaks \(versions), we speak \(Self.versions)")
         }
@@ -155,6 +170,7 @@ extension SyncSession {
         s.planned.merge(committed: committed, authors: authors)
         s.sent.merge(committed: committed, authors: authors)
         s.peerVectorKnown = true
+        s.awaitingVector = false
         s.dirty = true
         s.owesCaughtUp = true
         s.caughtUpSent = false
@@ -244,6 +260,14 @@ extension SyncSession {
             send(.credit(1), into: &out)
         }
         request(report.actions, into: &out)
+        if p.snapshot {
+            // Installed or refused: the sender waits to hear what we hold now (§23.3).
+            let v = try store.vector(of: g)
+            send(
+                .vector(
+                    group: g, committed: v.committed,
+                    authors: v.authors.map { AuthorCounter(author: $0.0, counter: $0.1) }), into: &out)
+        }
     }
 
     /// Sends one request per backfill action not already in flight.

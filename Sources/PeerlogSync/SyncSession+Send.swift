@@ -82,6 +82,21 @@ extension SyncSession {
         var s = groups[g]!
         defer { groups[g] = s }
         if !s.answers.isEmpty { return try answer(g, &s) }
+        if s.dirty, peerReadsSnapshots, !s.snapshotSent,
+            let bundle = try store.syncBootstrap(
+                group: g, peerCommitted: s.planned.committed,
+                peerHoldsNothing: s.planned.committed == 0 && s.planned.authors.isEmpty)
+        {
+            let message = SyncMessage.snapshot(group: g, bundle)
+            s.snapshotSent = true
+            if message.encoded().count <= limits.maxMessageBytes,
+                bundle.keyHistory.count <= limits.maxSnapshotKeyHistory
+            {
+                s.awaitingVector = true
+                enqueue(message, group: g, items: 1)
+                return
+            }
+        }
         if s.dirty {
             if let last = try committedChunk(
                 g, from: s.planned.committed + 1, through: .max, knowledge: &s.planned, answer: false)

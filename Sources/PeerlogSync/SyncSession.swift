@@ -20,6 +20,9 @@ public final class SyncSession {
     /// Hello capability: "I read batched envelopes (run items, §3.5)". Peers without it get
     /// single envelopes (§15.2.4).
     public static let envelopeRunsCapability = "envelope_runs"
+    /// Hello capability: "I start a group from a `snapshot` message" (§23.3). Peers without it
+    /// get the log (and nothing below a compacted sender's floor).
+    public static let snapshotsCapability = "snapshots"
 
     enum Phase { case idle, started, open, closed }
 
@@ -58,6 +61,10 @@ public final class SyncSession {
     var peerPreVotes = false
     /// The peer listed `envelope_runs` in its hello.
     var peerReadsRuns = false
+    /// The peer listed `snapshots` in its hello.
+    var peerReadsSnapshots = false
+    /// Whether our hello lists `snapshots` (off only to act as a peer from before snapshots).
+    public var offersSnapshots = true
     /// Whether our hello lists `commits` (set before `start()`; off only to exercise the
     /// `receipts` + `envelopes` pairs an older peer would get).
     public var offersCommits = true
@@ -91,6 +98,7 @@ public final class SyncSession {
             let capabilities =
                 (offersCommits ? [Self.commitsCapability] : []) + (offersPreVote ? [Self.preVoteCapability] : [])
                 + (offersEnvelopeRuns ? [Self.envelopeRunsCapability] : [])
+                + (offersSnapshots ? [Self.snapshotsCapability] : [])
             send(
                 .hello(
                     versions: Self.versions, capabilities: capabilities,

@@ -86,8 +86,14 @@ struct GroupSync {
     var receivedTraffic = SyncTraffic()
     var caughtUpSent = false
     var caughtUpReceived = false
+    /// A snapshot went to the peer (at most one per session and group): nothing more is generated
+    /// for the group until the peer's next vector says what it holds now (§23.3).
+    var snapshotSent = false
+    var awaitingVector = false
 
-    var hasWork: Bool { !answers.isEmpty || (serves && peerVectorKnown && (dirty || owesCaughtUp)) }
+    var hasWork: Bool {
+        !answers.isEmpty || (serves && peerVectorKnown && !awaitingVector && (dirty || owesCaughtUp))
+    }
 }
 
 /// A batch handed to the driver to ingest (`SyncAction.ingest`), with what the session needs
@@ -101,6 +107,8 @@ struct PendingIngest {
     /// Receipt and envelope items, and the message's size, for the traffic counters.
     let items: Int
     let size: Int
+    /// A `snapshot` message: the receiver answers with its vector once it is installed or refused.
+    var snapshot = false
 }
 
 /// A request in flight to the peer: one per (group, range) at a time.

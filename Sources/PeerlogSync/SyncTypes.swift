@@ -29,6 +29,10 @@ public struct SyncIngest: Sendable {
     public let envelopes: [Envelope]
     /// The peer's device (recorded with what it sent, e.g. as the sender of an invalid receipt).
     public let from: DeviceID
+    /// The peer's identity (a snapshot is taken only from an active member, §23.3).
+    public var sender: IdentityID? = nil
+    /// A `snapshot` message's bundle: install it instead (`receipts` and `envelopes` are empty).
+    public var snapshot: SnapshotBundle? = nil
 }
 
 /// A peer's `vector` message for a group: what it said it holds (§15.2.4).

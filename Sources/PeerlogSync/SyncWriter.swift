@@ -1,3 +1,4 @@
+import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 
@@ -6,6 +7,8 @@ import PeerlogModel
 public protocol SyncWriter: AnyObject {
     /// Verifies, stores and applies what `peer` sent.
     func ingest(receipts: [Receipt], envelopes: [Envelope], from peer: DeviceID?) throws -> IngestReport
+    /// Verifies and installs a snapshot a peer of identity `sender` sent (§23.3).
+    func installSnapshot(_ bundle: SnapshotBundle, from sender: IdentityID) throws -> IngestReport
     /// Replaces what `peer` last said it holds of `group` (the `peer_vectors` table).
     func recordPeerVector(peer: DeviceID, group: GroupID, committed: UInt64, authors: [DeviceID: UInt64]) throws
 }
@@ -25,7 +28,10 @@ extension SyncSession {
             switch action {
             case .ingest(let batch):
                 let outcome = Result {
-                    try writer.ingest(receipts: batch.receipts, envelopes: batch.envelopes, from: batch.from)
+                    guard let bundle = batch.snapshot, let sender = batch.sender else {
+                        return try writer.ingest(receipts: batch.receipts, envelopes: batch.envelopes, from: batch.from)
+                    }
+                    return try Self.install(bundle, from: sender, with: writer)
                 }
                 out += settle(ingested(outcome), with: writer)
             case .recordPeerVector(let v):
@@ -36,6 +42,24 @@ extension SyncSession {
             }
         }
         return out
+    }
+}
+
+extension SyncSession {
+    /// A refused snapshot is the peer's fault, not the store's: reported as a rejection, and the
+    /// session goes on (the receiver's vector then asks for the log).
+    static func install(
+        _ bundle: SnapshotBundle, from sender: IdentityID, with writer: some SyncWriter
+    ) throws
+        -> IngestReport
+    {
+        do { return try writer.installSnapshot(bundle, from: sender) } catch let e as ReplicaError
+            where e.code == .snapshotRefused
+        {
+            var report = IngestReport()
+            report.rejected.append((CID(hashing: bundle.snapshot), e.detail))
+            return report
+        }
     }
 }
 

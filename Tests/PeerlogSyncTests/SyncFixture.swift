@@ -25,6 +25,8 @@ final class Mesh {
     var partner: [Int] = []
     /// Return false to drop a message on its way from end `from` (counts as sent).
     var deliver: (_ from: Int, _ message: SyncMessage) -> Bool = { _, _ in true }
+    /// Changes a message on its way (a tampering network).
+    var rewrite: (SyncMessage) -> SyncMessage = { $0 }
 
     init(_ peers: [Peer]) { self.peers = peers }
 
@@ -34,10 +36,11 @@ final class Mesh {
     /// so committed chunks travel as `receipts` + `envelopes` pairs.
     /// `preVote: false` makes peer `i`'s session leave `prevote` out, like a peer from before it.
     /// `envelopeRuns: false` makes peer `j`'s session leave `envelope_runs` out, like a peer from before batched envelopes.
+    /// `snapshots: false` makes peer `j`'s session leave `snapshots` out, like a peer from before snapshots.
     func connect(
         _ i: Int, _ j: Int, limits: SyncLimits = .init(), peerLimits: SyncLimits? = nil, commits: Bool = true,
         preVote: Bool = true,
-        envelopeRuns: Bool = true
+        envelopeRuns: Bool = true, snapshots: Bool = true
     ) -> (Int, Int) {
         let a = ends.count
         let b = a + 1
@@ -57,6 +60,7 @@ final class Mesh {
         ends[b].session.offersCommits = commits
         ends[a].session.offersPreVote = preVote
         ends[b].session.offersEnvelopeRuns = envelopeRuns
+        ends[b].session.offersSnapshots = snapshots
         partner += [b, a]
         route(ends[a].session.start(), from: a)
         route(ends[b].session.start(), from: b)
@@ -69,7 +73,8 @@ final class Mesh {
             switch action {
             case .send(let bytes):
                 let m = try! SyncMessage.decode(bytes, limits: .init())
-                if deliver(e, m) { ends[partner[e]].inbox.append(bytes) }
+                let changed = rewrite(m)
+                if deliver(e, m) { ends[partner[e]].inbox.append(changed == m ? bytes : changed.encoded()) }
             case .close(let reason): ends[e].closed = reason
             case .event(let ev):
                 ends[e].events.append(ev)

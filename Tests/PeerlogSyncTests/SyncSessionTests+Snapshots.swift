@@ -1,0 +1,113 @@
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+import PeerlogSync
+import PeerlogTestSupport
+import Testing
+
+/// Bootstrap from a snapshot over the sync protocol (docs/PROTOCOL.md §23.3).
+@Suite struct SyncSnapshotTests {
+    /// Alice (sequencer, snapshots every `interval` commits) writes `writes` puts over `keys`
+    /// keys with Bob a member; Carol is invited and holds nothing yet.
+    func setUp(interval: UInt64, writes: Int, keys: Int, retention: Bool = false) throws -> ([Peer], GroupID) {
+        var limits = ReplicaLimits()
+        limits.snapshotInterval = interval
+        let peers = [try Peer("alice", limits: limits), try Peer("bob"), try Peer("carol")]
+        let g = try sharedGroup(Array(peers.prefix(2)))
+        if retention { try peers[0].replica.setRetention(of: g, minAgeMillis: 0) }
+        for i in 0..<writes {
+            peers[0].clock.advance(1)
+            try peers[0].put(g, "k\(i % keys)", Int64(i))
+        }
+        try peers[0].replica.append(.memberAdded(identity: peers[2].identity, role: .member), to: g)
+        return (peers, g)
+    }
+
+    func snapshotsSent(_ mesh: Mesh, _ end: Int) -> Int {
+        mesh.ends[end].events.count { e in
+            if case .ingested(_, let report) = e { return !report.snapshotsInstalled.isEmpty }
+            return false
+        }
+    }
+
+    @Test func aNewMemberStartsFromTheSnapshotAndTakesOnlyTheTail() throws {
+        let (peers, g) = try setUp(interval: 500, writes: 2_000, keys: 10)
+        let mesh = Mesh(peers)
+        let (a, c) = mesh.connect(0, 2)
+        mesh.pump()
+        try peers[2].replica.append(.inviteAccepted, to: g)
+        mesh.changed(2, g)
+        mesh.pump()
+        #expect(try peers[2].hashes(g) == peers[0].hashes(g))
+        #expect(snapshotsSent(mesh, c) == 1)
+        #expect(try peers[2].replica.floor(of: g)?.seq == 2_000)
+        // The tail after the snapshot at 2,000 (of 2,000 + setup commits), not the whole log.
+        #expect(mesh.sentItems(a) < 100, "sent \(mesh.sentItems(a)) items")
+        #expect(try peers[2].replica.replayedStateHash(of: g) == peers[2].replica.stateHash(of: g, view: .committed))
+        // Carol writes on top of what she started from; Alice commits it and both agree.
+        try peers[2].put(g, "carol", 7)
+        mesh.changed(2, g)
+        mesh.pump()
+        #expect(try peers[0].get("carol", g, .committed) == .int(7))
+        #expect(try peers[2].hashes(g) == peers[0].hashes(g))
+    }
+
+    @Test func aPeerWithoutTheCapabilityGetsTheLog() throws {
+        let (peers, g) = try setUp(interval: 500, writes: 600, keys: 10)
+        let mesh = Mesh(peers)
+        let (_, c) = mesh.connect(0, 2, snapshots: false)
+        mesh.pump()
+        #expect(snapshotsSent(mesh, c) == 0)
+        #expect(try peers[2].replica.floor(of: g) == nil)
+        #expect(try peers[2].hashes(g).committed == peers[0].hashes(g).committed)
+    }
+
+    @Test func aRefusedSnapshotFallsBackToTheLog() throws {
+        let (peers, g) = try setUp(interval: 500, writes: 600, keys: 10)
+        let mesh = Mesh(peers)
+        // Tamper with the snapshot on the wire: its content no longer hashes to its state hash.
+        mesh.rewrite = { m in
+            guard case .snapshot(let g, let b) = m else { return m }
+            var bytes = b.snapshot
+            bytes[bytes.count / 2] ^= 0x01
+            return .snapshot(
+                group: g,
+                SnapshotBundle(
+                    snapshot: bytes, anchorEnvelope: b.anchorEnvelope, anchorReceipt: b.anchorReceipt,
+                    keyHistory: b.keyHistory))
+        }
+        let (_, c) = mesh.connect(0, 2)
+        mesh.pump()
+        let refused = mesh.ends[c].events.contains { e in
+            if case .ingested(_, let report) = e {
+                return report.rejected.contains { $0.reason.contains("snapshot refused") }
+            }
+            return false
+        }
+        #expect(refused)
+        #expect(try peers[2].replica.floor(of: g) == nil)
+        #expect(try peers[2].hashes(g).committed == peers[0].hashes(g).committed)
+        #expect(mesh.ends[c].closed == nil)
+    }
+
+    @Test func aPeerBelowACompactedFloorCatchesUpFromTheSnapshot() throws {
+        let (peers, g) = try setUp(interval: 200, writes: 100, keys: 5, retention: true)
+        // Bob syncs, goes away; Alice writes on and prunes below her newest snapshot.
+        let mesh = Mesh(peers)
+        mesh.connect(0, 1)
+        mesh.pump()
+        let bobWas = try peers[1].replica.vector(of: g).committed
+        for i in 0..<1_000 {
+            peers[0].clock.advance(1)
+            try peers[0].put(g, "k\(i % 5)", Int64(i))
+        }
+        let floor = try #require(try peers[0].replica.floor(of: g)?.seq)
+        #expect(floor > bobWas)
+        let mesh2 = Mesh(peers)
+        let (_, b) = mesh2.connect(0, 1)
+        mesh2.pump()
+        #expect(snapshotsSent(mesh2, b) == 1)
+        #expect(try peers[1].hashes(g) == peers[0].hashes(g))
+        #expect(try peers[1].replica.replayedStateHash(of: g) == peers[1].replica.stateHash(of: g, view: .committed))
+    }
+}
