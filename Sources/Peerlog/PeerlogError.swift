@@ -24,7 +24,7 @@ public struct PeerlogError: CodedError {
         private enum Base: Hashable, Sendable {
             case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
-            case pairing, wrongPassphrase, epochKeyMissing
+            case pairing, wrongPassphrase, epochKeyMissing, snapshotUnavailable
         }
 
         private let base: Base
@@ -72,6 +72,10 @@ public struct PeerlogError: CodedError {
         /// The group is end-to-end encrypted and this device does not hold the key in use yet:
         /// another member's device seals it to this one (docs/PROTOCOL.md §22.5). Try again later.
         public static let epochKeyMissing = Code(.epochKeyMissing)
+        /// No snapshot of the group can be made now: nothing is committed, this identity is not an
+        /// active member, committed receipts wait for an epoch key, or the state is over the
+        /// snapshot size limit (docs/PROTOCOL.md §23.1; the description says which).
+        public static let snapshotUnavailable = Code(.snapshotUnavailable)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }
@@ -127,6 +131,7 @@ extension PeerlogError.Code {
             case .invalidImport: .file
             case .storeCorrupt: .storage
             case .epochKeyMissing: .epochKeyMissing
+            case .snapshotUnavailable: .snapshotUnavailable
             default: .refused
             }
     }

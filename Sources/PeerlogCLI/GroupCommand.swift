@@ -11,7 +11,7 @@ struct GroupCommand: AsyncParsableCommand {
             Create.self, GroupWrite<Add>.self, GroupWrite<Accept>.self, GroupWrite<Remove>.self, GroupWrite<Leave>.self,
             GroupWrite<Rename>.self, GroupWrite<Rotate>.self,
             GroupWrite<Delete>.self, GroupWrite<RoleCommand>.self, GroupWrite<Sequencer>.self, List.self, Show.self,
-            Keys.self,
+            Keys.self, Snapshot.self, Compact.self, Retention.self,
         ]
     )
 
@@ -215,6 +215,14 @@ extension GroupCommand {
             // The election's view (leader, term) lives in the running daemon, if one runs.
             let live = await peerlog.daemonStatus()?.groups.first { $0.id == id.string }?.sequencer
             let keys = try await peerlog.encryption(of: id)
+            let snapshots = try await peerlog.snapshots(of: id)
+            let floor = try await peerlog.floor(of: id)
+            let retention = try await peerlog.retention(of: id).map { Int($0.components.seconds / 86_400) }
+            let held: String = floor == 0 ? "whole log held" : "held from seq \(floor) (snapshot below)"
+            let kept: String = retention.map { ", retention on (\($0) days)" } ?? ", retention off"
+            let snapshotText: String =
+                snapshots.isEmpty
+                ? "none" : snapshots.map { "seq \($0.seq) (\($0.bytes) bytes)" }.joined(separator: ", ")
             let encryption: JSON =
                 keys.encrypted
                 ? .object([
@@ -240,6 +248,8 @@ extension GroupCommand {
                             } ?? .null
                         ),
                         ("encryption", encryption),
+                        ("floor", .int(floor)), ("retention_min_age_days", retention.map { .int($0) } ?? .null),
+                        ("snapshots", .array(snapshots.map(snapshotJSON))),
                         ("members", .array(members.map(Self.memberJSON))),
                     ]).serialized(pretty: true))
                 return
@@ -257,6 +267,7 @@ extension GroupCommand {
                             ? "end to end, epoch \(keys.epoch), \(keys.keysHeld) keys held, \(keys.waitingForKey) receipts waiting for a key\(keys.history ? ", history for new members" : "")"
                             : "none (plaintext)"
                     ),
+                    ("log", held + kept), ("snapshots", snapshotText),
                     ("members", String(members.count)),
                 ]
                     + (live?.term.map { term in
