@@ -5,6 +5,7 @@ import Foundation
 //   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
 //   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
 //   peerlog-bench encryption [N]   (sealed vs plaintext ingest; an epoch rotation to 36 devices)
+//   peerlog-bench floor [UPDATES]   (join from a snapshot vs full catch-up; store size with retention on/off)
 //   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
@@ -50,6 +51,11 @@ if which == "scale" {
         ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) }
         : [1_000, 10_000, 100_000]
     try scaleBench(waiting: list, appends: fixedAppends)
+    exit(0)
+}
+if which == "floor" {
+    // `floor [UPDATES]`: issue 18's figures (default 1,000,000 updates).
+    try floorBench(updates: args.count > 1 ? Int(args[1].replacingOccurrences(of: "_", with: "")) ?? 1_000_000 : 1_000_000)
     exit(0)
 }
 if which == "events" {
