@@ -118,16 +118,19 @@ extension Replica {
 
     /// What a peer that holds nothing of the group, or holds less than this replica's floor,
     /// starts from: the newest snapshot with its anchor and key history (§23.3). Nil when there
-    /// is none or the peer is not that far behind.
+    /// is none, the peer is not that far behind, or the peer's identity is not an active or
+    /// pending member in this replica's tentative view (a relay never gets one: it would hold
+    /// every value).
     public func bootstrapBundle(
-        of group: GroupID, peerCommitted: UInt64, peerHoldsNothing: Bool
-    ) throws
-        -> SnapshotBundle?
-    {
+        of group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool
+    ) throws -> SnapshotBundle? {
         try store.read { db in
             let floor = try db.floor(group: group)?.seq ?? 0
             guard peerHoldsNothing || peerCommitted < floor, let s = try db.snapshots(group: group, limit: 1).first,
-                s.seq > peerCommitted
+                s.seq > peerCommitted,
+                let status = try fold(group: group, view: .tentative, db: db, entities: .none).state?.members[peer]?
+                    .status,
+                status == .active || status == .pending
             else { return nil }
             let history = try db.committedReceipts(group: group, type: EpochKeyShare.receiptType, through: s.seq)
             return SnapshotBundle(

@@ -6,7 +6,9 @@ extension Replica: SyncStore {}
 
 extension Replica {
     /// The newest snapshot for a peer that holds nothing of the group or less than the floor.
-    public func syncBootstrap(group: GroupID, peerCommitted: UInt64, peerHoldsNothing: Bool) throws -> SnapshotBundle? {
-        try bootstrapBundle(of: group, peerCommitted: peerCommitted, peerHoldsNothing: peerHoldsNothing)
+    public func syncBootstrap(
+        group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool
+    ) throws -> SnapshotBundle? {
+        try bootstrapBundle(of: group, for: peer, peerCommitted: peerCommitted, peerHoldsNothing: peerHoldsNothing)
     }
 }

@@ -84,7 +84,7 @@ extension SyncSession {
         if !s.answers.isEmpty { return try answer(g, &s) }
         if s.dirty, peerReadsSnapshots, !s.snapshotSent,
             let bundle = try store.syncBootstrap(
-                group: g, peerCommitted: s.planned.committed,
+                group: g, for: peer.identity, peerCommitted: s.planned.committed,
                 peerHoldsNothing: s.planned.committed == 0 && s.planned.authors.isEmpty)
         {
             let message = SyncMessage.snapshot(group: g, bundle)

@@ -27,16 +27,18 @@ public protocol SyncStore: AnyObject, Sendable {
     func syncSingleEnvelope(_ encoded: [UInt8]) throws -> [UInt8]?
     /// The revocation containers to send `peer` after hello (docs/PROTOCOL.md §3.6, §15.1).
     func syncRevocations(for peer: DeviceCertificate) throws -> [[UInt8]]
-    /// A snapshot to start the peer from (§23.3): when it holds nothing of the group, or less
-    /// than this replica's floor. Nil: send the log.
-    func syncBootstrap(group: GroupID, peerCommitted: UInt64, peerHoldsNothing: Bool) throws -> SnapshotBundle?
+    /// A snapshot to start the peer (of identity `peer`) from (§23.3): when it holds nothing of
+    /// the group, or less than this replica's floor, and is a member. Nil: send the log.
+    func syncBootstrap(
+        group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool
+    ) throws -> SnapshotBundle?
 }
 
 extension SyncStore {
     /// None: a store without snapshots sends the log.
-    public func syncBootstrap(group: GroupID, peerCommitted: UInt64, peerHoldsNothing: Bool) throws -> SnapshotBundle? {
-        nil
-    }
+    public func syncBootstrap(
+        group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool
+    ) throws -> SnapshotBundle? { nil }
 
     /// None: a store that keeps no revocations sends none.
     public func syncRevocations(for peer: DeviceCertificate) throws -> [[UInt8]] { [] }

@@ -46,7 +46,7 @@ import Testing
 
         // Carol holds nothing: she starts from the newest snapshot, then takes the tail.
         let bundle = try #require(
-            try alice.replica.bootstrapBundle(of: group, peerCommitted: 0, peerHoldsNothing: true))
+            try alice.replica.bootstrapBundle(of: group, for: carol.identity, peerCommitted: 0, peerHoldsNothing: true))
         try carol.replica.installSnapshot(bundle, from: alice.identity)
         #expect(try carol.replica.floor(of: group)?.seq == snapshot.seq)
         try alice.send(group, to: carol)
@@ -71,8 +71,12 @@ import Testing
         let group = try writtenGroup(alice: alice, bob: bob, writes: 20, keys: 3)
         try alice.replica.makeSnapshot(of: group)
         let bundle = try #require(
-            try alice.replica.bootstrapBundle(of: group, peerCommitted: 0, peerHoldsNothing: true))
+            try alice.replica.bootstrapBundle(of: group, for: bob.identity, peerCommitted: 0, peerHoldsNothing: true))
         let carol = try TestReplica("carol")
+        // Carol is no member: she gets no snapshot (nor would a relay: it would hold every value).
+        #expect(
+            try alice.replica.bootstrapBundle(of: group, for: carol.identity, peerCommitted: 0, peerHoldsNothing: true)
+                == nil)
 
         // A value changed inside the snapshot: it no longer hashes to its state hash.
         var bytes = bundle.snapshot
@@ -144,9 +148,11 @@ import Testing
         }
         let floor = try #require(try alice.replica.floor(of: group)?.seq)
         #expect(try floor > alice.replica.vector(of: group).committed - 100)
-        #expect(try alice.replica.bootstrapBundle(of: group, peerCommitted: 33, peerHoldsNothing: false) != nil)
+        #expect(
+            try alice.replica.bootstrapBundle(of: group, for: bob.identity, peerCommitted: 33, peerHoldsNothing: false)
+                != nil)
         let bundle = try #require(
-            try alice.replica.bootstrapBundle(of: group, peerCommitted: 33, peerHoldsNothing: false))
+            try alice.replica.bootstrapBundle(of: group, for: bob.identity, peerCommitted: 33, peerHoldsNothing: false))
         try bob.replica.installSnapshot(bundle, from: alice.identity)
         #expect(try bob.get("bob", group, .tentative) == .int(1))
         try bob.send(group, to: alice)
