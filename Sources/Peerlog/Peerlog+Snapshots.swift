@@ -38,7 +38,7 @@ public struct PeerlogCompaction: Sendable, Hashable {
 
 extension Peerlog {
     /// Makes a snapshot of `group`'s committed state now (one is also made every
-    /// ``snapshotInterval`` commits). Throws `snapshotUnavailable` with the reason when none can be made.
+    /// ``snapshotInterval(of:)`` commits). Throws `snapshotUnavailable` with the reason when none can be made.
     @discardableResult
     public func makeSnapshot(of group: GroupID) async throws -> PeerlogSnapshot {
         try call {
@@ -86,6 +86,17 @@ extension Peerlog {
         }
     }
 
-    /// Commits between automatic snapshots of a group (0: none automatically).
-    public var snapshotInterval: UInt64 { replica.limits.snapshotInterval }
+    /// Commits between automatic snapshots of `group` (0: none automatically).
+    public func snapshotInterval(of group: GroupID) async throws -> UInt64 {
+        try call { try replica.snapshotInterval(of: group) }
+    }
+
+    /// Sets how many commits pass between automatic snapshots of `group` on this replica (0: none;
+    /// nil: the default, 10,000).
+    public func setSnapshotInterval(of group: GroupID, _ interval: UInt64?) async throws {
+        try call {
+            try requireHeld(group)
+            try replica.setSnapshotInterval(of: group, interval)
+        }
+    }
 }

@@ -16,11 +16,29 @@ extension GroupCommand {
                 """)
         @OptionGroup var home: HomeOptions
         @OptionGroup var group: GroupArgument
+        @Option(
+            help: ArgumentHelp(
+                "Instead of making one now, set how many commits pass between automatic snapshots of the group on this device (0: none).",
+                valueName: "commits"))
+        var every: UInt64?
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let peerlog = try await home.open()
             let id = try await group.resolve(in: peerlog)
+            if let every {
+                try await peerlog.setSnapshotInterval(of: id, every)
+                if output.json {
+                    print(
+                        JSON.object([("group", .string(id.string)), ("every", .int(every))]).serialized(pretty: true))
+                } else {
+                    print(
+                        every == 0
+                            ? "No automatic snapshots of group \(id) on this device"
+                            : "A snapshot of group \(id) every \(every) commits on this device")
+                }
+                return
+            }
             let s = try await peerlog.makeSnapshot(of: id)
             if output.json {
                 print(snapshotJSON(s).serialized(pretty: true))

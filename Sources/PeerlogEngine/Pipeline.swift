@@ -141,7 +141,7 @@ struct Pipeline {
             let before = try db.storedCommittedSeq(group: group)
             let after = try db.committedSeq(group: group)
             try db.setGroupCommittedSeq(group: group, seq: after)
-            let k = limits.snapshotInterval
+            let k = try db.snapshotInterval(group: group) ?? limits.snapshotInterval
             if k > 0, before / k < after / k { crossings.append(group) }
         }
         seqDirty = []

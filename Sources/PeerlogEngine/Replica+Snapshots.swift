@@ -108,6 +108,22 @@ extension Replica {
         }
     }
 
+    /// Commits between the group's automatic snapshots (0: none): its own setting, else
+    /// `ReplicaLimits.snapshotInterval`.
+    public func snapshotInterval(of group: GroupID) throws -> UInt64 {
+        try store.read { try $0.snapshotInterval(group: group) } ?? limits.snapshotInterval
+    }
+
+    /// Sets the group's snapshot interval (nil: back to the replica's default).
+    public func setSnapshotInterval(of group: GroupID, _ interval: UInt64?) throws {
+        try store.write { db in
+            guard try db.knowsGroup(group) else {
+                throw ReplicaError(.groupNotFound, "group \(group) is not held here")
+            }
+            try db.setSnapshotInterval(group: group, interval)
+        }
+    }
+
     /// Prunes the group below its watermark now, whether or not retention is on. Nil when no
     /// snapshot above the floor qualifies (make one first, or wait for peers to acknowledge it).
     public func compact(_ group: GroupID) throws -> CompactionResult? {

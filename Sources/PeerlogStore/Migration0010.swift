@@ -3,8 +3,8 @@ import GRDB
 /// Logs with a floor (docs/PROTOCOL.md §23): `snapshots` holds a group's committed state at a
 /// seq (content-addressed) with its anchor (the envelope and receipt at that seq); `group_floors` the seq below which this replica holds no complete
 /// log (it started from a snapshot there, or pruned below it), with `floor_authors` the author
-/// counters that count as held below it; `group_retention` the groups whose superseded receipts
-/// are pruned. `entities_cid` lets compaction ask "is this receipt a current writer?" by index.
+/// counters that count as held below it; `group_log_settings` per group the snapshot interval
+/// (NULL: the replica's default) and whether superseded receipts are pruned (NULL: not). `entities_cid` lets compaction ask "is this receipt a current writer?" by index.
 enum Migration0010 {
     static func migrate(_ db: Database) throws {
         try db.execute(
@@ -31,9 +31,10 @@ enum Migration0010 {
                     counter INTEGER NOT NULL,
                     PRIMARY KEY (group_id, author)
                 ) WITHOUT ROWID;
-                CREATE TABLE group_retention (
+                CREATE TABLE group_log_settings (
                     group_id BLOB PRIMARY KEY,
-                    min_age_ms INTEGER NOT NULL
+                    snapshot_interval INTEGER,
+                    retention_min_age_ms INTEGER
                 ) WITHOUT ROWID;
                 CREATE INDEX entities_cid ON entities (cid);
                 """)

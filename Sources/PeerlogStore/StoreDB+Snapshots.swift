@@ -109,17 +109,30 @@ extension StoreDB {
     /// The group's retention setting: nil when off, else the age (ms) after which a snapshot is
     /// a watermark even if a peer has not acknowledged it.
     package func retention(group: GroupID) throws -> UInt64? {
-        try int("SELECT min_age_ms FROM group_retention WHERE group_id = ?", [group.bytes.blob]).map(UInt64.init(sql:))
+        try int("SELECT retention_min_age_ms FROM group_log_settings WHERE group_id = ?", [group.bytes.blob])
+            .map(UInt64.init(sql:))
     }
 
     package func setRetention(group: GroupID, minAgeMillis: UInt64?) throws {
-        if let minAgeMillis {
-            try execute(
-                "INSERT OR REPLACE INTO group_retention (group_id, min_age_ms) VALUES (?, ?)",
-                [group.bytes.blob, minAgeMillis.sql])
-        } else {
-            try execute("DELETE FROM group_retention WHERE group_id = ?", [group.bytes.blob])
-        }
+        try execute(
+            """
+            INSERT INTO group_log_settings (group_id, retention_min_age_ms) VALUES (?, ?)
+            ON CONFLICT(group_id) DO UPDATE SET retention_min_age_ms = excluded.retention_min_age_ms
+            """, [group.bytes.blob, minAgeMillis?.sql])
+    }
+
+    /// The group's own snapshot interval (nil: the replica's default).
+    package func snapshotInterval(group: GroupID) throws -> UInt64? {
+        try int("SELECT snapshot_interval FROM group_log_settings WHERE group_id = ?", [group.bytes.blob])
+            .map(UInt64.init(sql:))
+    }
+
+    package func setSnapshotInterval(group: GroupID, _ interval: UInt64?) throws {
+        try execute(
+            """
+            INSERT INTO group_log_settings (group_id, snapshot_interval) VALUES (?, ?)
+            ON CONFLICT(group_id) DO UPDATE SET snapshot_interval = excluded.snapshot_interval
+            """, [group.bytes.blob, interval?.sql])
     }
 
     /// The lowest committed mark any peer last reported for the group (nil: no peer has).

@@ -1,0 +1,109 @@
+import Foundation
+import PeerlogEncoding
+import PeerlogTestSupport
+import Testing
+
+/// Snapshots and compaction through the CLI, on real homes (docs/PROTOCOL.md §23).
+struct SnapshotCLITests {
+    func peerlog(_ args: [String]) throws -> TestSupport.ProcessResult {
+        try TestSupport.peerlog(args)
+    }
+
+    func showJSON(_ group: String, _ home: String) throws -> JSON {
+        let show = try peerlog(["group", "show", group, "--home", home, "--json"])
+        #expect(show.status == 0, "\(show.stderr)")
+        return try JSON.parse(show.stdout)
+    }
+
+    @Test func snapshotCompactAndCheckOnAHome() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let home = dir + "/h"
+        #expect(try peerlog(["init", "--home", home]).status == 0)
+        #expect(try peerlog(["group", "create", "notes", "--home", home]).status == 0)
+        // Nothing to prune before there is a snapshot above the floor: said, exit 0.
+        let nothing = try peerlog(["group", "compact", "notes", "--home", home])
+        #expect(nothing.status == 0 && nothing.stdout.contains("Nothing to prune"), "\(nothing)")
+        let batch = dir + "/b.jsonl"
+        let lines = (0..<3_000).map { #"{"key": "k\#($0 % 20)", "value": \#($0)}"# }
+        try lines.joined(separator: "\n").write(toFile: batch, atomically: true, encoding: .utf8)
+        #expect(try peerlog(["put", "notes", "--batch", batch, "--home", home]).status == 0)
+        let made = try peerlog(["group", "snapshot", "notes", "--home", home, "--json"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let snapshot = try JSON.parse(made.stdout)
+        guard case .number(let seqText)? = snapshot["seq"], let seq = Int(seqText) else {
+            Issue.record("no seq in \(made.stdout)")
+            return
+        }
+        #expect(seq >= 3_001)
+        let hashBefore = try peerlog(["state-hash", "notes", "--home", home, "--committed"]).stdout
+        let compact = try peerlog(["group", "compact", "notes", "--home", home, "--json"])
+        #expect(compact.status == 0, "\(compact.stderr)")
+        let result = try JSON.parse(compact.stdout)
+        #expect(result["floor"] == .number(String(seq)))
+        guard case .number(let prunedText)? = result["pruned"], let pruned = Int(prunedText) else {
+            Issue.record("no pruned count in \(compact.stdout)")
+            return
+        }
+        #expect(pruned > 2_900, "pruned \(pruned)")
+        #expect(try peerlog(["state-hash", "notes", "--home", home, "--committed"]).stdout == hashBefore)
+        let check = try peerlog(["check", "--home", home])
+        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+        #expect(try showJSON("notes", home)["floor"] == .number(String(seq)))
+        // Every current value survives, and the group goes on: a write after the floor.
+        let get = try peerlog(["get", "notes", "k7", "--home", home])
+        #expect(get.stdout.contains("2987"), "\(get.stdout)")
+        #expect(try peerlog(["put", "notes", "after", "1", "--home", home]).status == 0)
+        #expect(try peerlog(["check", "--home", home]).status == 0)
+        // A bad interval and a group that does not exist: one line, usage or not-found status.
+        #expect(try peerlog(["group", "snapshot", "nope", "--home", home]).status != 0)
+        let bad = try peerlog(["group", "retention", "notes", "--on", "--off", "--home", home])
+        #expect(bad.status == 64, "\(bad)")
+    }
+
+    /// kill -9 while snapshots and compactions run (one every 100 commits, retention on):
+    /// every store left behind passes `peerlog check`, and no acknowledged write is lost.
+    @Test func snapshotsAndCompactionSurviveSIGKILL() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let home = dir + "/h"
+        #expect(try peerlog(["init", "--home", home]).status == 0)
+        #expect(try peerlog(["group", "create", "busy", "--plaintext", "--home", home]).status == 0)
+        #expect(try peerlog(["group", "snapshot", "busy", "--every", "100", "--home", home]).status == 0)
+        #expect(try peerlog(["group", "retention", "busy", "--on", "--min-age", "0", "--home", home]).status == 0)
+        var rng = SeededRandom(seed: UInt64(ProcessInfo.processInfo.environment["PEERLOG_SEED"] ?? "") ?? 18)
+        var acknowledged = 0
+        for round in 0..<6 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
+            p.arguments = ["debug", "append-loop", "busy", "--home", home]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
+            try TestSupport.launch(p)
+            usleep(UInt32.random(in: 300_000...900_000, using: &rng))
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            #expect(p.terminationReason == .uncaughtSignal, "round \(round): the child was killed, not finished")
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            acknowledged += text.split(separator: "\n").count { $0.hasPrefix("ok ") }
+            let check = try peerlog(["check", "--home", home])
+            #expect(check.status == 0, "round \(round): \(check.stdout) \(check.stderr)")
+            // Each acknowledged put is committed at its own seq (the group's first two are created and…).
+            let show = try showJSON("busy", home)
+            guard case .number(let committedText)? = show["committed_seq"], let committed = Int(committedText) else {
+                Issue.record("no committed_seq")
+                return
+            }
+            #expect(
+                committed >= acknowledged + 1, "round \(round): \(acknowledged) acknowledged, \(committed) committed")
+        }
+        let show = try showJSON("busy", home)
+        guard case .number(let floorText)? = show["floor"], let floor = Int(floorText) else {
+            Issue.record("no floor")
+            return
+        }
+        #expect(acknowledged > 200, "the child made progress (\(acknowledged) appends)")
+        #expect(floor >= 100, "compactions ran (floor \(floor))")
+    }
+}
