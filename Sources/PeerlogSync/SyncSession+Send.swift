@@ -48,7 +48,11 @@ extension SyncSession {
             if m.caughtUp { groups[m.group]!.owesCaughtUp = true }
         }
         queue.removeAll { !$0.answer }
-        for g in order { groups[g]!.planned = groups[g]!.sent }
+        for g in order {
+            groups[g]!.planned = groups[g]!.sent
+            // A snapshot may have been among what was dropped: go on without waiting for its answer.
+            groups[g]!.awaitingVector = false
+        }
         out.append(.event(.resync))
     }
 

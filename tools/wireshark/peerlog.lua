@@ -412,6 +412,17 @@ local function dissect_message(tree, tvb, data, omitted)
     local items = (get(m, "items") or { v = {} }).v
     for _, pair in ipairs(items) do tree:add(f.field, tvb, "refused: " .. diag(pair)) end
     info = info .. " " .. #items .. " receipts"
+  elseif t == "snapshot" then
+    local function raw(key)
+      local v = get(m, key)
+      return v and v.k == "bytes" and v.v or ""
+    end
+    local bytes = #raw("snapshot")
+    tree:add(f.field, tvb, "snapshot: " .. bytes .. " bytes (docs/PROTOCOL.md §23.1)")
+    add_envelope(tree, tvb, raw("anchor"))
+    add_receipt(tree, tvb, raw("anchor_receipt"), omitted)
+    local keys = (get(m, "keys") or { v = {} }).v
+    info = info .. " " .. bytes .. " bytes, " .. #keys .. " key receipts"
   elseif t == "unshared" then
     tree:add(f.field, tvb, "reason: " .. (text_of(get(m, "reason")) or "?"))
     info = info .. " " .. (text_of(get(m, "reason")) or "?")
