@@ -221,4 +221,8 @@ extension ErrorCode where Domain == ReplicaError {
     /// The group is encrypted and this device does not hold the epoch key in use: it arrives
     /// sealed to this device from another member's device (docs/PROTOCOL.md §22.5).
     public static let epochKeyMissing = Self("epochKeyMissing")
+    /// The write would pass one of the group's offline limits (docs/PROTOCOL.md §10.5): too many
+    /// of this device's writes wait for a seq, or the oldest has waited too long. Nothing was
+    /// written; it passes again once the group's sequencer commits them.
+    public static let offlineLimitReached = Self("offlineLimitReached")
 }

@@ -13,6 +13,8 @@ enum Migrations {
         m.registerMigration("0007_drop_outbox", migrate: Migration0007.migrate)
         m.registerMigration("0008_revocations", migrate: Migration0008.migrate)
         m.registerMigration("0009_epoch_keys", migrate: Migration0009.migrate)
+        // 0010 is the snapshot work's (issue 18); offline limits come after it.
+        m.registerMigration("0011_offline_limits", migrate: Migration0011.migrate)
         return m
     }
 }
