@@ -24,7 +24,7 @@ public struct PeerlogError: CodedError {
         private enum Base: Hashable, Sendable {
             case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
-            case pairing, wrongPassphrase, epochKeyMissing
+            case pairing, wrongPassphrase, epochKeyMissing, offlineLimit
         }
 
         private let base: Base
@@ -72,6 +72,11 @@ public struct PeerlogError: CodedError {
         /// The group is end-to-end encrypted and this device does not hold the key in use yet:
         /// another member's device seals it to this one (docs/PROTOCOL.md §22.5). Try again later.
         public static let epochKeyMissing = Code(.epochKeyMissing)
+        /// The write would pass one of the group's offline limits (docs/PROTOCOL.md §10.5): too
+        /// many of this device's writes wait for a seq (100,000 by default), or the oldest has
+        /// waited too long (30 days). Nothing was written; once the device reaches the group's
+        /// sequencer and they commit, writes pass again (``Peerlog/offlineHeadroom(of:)``).
+        public static let offlineLimit = Code(.offlineLimit)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }
@@ -127,6 +132,7 @@ extension PeerlogError.Code {
             case .invalidImport: .file
             case .storeCorrupt: .storage
             case .epochKeyMissing: .epochKeyMissing
+            case .offlineLimitReached: .offlineLimit
             default: .refused
             }
     }
