@@ -89,7 +89,9 @@ struct OfflineLimitsCLITests {
         #expect(try headroom(bob)["waiting"] == .int(1))
 
         // Settings that cannot be used are one line and exit 1.
-        for bad in [["--max-waiting", "1.5"], ["--max-waiting", "x"], ["--max-waiting-age", "5x"], ["--max-waiting-age", "d"]] {
+        for bad in [
+            ["--max-waiting", "1.5"], ["--max-waiting", "x"], ["--max-waiting-age", "5x"], ["--max-waiting-age", "d"],
+        ] {
             let r = try TestSupport.peerlog(["group", "limits", "trip", "--home", bob] + bad)
             #expect(r.status == 1 && r.stderr.split(separator: "\n").count == 1, "\(bad): \(r.stderr)")
         }

@@ -6,6 +6,7 @@ import Foundation
 //   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
 //   peerlog-bench encryption [N]   (sealed vs plaintext ingest; an epoch rotation to 36 devices)
 //   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
+//   peerlog-bench offline [W1,W2,…] [--appends N]   (append with W of this device's own writes waiting; default 1000,100000)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
 
@@ -50,6 +51,14 @@ if which == "scale" {
         ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) }
         : [1_000, 10_000, 100_000]
     try scaleBench(waiting: list, appends: fixedAppends)
+    exit(0)
+}
+if which == "offline" {
+    let list =
+        args.count > 1
+        ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) }
+        : [1_000, 100_000]
+    try offlineBench(waiting: list, appends: fixedAppends)
     exit(0)
 }
 if which == "events" {
