@@ -1,3 +1,4 @@
+import Foundation
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
@@ -245,6 +246,41 @@ import Testing
         }
         #expect { try alice.replica.setOfflineLimits(maxWaiting: 3, maxAgeMillis: nil, of: .random()) } throws: {
             ($0 as? ReplicaError)?.code == .groupNotFound
+        }
+    }
+
+    @Test func aStoreMigratedWithWritesWaitingCountsThem() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let laptop = try LocalDevice.generate(name: "laptop", createdAt: 1)
+        let relay = try LocalDevice.generate(name: "relay", createdAt: 1)
+        let path = dir + "/r.sqlite"
+        var group = GroupID.random()
+        do {
+            let replica = try Replica(path: path, device: laptop, limits: Self.limits)
+            group = try replica.createGroup(name: "g")
+            try replica.append(.sequencerChanged(.relay(key: relay.device, address: "127.0.0.1:9")), to: group)
+            try replica.appendBatch((0..<4).map { Self.put("k\($0)") }, to: group)
+            // As a store from before migration 0011: its objects and its record gone.
+            _ = try replica.store.write { db in
+                for sql in [
+                    "DROP TRIGGER waiting_receipt_stored", "DROP TRIGGER waiting_receipt_committed",
+                    "DROP TRIGGER waiting_receipt_uncommitted", "DROP TRIGGER waiting_receipt_removed",
+                    "DROP INDEX receipts_waiting", "DROP TABLE waiting_counts", "DROP TABLE offline_limits",
+                    "DELETE FROM grdb_migrations WHERE identifier = '0011_offline_limits'",
+                ] {
+                    try db.execute(rawSQL: sql)
+                }
+            }
+        }
+        // Reopened, the migration counts the four waiting writes: one more is N, then N+1 is refused.
+        let reopened = try Replica(path: path, device: laptop, limits: Self.limits)
+        #expect(try reopened.offlineHeadroom(of: group).waiting == 4)
+        try reopened.append(Self.put("fifth"), to: group)
+        #expect {
+            try reopened.append(Self.put("sixth"), to: group)
+        } throws: {
+            ($0 as? ReplicaError)?.code == .offlineLimitReached
         }
     }
 
