@@ -118,6 +118,40 @@ struct OfflineLimitsCLITests {
         try expectPeerlog(["put", "trip", "late", "v", "--home", bob])
     }
 
+    /// Bob's tentative receipts in his own log, counted one by one: what the kept count must say.
+    func ownTentative(_ home: String) throws -> Int {
+        guard case .string(let device)? = try peerlogJSON(["id", "--home", home])["device"],
+            case .array(let items) = try peerlogJSON(["log", "trip", "--home", home])
+        else { return -1 }
+        return items.count { $0["status"] == .string("tentative") && $0["author"] == .string(device) }
+    }
+
+    @Test func aBatchKilledMidwayLeavesTheKeptCountEqualToTheLog() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (_, bob) = try trip()
+        let size = 3_000
+        let batch = try file((0..<size).map { #"{"key": "k\#($0)", "value": \#($0)}"# }.joined(separator: "\n"))
+        var rng = SeededRandom(seed: UInt64(ProcessInfo.processInfo.environment["PEERLOG_SEED"] ?? "") ?? 18)
+        var before = try ownTentative(bob)
+        #expect(before == 1, "the acceptance waits")
+        for round in 0..<3 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
+            p.arguments = ["put", "trip", "--batch", batch, "--home", bob]
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try TestSupport.launch(p)
+            // Some kills land inside the batch's transaction, some after it.
+            usleep(UInt32.random(in: 100_000...2_000_000, using: &rng))
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            let counted = try ownTentative(bob)
+            #expect(counted == before || counted == before + size, "round \(round): \(counted - before) of \(size)")
+            #expect(try headroom(bob)["waiting"] == .int(counted), "round \(round): the kept count is the log's")
+            before = counted
+        }
+    }
+
     @Test func statusShowsTheHeadroomPerGroup() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (_, bob) = try trip()
