@@ -27,6 +27,18 @@ extension Replica {
         }
     }
 
+    /// Compares the kept counts of waiting receipts of `group` (every author's, migration 0011's
+    /// triggers) with a count over the receipts (`peerlog check`): nil when they agree, else
+    /// what differs.
+    public func checkWaitingCounts(of group: GroupID) throws -> String? {
+        let mismatches = try store.read { try $0.waitingCountMismatches(group: group) }
+        guard !mismatches.isEmpty else { return nil }
+        return mismatches.map { m in
+            let author = (try? DeviceID(bytes: m.author).string) ?? "an author"
+            return "\(author): kept \(m.kept) waiting, counted \(m.counted)"
+        }.joined(separator: "; ")
+    }
+
     func offlineHeadroom(of group: GroupID, db: StoreDB, now: UInt64) throws -> OfflineHeadroom {
         let waiting = try db.waitingReceipts(group: group, author: local.device)
         let stored = try db.offlineLimits(group: group)

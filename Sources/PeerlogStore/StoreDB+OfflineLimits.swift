@@ -43,6 +43,26 @@ extension StoreDB {
                 [group.bytes.blob, author.bytes.blob]) ?? 0)
     }
 
+    /// Authors of `group` whose kept count of waiting receipts differs from a count over the
+    /// receipts (`peerlog check`): (author bytes, kept, counted). Empty in a consistent store.
+    package func waitingCountMismatches(group: GroupID) throws -> [(author: [UInt8], kept: Int, counted: Int)] {
+        try rows(
+            """
+            SELECT author, kept, counted FROM (
+                SELECT w.author AS author, w.count AS kept,
+                    (SELECT COUNT(*) FROM receipts r
+                        WHERE r.group_id = w.group_id AND r.author = w.author AND r.seq IS NULL) AS counted
+                FROM waiting_counts w WHERE w.group_id = ?
+                UNION ALL
+                SELECT r.author, 0, COUNT(*) FROM receipts r
+                WHERE r.group_id = ? AND r.seq IS NULL AND NOT EXISTS (
+                    SELECT 1 FROM waiting_counts w WHERE w.group_id = r.group_id AND w.author = r.author)
+                GROUP BY r.author
+            ) WHERE kept != counted ORDER BY author
+            """, [group.bytes.blob, group.bytes.blob]
+        ).map { (($0["author"] as Data).bytes, $0["kept"], $0["counted"]) }
+    }
+
     /// This replica's overrides of `group`'s offline limits (both nil when it has none).
     package func offlineLimits(group: GroupID) throws -> StoredOfflineLimits {
         guard

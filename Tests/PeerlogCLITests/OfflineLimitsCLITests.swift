@@ -87,6 +87,13 @@ struct OfflineLimitsCLITests {
         #expect(try headroom(bob)["oldest_age_ms"] == .null)
         try expectPeerlog(["put", "trip", "k3", "v", "--home", bob])
         #expect(try headroom(bob)["waiting"] == .int(1))
+        let check = try peerlogJSON(["check", "--home", bob])
+        guard case .array(let groups)? = check["groups"] else {
+            Issue.record("\(check)")
+            return
+        }
+        #expect(
+            check["consistent"] == .bool(true) && groups.first?["waiting_counts"] == .string("matches"), "\(check)")
 
         // Settings that cannot be used are one line and exit 1.
         for bad in [

@@ -219,6 +219,15 @@ import Testing
         #expect(try counts(bob) == [0, 0])
         try Self.reconnect(alice, relay, group)
         #expect(try counts(alice) == [0, 0])
+        #expect(
+            try alice.replica.checkWaitingCounts(of: group) == nil && bob.replica.checkWaitingCounts(of: group) == nil)
+
+        // `check` notices a kept count that drifted from the receipts.
+        try bob.replica.appendBatch([Self.put("late")], to: group)
+        _ = try bob.replica.store.write { try $0.execute(rawSQL: "UPDATE waiting_counts SET count = count + 2") }
+        let mismatch = try bob.replica.checkWaitingCounts(of: group)
+        #expect(
+            mismatch?.contains("\(bob.device.device.string): kept 3 waiting, counted 1") == true, "\(mismatch ?? "")")
     }
 
     @Test func aGroupsOwnOverrideReplacesTheDefaults() throws {
