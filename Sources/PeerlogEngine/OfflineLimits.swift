@@ -59,8 +59,9 @@ public struct OfflineHeadroom: Sendable, Hashable {
     public func refusal(adding: Int, onlyGroupOperations: Bool, group: GroupID) -> ReplicaError? {
         let fix = "nothing was written: connect to the group's sequencer so they commit, then write again"
         if onlyGroupOperations {
-            let max = limits.maxWaiting + limits.groupOperationReserve
-            guard waiting + adding > max else { return nil }
+            // Saturating: a group may set its limit as high as `Int.max`.
+            let (sum, overflow) = limits.maxWaiting.addingReportingOverflow(limits.groupOperationReserve)
+            guard waiting + adding > (overflow ? Int.max : sum) else { return nil }
             return ReplicaError(
                 .offlineLimitReached,
                 "group \(group): \(waiting) of this device's writes wait for a seq; \(adding) more would pass the offline limit of \(limits.maxWaiting) (maxWaitingLocalWrites) plus \(limits.groupOperationReserve) for group operations (offlineGroupOperationReserve); \(fix)"

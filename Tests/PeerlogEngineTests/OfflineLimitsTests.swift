@@ -249,6 +249,11 @@ import Testing
         headroom = try alice.replica.offlineHeadroom(of: group)
         #expect(headroom.limits.maxWaiting == Self.maxWaiting && !headroom.overridesMaxWaiting)
         #expect(!headroom.overridesMaxAge && headroom.limits.maxAgeMillis == Self.maxAge)
+        // The largest limits are usable: a group operation's reserve on top does not overflow.
+        try alice.replica.setOfflineLimits(maxWaiting: Int.max, maxAgeMillis: .max, of: group)
+        try alice.replica.append(.renamed(name: "unbounded"), to: group)
+        try alice.replica.append(Self.put("d"), to: group)
+        try alice.replica.setOfflineLimits(maxWaiting: nil, maxAgeMillis: nil, of: group)
         // Bad settings are refused.
         #expect { try alice.replica.setOfflineLimits(maxWaiting: -1, maxAgeMillis: nil, of: group) } throws: {
             ($0 as? ReplicaError)?.code == .invalidOperation
