@@ -23,13 +23,16 @@ public struct PeerlogCheckReport: Sendable, Hashable {
         public let replayed: [UInt8]
         /// The maintained tentative view against a fold of the tentative receipts.
         public let tentative: TentativeCheck
+        /// nil when the kept counts of receipts waiting for a seq (what the offline limits read)
+        /// equal a count over the receipts; else what differs.
+        public let waitingCountMismatch: String?
 
         /// The materialized committed state equals the replay.
         public var committedMatches: Bool { materialized == replayed }
         /// Both views check out.
         public var isConsistent: Bool {
             if case .mismatch = tentative { return false }
-            return committedMatches
+            return committedMatches && waitingCountMismatch == nil
         }
     }
 
@@ -46,8 +49,8 @@ public struct PeerlogCheckReport: Sendable, Hashable {
 
 extension Peerlog {
     /// Checks the store: SQLite integrity, and for every group that the materialized state
-    /// equals a replay of the stored log and the maintained tentative view a fold of the
-    /// tentative receipts. Reads only, so it works on a read-only home.
+    /// equals a replay of the stored log, the maintained tentative view a fold of the
+    /// tentative receipts, and the kept counts of waiting receipts a count. Reads only, so it works on a read-only home.
     public func check() async throws -> PeerlogCheckReport {
         try call {
             let integrity = try replica.store.integrityCheck()
@@ -64,7 +67,8 @@ extension Peerlog {
                 groups.append(
                     .init(
                         group: group, committedSeq: try replica.committedSeq(of: group), materialized: materialized,
-                        replayed: replayed, tentative: tentative))
+                        replayed: replayed, tentative: tentative,
+                        waitingCountMismatch: try replica.checkWaitingCounts(of: group)))
             }
             return PeerlogCheckReport(integrity: integrity, groups: groups)
         }

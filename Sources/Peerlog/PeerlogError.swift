@@ -24,7 +24,7 @@ public struct PeerlogError: CodedError {
         private enum Base: Hashable, Sendable {
             case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
-            case pairing, wrongPassphrase, epochKeyMissing, snapshotUnavailable
+            case pairing, wrongPassphrase, epochKeyMissing, snapshotUnavailable, offlineLimit
         }
 
         private let base: Base
@@ -76,6 +76,11 @@ public struct PeerlogError: CodedError {
         /// active member, committed receipts wait for an epoch key, or the state is over the
         /// snapshot size limit (docs/PROTOCOL.md §23.1; the description says which).
         public static let snapshotUnavailable = Code(.snapshotUnavailable)
+        /// The write would pass one of the group's offline limits (docs/PROTOCOL.md §10.5): too
+        /// many of this device's writes wait for a seq (100,000 by default), or the oldest has
+        /// waited too long (30 days). Nothing was written; once the device reaches the group's
+        /// sequencer and they commit, writes pass again (``Peerlog/offlineHeadroom(of:)``).
+        public static let offlineLimit = Code(.offlineLimit)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }
@@ -132,6 +137,7 @@ extension PeerlogError.Code {
             case .storeCorrupt: .storage
             case .epochKeyMissing: .epochKeyMissing
             case .snapshotUnavailable: .snapshotUnavailable
+            case .offlineLimitReached: .offlineLimit
             default: .refused
             }
     }

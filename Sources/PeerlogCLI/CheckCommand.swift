@@ -10,7 +10,7 @@ import Glibc
 struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Check the store: SQLite integrity, and for every group that the materialized state equals a replay of the stored log and the maintained tentative view a fold of the tentative receipts.",
+            "Check the store: SQLite integrity, and for every group that the materialized state equals a replay of the stored log and the maintained tentative view a fold of the tentative receipts, and the kept counts of receipts waiting for a seq a count of them.",
         discussion: "Exit status: 0 when everything is consistent, 2 when something is not."
     )
 
@@ -34,12 +34,14 @@ struct Check: AsyncParsableCommand {
                     ("materialized", .string(hexString(g.materialized))), ("replayed", .string(hexString(g.replayed))),
                     ("match", .bool(g.committedMatches)),
                     ("tentative", .string(tentative)),
+                    ("waiting_counts", .string(g.waitingCountMismatch.map { "MISMATCH: " + $0 } ?? "matches")),
                 ]))
             if !output.json {
                 let committed =
                     g.committedMatches ? "ok" : "MISMATCH: materialized state differs from a replay of the log"
+                let waiting = g.waitingCountMismatch.map { "MISMATCH: " + $0 } ?? "ok"
                 print(
-                    "\(g.group)  seq \(g.committedSeq)  \(committed)  tentative view: \(tentative == "matches" ? "ok" : tentative)"
+                    "\(g.group)  seq \(g.committedSeq)  \(committed)  tentative view: \(tentative == "matches" ? "ok" : tentative)  waiting counts: \(waiting)"
                 )
             }
         }

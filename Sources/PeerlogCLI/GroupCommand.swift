@@ -11,7 +11,7 @@ struct GroupCommand: AsyncParsableCommand {
             Create.self, GroupWrite<Add>.self, GroupWrite<Accept>.self, GroupWrite<Remove>.self, GroupWrite<Leave>.self,
             GroupWrite<Rename>.self, GroupWrite<Rotate>.self,
             GroupWrite<Delete>.self, GroupWrite<RoleCommand>.self, GroupWrite<Sequencer>.self, List.self, Show.self,
-            Keys.self, Snapshot.self, Compact.self, Retention.self,
+            Keys.self, Snapshot.self, Compact.self, Retention.self, Limits.self,
         ]
     )
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Peerlog
 import PeerlogCrypto
 
 @main
@@ -22,8 +23,26 @@ struct PeerlogCommand: AsyncParsableCommand {
         if let problem = RawArguments.invalidUTF8Problem() {
             exit(withError: CLIError(problem, code: .invalidArguments))
         }
-        await main(nil)
+        // ArgumentParser's own `main`, but a write refused by an offline limit exits with 75
+        // (EX_TEMPFAIL): nothing was written and the same write passes later, once the group's
+        // sequencer commits this device's waiting writes, so a script can tell it from a refusal.
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as PeerlogError where error.code == .offlineLimit {
+            printError(fullMessage(for: error))
+            exit(withError: ExitCode(offlineLimitExitStatus))
+        } catch {
+            exit(withError: error)
+        }
     }
+
+    /// The exit status of a write refused by an offline limit (docs/PROTOCOL.md §10.5).
+    static let offlineLimitExitStatus: Int32 = 75
 }
 
 /// A failure reported to the user as one line (ArgumentParser prints it and exits with 1).

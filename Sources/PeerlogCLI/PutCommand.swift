@@ -21,6 +21,10 @@ struct Put: AsyncParsableCommand {
             written, against the group's rules too (the earlier lines included): one bad line refuses the \
             whole batch, naming the line. Limits: \(Peerlog.maxBatchOperations) operations and \
             \(PutBatch.maxInputBytes) bytes (16 MiB) of input per batch; split larger input into several batches.
+
+            Offline limits: when too many of this device's writes wait for the group's sequencer, or the \
+            oldest has waited too long (see `peerlog group limits`), a write or a whole batch fails with \
+            exit status 75 and nothing is written; it passes once the sequencer commits them.
             """
     )
     @OptionGroup var home: HomeOptions

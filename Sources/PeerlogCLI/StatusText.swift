@@ -25,6 +25,7 @@ enum StatusText {
             out += "  \(g.name)  \(g.id)  committed \(g.committed)  tentative \(g.tentative)\n"
             if let q = g.sequencer { out += "    sequencer: " + sequencerLine(q) + "\n" }
             if let w = g.waitingForKey { out += "    encrypted end to end; \(w) waiting for a key\n" }
+            if let o = g.offline { out += "    " + offlineLine(o) + "\n" }
             for p in g.peers {
                 let theirs = p.peerCommitted.map(String.init) ?? "?"
                 out +=
@@ -73,6 +74,13 @@ enum StatusText {
         if ms < 120_000 { return "\(ms / 1000) s" }
         if ms < 7_200_000 { return "\(ms / 60_000) min" }
         return "\(ms / 3_600_000) h"
+    }
+
+    /// This device's headroom against the offline limits: waiting writes and the oldest's age.
+    static func offlineLine(_ o: OfflineStatus) -> String {
+        let age = o.oldestAgeMs.map { "oldest \(duration($0)) of \(duration(o.maxAgeMs)) allowed" } ?? "none waiting"
+        return
+            "offline limits: \(o.waiting) of \(o.maxWaiting) own writes waiting (\(max(0, o.maxWaiting - o.waiting)) left); \(age)"
     }
 
     static func sequencerLine(_ q: SequencerStatus) -> String {

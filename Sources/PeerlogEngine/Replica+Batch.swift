@@ -35,7 +35,8 @@ extension Replica {
     /// stored; if any is refused, nothing is written and a `BatchError` names it. Returns after
     /// the transaction commits, one result per operation, in order. At most
     /// `limits.maxBatchOperations` operations and `limits.maxBatchPayloadBytes` payload bytes
-    /// (all receipts together).
+    /// (all receipts together); a batch that would pass the group's offline limits (§10.5) is
+    /// refused whole (`offlineLimitReached`).
     @discardableResult
     public func appendBatch(_ ops: [GroupOperation], to group: GroupID) throws -> [AppendResult] {
         guard ops.count <= limits.maxBatchOperations else {
@@ -50,6 +51,8 @@ extension Replica {
         var rotations = 0
         _ = try write { p in
             if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
+            // The whole batch counts: one that would cross an offline limit is refused whole.
+            try self.checkOfflineLimits(writing: ops, to: group, pipeline: &p)
             let payloads: [[UInt8]]
             (payloads, rotations) = try self.batchPayloads(ops, to: group, pipeline: &p)
             receipts = try self.signInParallel(payloads)

@@ -207,6 +207,7 @@ public final class Replica: Sendable {
         var result: AppendResult?
         let report = try write { p in
             if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
+            try self.checkOfflineLimits(writing: [op], to: group, pipeline: &p)
             let view = try self.fold(group: group, view: .tentative, db: p.db, entities: .none)
             var position = try self.localWritePosition(in: group, pipeline: p)
             var state = view.state

@@ -26,6 +26,18 @@ public struct ReplicaLimits: Sendable {
     /// pass reserves in several batches. Bounds the shared store's transaction and what one
     /// refusal leaves uncommitted.
     public var maxReservationBatch: Int = 1_000
+    /// Offline limits (docs/PROTOCOL.md §10.5): most of this device's own writes that may wait
+    /// for a seq in one group. An application write that would pass it is refused (nothing
+    /// written) until the sequencer commits some; a group can override it
+    /// (`Replica.setOfflineLimits`). 100,000 is weeks of heavy app use on a laptop, tens of MB.
+    public var maxWaitingLocalWrites: Int = 100_000
+    /// …and the oldest age (ms; 30 days) such a waiting write may reach: past it, application
+    /// writes are refused until the sequencer commits it. Measured from when this replica
+    /// stored the write.
+    public var maxWaitingLocalAgeMillis: UInt64 = 30 * 24 * 3_600_000
+    /// Group operations (`group.*`) may go this many writes past `maxWaitingLocalWrites`, at any
+    /// age: leaving, removing a lost device or deleting the group stay possible at the limit.
+    public var offlineGroupOperationReserve: Int = 100
 
     /// A snapshot of a group's committed state is made in the transaction whose commits cross a
     /// multiple of this many seqs (docs/PROTOCOL.md §23.1); 0 makes none automatically.

@@ -232,4 +232,8 @@ extension ErrorCode where Domain == ReplicaError {
     /// `GroupSnapshot.maxEncodedBytes`, committed receipts wait for an epoch key, this device is
     /// not an active member, or nothing is committed yet).
     public static let snapshotUnavailable = Self("snapshotUnavailable")
+    /// The write would pass one of the group's offline limits (docs/PROTOCOL.md §10.5): too many
+    /// of this device's writes wait for a seq, or the oldest has waited too long. Nothing was
+    /// written; it passes again once the group's sequencer commits them.
+    public static let offlineLimitReached = Self("offlineLimitReached")
 }

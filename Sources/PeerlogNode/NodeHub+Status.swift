@@ -68,6 +68,7 @@ extension NodeHub {
             var entry = GroupStatus(
                 id: group.string, name: name, committed: committed, tentative: tentative, peers: lags)
             entry.sequencer = sequencerStatus(group, tentative: tentative)
+            entry.offline = (try? replica.offlineHeadroom(of: group)).map(OfflineStatus.init)
             if (try? replica.state(of: group, view: .tentative))??.encryption != nil {
                 entry.waitingForKey = try? replica.sealedWaitingCount(of: group)
             }

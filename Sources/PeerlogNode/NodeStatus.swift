@@ -1,3 +1,4 @@
+import PeerlogEngine
 import PeerlogSequencer
 
 /// What `peerlog status` shows; sent as JSON over the control socket.
@@ -175,6 +176,8 @@ public struct GroupStatus: Codable, Sendable, Equatable {
     /// In an end-to-end encrypted group (docs/PROTOCOL.md §22): committed receipts this device
     /// cannot open yet for want of an epoch key; nil in a plaintext group.
     public var waitingForKey: Int?
+    /// This device's headroom against the group's offline limits (docs/PROTOCOL.md §10.5).
+    public var offline: OfflineStatus?
 
     /// A group's status; `sequencer` nil when not given.
     public init(
@@ -187,6 +190,27 @@ public struct GroupStatus: Codable, Sendable, Equatable {
         self.tentative = tentative
         self.peers = peers
         self.sequencer = sequencer
+    }
+}
+
+/// This device's own writes waiting for a seq in a group, against the offline limits
+/// (docs/PROTOCOL.md §10.5): at either limit, application writes are refused.
+public struct OfflineStatus: Codable, Sendable, Equatable {
+    /// This device's writes in the group that have no seq yet.
+    public var waiting: Int
+    /// The most that may wait (`maxWaitingLocalWrites`, or the group's override).
+    public var maxWaiting: Int
+    /// How long the oldest of them has waited (ms); nil when none waits.
+    public var oldestAgeMs: UInt64?
+    /// The oldest age allowed (ms; `maxWaitingLocalAgeMillis`, or the group's override).
+    public var maxAgeMs: UInt64
+
+    /// The status of `headroom`.
+    public init(_ headroom: OfflineHeadroom) {
+        waiting = headroom.waiting
+        maxWaiting = headroom.limits.maxWaiting
+        oldestAgeMs = headroom.oldestAgeMillis
+        maxAgeMs = headroom.limits.maxAgeMillis
     }
 }
 

@@ -14,6 +14,7 @@ enum Migrations {
         m.registerMigration("0008_revocations", migrate: Migration0008.migrate)
         m.registerMigration("0009_epoch_keys", migrate: Migration0009.migrate)
         m.registerMigration("0010_snapshots", migrate: Migration0010.migrate)
+        m.registerMigration("0011_offline_limits", migrate: Migration0011.migrate)
         return m
     }
 }

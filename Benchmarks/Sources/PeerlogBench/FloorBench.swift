@@ -91,7 +91,8 @@ private func write(_ r: Replica, _ g: GroupID, count: Int, keys: Int) throws {
     while done < count {
         let n = min(10_000, count - done)
         let ops: [GroupOperation] = (done..<(done + n)).map { i in
-            .entityPut(key: "key-\(i % keys)", value: .textMap(["n": .int(Int64(i)), "note": .text("an update of 20 b")]))
+            .entityPut(
+                key: "key-\(i % keys)", value: .textMap(["n": .int(Int64(i)), "note": .text("an update of 20 b")]))
         }
         _ = try r.appendBatch(ops, to: g)
         done += n

@@ -7,6 +7,7 @@ import Foundation
 //   peerlog-bench encryption [N]   (sealed vs plaintext ingest; an epoch rotation to 36 devices)
 //   peerlog-bench floor [UPDATES]   (join from a snapshot vs full catch-up; store size with retention on/off)
 //   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
+//   peerlog-bench offline [W1,W2,…] [--appends N]   (append with W of this device's own writes waiting; default 1000,100000)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
 
@@ -55,7 +56,16 @@ if which == "scale" {
 }
 if which == "floor" {
     // `floor [UPDATES]`: issue 18's figures (default 1,000,000 updates).
-    try floorBench(updates: args.count > 1 ? Int(args[1].replacingOccurrences(of: "_", with: "")) ?? 1_000_000 : 1_000_000)
+    try floorBench(
+        updates: args.count > 1 ? Int(args[1].replacingOccurrences(of: "_", with: "")) ?? 1_000_000 : 1_000_000)
+    exit(0)
+}
+if which == "offline" {
+    let list =
+        args.count > 1
+        ? args[1].split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) }
+        : [1_000, 100_000]
+    try offlineBench(waiting: list, appends: fixedAppends)
     exit(0)
 }
 if which == "events" {
