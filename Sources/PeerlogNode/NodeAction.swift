@@ -149,6 +149,8 @@ enum NodeAction: Sendable, Equatable {
     case tickElection
     /// Read the replica's change stamp; report with `changeStampObserved(_:)`.
     case pollChangeStamp
+    /// Pass the time to these sessions (`SyncSession.tick(now:)`: requests in flight time out).
+    case tickSessions([UInt64], now: UInt64)
     /// Read the replica's group-operation stamp; report with `groupOperationsObserved(_:)`.
     case checkGroupOperations
     /// Read members and named relays (report with `membershipObserved`) and refresh the

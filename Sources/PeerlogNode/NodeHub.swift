@@ -221,6 +221,10 @@ final class NodeHub: @unchecked Sendable {
         case .pollChangeStamp:
             checkRevocations()
             if let stamp = try? replica.changeStamp() { perform(machine.changeStampObserved(stamp)) }
+        case .tickSessions(let ids, let now):
+            for id in ids {
+                if let session = sessions[id] { perform(session.tick(now: now), on: id) }
+            }
         case .checkGroupOperations:
             if let stamp = try? replica.groupOperationStamp() { perform(machine.groupOperationsObserved(stamp)) }
         case .refreshMembership:

@@ -2,7 +2,8 @@ import PeerlogModel
 
 extension NodeStateMachine {
     /// Time passed. Elected sequencers tick every `cadence.election`; every `cadence.poll` the
-    /// pending queue may be retried (at most every `cadence.retry`) and the change stamp is read.
+    /// pending queue may be retried (at most every `cadence.retry`), the change stamp is read
+    /// and the live sessions learn the time (their requests in flight time out).
     /// A clock that jumps back moves the deadlines back with it instead of stalling them.
     mutating func tick(now: UInt64) -> [NodeAction] {
         var actions: [NodeAction] = []
@@ -13,6 +14,8 @@ extension NodeStateMachine {
                 actions.append(.retryQueued(backfillVia: liveConnections.first?.id))
             }
             actions.append(.pollChangeStamp)
+            let live = liveConnections.map(\.id)
+            if !live.isEmpty { actions.append(.tickSessions(live, now: now)) }
         }
         return actions
     }

@@ -21,6 +21,13 @@ extension NodeStateMachine {
             return [.log(.notice, "stopped syncing group \(group) with \(peer.device.short): \(why)")]
         case .unsharedByPeer(let group, let why):
             return [.log(.warning, "\(peer.device.short) stopped syncing group \(group) with us: \(why)")]
+        case .requestRepeated(let group, let id, let attempt, let waited):
+            return [
+                .log(
+                    .notice,
+                    "request \(id) for group \(group) to \(peer.device.short) unanswered for \(waited) ms: sent again (send \(attempt))"
+                )
+            ]
         case .caughtUp(let group):
             return [.log(.debug, "caught up with \(peer.device.short) on group \(group)")]
         case .protocolError(let why):

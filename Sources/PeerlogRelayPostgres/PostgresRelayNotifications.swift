@@ -39,10 +39,7 @@ extension PostgresRelayStore {
     /// cancelled; reconnects after a failure, and reports a reconnect as nil (notifications
     /// sent meanwhile are lost).
     public func listen(_ notified: @escaping @Sendable (Set<GroupID>?) -> Void) async {
-        let c = configuration
-        let config = PostgresConnection.Configuration(
-            host: c.host ?? "127.0.0.1", port: c.port ?? 5432, username: c.username, password: c.password,
-            database: c.database, tls: .disable)
+        let config = connectionConfiguration
         var first = true
         while !Task.isCancelled {
             do {

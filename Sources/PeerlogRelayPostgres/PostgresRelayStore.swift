@@ -24,17 +24,34 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
 
     /// Where the store and its connection pool log.
     public let logger: Logger
+    /// The deadlines every operation runs under.
+    public let limits: RelayStoreLimits
     let client: PostgresClient
     let configuration: PostgresClient.Configuration
 
     /// Parses `url` (`postgres://` or `postgresql://`, `user[:password]@host[:port]/database`;
     /// host 127.0.0.1 and port 5432 when left out; no TLS) and makes the pool, without connecting.
     /// Throws `RelayStoreError` with code `.invalidURL` when the URL is malformed, names no user or
-    /// database, or has a port outside 1...65535.
-    public init(url: String, logger: Logger) throws {
+    /// database, or has a port outside 1...65535. Every operation runs under `limits`.
+    public init(url: String, logger: Logger, limits: RelayStoreLimits = .init()) throws {
         self.logger = logger
-        configuration = try PostgresURL.configuration(url)
+        self.limits = limits
+        var configuration = try PostgresURL.configuration(url)
+        configuration.options.connectTimeout = limits.connectTimeout
+        self.configuration = configuration
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+    }
+
+    /// A direct connection's configuration (`start()`, the listener), with the connect timeout.
+    var connectionConfiguration: PostgresConnection.Configuration {
+        let c = configuration
+        var config = PostgresConnection.Configuration(
+            host: c.host ?? "127.0.0.1", port: c.port ?? 5432, username: c.username, password: c.password,
+            database: c.database, tls: .disable)
+        config.options.connectTimeout = TimeAmount.nanoseconds(
+            limits.connectTimeout.components.seconds * 1_000_000_000
+                + limits.connectTimeout.components.attoseconds / 1_000_000_000)
+        return config
     }
 
     /// Runs the connection pool until graceful shutdown or cancellation (once per store).
@@ -45,25 +62,33 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
     /// Checks that the server answers and creates the tables if they are missing, over one
     /// direct connection: at once, before `run` (a refused connection, a missing database or
     /// a schema from a newer peerlog is said here, not a minute later by the pool).
+    /// Both steps (connecting, then checking and creating the tables) run under
+    /// `limits.operationTimeout`: a server that accepts and never answers is said too.
     public func start() async throws {
         let c = configuration
         let host = c.host ?? "127.0.0.1"
         let port = c.port ?? 5432
-        let config = PostgresConnection.Configuration(
-            host: host, port: port, username: c.username, password: c.password, database: c.database, tls: .disable)
+        let config = connectionConfiguration
+        let server = "PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?"))"
         let connection: PostgresConnection
+        let deadline = limits.operationTimeout
+        let logger = logger
         do {
-            connection = try await PostgresConnection.connect(configuration: config, id: 0, logger: logger)
+            connection = try await withDeadline(deadline, "operationTimeout", "connect to \(server)") {
+                try await PostgresConnection.connect(configuration: config, id: 0, logger: logger)
+            }
+        } catch let late as RelayStoreError {
+            throw late
         } catch {
-            throw RelayStoreError(
-                "cannot connect to PostgreSQL at \(host):\(port) (user \(c.username), database \(c.database ?? "?")): \(Self.describe(error))",
-                code: .unreachable)
+            throw RelayStoreError("cannot connect to \(server): \(Self.describe(error))", code: .unreachable)
         }
         do {
-            try await migrate(connection)
+            let what = "create the relay tables at \(server)"
+            try await withDeadline(deadline, "operationTimeout", what) { try await self.migrate(connection) }
             try? await connection.close()
         } catch {
             try? await connection.close()
+            if let failure = error as? RelayStoreError { throw failure }
             if let refusal = (error as? PostgresTransactionError)?.closureError as? RelayStoreError { throw refusal }
             throw RelayStoreError("PostgreSQL: cannot create the relay tables: \(Self.describe(error))")
         }
@@ -109,7 +134,7 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
     /// none of them.
     func insert(_ rows: ReservationRows) async throws -> SequenceReservation {
         guard !rows.seqs.isEmpty else { return .reserved }
-        return try await retrying("store \(rows.description)") {
+        return try await retrying("store \(rows.description)") { [self] in
             do {
                 try await client.query(
                     """
@@ -133,8 +158,14 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
     }
 
     /// Runs `body` again after transient failures (lost connection, serialization failure,
-    /// deadlock), a bounded number of times.
-    func retrying<T: Sendable>(_ what: String, _ body: () async throws -> T) async throws -> T {
+    /// deadlock), a bounded number of times, all under `limits.operationTimeout`.
+    func retrying<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withDeadline(limits.operationTimeout, "operationTimeout", what) {
+            try await self.retryingTransient(what, body)
+        }
+    }
+
+    private func retryingTransient<T: Sendable>(_ what: String, _ body: () async throws -> T) async throws -> T {
         var delay: UInt64 = 20
         for attempt in 1... {
             do { return try await body() } catch {
@@ -174,7 +205,7 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
 
     /// The lowest and highest seq of every group in the table.
     public func heads() async throws -> [GroupID: (first: UInt64, last: UInt64)] {
-        try await retrying("read the groups' heads") {
+        try await retrying("read the groups' heads") { [self] in
             var out = [GroupID: (first: UInt64, last: UInt64)]()
             let rows = try await client.query(
                 "SELECT group_id, MIN(seq), MAX(seq) FROM peerlog_relay_log GROUP BY group_id", logger: logger)
@@ -195,7 +226,7 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
         let g = ByteBuffer(bytes: group.bytes)
         let from = Int64(clamping: seq)
         let n = limit
-        return try await retrying("read group \(group) after seq \(seq)") {
+        return try await retrying("read group \(group) after seq \(seq)") { [self] in
             var out = [(seq: UInt64, envelope: [UInt8], receipt: [UInt8])]()
             let rows = try await client.query(
                 "SELECT seq, envelope, receipt FROM peerlog_relay_log WHERE group_id = \(g) AND seq > \(from) ORDER BY seq LIMIT \(n)",
@@ -219,7 +250,7 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
         let cids = items.map { ByteBuffer(bytes: $0.cid.bytes) }
         let envelopes = items.map { ByteBuffer(bytes: $0.envelope) }
         let receipts = items.map { ByteBuffer(bytes: $0.receipt) }
-        _ = try await retrying("publish seqs \(first.seq)…\(last.seq) of group \(group)") {
+        _ = try await retrying("publish seqs \(first.seq)…\(last.seq) of group \(group)") { [self] in
             try await client.query(
                 """
                 INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt)

@@ -33,6 +33,9 @@ extension ErrorCode where Domain == RelayStoreError {
     public static let unreachable = Self("unreachable")
     /// The database holds a relay schema newer than this build knows.
     public static let schemaVersion = Self("schemaVersion")
+    /// The server did not answer within a deadline (`RelayStoreLimits`): it stopped, is
+    /// unreachable, or accepts connections and never answers.
+    public static let timeout = Self("timeout")
     /// A statement failed (after the retries for transient failures).
     public static let database = Self("database")
     /// A value does not fit a column (a seq over BIGINT).

@@ -33,6 +33,14 @@ public struct SyncLimits: Sendable {
     /// with more committed `group.key` receipts is not bootstrapped from a snapshot.
     public var maxSnapshotKeyHistory = 1_024
 
+    /// Milliseconds a request we sent may wait for its `done` while no batch of its group and
+    /// no `done` of another of its requests arrives (§15.2.7); then it is sent again. Counted
+    /// in the `now` of ``SyncSession/tick(now:)``; never while we withhold the peer's credit.
+    public var requestTimeoutMs: UInt64 = 30_000
+    /// Times one request is sent (the first and its repeats, each after `requestTimeoutMs`)
+    /// before the session gives up: `error` code `timeout`, close. At least 1.
+    public var maxRequestAttempts = 3
+
     /// The defaults above, which are the protocol's (§15.3).
     public init() {}
 }

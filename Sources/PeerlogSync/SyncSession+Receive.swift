@@ -109,7 +109,11 @@ extension SyncSession {
             groups[g]!.caughtUpReceived = true
             out.append(.event(.caughtUp(group: g)))
         case .done(_, let id):
-            if let key = inFlightByID.removeValue(forKey: id) { inFlight[key] = nil }
+            if let key = inFlightByID.removeValue(forKey: id) {
+                inFlight[key] = nil
+                // The answerer takes a group's requests in order: the next one starts now.
+                groups[key.group]?.answeredAt = now
+            }
         case .hello, .error, .unknown, .revocations: break
         }
     }
@@ -186,6 +190,7 @@ extension SyncSession {
         guard granted > 0 else { throw SyncFailure("credit", "\"\(kind)\" sent without credit") }
         granted -= 1
         guard groups[g] != nil else { throw SyncFailure("protocol", "\"\(kind)\" for group \(g), which is not synced") }
+        groups[g]!.answeredAt = now
         var receipts = [Receipt]()
         var envelopes = [Envelope]()
         for item in items {
@@ -286,12 +291,17 @@ extension SyncSession {
             for (g, what) in asks where groups[g] != nil {
                 let key = RequestKey(group: g, what: what)
                 guard inFlight[key] == nil else { continue }
-                let id = nextRequestID
-                nextRequestID += 1
-                inFlight[key] = id
-                inFlightByID[id] = key
-                send(.request(group: g, id: id, what: what), into: &out)
+                sendRequest(key, attempt: 1, into: &out)
             }
         }
+    }
+
+    /// Sends `key` under a new id, stamped with the last tick's time.
+    func sendRequest(_ key: RequestKey, attempt: Int, into out: inout [SyncAction]) {
+        let id = nextRequestID
+        nextRequestID += 1
+        inFlight[key] = InFlightRequest(id: id, attempt: attempt, sentAt: now)
+        inFlightByID[id] = key
+        send(.request(group: key.group, id: id, what: key.what), into: &out)
     }
 }

@@ -48,8 +48,14 @@ public final class SyncSession {
     /// Batch messages the peer may still send us.
     var granted: UInt64 = 0
     var queue = [Outgoing]()
-    var inFlight = [RequestKey: UInt64]()
+    var inFlight = [RequestKey: InFlightRequest]()
     var inFlightByID = [UInt64: RequestKey]()
+    /// The `now` of the last ``tick(now:)`` (milliseconds): requests sent since are stamped with it.
+    var now: UInt64 = 0
+    /// `tick(now:)` was called: before, `now` means nothing (requests wait from the first tick).
+    var ticked = false
+    /// The last tick at which we withheld all credit from the peer: its answers could not come.
+    var creditWithheldAt: UInt64 = 0
     var nextRequestID: UInt64 = 1
     var outstandingAnswers = 0
     /// A batch handed out as `.ingest`, until the driver calls `ingested(_:)`.
@@ -332,9 +338,9 @@ public final class SyncSession {
         if nextServed >= order.count { nextServed = 0 }
         offered.remove(group)
         queue.removeAll { $0.group == group }
-        for (key, id) in inFlight where key.group == group {
+        for (key, request) in inFlight where key.group == group {
             inFlight[key] = nil
-            inFlightByID[id] = nil
+            inFlightByID[request.id] = nil
         }
     }
 }

@@ -90,6 +90,9 @@ struct GroupSync {
     /// for the group until the peer's next vector says what it holds now (§23.3).
     var snapshotSent = false
     var awaitingVector = false
+    /// When (a tick's `now`) the peer last showed it is answering this group's requests: a
+    /// batch of the group or a `done`.
+    var answeredAt: UInt64 = 0
 
     var hasWork: Bool {
         !answers.isEmpty || (serves && peerVectorKnown && !awaitingVector && (dirty || owesCaughtUp))
@@ -115,6 +118,15 @@ struct PendingIngest {
 struct RequestKey: Hashable {
     let group: GroupID
     let what: SyncRequest
+}
+
+/// A request we sent, until its `done` (or its timeout, §15.2.7).
+struct InFlightRequest {
+    let id: UInt64
+    /// Sends of this (group, selector) so far, this one included.
+    let attempt: Int
+    /// The tick it was sent at.
+    let sentAt: UInt64
 }
 
 /// A failure that ends the session with an "error" message.

@@ -71,6 +71,9 @@ public enum SyncEvent: Sendable {
     case withdrew(group: GroupID, reason: String)
     /// The peer stopped syncing the group with us ("unshared").
     case unsharedByPeer(group: GroupID, reason: String)
+    /// A request we sent (`id`) got no answer within `requestTimeoutMs`: sent again under a new
+    /// id, this being send number `attempt` of at most `maxRequestAttempts` (§15.2.7).
+    case requestRepeated(group: GroupID, id: UInt64, attempt: Int, waitedMs: UInt64)
     /// Unsent batches went over `maxQueuedBatches`: dropped; resending from the peer's vector.
     case resync
     /// A message for the group's elected sequencer from this peer's device (§18.3).

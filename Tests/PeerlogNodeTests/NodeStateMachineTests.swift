@@ -167,6 +167,19 @@ struct NodeStateMachineTests {
         #expect(n.tick(now: 10_250).contains(.retryQueued(backfillVia: 3)))
     }
 
+    /// Live sessions learn the time on every poll (their requests in flight time out), in
+    /// connection order; with none, nothing is asked.
+    @Test func pollsPassTheTimeToLiveSessions() throws {
+        var m = Self.machine(try Self.device("local"))
+        #expect(!m.tick(now: 250).contains { if case .tickSessions = $0 { true } else { false } })
+        _ = m.established(Self.connection(9, to: try Self.device("p9"), outbound: true))
+        _ = m.established(Self.connection(3, to: try Self.device("p3"), outbound: true))
+        #expect(m.tick(now: 400).allSatisfy { if case .tickSessions = $0 { false } else { true } }, "not a poll")
+        #expect(m.tick(now: 500).contains(.tickSessions([3, 9], now: 500)))
+        _ = m.connectionClosed(3, peer: nil, remote: "peer-3", reason: "gone", now: 600)
+        #expect(m.tick(now: 750).contains(.tickSessions([9], now: 750)))
+    }
+
     @Test func aClockThatJumpsBackDoesNotStallTheTicks() throws {
         var m = NodeStateMachine(
             local: try Self.device("local").device, admission: NodeAdmission(configured: [], open: false))

@@ -2,7 +2,7 @@ import Foundation
 
 // Prints figures and ratios measured in one run (build with -c release):
 //   swift run -c release --package-path Benchmarks peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
-//   peerlog-bench catchup N | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
+//   peerlog-bench catchup N | restart [N] | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
 //   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
 //   peerlog-bench encryption [N]   (sealed vs plaintext ingest; an epoch rotation to 36 devices)
 //   peerlog-bench floor [UPDATES]   (join from a snapshot vs full catch-up; store size with retention on/off)
@@ -28,6 +28,11 @@ if which == "open-get", args.count == 2 {
 }
 if which == "catchup", args.count == 2, let count = Int(args[1]) {
     try daemonCatchUpBench(count: count)
+    exit(0)
+}
+if which == "restart" {
+    // `restart [N]`: items re-sent on reconnection after each side's restart (issue 18).
+    try daemonRestartBench(count: args.count > 1 ? Int(args[1]) ?? 20_000 : 20_000)
     exit(0)
 }
 if which == "elected" {

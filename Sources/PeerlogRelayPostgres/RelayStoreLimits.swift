@@ -1,0 +1,12 @@
+/// Deadlines of the relay's PostgreSQL store (docs/PROTOCOL.md §19.3): a database that stopped,
+/// or one that accepts connections and never answers, is reported within seconds.
+public struct RelayStoreLimits: Sendable {
+    /// One operation of the store (a reservation, a read of heads or rows, a publish, the
+    /// checks and migration of `start()`), its retries of transient failures included.
+    public var operationTimeout: Duration = .seconds(5)
+    /// Opening a TCP connection to the server (the pool's, `start()`'s and the listener's).
+    public var connectTimeout: Duration = .seconds(3)
+
+    /// The defaults above.
+    public init() {}
+}
