@@ -37,7 +37,11 @@ final class TransferProgressBar: Sendable {
 
     /// Clears the bar's line (before the command prints its result or error).
     func clear() {
-        if state.withLock({ $0.drawn }) { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
+        let drawn = state.withLock { s in
+            defer { s.drawn = false }
+            return s.drawn
+        }
+        if drawn { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
     }
 
     static func line(_ p: PeerlogTransferProgress) -> String {
