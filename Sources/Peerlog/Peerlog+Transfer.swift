@@ -33,8 +33,8 @@ public struct PeerlogImportReport: Sendable, Hashable {
     /// Items refused: a signature or certificate that fails, an author revoked here, an
     /// envelope not from the group's sequencer or conflicting with a committed seq, a full queue.
     public let refused: Int
-    /// Of `refused`, items whose signature or certificate failed (listed by `deadLetters`'s
-    /// sibling `invalidReceipts()`).
+    /// Of `refused`, items whose signature or certificate failed (possible forgeries, listed
+    /// by `invalidReceipts()`).
     public let invalid: Int
     /// The first refusals (at most 100), with the reason.
     public let refusals: [Refusal]
