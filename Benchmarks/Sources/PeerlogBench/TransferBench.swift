@@ -129,8 +129,11 @@ private func firstReceipts(of file: String, count: Int, to out: String) throws {
     try writer.commit()
 }
 
-/// Runs a program to its end; returns its exit status, wall time and peak resident memory
-/// (`ru_maxrss` from wait4, in bytes): the kernel's own high-water mark for that child alone.
+/// Runs a program to its end; returns its exit status, wall time and peak resident memory in
+/// bytes: the kernel's high-water mark of the child's own address space (`VmHWM`, sampled every
+/// 50 ms by `ProcessMemory`). Not wait4's `ru_maxrss`: posix_spawn starts the child sharing this
+/// process's memory (vfork), and exec carries that memory's high-water mark into the child's
+/// `ru_maxrss`, so it reported this benchmark's own size (about 125 MiB) for every child.
 func measuredRun(_ program: String, _ arguments: [String]) throws -> (status: Int32, seconds: Double, maxRSS: Int) {
     var pid: pid_t = 0
     let argv = ([program] + arguments).map { strdup($0) } + [nil]
@@ -142,13 +145,20 @@ func measuredRun(_ program: String, _ arguments: [String]) throws -> (status: In
     let began = ContinuousClock.now
     let spawned = posix_spawn(&pid, program, &actions, nil, argv, environ)
     guard spawned == 0 else { throw BenchError("cannot start \(program): \(String(cString: strerror(spawned)))") }
+    let memory = ProcessMemory(pid: pid, every: 0.05)
     var status: Int32 = 0
-    var usage = rusage()
-    while wait4(pid, &status, 0, &usage) < 0 {
-        guard errno == EINTR else { throw BenchError("wait4: \(String(cString: strerror(errno)))") }
+    // Sampled until the child exits (waitid with WNOWAIT leaves it to reap, /proc still readable).
+    var info = siginfo_t()
+    while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 {
+        guard errno == EINTR else { throw BenchError("waitid: \(String(cString: strerror(errno)))") }
+    }
+    let peak = memory.peak
+    memory.stop()
+    while waitpid(pid, &status, 0) < 0 {
+        guard errno == EINTR else { throw BenchError("waitpid: \(String(cString: strerror(errno)))") }
     }
     let elapsed = ContinuousClock.now - began
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    return (exitStatus, seconds, usage.ru_maxrss * 1024)
+    return (exitStatus, seconds, peak)
 }
