@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Peerlog
 import PeerlogEncoding
 import PeerlogModel
@@ -7,7 +8,7 @@ struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write everything this replica holds of a group to a file (JSON lines).",
         discussion:
-            "The file is JSON lines with every receipt and envelope as signed bytes: carry it to another device and `peerlog import` it there. An existing file is never overwritten."
+            "The file is JSON lines with every receipt and envelope as signed bytes: carry it to another device and `peerlog import` it there. Written in constant memory, whole or not at all; an existing file is never overwritten. A progress bar goes to stderr when it is a terminal."
     )
     @OptionGroup var home: HomeOptions
     @OptionGroup var group: GroupArgument
@@ -18,7 +19,10 @@ struct Export: AsyncParsableCommand {
         if FileIO.exists(file) { throw CLIError("\(file) already exists; refusing to overwrite it") }
         let peerlog = try await home.openForReading()
         let id = try await group.resolve(in: peerlog)
-        let counts = try await peerlog.export(group: id, to: file)
+        let bar = TransferProgressBar.onTerminal()
+        defer { bar?.clear() }
+        let counts = try await peerlog.export(group: id, to: file, progress: bar?.report)
+        bar?.clear()
         print("Exported \(counts.receipts) receipts and \(counts.envelopes) envelopes of \(id) to \(file)")
     }
 }
@@ -26,28 +30,59 @@ struct Export: AsyncParsableCommand {
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Verify and apply an export file from another replica.",
-        discussion:
-            "A malformed file is refused as a whole (exit status 1, nothing written). Importing the same file twice changes nothing."
+        discussion: """
+            Two passes in constant memory: every line is checked first, and a malformed or incomplete file is \
+            refused as a whole (exit status 1, nothing written); then signatures are verified and the items applied. \
+            Exit status 0: every item was taken (stored, held already, queued, kept as evidence, or committed with \
+            no effect by the group rules). Exit status 2: some were refused (a signature that fails, an author \
+            revoked here, an envelope not from the sequencer, …) or ignored (the group is deleted here); the rest \
+            is imported and the counts printed. Importing the same file twice changes nothing. FILE must be a \
+            regular file (not a pipe: it is read twice). A progress bar goes to stderr when it is a terminal.
+            """
     )
     @OptionGroup var home: HomeOptions
     @Argument(help: "The export file.") var file: String
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let report = try await home.open().import(from: file)
+        let peerlog = try await home.open()
+        let bar = TransferProgressBar.onTerminal()
+        defer { bar?.clear() }
+        let report = try await peerlog.import(from: file, progress: bar?.report)
+        bar?.clear()
         let counts: [(String, Int)] = [
-            ("stored", report.stored), ("duplicates", report.duplicates), ("committed", report.committed),
-            ("queued", report.queued), ("ignored", report.ignored), ("rejected", report.rejected.count),
+            ("receipts", report.receipts), ("envelopes", report.envelopes), ("stored", report.stored),
+            ("duplicates", report.duplicates), ("committed", report.committed),
+            ("rule_rejected", report.ruleRejected), ("queued", report.queued),
+            ("equivocations", report.equivocations), ("ignored", report.ignored), ("refused", report.refused),
+            ("invalid", report.invalid),
         ]
         if output.json {
-            let rejected = JSON.array(
-                report.rejected.map { .object([("cid", .string($0.cid.string)), ("reason", .string($0.reason))]) })
+            let refusals = JSON.array(
+                report.refusals.map { .object([("cid", .string($0.cid.string)), ("reason", .string($0.reason))]) })
             print(
-                JSON.object(counts.map { ($0.0, JSON.int($0.1)) } + [("rejections", rejected)]).serialized(pretty: true)
+                JSON.object(
+                    counts.map { ($0.0, JSON.int($0.1)) } + [
+                        ("taken", .bool(report.everythingTaken)), ("refusals", refusals),
+                    ]
+                ).serialized(pretty: true)
             )
         } else {
-            printRows(counts.map { ($0.0, String($0.1)) })
-            for r in report.rejected { print("rejected \(r.cid): \(r.reason)") }
+            printRows(counts.map { ($0.0.replacingOccurrences(of: "_", with: "-"), String($0.1)) })
+            for r in report.refusals { print("refused \(r.cid): \(r.reason)") }
+            if report.refused > report.refusals.count {
+                print(
+                    "… and \(report.refused - report.refusals.count) more refused (failed signatures: peerlog dead-letters)"
+                )
+            }
+        }
+        if !report.everythingTaken {
+            fflushStdout()
+            FileHandle.standardError.write(
+                Data(
+                    "peerlog: import: \(report.refused) refused and \(report.ignored) ignored of \(report.receipts + report.envelopes) items; the rest was imported\n"
+                        .utf8))
+            throw ExitCode(2)
         }
     }
 }

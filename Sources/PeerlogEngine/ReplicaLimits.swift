@@ -1,3 +1,5 @@
+import PeerlogModel
+
 /// Named limits of the replica. Every queue is bounded; every retry has an end.
 public struct ReplicaLimits: Sendable {
     /// A pending receipt or envelope goes to dead letters after this many failed retries…
@@ -44,6 +46,20 @@ public struct ReplicaLimits: Sendable {
     public var snapshotInterval: UInt64 = 10_000
     /// Snapshots kept per group above its floor (the floor's own is always kept).
     public var snapshotsKept: Int = 2
+
+    /// Longest line an export file may hold (bytes, without its newline): a receipt line is
+    /// its container in hex (2 × `Receipt.maxEncodedBytes`) plus its type (inside the payload,
+    /// so at most `Receipt.maxPayloadBytes`) and its CID, under 3 × `Receipt.maxEncodedBytes`.
+    /// Bounds an import's line buffer; a longer line fails the import before anything is written.
+    public var maxImportLineBytes: Int = 3 * Receipt.maxEncodedBytes
+    /// Most receipts and envelopes an import ingests per chunk…
+    public var importChunkItems: Int = 10_000
+    /// …and most container bytes per chunk (8 MiB): with `maxImportLineBytes`, what bounds an
+    /// import's memory.
+    public var importChunkBytes: Int = 8 * 1_048_576
+    /// Most refusals an import lists (with reasons); all are counted, and failed signatures
+    /// stay listed by `dead-letters`.
+    public var maxListedImportRefusals: Int = 100
 
     /// Limits as documented on each property, the defaults used when none are given.
     public init() {}

@@ -232,6 +232,9 @@ extension ErrorCode where Domain == ReplicaError {
     /// `GroupSnapshot.maxEncodedBytes`, committed receipts wait for an epoch key, this device is
     /// not an active member, or nothing is committed yet).
     public static let snapshotUnavailable = Self("snapshotUnavailable")
+    /// The group's log below its floor is not held here (it started from a snapshot, or was
+    /// compacted: docs/PROTOCOL.md §23.2), and the operation needs the whole log (an export).
+    public static let logIncomplete = Self("logIncomplete")
     /// The write would pass one of the group's offline limits (docs/PROTOCOL.md §10.5): too many
     /// of this device's writes wait for a seq, or the oldest has waited too long. Nothing was
     /// written; it passes again once the group's sequencer commits them.

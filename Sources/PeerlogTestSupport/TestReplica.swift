@@ -57,11 +57,11 @@ public struct TestReplica: Sendable {
     public var identity: IdentityID { device.identity }
 
     /// Everything this replica holds of a group: receipts (in author-counter order, evidence
-    /// included) and committed envelopes (in seq order).
+    /// included) and committed envelopes (in seq order); below a floor (§23.2), what is left.
     public func holdings(_ group: GroupID) throws -> (receipts: [Receipt], envelopes: [Envelope]) {
         var receipts = [Receipt]()
         var envelopes = [Envelope]()
-        try replica.export(group: group) { line in
+        try replica.export(group: group, partial: true) { line in
             let json = try JSON.parse(line)
             guard case .string(let kind)? = json["kind"], case .string(let hex)? = json["data"],
                 let data = bytes(fromHex: hex)

@@ -55,6 +55,11 @@ struct SnapshotCLITests {
         let get = try peerlog(["get", "notes", "k7", "--home", home])
         #expect(get.stdout.contains("2987"), "\(get.stdout)")
         #expect(try peerlog(["put", "notes", "after", "1", "--home", home]).status == 0)
+        // An export needs the whole log: refused in one line, and no file is left behind.
+        let export = try peerlog(["export", "notes", dir + "/notes.export", "--home", home])
+        #expect(export.status == 1 && export.stderr.contains("holds no log below seq"), "\(export)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/notes.export"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).allSatisfy { !$0.contains("notes.export") })
         #expect(try peerlog(["check", "--home", home]).status == 0)
         // A bad interval and a group that does not exist: one line, usage or not-found status.
         #expect(try peerlog(["group", "snapshot", "nope", "--home", home]).status != 0)

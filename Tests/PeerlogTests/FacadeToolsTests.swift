@@ -1,6 +1,7 @@
 import Foundation
 import Peerlog
 import PeerlogTestSupport
+import Synchronization
 import Testing
 
 /// The facade calls the CLI's data and group commands stand on: writes with their receipts,
@@ -88,7 +89,7 @@ import Testing
 
         let report = try await bob.import(from: file)
         #expect(
-            report.stored == 3 && report.committed == 3 && report.duplicates == 0 && report.rejected.isEmpty,
+            report.stored == 3 && report.committed == 3 && report.duplicates == 0 && report.everythingTaken,
             "\(report)")
         #expect(try await bob.invitations().map(\.invitedRole) == [.admin])
         for view in [View.committed, .tentative] {
@@ -100,6 +101,29 @@ import Testing
         #expect(try await bob.get("k", as: String.self, in: group) == "v")
         let twice = try await bob.import(from: file)
         #expect(twice.stored == 0 && twice.duplicates > 0, "\(twice)")
+    }
+
+    /// Progress reaches the end of each phase: the export's lines, then the file's bytes twice
+    /// (checked, then applied).
+    @Test func exportAndImportReportProgressToTheEndOfEachPhase() async throws {
+        let alice = try await Peerlog.temporary()
+        let bob = try await Peerlog.temporary()
+        let group = try await alice.createGroup(named: "g")
+        try await alice.put("k", 1, in: group)
+        let file = Self.scratchFile("progress")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let seen = Mutex<[PeerlogTransferProgress]>([])
+        let counts = try await alice.export(group: group, to: file) { p in seen.withLock { $0.append(p) } }
+        let lines = 1 + counts.receipts + counts.envelopes
+        #expect(seen.withLock { $0.map(\.phase) } == [.exporting])
+        #expect(seen.withLock { $0.map(\.completed) } == [lines] && seen.withLock { $0.map(\.total) } == [lines])
+        seen.withLock { $0 = [] }
+        let size = try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int ?? -1
+        let report = try await bob.import(from: file) { p in seen.withLock { $0.append(p) } }
+        #expect(report.everythingTaken && report.receipts == counts.receipts && report.envelopes == counts.envelopes)
+        #expect(seen.withLock { $0.map(\.phase) } == [.checking, .applying])
+        #expect(
+            seen.withLock { $0.map(\.completed) } == [size, size] && seen.withLock { $0.map(\.total) } == [size, size])
     }
 
     @Test func aMalformedImportIsRefusedWholeWithItsLineNumber() async throws {

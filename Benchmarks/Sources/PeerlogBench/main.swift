@@ -6,6 +6,7 @@ import Foundation
 //   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
 //   peerlog-bench encryption [N]   (sealed vs plaintext ingest; an epoch rotation to 36 devices)
 //   peerlog-bench floor [UPDATES]   (join from a snapshot vs full catch-up; store size with retention on/off)
+//   peerlog-bench transfer [N] [--old N_OLD]   (real `peerlog export`/`import` processes: peak RSS and time)
 //   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
 //   peerlog-bench offline [W1,W2,…] [--appends N]   (append with W of this device's own writes waiting; default 1000,100000)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
@@ -21,6 +22,7 @@ secondsPerFigure = option("--seconds").flatMap(Double.init) ?? 1.0
 let millionStore = option("--million-store")
 let postgresURL = option("--postgres")
 let fixedAppends = option("--appends").flatMap(Int.init)
+let oldTransferCount = option("--old").flatMap(Int.init)
 let which = args.first ?? "all"
 if which == "open-get", args.count == 2 {
     try openAndGet(path: args[1])
@@ -49,6 +51,15 @@ if which == "batch" {
     // `batch [BATCHES] [SIZE]`: Replica.appendBatch against raw Ed25519 signing.
     try batchBench(
         batches: args.count > 1 ? Int(args[1]) ?? 50 : 50, size: args.count > 2 ? Int(args[2]) ?? 1_000 : 1_000)
+    exit(0)
+}
+if which == "transfer" {
+    // `transfer [N] [--old N_OLD]`: issue 18's export/import figure (peak RSS < 128 MiB at 1M).
+    try transferBench(count: args.count > 1 ? Int(args[1]) ?? 1_000_000 : 1_000_000, oldCount: oldTransferCount)
+    exit(0)
+}
+if which == "transfer-old-import", args.count == 3 {
+    try oldWholeFileImport(home: args[1], file: args[2])
     exit(0)
 }
 if which == "scale" {
