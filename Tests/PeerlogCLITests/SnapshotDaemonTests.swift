@@ -12,7 +12,7 @@ struct SnapshotDaemonTests {
     @Test func anInviteeStartsFromTheSnapshotOverRealDaemons() throws {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let log = try LongLog(dir: dir, writes: 12_000, invitationLast: false)
+        let log = try LongLog(dir: dir, writes: 12_000, invitationLast: false, snapshots: true)
         // Snapshots were made at 10,000 as the log was ingested; one more a little before the end.
         let annHome = log.annHome
         let made = try peerlogJSON(["group", "snapshot", log.group.string, "--home", annHome])
