@@ -185,7 +185,7 @@ public final class Replica: Sendable {
             (
                 try batch.receipts.filter {
                     try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid)
-                        || db.processedOutcome($0.cid) != nil
+                        || db.processedOutcome($0.cid).map({ $0 != .invalid }) == true
                 },
                 try db.knownCertificates(Set(batch.receipts.map(\.certificate.cid)))
             )

@@ -61,8 +61,9 @@ extension StoreDB {
             [cid.bytes.blob, group.bytes.blob, outcome.rawValue, reason, now.sql])
     }
 
-    /// A receipt whose signature or certificate does not verify: remembered (it is never
-    /// checked again) with the author and identity it claims and the peer that sent it.
+    /// A receipt whose signature or certificate does not verify: remembered, as evidence, with
+    /// the author and identity it claims and the peer that sent it. The same CID arriving again
+    /// is verified again (a genuine receipt may share a forgery's payload, hence its CID).
     package func markInvalid(
         _ cid: CID, group: GroupID, author: DeviceID, identity: IdentityID, peer: DeviceID?, reason: String,
         at now: UInt64

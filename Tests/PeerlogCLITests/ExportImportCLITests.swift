@@ -42,7 +42,9 @@ struct ExportImportCLITests {
     }
 
     func stateHash(_ home: String, _ group: String) throws -> String {
-        try run("state-hash", "--home", home, group, "--committed").stdout
+        let r = try run("state-hash", "--home", home, group)
+        #expect(r.status == 0 && r.stdout.count > 64, "state-hash: \(r.stderr)")
+        return r.stdout
     }
 
     /// The same line with one bit of the receipt's signature flipped: it still parses, and
@@ -95,6 +97,11 @@ struct ExportImportCLITests {
         #expect(
             text.status == 2 && text.stdout.contains("refused") && text.stdout.contains("duplicates"), "\(text.stdout)")
         #expect(try run("check", "--home", bob).status == 0)
+        // The same tampered file again: the forgery is checked and refused again (exit 2), and the
+        // clean file then gives Bob the genuine k4 (its CID, the payload's hash, is the forgery's).
+        #expect(try run("import", "--home", bob, bad).status == 2)
+        #expect(try run("import", "--home", bob, file).status == 0)
+        #expect(try run("get", "--home", bob, group, "k4").stdout == "4\n")
 
         // The clean file: everything is taken (exit 0); once more, nothing changes (exit 0).
         let (carol, _) = try makePerson("carol", in: dir)

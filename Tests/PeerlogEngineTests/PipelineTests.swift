@@ -262,7 +262,14 @@ struct PipelineTests {
         let report = try bob.replica.ingest(receipts: [bad])
         #expect(report.rejected.first?.reason.contains("signature does not verify") == true)
         #expect(try bob.replica.store.read { try $0.processedOutcome(bad.cid) } == .invalid)
-        #expect(try bob.replica.ingest(receipts: [bad]).duplicates == 1, "replay protection covers rejected CIDs too")
+        // The CID hashes the payload only: the same forgery is checked (and refused) again, and
+        // the genuine receipt with that payload is taken afterwards, not locked out as a duplicate.
+        let again = try bob.replica.ingest(receipts: [bad])
+        #expect(again.duplicates == 0 && again.invalid == [bad.cid])
+        let genuine = try bob.replica.ingest(receipts: [good])
+        #expect(genuine.stored == 1 && genuine.duplicates == 0)
+        #expect(try bob.replica.ingest(receipts: [good]).duplicates == 1)
+        #expect(try bob.replica.invalidReceipts().map(\.cid) == [bad.cid], "the forgery stays listed as evidence")
     }
 
     @Test func applicationReceiptsReachSubscribersInCommittedOrder() throws {
