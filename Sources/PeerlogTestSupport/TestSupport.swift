@@ -129,6 +129,27 @@ public enum TestSupport {
         try run(peerlogBinary, arguments, environment: environment)
     }
 
+    /// Runs `peerlog ARGUMENTS`, kills it with SIGKILL after `microseconds`, and returns what it
+    /// printed on stdout by then and whether the signal ended it (false: it finished first).
+    public static func peerlogKilled(
+        _ arguments: [String], after microseconds: UInt32
+    ) throws -> (
+        stdout: String, killed: Bool
+    ) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: peerlogBinary)
+        p.arguments = arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try launch(p)
+        usleep(microseconds)
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (text, p.terminationReason == .uncaughtSignal)
+    }
+
     /// A fresh private directory under the system temporary directory.
     public static func temporaryDirectory() throws -> String {
         let path = NSTemporaryDirectory() + "peerlog-test-" + UUID().uuidString

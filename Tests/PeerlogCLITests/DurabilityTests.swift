@@ -15,19 +15,11 @@ struct DurabilityTests {
         var acknowledged = [String]()
         let rounds = 8
         for round in 0..<rounds {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
-            p.arguments = ["debug", "append-loop", "durable", "--home", home]
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = FileHandle.nullDevice
-            try TestSupport.launch(p)
-            usleep(UInt32.random(in: 150_000...600_000, using: &rng))
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            #expect(p.terminationReason == .uncaughtSignal, "round \(round): the child was killed, not finished")
-            let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(
-                separator: "\n")
+            let run = try TestSupport.peerlogKilled(
+                ["debug", "append-loop", "durable", "--home", home],
+                after: UInt32.random(in: 150_000...600_000, using: &rng))
+            #expect(run.killed, "round \(round): the child was killed, not finished")
+            let lines = run.stdout.split(separator: "\n")
             acknowledged += lines.filter { $0.hasPrefix("ok ") }.map { String($0.dropFirst(3)) }
 
             let check = try TestSupport.peerlog(["check", "--home", home, "--json"])

@@ -80,19 +80,11 @@ struct SnapshotCLITests {
         var rng = SeededRandom(seed: UInt64(ProcessInfo.processInfo.environment["PEERLOG_SEED"] ?? "") ?? 18)
         var acknowledged = 0
         for round in 0..<6 {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
-            p.arguments = ["debug", "append-loop", "busy", "--home", home]
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = FileHandle.nullDevice
-            try TestSupport.launch(p)
-            usleep(UInt32.random(in: 300_000...900_000, using: &rng))
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            #expect(p.terminationReason == .uncaughtSignal, "round \(round): the child was killed, not finished")
-            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            acknowledged += text.split(separator: "\n").count { $0.hasPrefix("ok ") }
+            let run = try TestSupport.peerlogKilled(
+                ["debug", "append-loop", "busy", "--home", home],
+                after: UInt32.random(in: 300_000...900_000, using: &rng))
+            #expect(run.killed, "round \(round): the child was killed, not finished")
+            acknowledged += run.stdout.split(separator: "\n").count { $0.hasPrefix("ok ") }
             let check = try peerlog(["check", "--home", home])
             #expect(check.status == 0, "round \(round): \(check.stdout) \(check.stderr)")
             // Each acknowledged put is committed at its own seq (the group's first two are created and…).
