@@ -130,11 +130,12 @@ public enum TestSupport {
     }
 
     /// Runs `peerlog ARGUMENTS`, kills it with SIGKILL after `microseconds`, and returns what it
-    /// printed on stdout by then and whether the signal ended it (false: it finished first).
+    /// printed on stdout by then, whether the signal ended it (false: it finished first) and
+    /// its exit status when it finished.
     public static func peerlogKilled(
         _ arguments: [String], after microseconds: UInt32
     ) throws -> (
-        stdout: String, killed: Bool
+        stdout: String, killed: Bool, status: Int32
     ) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: peerlogBinary)
@@ -147,7 +148,7 @@ public enum TestSupport {
         kill(p.processIdentifier, SIGKILL)
         p.waitUntilExit()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (text, p.terminationReason == .uncaughtSignal)
+        return (text, p.terminationReason == .uncaughtSignal, p.terminationStatus)
     }
 
     /// A fresh private directory under the system temporary directory.

@@ -142,16 +142,10 @@ struct OfflineLimitsCLITests {
         var before = try ownTentative(bob)
         #expect(before == 1, "the acceptance waits")
         for round in 0..<3 {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
-            p.arguments = ["put", "trip", "--batch", batch, "--home", bob]
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try TestSupport.launch(p)
             // Some kills land inside the batch's transaction, some after it.
-            usleep(UInt32.random(in: 100_000...2_000_000, using: &rng))
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
+            _ = try TestSupport.peerlogKilled(
+                ["put", "trip", "--batch", batch, "--home", bob],
+                after: UInt32.random(in: 100_000...2_000_000, using: &rng))
             let counted = try ownTentative(bob)
             #expect(counted == before || counted == before + size, "round \(round): \(counted - before) of \(size)")
             #expect(try headroom(bob)["waiting"] == .int(counted), "round \(round): the kept count is the log's")

@@ -192,20 +192,14 @@ struct PutBatchTests {
         var rng = SeededRandom(seed: UInt64(ProcessInfo.processInfo.environment["PEERLOG_SEED"] ?? "") ?? 14)
         var count = try cids(home, "g").count
         for round in 0..<4 {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
-            p.arguments = ["put", "g", "--batch", batch, "--home", home]
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try TestSupport.launch(p)
             // A debug build writes the batch in about 2 s: some kills land inside it, some after.
-            usleep(UInt32.random(in: 100_000...2_500_000, using: &rng))
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
+            let run = try TestSupport.peerlogKilled(
+                ["put", "g", "--batch", batch, "--home", home],
+                after: UInt32.random(in: 100_000...2_500_000, using: &rng))
             let now = try cids(home, "g").count
             #expect(now == count || now == count + size, "round \(round): \(now - count) of \(size) receipts visible")
-            if p.terminationReason == .exit {
-                #expect(p.terminationStatus == 0 && now == count + size, "round \(round): finished before the kill")
+            if !run.killed {
+                #expect(run.status == 0 && now == count + size, "round \(round): finished before the kill")
             }
             count = now
             let check = try peerlogJSON(["check", "--home", home])
