@@ -77,6 +77,15 @@ public struct GroupSnapshot: Sendable, Hashable {
         self.authors = authors.sorted { $0.0.bytes.lexicographicallyPrecedes($1.0.bytes) }
     }
 
+    /// The snapshot of the given parts, its state hash computed from them (§12).
+    init(group: GroupID, seq: UInt64, state: GroupState, entities: [Entity], authors: [(DeviceID, UInt64)]) {
+        let unhashed = GroupSnapshot(
+            group: group, seq: seq, stateHash: [], state: state, entities: entities, authors: authors)
+        self = GroupSnapshot(
+            group: group, seq: seq, stateHash: unhashed.computedStateHash, state: state, entities: unhashed.entities,
+            authors: unhashed.authors)
+    }
+
     /// Parses an encoded snapshot strictly (deterministic CBOR, every field typed) and checks that
     /// the content hashes to the state hash it carries. Throws `snapshotRefused` otherwise.
     public init(encoded bytes: [UInt8]) throws {

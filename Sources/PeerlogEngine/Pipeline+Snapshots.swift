@@ -42,11 +42,7 @@ extension Pipeline {
         for (author, counter) in try db.committedAuthorCounters(group: group, from: from, to: seq) {
             counters[author] = max(counters[author] ?? 0, counter)
         }
-        var snapshot = GroupSnapshot(
-            group: group, seq: seq, stateHash: [], state: state, entities: entities, authors: Array(counters))
-        snapshot = GroupSnapshot(
-            group: group, seq: seq, stateHash: snapshot.computedStateHash, state: state, entities: snapshot.entities,
-            authors: snapshot.authors)
+        let snapshot = GroupSnapshot(group: group, seq: seq, state: state, entities: entities, authors: Array(counters))
         let encoded = snapshot.encoded
         guard encoded.count <= GroupSnapshot.maxEncodedBytes else {
             throw unavailable(
@@ -65,7 +61,7 @@ extension Pipeline {
     mutating func dropOldSnapshots(_ group: GroupID) throws {
         let floor = try db.floor(group: group)?.seq ?? 0
         try db.deleteSnapshots(group: group, below: floor)
-        let above = try db.snapshots(group: group).filter { $0.seq > floor }
+        let above = try db.snapshotSummaries(group: group).filter { $0.seq > floor }
         if above.count > limits.snapshotsKept, let oldestKept = above.dropLast(above.count - limits.snapshotsKept).last
         {
             for s in above where s.seq < oldestKept.seq { try db.deleteSnapshot(group: group, seq: s.seq) }
@@ -82,15 +78,16 @@ extension Pipeline {
         let floor = try db.floor(group: group)?.seq ?? 0
         let acknowledged = try db.lowestPeerCommitted(group: group)
         guard
-            let mark = try db.snapshots(group: group).first(where: { s in
+            let mark = try db.snapshotSummaries(group: group).first(where: { s in
                 s.seq > floor
                     && (acknowledged.map { s.seq <= $0 } ?? true
                         || (minAge.map { now >= s.madeAt &+ $0 } ?? false))
             })
         else { return nil }
+        guard let stored = try db.snapshot(group: group, seq: mark.seq) else { return nil }
+        let snapshot = try GroupSnapshot(encoded: stored.encoded)
         try overlayBaseline(group)
         let pruned = try db.pruneSuperseded(group: group, below: mark.seq)
-        let snapshot = try GroupSnapshot(encoded: mark.encoded)
         try db.setFloor(group: group, seq: mark.seq, snapshot: mark.cid, authors: snapshot.authors)
         try dropOldSnapshots(group)
         // Only committed receipts went: the tentative view is as it was; repair stamps it so.

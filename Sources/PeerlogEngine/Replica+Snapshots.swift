@@ -79,9 +79,9 @@ extension Replica {
     public func snapshots(of group: GroupID) throws -> [SnapshotInfo] {
         try store.read { db in
             let floor = try db.floor(group: group)?.seq
-            return try db.snapshots(group: group).map {
+            return try db.snapshotSummaries(group: group).map {
                 SnapshotInfo(
-                    cid: $0.cid, seq: $0.seq, stateHash: $0.stateHash, bytes: $0.encoded.count, madeAt: $0.madeAt,
+                    cid: $0.cid, seq: $0.seq, stateHash: $0.stateHash, bytes: $0.bytes, madeAt: $0.madeAt,
                     isFloor: $0.seq == floor)
             }
         }

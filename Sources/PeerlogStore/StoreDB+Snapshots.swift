@@ -48,6 +48,26 @@ extension StoreDB {
         ).map(Self.storedSnapshot)
     }
 
+    /// The group's snapshots without their bytes, newest first: what listing and choosing one
+    /// need, so a compaction does not read every stored snapshot whole (each up to 4 MiB).
+    package func snapshotSummaries(
+        group: GroupID
+    ) throws -> [(
+        seq: UInt64, cid: CID, stateHash: [UInt8], bytes: Int, madeAt: UInt64
+    )] {
+        try rows(
+            """
+            SELECT seq, cid, state_hash, length(encoded) AS bytes, made_at FROM snapshots
+            WHERE group_id = ? ORDER BY seq DESC
+            """, [group.bytes.blob]
+        ).map {
+            (
+                UInt64(sql: $0["seq"]), try CID(bytes: ($0["cid"] as Data).bytes), ($0["state_hash"] as Data).bytes,
+                $0["bytes"], UInt64(sql: $0["made_at"])
+            )
+        }
+    }
+
     package func snapshot(group: GroupID, seq: UInt64) throws -> StoredSnapshot? {
         try row("SELECT * FROM snapshots WHERE group_id = ? AND seq = ?", [group.bytes.blob, seq.sql])
             .map(Self.storedSnapshot)
