@@ -33,6 +33,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // The daemon's and relay's --http status page and /metrics (only the CLI links them).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `swift package generate-documentation --target Peerlog` (DocC catalog: Sources/Peerlog/Peerlog.docc).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -87,6 +91,21 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // `--http`: the status page, /api/status and Prometheus /metrics of a daemon or relay
+        // (Hummingbird). Apart from the facade, so an app that embeds Peerlog never builds it.
+        .target(
+            name: "PeerlogStatusServer",
+            dependencies: [
+                "PeerlogNode",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -134,6 +153,7 @@ let package = Package(
                 "PeerlogEncoding",
                 "PeerlogCrypto",
                 "PeerlogRelayPostgres",
+                "PeerlogStatusServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -211,6 +231,7 @@ let package = Package(
             name: "PeerlogCLITests",
             dependencies: [
                 "PeerlogModel", "PeerlogEngine", "PeerlogEncoding", "PeerlogNode", "PeerlogCLI", "PeerlogTestSupport",
+                "PeerlogStatusServer",
             ]),
     ],
     swiftLanguageModes: [.v6]

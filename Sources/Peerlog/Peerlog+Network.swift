@@ -26,6 +26,9 @@ public struct NetworkOptions: Sendable {
     public var logLevel: Logger.Level = .notice
     /// The control socket `peerlog status` talks to; default `HOME/peerlog.sock`.
     public var controlSocket: String?
+    /// Where the node counts what it does (`--http`'s Prometheus registry); nil: the process's
+    /// swift-metrics backend.
+    package var metrics: NodeMetrics?
 
     /// The defaults above.
     public init() {}
@@ -64,6 +67,7 @@ public struct NetworkOptions: Sendable {
         c.pollInterval = pollInterval
         c.controlSocket = controlSocket
         c.logLevel = logLevel
+        c.metrics = metrics
         return c
     }
 
@@ -77,6 +81,7 @@ public struct NetworkOptions: Sendable {
         pollInterval = c.pollInterval
         controlSocket = c.controlSocket
         logLevel = c.logLevel
+        metrics = c.metrics
     }
 }
 

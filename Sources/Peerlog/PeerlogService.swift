@@ -8,7 +8,8 @@ import ServiceLifecycle
 /// `Peerlog.run(_:onListening:)`, which runs one until its task is cancelled.
 public final class PeerlogService: Service, Sendable {
     let peerlog: Peerlog
-    let node: PeerlogNode
+    /// The node itself, for the CLI's `--http` status server.
+    package let node: PeerlogNode
 
     init(peerlog: Peerlog, node: PeerlogNode) {
         self.peerlog = peerlog

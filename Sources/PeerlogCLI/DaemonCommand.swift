@@ -4,6 +4,7 @@ import Logging
 import Peerlog
 import PeerlogModel
 import PeerlogNode
+import PeerlogStatusServer
 import ServiceLifecycle
 
 /// `peerlog daemon`: the long-running node.
@@ -59,6 +60,8 @@ struct Daemon: AsyncParsableCommand {
 
     @OptionGroup var capture: DaemonCaptureOptions
 
+    @OptionGroup var httpOptions: HTTPOptions
+
     func run() async throws {
         var options = try NetworkOptions.daemon(home: home.path, file: config)
         if let listen { options.listen = listen == "none" ? nil : try PeerAddress(parsing: listen, listening: true) }
@@ -77,6 +80,9 @@ struct Daemon: AsyncParsableCommand {
             options.logLevel = try NodeConfiguration.logLevel(
                 named: logLevel, setting: "--log-level", failure: { CLIError($0) })
         }
+        let http = try httpOptions.validated()
+        let metrics = http.map { _ in StatusMetrics() }
+        options.metrics = metrics?.node
         bootstrapLogging(level: options.logLevel)
         try home.requireIdentity(initCommand: "peerlog init")
         // The daemon is the library's node (Peerlog.service) with signals and a printed address.
@@ -93,13 +99,19 @@ struct Daemon: AsyncParsableCommand {
             throw CLIError("cannot open the node in \(home.path): \(error)")
         }
         try capture.start(on: service)
-        let services = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: service)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: Logger(label: "peerlog")
-            ))
-        try await services.run()
+        let logger = Logger(label: "peerlog")
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: service)]
+        if let http, let metrics {
+            services.append(
+                .init(
+                    service: HTTPOptions.server(
+                        http, node: service.node, metrics: metrics, program: "peerlog daemon", logger: logger)))
+        }
+        var configuration = ServiceGroupConfiguration(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // A page that stopped reading cannot hold the exit up for long.
+        configuration.maximumGracefulShutdownDuration = .seconds(10)
+        try await ServiceGroup(configuration: configuration).run()
     }
 }
 

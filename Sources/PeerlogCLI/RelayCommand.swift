@@ -5,6 +5,7 @@ import Peerlog
 import PeerlogModel
 import PeerlogNode
 import PeerlogRelayPostgres
+import PeerlogStatusServer
 import ServiceLifecycle
 
 /// `peerlog relay`: a store-and-forward peer that sequences the groups naming it (§19).
@@ -82,6 +83,7 @@ struct RelayRun: AsyncParsableCommand {
     var postgres: String?
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel = "info"
+    @OptionGroup var httpOptions: HTTPOptions
 
     static let defaultPort = 7350
 
@@ -93,6 +95,9 @@ struct RelayRun: AsyncParsableCommand {
         settings.openAdmission = open
         for text in allow { settings.allow.insert(try parseIdentity(text)) }
         settings.logLevel = level
+        let http = try httpOptions.validated()
+        let metrics = http.map { _ in StatusMetrics() }
+        settings.metrics = metrics?.node
         bootstrapLogging(level: level)
         let logger = Logger(label: "peerlog-relay")
         var opened: SharedRelayStore?
@@ -121,8 +126,16 @@ struct RelayRun: AsyncParsableCommand {
         if let shared { services.append(.init(service: shared.pool)) }
         services.append(.init(service: node))
         if let shared { services.append(.init(service: shared.follower(node.replica))) }
-        let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        if let http, let metrics {
+            services.append(
+                .init(
+                    service: HTTPOptions.server(
+                        http, node: node, metrics: metrics, program: "peerlog relay", logger: logger)))
+        }
+        var configuration = ServiceGroupConfiguration(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // A page that stopped reading cannot hold the exit up for long.
+        configuration.maximumGracefulShutdownDuration = .seconds(10)
+        try await ServiceGroup(configuration: configuration).run()
     }
 }

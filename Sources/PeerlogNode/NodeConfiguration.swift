@@ -44,6 +44,9 @@ public struct NodeConfiguration: Sendable {
     public var discovery = true
     /// The advertised service instance name; default "DEVICE-NAME (short device id)".
     public var serviceName: String?
+    /// Where the node counts what it does (docs/TOOLS.md#metrics); nil: the process's
+    /// swift-metrics backend, if one was bootstrapped.
+    public var metrics: NodeMetrics?
 
     /// The defaults: listen on 127.0.0.1:7300, no static peers, discovery on, admission limited
     /// to our identity and the members of our groups.

@@ -13,11 +13,7 @@ extension NodeHub {
             case .success(.ping):
                 reply(Array(#"{"ok":true}"#.utf8))
             case .success(.status):
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                reply(
-                    (try? encoder.encode(buildStatus())).map { Array($0) } ?? ControlReply.error("cannot encode status")
-                )
+                reply((try? buildStatus().document()) ?? ControlReply.error("cannot encode status"))
             case .success(.captureStart(let path, let maxBytes, let omitBodies)):
                 reply(startCapture(path: path, options: .init(maxBytes: maxBytes, omitBodies: omitBodies)))
             case .success(.captureStop):

@@ -32,6 +32,7 @@ final class NodeHub: @unchecked Sendable {
 
     /// Where tap records go when a capture runs.
     let capture: CaptureControl
+    let metrics: NodeMetrics
     /// Set by the node before it starts.
     let listening = Mutex<String?>(nil)
     let dialerStatus = Mutex<@Sendable () -> [PeerStatus]>({ [] })
@@ -67,8 +68,9 @@ final class NodeHub: @unchecked Sendable {
     init(
         replica: Replica, device: LocalDevice, allow: Set<IdentityID>, openAdmission: Bool = false, logger: Logger,
         cadence: NodeStateMachine.Cadence = .init(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
-        executor: Executor = .queue(DispatchQueue(label: "peerlog.node.hub"))
+        executor: Executor = .queue(DispatchQueue(label: "peerlog.node.hub")), metrics: NodeMetrics = NodeMetrics()
     ) {
+        self.metrics = metrics
         self.replica = replica
         self.device = device
         self.logger = logger
@@ -267,6 +269,7 @@ final class NodeHub: @unchecked Sendable {
             case .event(.revocations(let revocations, let invalid)):
                 storeRevocations(revocations, invalid: invalid, from: id)
             case .event(let event):
+                metrics.record(event)
                 perform(machine.sessionEvent(event, on: id, now: clock()))
             case .ingest, .recordPeerVector:
                 break  // settled above while the session lives; nothing to write for a dropped one
@@ -334,6 +337,9 @@ final class NodeHub: @unchecked Sendable {
     // MARK: Status helpers (executor-confined)
 
     func queueAsync(_ body: @escaping @Sendable () -> Void) { async(body) }
+
+    /// The status, built on the hub's queue (callers are never on it).
+    func statusNow() -> NodeStatus { sync { buildStatus() } }
 
     func sessionsSnapshot() -> [(NodeConnection, SyncSessionStatus)] {
         machine.liveConnections.compactMap { c in sessions[c.id].map { (c, $0.status()) } }

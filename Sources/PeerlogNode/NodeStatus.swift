@@ -1,3 +1,4 @@
+import Foundation
 import PeerlogEngine
 import PeerlogSequencer
 
@@ -38,6 +39,17 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     /// Set when this device was revoked by its identity: the revocation's reason
     /// (`device … was revoked by identity … at …`). Peers refuse it from then on.
     public var revoked: String? = nil
+}
+
+extension NodeStatus {
+    /// The status document (`peerlog status --json`, `/api/status`): JSON with sorted keys,
+    /// pretty-printed, or on one line for a server-sent event.
+    public func document(pretty: Bool = true) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting =
+            pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(self))
+    }
 }
 
 /// Pairing sessions (`peerlog device link`, `peerlog invite create`) for `status`.

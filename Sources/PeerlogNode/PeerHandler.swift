@@ -37,6 +37,8 @@ final class PeerHandler: ChannelDuplexHandler {
     private let admission: ConnectionAdmission
     /// The identity this connection counts against once established (`maxConnectionsPerIdentity`).
     private var countedIdentity: IdentityID?
+    /// The handshake finished (a close before that is a handshake failure in the metrics).
+    private var handshakeDone = false
 
     init(
         id: UInt64, outbound: Bool, hub: NodeHub, configuration: ChannelConfiguration, admission: ConnectionAdmission,
@@ -83,6 +85,7 @@ final class PeerHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         guard !finished else { return }
+        hub.metrics.bytes(received: buffer.readableBytes)
         // Frames are parsed and decrypted straight out of NIO's buffer, not a copy of it.
         perform(buffer.withUnsafeReadableBytes { channel.receive($0) })
     }
@@ -123,6 +126,7 @@ final class PeerHandler: ChannelDuplexHandler {
                 return sealed.written
             }
             guard failure.isEmpty else { return perform(failure) }
+            hub.metrics.bytes(sent: buffer.readableBytes)
             tapped(.outbound, message)
             context.write(wrapOutboundOut(buffer), promise: nil)
             flushSoon(context)
@@ -175,9 +179,11 @@ final class PeerHandler: ChannelDuplexHandler {
         for action in actions {
             switch action {
             case .write(let bytes):
+                hub.metrics.bytes(sent: bytes.count)
                 context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
                 wrote = true
             case .established(let certificate):
+                handshakeDone = true
                 timeout?.cancel()
                 admission.handshakes.end(id)
                 guard admission.identities.admit(certificate.identity) else {
@@ -190,6 +196,7 @@ final class PeerHandler: ChannelDuplexHandler {
                     return
                 }
                 countedIdentity = certificate.identity
+                hub.metrics.connectionOpened(outbound: outbound)
                 tapped(outbound ? .outbound : .inbound, certificate.encoded, kind: .opened)
                 if KeyLogFile.path != nil, let keys = channel.transportKeys {
                     let me = hub.device.device
@@ -220,6 +227,7 @@ final class PeerHandler: ChannelDuplexHandler {
                 timeout?.cancel()
                 admission.handshakes.end(id)
                 let wasOpened = countedIdentity != nil
+                hub.metrics.connectionClosed(established: handshakeDone, reason: reason)
                 if let identity = countedIdentity {
                     admission.identities.release(identity)
                     countedIdentity = nil

@@ -66,7 +66,8 @@ public final class PeerlogNode: Service, Sendable {
             election: NodeHub.milliseconds(configuration.electionTick))
         hub = NodeHub(
             replica: self.replica, device: device, allow: configuration.allow,
-            openAdmission: configuration.openAdmission, logger: logger, cadence: cadence)
+            openAdmission: configuration.openAdmission, logger: logger, cadence: cadence,
+            metrics: configuration.metrics ?? NodeMetrics())
         dialers = configuration.peers.map { Dialer(address: $0) }
         pairing = PairingHost(
             grants: PairingGrants(device: device, replica: self.replica), logger: logger,
@@ -87,7 +88,13 @@ public final class PeerlogNode: Service, Sendable {
     package func stopCapture() -> CaptureStatus? { hub.capture.stop() }
 
     /// What the node is doing now: peers, groups with their lag, discovery, capture.
-    public var status: NodeStatus { hub.buildStatus() }
+    /// Built on the hub's queue, like the control socket's answer (the sessions live there).
+    public var status: NodeStatus { hub.statusNow() }
+
+    /// `status`, without blocking the calling thread while the hub is busy.
+    public func currentStatus() async -> NodeStatus {
+        await withCheckedContinuation { done in hub.queueAsync { [hub] in done.resume(returning: hub.buildStatus()) } }
+    }
 
     /// The address the listener is bound to, once running.
     public var listeningAddress: PeerAddress? { boundAddress.withLock { $0 } }
