@@ -19,6 +19,8 @@ struct HTTPOptions: ParsableArguments {
             valueName: "token"))
     var httpToken: String?
 
+    func validate() throws { _ = try validated() }
+
     /// The checked address and access, or nil without `--http`; usage errors name the option.
     func validated() throws -> (PeerAddress, HTTPAccess)? {
         guard let http else {

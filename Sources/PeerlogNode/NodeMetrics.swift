@@ -36,6 +36,22 @@ public final class NodeMetrics: Sendable {
             label: "peerlog_items_rejected_total", dimensions: [("reason", "invalid")], factory: factory)
         rejectedRefused = Counter(
             label: "peerlog_items_rejected_total", dimensions: [("reason", "refused")], factory: factory)
+        // Every series exists from the start, at 0, so a scrape shows what can be counted.
+        for reason in Self.handshakeFailureKinds { handshakeFailures(reason).increment(by: 0) }
+        for outbound in [false, true] { opened(outbound).increment(by: 0) }
+    }
+
+    /// The `reason` label values of `peerlog_handshake_failures_total`.
+    static let handshakeFailureKinds = ["timeout", "protocol", "unauthorized", "truncated", "resource_limit", "closed"]
+
+    private func handshakeFailures(_ kind: String) -> Counter {
+        Counter(label: "peerlog_handshake_failures_total", dimensions: [("reason", kind)], factory: factory)
+    }
+
+    private func opened(_ outbound: Bool) -> Counter {
+        Counter(
+            label: "peerlog_connections_opened_total", dimensions: [("direction", outbound ? "outbound" : "inbound")],
+            factory: factory)
     }
 
     /// Bytes read from or written to a peer's socket (frames with their headers).
@@ -45,22 +61,14 @@ public final class NodeMetrics: Sendable {
     }
 
     /// A handshake finished: the connection counts as opened in its direction.
-    func connectionOpened(outbound: Bool) {
-        Counter(
-            label: "peerlog_connections_opened_total", dimensions: [("direction", outbound ? "outbound" : "inbound")],
-            factory: factory
-        ).increment()
-    }
+    func connectionOpened(outbound: Bool) { opened(outbound).increment() }
 
     /// A connection closed; before its handshake finished, that is a handshake failure, counted
     /// by the kind of reason (`timeout`, `protocol`, `unauthorized`, `truncated`,
     /// `resource_limit`, `closed`).
     func connectionClosed(established: Bool, reason: ChannelCloseReason) {
         guard !established else { return }
-        Counter(
-            label: "peerlog_handshake_failures_total", dimensions: [("reason", Self.kind(of: reason))],
-            factory: factory
-        ).increment()
+        handshakeFailures(Self.kind(of: reason)).increment()
     }
 
     /// What a sync session reported.

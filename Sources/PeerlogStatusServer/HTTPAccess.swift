@@ -62,9 +62,12 @@ public struct HTTPAccess: Sendable, Equatable {
 
 /// Why `--http` settings were refused.
 public enum HTTPAccessError: Error, Equatable, CustomStringConvertible {
+    /// A non-loopback address was given without a token.
     case tokenRequired(String)
+    /// The token is too short, too long, or has characters a URL or header would mangle.
     case badToken
 
+    /// One line for the CLI, saying what to do.
     public var description: String {
         switch self {
         case .tokenRequired(let host):

@@ -20,6 +20,7 @@ enum StatusPage {
           #live { margin-left:auto; font-size:12px; padding:3px 10px; border-radius:10px; background:#3a4350; }
           #live.on { background:var(--ok); }
           main { display:grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap:16px; padding:16px 22px; }
+          @media (min-width: 1300px) { #groups-card { grid-column: span 2; } }
           section { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:12px 16px; }
           section h2 { margin:0 0 8px; font-size:13px; text-transform:uppercase; letter-spacing:.04em; color:var(--mute); }
           table { width:100%; border-collapse:collapse; }
@@ -83,6 +84,7 @@ enum StatusPage {
         function peerLabel(device) { return names[device] ? names[device] + " (" + short(device) + ")" : short(device); }
 
         function renderHeader(s) {
+          names[s.device] = s.name + ", this device";
           $("name").textContent = s.name || "Peerlog";
           document.title = "Peerlog: " + (s.name || s.device);
           $("device").textContent = s.device;
@@ -138,7 +140,7 @@ enum StatusPage {
               el("div", { class: "figure" }, el("b", { class: "committed" }, g.committed), el("span", {}, "committed")),
               el("div", { class: "figure" }, el("b", { class: "tentative" }, g.tentative), el("span", {}, "tentative")));
             if (g.waitingForKey != null) figures.append(el("div", { class: "figure" }, el("b", {}, g.waitingForKey), el("span", {}, "waiting for a key")));
-            if (g.offline) figures.append(el("div", { class: "figure" }, el("b", {}, g.offline.waiting + " / " + g.offline.maxWaiting), el("span", {}, "own writes waiting")));
+            if (g.offline) figures.append(el("div", { class: "figure" }, el("b", {}, g.offline.waiting), el("span", {}, "own writes waiting (of " + g.offline.maxWaiting + ")")));
             box.append(el("div", { class: "group", "data-group": g.id },
               el("div", { class: "title" }, el("span", { class: "name" }, g.name || "(unnamed)"), el("span", { class: "mono mute" }, short(g.id))),
               figures,

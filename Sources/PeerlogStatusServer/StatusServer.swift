@@ -6,6 +6,20 @@ import NIOCore
 import PeerlogNode
 import Prometheus
 import ServiceLifecycle
+import Synchronization
+
+/// Why the status server stopped.
+public enum StatusServerError: Error, CustomStringConvertible {
+    /// The address could not be bound (in use, not an address of this machine, …).
+    case cannotListen(String, String)
+
+    /// One line for the CLI.
+    public var description: String {
+        switch self {
+        case .cannotListen(let address, let why): "cannot serve --http on \(address): \(why)"
+        }
+    }
+}
 
 /// Node metrics that count into a Prometheus registry, which `/metrics` prints.
 public struct StatusMetrics: Sendable {
@@ -75,6 +89,8 @@ public final class StatusServer: Service, Sendable {
         }
         router.get("/events") { [feed] _, _ in Self.events(feed) }
         let onListening = onListening
+        let started = Flag()
+        let address = address
         let app = Application(
             responder: Guarded(access: access, inner: router.buildResponder()),
             server: .http1(
@@ -87,6 +103,7 @@ public final class StatusServer: Service, Sendable {
                 address: .hostname(address.host, port: address.port), serverName: nil,
                 availableConnectionsDelegate: MaximumAvailableConnections(Self.maxConnections, logger: logger)),
             onServerRunning: { channel in
+                started.set()
                 let bound = channel.localAddress
                 let host = bound?.ipAddress.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "?"
                 onListening("\(host):\(bound?.port ?? 0)")
@@ -100,10 +117,14 @@ public final class StatusServer: Service, Sendable {
                 // Open event streams end when shutdown starts, so open pages do not hold it up;
                 // the sampler stops with the server, however it ends.
                 defer { feed.finish() }
-                try await withGracefulShutdownHandler {
-                    try await app.run()
-                } onGracefulShutdown: {
-                    feed.finish()
+                do {
+                    try await withGracefulShutdownHandler {
+                        try await app.run()
+                    } onGracefulShutdown: {
+                        feed.finish()
+                    }
+                } catch where !started.isSet {
+                    throw StatusServerError.cannotListen(address.description, "\(error)")
                 }
             }
         }
@@ -146,6 +167,13 @@ public final class StatusServer: Service, Sendable {
         headers[.contentType] = type
         headers[.cacheControl] = "no-store"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// Set once, read from another task.
+    private final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func set() { value.store(true, ordering: .relaxed) }
+        var isSet: Bool { value.load(ordering: .relaxed) }
     }
 
     /// The token check, before routing: without the token even an unknown path is 401.
