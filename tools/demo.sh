@@ -2,18 +2,23 @@
 # The main job: three nodes sync a group, one is cut off while everyone writes, they find each
 # other again and converge. As root: three network namespaces with mDNS discovery (tools/lan.sh;
 # multicast never leaves them). Otherwise: three processes on loopback with static peers.
-# Finishes by itself in well under a minute and leaves nothing running.
+# Finishes by itself in well under a minute and leaves nothing running. Ann's daemon serves its
+# status page on http://127.0.0.1:7301/ (PEERLOG_DEMO_HTTP=HOST:PORT to move it, =off for none);
+# PEERLOG_DEMO_HOLD=SECONDS keeps the nodes up that long at the end, to look around.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh >/dev/null
 peerlog=$(swift build --show-bin-path)/peerlog
 work=$(mktemp -d)
 declare -A pid=()
+forwarder=""
+http=${PEERLOG_DEMO_HTTP:-127.0.0.1:7301}
 # PEERLOG_DEMO_MODE=loopback forces the loopback variant.
 mode=loopback
 [ "${PEERLOG_DEMO_MODE:-auto}" = auto ] && bash tools/lan.sh check >/dev/null 2>&1 && mode=namespaces
 
 cleanup() {
+  [ -n "$forwarder" ] && kill "$forwarder" 2>/dev/null
   for k in "${!pid[@]}"; do kill -TERM "${pid[$k]}" 2>/dev/null || true; done
   for k in "${!pid[@]}"; do wait "${pid[$k]}" 2>/dev/null || true; done
   [ "$mode" = namespaces ] && bash tools/lan.sh down --dir "$work/lan" >/dev/null 2>&1
@@ -75,7 +80,24 @@ for k in 1 2 3; do pl init --home "$(home "$k")" --name "${names[$k]}-laptop" >/
 group=$(pl group create --home "$(home 1)" demo --json | sed -n 's/.*"id" *: *"\(b[a-z2-7]*\)".*/\1/p' | head -1)
 
 step "Daemons start; Ann invites Ben and Cat by short code (no identities typed, no --allow)"
-start 1
+page=()
+if [ "$http" != off ]; then
+  if (exec 3<>"/dev/tcp/${http%:*}/${http##*:}") 2>/dev/null; then
+    echo "   (something already listens on $http: no status page this time; PEERLOG_DEMO_HTTP=HOST:PORT moves it)"
+  else
+    page=(--http "$http")
+  fi
+fi
+start 1 "${page[@]}"
+if ((${#page[@]})); then
+  if [ "$mode" = namespaces ]; then
+    # Ann's page listens on her namespace's loopback; this carries the host's $http there.
+    socat "TCP-LISTEN:${http##*:},bind=${http%:*},fork,reuseaddr" \
+      "EXEC:ip netns exec plh1 socat STDIO TCP\:127.0.0.1\:${http##*:}" 2>/dev/null &
+    forwarder=$!
+  fi
+  echo "   Ann's status page: http://$http/  (open it now: it follows the demo live; /metrics for Prometheus)"
+fi
 start 2
 start 3
 # join K CODE ADDRESS: K types the code Ann read out; in namespaces the session is found over DNS-SD.
@@ -130,4 +152,11 @@ cat <<TEXT
   swift run peerlog-notes --help               Examples/Notes: a shared to-do list on \`import Peerlog\`
   README.md: Embed Peerlog in your app         the library in 20 lines, with live change events
   bash tools/test.sh                           everything, including the namespace LAN test
+  peerlog daemon --http 127.0.0.1:7301         the status page and /metrics (docs/TOOLS.md: Status page)
 TEXT
+hold=${PEERLOG_DEMO_HOLD:-0}
+if ((hold > 0)); then
+  echo
+  echo "Holding the three nodes for $hold s (Ctrl-C ends the demo)."
+  sleep "$hold"
+fi

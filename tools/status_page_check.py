@@ -8,6 +8,7 @@ check prints one JSON line and exits non-zero with a one-line reason when it fai
   metrics URL
   auth URL --token T
   abuse URL
+  fetch URL           (prints the body of a 200 answer)
 
 Traffic goes only to the URL given (loopback in the tests); every wait is bounded.
 """
@@ -58,7 +59,7 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                 "--window-size=1400,1000", "--no-first-run", "--disable-extensions",
+                 "--window-size=1400,820", "--no-first-run", "--disable-extensions",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"):
         options.add_argument(flag)
     # An explicit driver: Selenium Manager would otherwise try to download one.
@@ -98,6 +99,10 @@ def check_page(args):
         if same != "yes":
             fail("the page was reloaded to show the change")
         updates_after = int(driver.find_element(By.TAG_NAME, "body").get_attribute("data-updates") or 0)
+        for _ in range(args.then_times if args.then else 0):
+            # More writes, a little apart, so the chart has a shape.
+            subprocess.run(shlex.split(args.then), capture_output=True, timeout=60, check=True)
+            time.sleep(0.6)
         converged = None
         if args.converged:
             # Every node's /api/status shows the same committed mark, and the page agrees.
@@ -219,6 +224,13 @@ def check_abuse(args):
     print(json.dumps(results, sort_keys=True))
 
 
+def fetch(args):
+    status, body = get(args.url)
+    if status != 200:
+        fail(f"{args.url} answered {status}")
+    sys.stdout.write(body.decode("utf-8"))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -227,15 +239,18 @@ def main():
     page.add_argument("--group", required=True)
     page.add_argument("--peer", action="append", default=[])
     page.add_argument("--write", required=True, help="a command that writes on another node")
+    page.add_argument("--then", help="a command to run --then-times more, after the live check")
+    page.add_argument("--then-times", type=int, default=5)
     page.add_argument("--screenshot")
     page.add_argument("--converged", nargs="*", default=[])
-    for name in ("metrics", "abuse"):
+    for name in ("metrics", "abuse", "fetch"):
         commands.add_parser(name).add_argument("url")
     auth = commands.add_parser("auth")
     auth.add_argument("url")
     auth.add_argument("--token", required=True)
     args = parser.parse_args()
-    {"page": check_page, "metrics": check_metrics, "auth": check_auth, "abuse": check_abuse}[args.command](args)
+    {"page": check_page, "metrics": check_metrics, "auth": check_auth, "abuse": check_abuse,
+     "fetch": fetch}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -165,14 +165,14 @@ enum StatusPage {
           const now = Date.now();
           if (previous && now > previous.t) series.push(Math.max(0, (total - previous.total) * 1000 / (now - previous.t)));
           previous = { t: now, total: total };
-          while (series.length > 120) series.shift();
+          while (series.length > 60) series.shift();
           drawChart();
         }
         function drawChart() {
           const svg = $("chart");
           const top = Math.max(1, ...series);
-          const step = 600 / 119;
-          const points = series.map((v, i) => ((120 - series.length + i) * step).toFixed(1) + "," + (150 - 140 * v / top).toFixed(1)).join(" ");
+          const step = 600 / 59;
+          const points = series.map((v, i) => ((60 - series.length + i) * step).toFixed(1) + "," + (150 - 140 * v / top).toFixed(1)).join(" ");
           const ns = "http://www.w3.org/2000/svg";
           const line = document.createElementNS(ns, "polyline");
           line.setAttribute("points", points);
