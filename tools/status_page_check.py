@@ -9,6 +9,7 @@ check prints one JSON line and exits non-zero with a one-line reason when it fai
   auth URL --token T
   abuse URL
   fetch URL           (prints the body of a 200 answer)
+  watch URL --seconds N [--screenshot PNG]   (one JSON line per second: what the page shows)
 
 Traffic goes only to the URL given (loopback in the tests); every wait is bounded.
 """
@@ -224,6 +225,36 @@ def check_abuse(args):
     print(json.dumps(results, sort_keys=True))
 
 
+def watch(args):
+    """Follows the page as a person would, printing what it shows; for the demo (tools/demo.sh)."""
+    from selenium.webdriver.common.by import By
+
+    driver = browser()
+    try:
+        driver.set_page_load_timeout(20)
+        deadline = time.monotonic() + args.seconds
+        while time.monotonic() < deadline:
+            try:
+                driver.get(args.url)
+                break
+            except Exception:
+                time.sleep(1)  # the demo's node may not be up yet
+        driver.execute_script("window.peerlogSamePage = 'yes';")
+        while time.monotonic() < deadline:
+            groups = {g.get_attribute("data-group")[:8]: g.find_element(By.CSS_SELECTOR, ".committed").text
+                      for g in driver.find_elements(By.CSS_SELECTOR, "[data-group]")}
+            peers = [r.get_attribute("data-state") for r in driver.find_elements(By.CSS_SELECTOR, "#peers tr[data-state]")]
+            print(json.dumps({"t": round(args.seconds - (deadline - time.monotonic()), 1),
+                              "live": driver.find_element(By.ID, "live").text, "groups": groups, "peers": peers,
+                              "same_page": driver.execute_script("return window.peerlogSamePage || null;")}),
+                  flush=True)
+            if args.screenshot:
+                driver.save_screenshot(args.screenshot)
+            time.sleep(1)
+    finally:
+        driver.quit()
+
+
 def fetch(args):
     status, body = get(args.url)
     if status != 200:
@@ -245,12 +276,16 @@ def main():
     page.add_argument("--converged", nargs="*", default=[])
     for name in ("metrics", "abuse", "fetch"):
         commands.add_parser(name).add_argument("url")
+    watcher = commands.add_parser("watch")
+    watcher.add_argument("url")
+    watcher.add_argument("--seconds", type=float, default=60)
+    watcher.add_argument("--screenshot")
     auth = commands.add_parser("auth")
     auth.add_argument("url")
     auth.add_argument("--token", required=True)
     args = parser.parse_args()
     {"page": check_page, "metrics": check_metrics, "auth": check_auth, "abuse": check_abuse,
-     "fetch": fetch}[args.command](args)
+     "fetch": fetch, "watch": watch}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -81,6 +81,8 @@ struct Daemon: AsyncParsableCommand {
                 named: logLevel, setting: "--log-level", failure: { CLIError($0) })
         }
         let http = try httpOptions.validated()
+        // The status server binds once the node has: "listening on" stays the first line.
+        let (nodeListening, listened) = AsyncStream<Void>.makeStream()
         let metrics = http.map { _ in StatusMetrics() }
         options.metrics = metrics?.node
         bootstrapLogging(level: options.logLevel)
@@ -91,6 +93,7 @@ struct Daemon: AsyncParsableCommand {
             let peerlog = try await Peerlog.open(home: home.path, create: false)
             let device = peerlog.deviceID
             service = try peerlog.service(options) { address in
+                defer { listened.yield() }
                 // One parseable line on stdout: scripts and tests wait for it.
                 FileHandle.standardOutput.write(
                     Data("peerlog daemon: device \(device) listening on \(address?.description ?? "none")\n".utf8))
@@ -105,7 +108,9 @@ struct Daemon: AsyncParsableCommand {
             services.append(
                 .init(
                     service: HTTPOptions.server(
-                        http, node: service.node, metrics: metrics, program: "peerlog daemon", logger: logger)))
+                        http, node: service.node, metrics: metrics, program: "peerlog daemon",
+                        startAfter: nodeListening,
+                        logger: logger)))
         }
         var configuration = ServiceGroupConfiguration(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -42,10 +42,11 @@ struct HTTPOptions: ParsableArguments {
     /// (scripts and tests wait for that line).
     static func server(
         _ settings: (PeerAddress, HTTPAccess), node: PeerlogNode, metrics: StatusMetrics,
-        program: String, logger: Logger
+        program: String, startAfter: AsyncStream<Void>, logger: Logger
     ) -> StatusServer {
         StatusServer(
-            address: settings.0, access: settings.1, node: node, metrics: metrics, logger: logger
+            address: settings.0, access: settings.1, node: node, metrics: metrics, startAfter: startAfter,
+            logger: logger
         ) { bound in
             let hint = settings.1.token == nil ? "" : " (with ?token=…)"
             FileHandle.standardOutput.write(Data("\(program): status page on http://\(bound)/\(hint)\n".utf8))

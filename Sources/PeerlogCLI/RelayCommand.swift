@@ -96,6 +96,8 @@ struct RelayRun: AsyncParsableCommand {
         for text in allow { settings.allow.insert(try parseIdentity(text)) }
         settings.logLevel = level
         let http = try httpOptions.validated()
+        // The status server binds once the node has: "listening on" stays the first line.
+        let (nodeListening, listened) = AsyncStream<Void>.makeStream()
         let metrics = http.map { _ in StatusMetrics() }
         settings.metrics = metrics?.node
         bootstrapLogging(level: level)
@@ -111,6 +113,7 @@ struct RelayRun: AsyncParsableCommand {
             node = try PeerlogNode(
                 home: home.path, configuration: settings, logger: logger,
                 onListening: { address in
+                    defer { listened.yield() }
                     FileHandle.standardOutput.write(
                         Data("peerlog relay: key \(key) listening on \(address?.description ?? "none")\n".utf8))
                 })
@@ -130,7 +133,8 @@ struct RelayRun: AsyncParsableCommand {
             services.append(
                 .init(
                     service: HTTPOptions.server(
-                        http, node: node, metrics: metrics, program: "peerlog relay", logger: logger)))
+                        http, node: node, metrics: metrics, program: "peerlog relay", startAfter: nodeListening,
+                        logger: logger)))
         }
         var configuration = ServiceGroupConfiguration(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

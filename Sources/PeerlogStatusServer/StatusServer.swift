@@ -58,13 +58,15 @@ public final class StatusServer: Service, Sendable {
     private let feed: StatusFeed
     private let logger: Logger
     private let onListening: @Sendable (String) -> Void
+    private let startAfter: AsyncStream<Void>?
 
     /// A server for `node` on `address`. `metrics.node` must be what the node counts into
     /// (`NodeConfiguration.metrics`); `onListening` gets the bound `HOST:PORT` (the real port
-    /// when 0 was asked for).
+    /// when 0 was asked for). With `startAfter`, nothing is bound before it yields (the daemon
+    /// waits for its node's listener, so its "listening on" line stays the first it prints).
     public init(
         address: PeerAddress, access: HTTPAccess, node: PeerlogNode, metrics: StatusMetrics,
-        interval: Duration = .seconds(1), logger: Logger,
+        interval: Duration = .seconds(1), startAfter: AsyncStream<Void>? = nil, logger: Logger,
         onListening: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.address = address
@@ -73,11 +75,16 @@ public final class StatusServer: Service, Sendable {
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
+        self.startAfter = startAfter
         feed = StatusFeed(node: node, metrics: metrics.node, interval: interval)
     }
 
     /// Serves until graceful shutdown or cancellation; open event streams end first.
     public func run() async throws {
+        if let startAfter {
+            for await _ in startAfter.cancelOnGracefulShutdown() { break }
+            guard !Task.isCancelled, !Task.isShuttingDownGracefully else { return }
+        }
         let router = Router()
         router.get("/") { _, _ in Self.response(StatusPage.html, type: "text/html; charset=utf-8") }
         router.get("/api/status") { [node] _, _ in
@@ -123,7 +130,7 @@ public final class StatusServer: Service, Sendable {
                     } onGracefulShutdown: {
                         feed.finish()
                     }
-                } catch where !started.isSet {
+                } catch  where !started.isSet {
                     throw StatusServerError.cannotListen(address.description, "\(error)")
                 }
             }

@@ -19,7 +19,8 @@ struct StatusPageTests {
         let r = try TestSupport.run(
             TestSupport.python, [TestSupport.repoRoot + "/tools/status_page_check.py"] + arguments, timeout: timeout)
         guard r.status == 0 else {
-            throw TestSupport.ProcessError(description: "status_page_check \(arguments[0]) exited \(r.status): \(r.stderr)")
+            throw TestSupport.ProcessError(
+                description: "status_page_check \(arguments[0]) exited \(r.status): \(r.stderr)")
         }
         return try JSON.parse(r.stdout)
     }
@@ -57,10 +58,14 @@ struct StatusPageTests {
         let da = try DaemonProcess(home: a.home, listenPort: ports[0], arguments: http)
         let db = try DaemonProcess(
             home: b.home, listenPort: ports[1],
-            arguments: http + ["--peer", "127.0.0.1:\(ports[0])", "--peer", "127.0.0.1:\(ports[2])", "--allow", a.identity])
+            arguments: http + [
+                "--peer", "127.0.0.1:\(ports[0])", "--peer", "127.0.0.1:\(ports[2])", "--allow", a.identity,
+            ])
         let dc = try DaemonProcess(
             home: c.home, listenPort: ports[2],
-            arguments: http + ["--peer", "127.0.0.1:\(ports[0])", "--peer", "127.0.0.1:\(ports[1])", "--allow", a.identity])
+            arguments: http + [
+                "--peer", "127.0.0.1:\(ports[0])", "--peer", "127.0.0.1:\(ports[1])", "--allow", a.identity,
+            ])
         for p in [b, c] {
             #expect(
                 TestSupport.waitUntil(timeout: 30) {
@@ -216,7 +221,9 @@ struct StatusPageTests {
         }
         let shortest = String(repeating: "a", count: HTTPAccess.minTokenLength)
         let longest = String(repeating: "a", count: HTTPAccess.maxTokenLength)
-        #expect(throws: HTTPAccessError.badToken) { try HTTPAccess(address: loopback, token: String(shortest.dropLast())) }
+        #expect(throws: HTTPAccessError.badToken) {
+            try HTTPAccess(address: loopback, token: String(shortest.dropLast()))
+        }
         #expect(throws: HTTPAccessError.badToken) { try HTTPAccess(address: loopback, token: longest + "a") }
         #expect(throws: HTTPAccessError.badToken) { try HTTPAccess(address: loopback, token: shortest + " b") }
         #expect(throws: HTTPAccessError.badToken) { try HTTPAccess(address: loopback, token: shortest + "&b") }

@@ -42,11 +42,20 @@ struct BenchDaemon {
         _ = FileManager.default.createFile(atPath: home + "/daemon.stderr", contents: nil)
         p.standardError = FileHandle(forWritingAtPath: home + "/daemon.stderr")
         try p.run()
-        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-        guard let address = line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines),
+        // The "listening on" line; an `--http` line may come before or after it.
+        var line = ""
+        while !line.contains("listening on") {
+            let data = out.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            line += String(decoding: data, as: UTF8.self)
+        }
+        let first = line.split(separator: "\n").first { $0.contains("listening on") } ?? ""
+        guard let address = first.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines),
             address.contains(":")
         else {
-            throw BenchError("daemon said: \(line)")
+            p.waitUntilExit()
+            let stderr = (try? String(contentsOfFile: home + "/daemon.stderr", encoding: .utf8)) ?? ""
+            throw BenchError("daemon said: \(line) \(stderr)")
         }
         process = p
         self.address = address
