@@ -6,7 +6,6 @@ import NIOCore
 import PeerlogNode
 import Prometheus
 import ServiceLifecycle
-import Synchronization
 
 /// Why the status server stopped.
 public enum StatusServerError: Error, CustomStringConvertible {
@@ -133,75 +132,6 @@ public final class StatusServer: Service, Sendable {
                 } catch  where !started.isSet {
                     throw StatusServerError.cannotListen(address.description, "\(error)")
                 }
-            }
-        }
-    }
-
-    /// The live stream of `/events`: `retry` first, then one `status` event per sample.
-    private static func events(_ feed: StatusFeed) -> Response {
-        guard let stream = feed.subscribe() else {
-            return response(
-                "too many live pages (\(StatusFeed.maxSubscribers)); close one\n", type: "text/plain",
-                status: .serviceUnavailable)
-        }
-        var headers = HTTPFields()
-        headers[.contentType] = "text/event-stream"
-        headers[.cacheControl] = "no-store"
-        return Response(
-            status: .ok, headers: headers,
-            body: ResponseBody { writer in
-                try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
-                for await document in stream {
-                    var buffer = ByteBuffer(string: "event: status\ndata: ")
-                    buffer.writeBytes(document)
-                    buffer.writeString("\n\n")
-                    try await writer.write(buffer)
-                }
-                try await writer.finish(nil)
-            })
-    }
-
-    private static func response(
-        _ text: String, type: String, status: HTTPResponse.Status = .ok
-    ) -> Response {
-        response(Array(text.utf8), type: type, status: status)
-    }
-
-    private static func response(
-        _ bytes: [UInt8], type: String, status: HTTPResponse.Status = .ok
-    ) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = type
-        headers[.cacheControl] = "no-store"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
-    }
-
-    /// Set once, read from another task.
-    private final class Flag: Sendable {
-        private let value = Atomic<Bool>(false)
-        func set() { value.store(true, ordering: .relaxed) }
-        var isSet: Bool { value.load(ordering: .relaxed) }
-    }
-
-    /// The token check, before routing: without the token even an unknown path is 401.
-    private struct Guarded<Inner: HTTPResponder>: HTTPResponder where Inner.Context == BasicRequestContext {
-        let access: HTTPAccess
-        let inner: Inner
-
-        func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
-            guard access.allows(authorization: request.headers[.authorization], query: request.uri.query) else {
-                var headers = HTTPFields()
-                headers[.wwwAuthenticate] = #"Bearer realm="peerlog""#
-                headers[.contentType] = "text/plain"
-                return Response(
-                    status: .unauthorized, headers: headers,
-                    body: .init(
-                        byteBuffer: ByteBuffer(
-                            string: "this page needs its token: ?token=… or Authorization: Bearer …\n")))
-            }
-            do { return try await inner.respond(to: request, context: context) } catch let error as HTTPError {
-                return StatusServer.response(
-                    "\(error.status.code) \(error.status.reasonPhrase)\n", type: "text/plain", status: error.status)
             }
         }
     }

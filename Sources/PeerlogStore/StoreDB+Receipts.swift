@@ -208,10 +208,20 @@ extension StoreDB {
 
     /// Per-author contiguous counters held for a group.
     package func authorCounters(group: GroupID) throws -> [(DeviceID, UInt64)] {
+        // One index seek per author, not a scan of the group's receipts: the recursive part
+        // steps from each author to the next (SQLite does no skip-scan for GROUP BY), so a
+        // vector costs O(authors · log n), however long the log (sync asks for it per message).
         try rows(
             """
+            WITH RECURSIVE authors(author) AS (
+                SELECT MIN(author) FROM receipts WHERE group_id = ?1
+                UNION ALL
+                SELECT (SELECT MIN(author) FROM receipts WHERE group_id = ?1 AND author > authors.author)
+                FROM authors WHERE authors.author IS NOT NULL)
             SELECT author, MAX(c) AS c FROM (
-                SELECT author, MAX(author_counter) AS c FROM receipts WHERE group_id = ?1 GROUP BY author
+                SELECT author,
+                       (SELECT MAX(author_counter) FROM receipts r WHERE r.group_id = ?1 AND r.author = authors.author) AS c
+                FROM authors WHERE author IS NOT NULL
                 UNION ALL SELECT author, counter FROM floor_authors WHERE group_id = ?1)
             GROUP BY author ORDER BY author
             """,
