@@ -80,11 +80,8 @@ struct Daemon: AsyncParsableCommand {
             options.logLevel = try NodeConfiguration.logLevel(
                 named: logLevel, setting: "--log-level", failure: { CLIError($0) })
         }
-        let http = try httpOptions.validated()
-        // The status server binds once the node has: "listening on" stays the first line.
-        let (nodeListening, listened) = AsyncStream<Void>.makeStream()
-        let metrics = http.map { _ in StatusMetrics() }
-        options.metrics = metrics?.node
+        let page = try httpOptions.prepare(program: "peerlog daemon")
+        options.metrics = page?.metrics.node
         bootstrapLogging(level: options.logLevel)
         try home.requireIdentity(initCommand: "peerlog init")
         // The daemon is the library's node (Peerlog.service) with signals and a printed address.
@@ -93,7 +90,7 @@ struct Daemon: AsyncParsableCommand {
             let peerlog = try await Peerlog.open(home: home.path, create: false)
             let device = peerlog.deviceID
             service = try peerlog.service(options) { address in
-                defer { listened.yield() }
+                defer { page?.nodeIsListening() }
                 // One parseable line on stdout: scripts and tests wait for it.
                 FileHandle.standardOutput.write(
                     Data("peerlog daemon: device \(device) listening on \(address?.description ?? "none")\n".utf8))
@@ -102,21 +99,8 @@ struct Daemon: AsyncParsableCommand {
             throw CLIError("cannot open the node in \(home.path): \(error)")
         }
         try capture.start(on: service)
-        let logger = Logger(label: "peerlog")
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: service)]
-        if let http, let metrics {
-            services.append(
-                .init(
-                    service: HTTPOptions.server(
-                        http, node: service.node, metrics: metrics, program: "peerlog daemon",
-                        startAfter: nodeListening,
-                        logger: logger)))
-        }
-        var configuration = ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        // A page that stopped reading cannot hold the exit up for long.
-        configuration.maximumGracefulShutdownDuration = .seconds(10)
-        try await ServiceGroup(configuration: configuration).run()
+        try await StatusPageSetup.run(
+            [.init(service: service)], page: page.map { ($0, service.node) }, logger: Logger(label: "peerlog"))
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PeerlogNode
 import PeerlogStatusServer
+import ServiceLifecycle
 
 /// `--http HOST:PORT` and `--http-token TOKEN` of `peerlog daemon` and `peerlog relay run`:
 /// the status page, `/api/status` and `/metrics` (docs/TOOLS.md#status-page).
@@ -38,18 +39,55 @@ struct HTTPOptions: ParsableArguments {
         }
     }
 
-    /// The server for `node`, printing `PROGRAM: status page on http://HOST:PORT/` once bound
-    /// (scripts and tests wait for that line).
-    static func server(
-        _ settings: (PeerAddress, HTTPAccess), node: PeerlogNode, metrics: StatusMetrics,
-        program: String, startAfter: AsyncStream<Void>, logger: Logger
-    ) -> StatusServer {
-        StatusServer(
-            address: settings.0, access: settings.1, node: node, metrics: metrics, startAfter: startAfter,
-            logger: logger
+    /// What `--http` needs before the node starts: the metrics the node must count into and
+    /// the signal that its listener is up; nil without `--http`.
+    func prepare(program: String) throws -> StatusPageSetup? {
+        try validated().map { StatusPageSetup(address: $0.0, access: $0.1, program: program) }
+    }
+}
+
+/// The status server of one daemon or relay process, from before its node exists to its run.
+struct StatusPageSetup {
+    let address: PeerAddress
+    let access: HTTPAccess
+    let program: String
+    /// Give to the node's configuration (`NodeConfiguration.metrics`).
+    let metrics = StatusMetrics()
+    private let nodeListening: AsyncStream<Void>
+    private let listened: AsyncStream<Void>.Continuation
+
+    init(address: PeerAddress, access: HTTPAccess, program: String) {
+        self.address = address
+        self.access = access
+        self.program = program
+        (nodeListening, listened) = AsyncStream<Void>.makeStream()
+    }
+
+    /// Call from the node's `onListening`: the status server binds after it, so the
+    /// "listening on" line stays the first the process prints.
+    func nodeIsListening() { listened.yield() }
+
+    /// The server for `node`, printing `PROGRAM: status page on http://HOST:PORT/` once bound.
+    func server(node: PeerlogNode, logger: Logger) -> StatusServer {
+        let (program, hint) = (program, access.token == nil ? "" : " (with ?token=…)")
+        return StatusServer(
+            address: address, access: access, node: node, metrics: metrics, startAfter: nodeListening, logger: logger
         ) { bound in
-            let hint = settings.1.token == nil ? "" : " (with ?token=…)"
             FileHandle.standardOutput.write(Data("\(program): status page on http://\(bound)/\(hint)\n".utf8))
         }
+    }
+
+    /// Runs `services` (and with `page`, its server after them) until SIGTERM or SIGINT; a page
+    /// that stopped reading holds the exit up for 10 s at most.
+    static func run(
+        _ services: [ServiceGroupConfiguration.ServiceConfiguration], page: (StatusPageSetup, PeerlogNode)?,
+        logger: Logger
+    ) async throws {
+        var all = services
+        if let (setup, node) = page { all.append(.init(service: setup.server(node: node, logger: logger))) }
+        var configuration = ServiceGroupConfiguration(
+            services: all, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(10)
+        try await ServiceGroup(configuration: configuration).run()
     }
 }

@@ -95,11 +95,8 @@ struct RelayRun: AsyncParsableCommand {
         settings.openAdmission = open
         for text in allow { settings.allow.insert(try parseIdentity(text)) }
         settings.logLevel = level
-        let http = try httpOptions.validated()
-        // The status server binds once the node has: "listening on" stays the first line.
-        let (nodeListening, listened) = AsyncStream<Void>.makeStream()
-        let metrics = http.map { _ in StatusMetrics() }
-        settings.metrics = metrics?.node
+        let page = try httpOptions.prepare(program: "peerlog relay")
+        settings.metrics = page?.metrics.node
         bootstrapLogging(level: level)
         let logger = Logger(label: "peerlog-relay")
         var opened: SharedRelayStore?
@@ -113,7 +110,7 @@ struct RelayRun: AsyncParsableCommand {
             node = try PeerlogNode(
                 home: home.path, configuration: settings, logger: logger,
                 onListening: { address in
-                    defer { listened.yield() }
+                    defer { page?.nodeIsListening() }
                     FileHandle.standardOutput.write(
                         Data("peerlog relay: key \(key) listening on \(address?.description ?? "none")\n".utf8))
                 })
@@ -129,17 +126,6 @@ struct RelayRun: AsyncParsableCommand {
         if let shared { services.append(.init(service: shared.pool)) }
         services.append(.init(service: node))
         if let shared { services.append(.init(service: shared.follower(node.replica))) }
-        if let http, let metrics {
-            services.append(
-                .init(
-                    service: HTTPOptions.server(
-                        http, node: node, metrics: metrics, program: "peerlog relay", startAfter: nodeListening,
-                        logger: logger)))
-        }
-        var configuration = ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        // A page that stopped reading cannot hold the exit up for long.
-        configuration.maximumGracefulShutdownDuration = .seconds(10)
-        try await ServiceGroup(configuration: configuration).run()
+        try await StatusPageSetup.run(services, page: page.map { ($0, node) }, logger: logger)
     }
 }

@@ -9,7 +9,7 @@ import Foundation
 //   peerlog-bench transfer [N] [--old N_OLD]   (real `peerlog export`/`import` processes: peak RSS and time)
 //   peerlog-bench scale [W1,W2,…] [--appends N]   (append with W receipts waiting; default 1000,10000,100000; W=0: no backlog, a reference)
 //   peerlog-bench offline [W1,W2,…] [--appends N]   (append with W of this device's own writes waiting; default 1000,100000)
-//   peerlog-bench statuspage [N1,N2,…]   (--http: scrape time by log size; catch-up with a page open vs none; default 1000,100000)
+//   peerlog-bench statuspage [N1,N2,…] [--catchup N]   (--http: scrape time by log size, default 1000,100000; catch-up of N with a page open vs none, default 100000, 0: none)
 // Ratios compare work to raw Ed25519 verification measured in the same process, so they hold
 // across machines better than absolute rates do.
 
@@ -24,6 +24,7 @@ let millionStore = option("--million-store")
 let postgresURL = option("--postgres")
 let fixedAppends = option("--appends").flatMap(Int.init)
 let oldTransferCount = option("--old").flatMap(Int.init)
+let catchUpCount = option("--catchup").flatMap(Int.init)
 let which = args.first ?? "all"
 if which == "open-get", args.count == 2 {
     try openAndGet(path: args[1])
@@ -35,7 +36,7 @@ if which == "catchup", args.count == 2, let count = Int(args[1]) {
 }
 if which == "statuspage" {
     let counts = args.count > 1 ? args[1].split(separator: ",").compactMap { Int($0) } : [1_000, 100_000]
-    try statusPageBench(counts: counts)
+    try statusPageBench(counts: counts, catchUpAt: catchUpCount ?? 100_000)
     exit(0)
 }
 if which == "restart" {
