@@ -18,12 +18,14 @@ struct PeerHandlerEmbeddedTests {
     }
 
     /// A responder's handler for `server`, letting in `allow`, on an active embedded channel.
-    static func responder(_ server: LocalDevice, allow: Set<IdentityID>) throws -> (EmbeddedChannel, NodeHub) {
+    static func responder(
+        _ server: LocalDevice, allow: Set<IdentityID>, metrics: NodeMetrics = NodeMetrics()
+    ) throws -> (EmbeddedChannel, NodeHub) {
         var logger = Logger(label: "embedded")
         logger.logLevel = .critical
         let hub = NodeHub(
             replica: Replica(store: try Store(), device: server), device: server, allow: allow, logger: logger,
-            executor: .inline)
+            executor: .inline, metrics: metrics)
         hub.start()
         let admission = ConnectionAdmission(limits: NodeLimits(), fileDescriptorLimit: 1024)
         let handler = PeerHandler(
