@@ -77,8 +77,8 @@ struct StatusPageSetup {
         }
     }
 
-    /// Runs `services` (and with `page`, its server after them) until SIGTERM or SIGINT; a page
-    /// that stopped reading holds the exit up for 10 s at most.
+    /// Runs `services` (and with `page`, its server after them) until SIGTERM or SIGINT; with a
+    /// page, one that stopped reading holds the exit up for 10 s at most.
     static func run(
         _ services: [ServiceGroupConfiguration.ServiceConfiguration], page: (StatusPageSetup, PeerlogNode)?,
         logger: Logger
@@ -87,7 +87,7 @@ struct StatusPageSetup {
         if let (setup, node) = page { all.append(.init(service: setup.server(node: node, logger: logger))) }
         var configuration = ServiceGroupConfiguration(
             services: all, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        configuration.maximumGracefulShutdownDuration = .seconds(10)
+        if page != nil { configuration.maximumGracefulShutdownDuration = .seconds(10) }
         try await ServiceGroup(configuration: configuration).run()
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import PeerlogNode
 
 /// Who may use the status server (docs/TOOLS.md#status-page): without a token it binds only
@@ -37,8 +38,10 @@ public struct HTTPAccess: Sendable, Equatable {
         {
             return true
         }
+        // Percent-decoded: the page passes the token through encodeURIComponent.
         for pair in (query ?? "").split(separator: "&") where pair.hasPrefix("token=") {
-            if Self.constantTimeEqual(String(pair.dropFirst(6)), token) { return true }
+            let value = String(pair.dropFirst(6))
+            if Self.constantTimeEqual(value.removingPercentEncoding ?? value, token) { return true }
         }
         return false
     }

@@ -235,6 +235,11 @@ struct StatusPageTests {
         #expect(!access.allows(authorization: "Bearer " + shortest + "a", query: "token=" + shortest.dropLast()))
         #expect(!access.allows(authorization: "Basic " + shortest, query: nil))
         #expect(try HTTPAccess(address: loopback, token: nil).allows(authorization: nil, query: nil))
+        // As the page sends it (encodeURIComponent), and as typed.
+        let symbols = try HTTPAccess(address: loopback, token: "a=b/c+d:e@f$g,h;i?j%k")
+        #expect(symbols.allows(authorization: nil, query: "token=a%3Db%2Fc%2Bd%3Ae%40f%24g%2Ch%3Bi%3Fj%25k"))
+        #expect(symbols.allows(authorization: "Bearer a=b/c+d:e@f$g,h;i?j%k", query: nil))
+        #expect(!symbols.allows(authorization: nil, query: "token=a%3Db%2Fc%2Bd%3Ae%40f%24g%2Ch%3Bi%3Fj"))
     }
 
     private func keys(_ json: JSON) -> Set<String> {
