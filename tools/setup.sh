@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libsodium-dev libsqlite3-dev libavahi-compat-libdnssd-dev avahi-daemon avahi-utils dbus iproute2 python3-venv pkg-config tshark spin socat chromium chromium-driver)
+APT_PACKAGES=(libsodium-dev libsqlite3-dev libavahi-compat-libdnssd-dev avahi-daemon avahi-utils dbus iproute2 python3-venv pkg-config tshark spin socat chromium chromium-driver fonts-dejavu-core)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
