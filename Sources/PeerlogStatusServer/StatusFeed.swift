@@ -2,8 +2,8 @@ import Foundation
 import PeerlogNode
 import Synchronization
 
-/// Samples the node's status once per `interval`, records it in the metrics, and hands the
-/// newest document to each live page's event stream. A subscriber holds at most one document
+/// Samples the node's status once per `interval` while a page is open, records it in the
+/// metrics, and hands the newest document to each live page's event stream. A subscriber holds at most one document
 /// (the newest), so a client that reads slowly costs one status, not a backlog.
 final class StatusFeed: Sendable {
     /// The most event streams open at once; more get 503 (each holds a connection and a task).
@@ -45,15 +45,25 @@ final class StatusFeed: Sendable {
         return stream
     }
 
-    /// Live event streams (for tests and the log).
-    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
-
-    /// Samples until `finish()` or cancellation, then ends every stream.
+    /// Samples until `finish()` or cancellation, then ends every stream. The first sample sets
+    /// the commit counter's baseline; after that a sample is taken only while a page is open
+    /// (a scrape records its own), so an unwatched node does no status reads.
     func run() async {
         defer { finish() }
+        var first = true
         while !Task.isCancelled, !state.withLock({ $0.finished }) {
-            await sample()
+            if first || hasSubscribers() { await sample() }
+            first = false
             try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// Whether a page is open; when none is, the newest document is dropped, so the next page
+    /// never starts from a stale one.
+    private func hasSubscribers() -> Bool {
+        state.withLock { s in
+            if s.subscribers.isEmpty { s.latest = nil }
+            return !s.subscribers.isEmpty
         }
     }
 
