@@ -48,25 +48,34 @@ struct CatchUpFixture {
     }
 }
 
+extension CatchUpFixture {
+    /// `dir/source` holds the owner's keys and, ingested, every receipt and envelope (returned
+    /// with the ingest's seconds); `dir/target`, the receiver's keys. The source makes no
+    /// snapshot (issue 18 makes one every 10,000 commits), so a receiver catches up through the
+    /// log, not from a snapshot (§23.3, which FloorBench measures).
+    func makeHomes(in dir: String) throws -> (source: Replica, ingestSeconds: Double) {
+        for home in ["source", "target"] {
+            try FileManager.default.createDirectory(atPath: dir + "/" + home, withIntermediateDirectories: true)
+        }
+        try owner.save(home: dir + "/source")
+        try receiver.save(home: dir + "/target")
+        var limits = ReplicaLimits()
+        limits.snapshotInterval = 0
+        let source = try Replica(path: dir + "/source/replica.sqlite", device: owner, limits: limits)
+        let seconds = try timed { _ = try source.ingest(receipts: receipts, envelopes: envelopes) }
+        return (source, seconds)
+    }
+}
+
 /// Catch-up between two real `peerlog daemon` processes on loopback: the owner's daemon holds
 /// `count` committed receipts, a fresh receiver's daemon dials it; timed from the receiver's
 /// start until its store holds everything, compared with a local ingest of the same data.
 func daemonCatchUpBench(count: Int) throws {
     _ = try BenchDaemon.binary
     let dir = NSTemporaryDirectory() + "peerlog-catchup-\(getpid())"
-    try FileManager.default.createDirectory(atPath: dir + "/source", withIntermediateDirectories: true)
-    try FileManager.default.createDirectory(atPath: dir + "/target", withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
-
     let f = try CatchUpFixture(count: count)
-    try f.owner.save(home: dir + "/source")
-    try f.receiver.save(home: dir + "/target")
-    // No snapshot (issue 18 makes one every 10,000 commits): the catch-up measured here is the
-    // log's, not a bootstrap from a snapshot (§23.3), which FloorBench measures.
-    var limits = ReplicaLimits()
-    limits.snapshotInterval = 0
-    let source = try Replica(path: dir + "/source/replica.sqlite", device: f.owner, limits: limits)
-    let ingestSeconds = try timed { _ = try source.ingest(receipts: f.receipts, envelopes: f.envelopes) }
+    let (source, ingestSeconds) = try f.makeHomes(in: dir)
     let expected = UInt64(f.receipts.count)
 
     let sourceDaemon = try BenchDaemon(home: dir + "/source", [])

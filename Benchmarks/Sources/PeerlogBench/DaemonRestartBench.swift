@@ -11,15 +11,9 @@ import PeerlogNode
 func daemonRestartBench(count: Int) throws {
     _ = try BenchDaemon.binary
     let dir = NSTemporaryDirectory() + "peerlog-restart-\(getpid())"
-    try FileManager.default.createDirectory(atPath: dir + "/source", withIntermediateDirectories: true)
-    try FileManager.default.createDirectory(atPath: dir + "/target", withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
-
     let f = try CatchUpFixture(count: count)
-    try f.owner.save(home: dir + "/source")
-    try f.receiver.save(home: dir + "/target")
-    _ = try Replica(path: dir + "/source/replica.sqlite", device: f.owner)
-        .ingest(receipts: f.receipts, envelopes: f.envelopes)
+    _ = try f.makeHomes(in: dir)
 
     var source = try BenchDaemon(home: dir + "/source", [])
     let address = source.address

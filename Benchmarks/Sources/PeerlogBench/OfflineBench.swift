@@ -45,28 +45,7 @@ func offlineBench(waiting: [Int], appends: Int? = nil) throws {
         stores.append((w, try Replica(path: path, device: laptop, limits: limits), group))
     }
 
-    var latencies = [[Double]](repeating: [], count: stores.count)
-    for _ in 0..<rounds {
-        for (s, store) in stores.enumerated() {
-            for _ in 0..<perRound {
-                let i = latencies[s].count
-                latencies[s].append(
-                    try timed {
-                        try store.replica.append(.entityPut(key: "k\(i % 100)", value: .int(Int64(i))), to: store.group)
-                    })
-            }
-        }
-    }
-    var rates = [(w: Int, rate: Double, p50: Double, p99: Double)]()
-    for (s, store) in stores.enumerated() {
-        let sorted = latencies[s].sorted()
-        let rate = Double(sorted.count) / sorted.reduce(0, +)
-        let p50 = sorted[sorted.count / 2] * 1000
-        let p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)] * 1000
-        figure("W=\(store.w): append rate", (rate < 10 ? String(format: "%.2f", rate) : format(rate)) + " /s")
-        figure("W=\(store.w): append p50 / p99 (\(sorted.count))", String(format: "%.3f / %.3f ms", p50, p99))
-        rates.append((store.w, rate, p50, p99))
-    }
+    let rates = try interleavedAppends(stores, rounds: rounds, perRound: perRound)
     offlineCheckFigures(stores.map { ($0.w, $0.replica, $0.group) })
     guard let first = rates.first, let last = rates.last else { return }
     print("")

@@ -48,28 +48,7 @@ func scaleBench(waiting: [Int], appends: Int? = nil) throws {
 
     let perRound = min(100, appends ?? 100)
     let rounds = appends.map { ($0 + perRound - 1) / perRound } ?? 20
-    var latencies = [[Double]](repeating: [], count: stores.count)
-    for _ in 0..<rounds {
-        for (s, store) in stores.enumerated() {
-            for _ in 0..<perRound {
-                let i = latencies[s].count
-                latencies[s].append(
-                    try timed {
-                        try store.replica.append(.entityPut(key: "k\(i % 100)", value: .int(Int64(i))), to: store.group)
-                    })
-            }
-        }
-    }
-    var rates = [(w: Int, rate: Double, p50: Double, p99: Double)]()
-    for (s, store) in stores.enumerated() {
-        let sorted = latencies[s].sorted()
-        let rate = Double(sorted.count) / sorted.reduce(0, +)
-        let p50 = sorted[sorted.count / 2] * 1000
-        let p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)] * 1000
-        figure("W=\(store.w): append rate", (rate < 10 ? String(format: "%.2f", rate) : format(rate)) + " /s")
-        figure("W=\(store.w): append p50 / p99 (\(sorted.count))", String(format: "%.3f / %.3f ms", p50, p99))
-        rates.append((store.w, rate, p50, p99))
-    }
+    let rates = try interleavedAppends(stores, rounds: rounds, perRound: perRound)
     // W=0, when listed, is the reference for the machine's own tail; ratios start at the first W > 0.
     guard let first = rates.first(where: { $0.w > 0 }) ?? rates.first, let last = rates.last else { return }
     print("")
@@ -110,4 +89,34 @@ private func signBacklog(count: Int, group: GroupID, after: Receipt, device: Loc
     }
     // In HLC order, so each device's counters arrive contiguously.
     return out.withLock { $0.map { $0! } }.sorted { $0.hlc < $1.hlc }
+}
+
+/// Times `rounds` rounds of `perRound` single appends on each store in turn (so the machine's
+/// load weighs on every W alike) and prints each store's rate and p50 / p99 (ms).
+func interleavedAppends(
+    _ stores: [(w: Int, replica: Replica, group: GroupID)], rounds: Int, perRound: Int
+) throws -> [(w: Int, rate: Double, p50: Double, p99: Double)] {
+    var latencies = [[Double]](repeating: [], count: stores.count)
+    for _ in 0..<rounds {
+        for (s, store) in stores.enumerated() {
+            for _ in 0..<perRound {
+                let i = latencies[s].count
+                latencies[s].append(
+                    try timed {
+                        try store.replica.append(.entityPut(key: "k\(i % 100)", value: .int(Int64(i))), to: store.group)
+                    })
+            }
+        }
+    }
+    var rates = [(w: Int, rate: Double, p50: Double, p99: Double)]()
+    for (s, store) in stores.enumerated() {
+        let sorted = latencies[s].sorted()
+        let rate = Double(sorted.count) / sorted.reduce(0, +)
+        let p50 = sorted[sorted.count / 2] * 1000
+        let p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)] * 1000
+        figure("W=\(store.w): append rate", (rate < 10 ? String(format: "%.2f", rate) : format(rate)) + " /s")
+        figure("W=\(store.w): append p50 / p99 (\(sorted.count))", String(format: "%.3f / %.3f ms", p50, p99))
+        rates.append((store.w, rate, p50, p99))
+    }
+    return rates
 }

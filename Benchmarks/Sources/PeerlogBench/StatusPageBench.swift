@@ -12,15 +12,7 @@ func statusPageBench(counts: [Int], catchUpAt: Int?) throws {
         let dir = NSTemporaryDirectory() + "peerlog-statuspage-\(getpid())-\(count)"
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let f = try CatchUpFixture(count: count)
-        for home in ["source", "plain", "watched"] {
-            try FileManager.default.createDirectory(atPath: dir + "/" + home, withIntermediateDirectories: true)
-        }
-        try f.owner.save(home: dir + "/source")
-        // No snapshot: the catch-up below must go through the log, not a bootstrap (§23.3).
-        var limits = ReplicaLimits()
-        limits.snapshotInterval = 0
-        let source = try Replica(path: dir + "/source/replica.sqlite", device: f.owner, limits: limits)
-        _ = try source.ingest(receipts: f.receipts, envelopes: f.envelopes)
+        _ = try f.makeHomes(in: dir)
         let sourcePort = freeLoopbackPort()
         let sourceDaemon = try BenchDaemon(home: dir + "/source", ["--http", "127.0.0.1:\(sourcePort)"])
         defer { sourceDaemon.stop() }
@@ -35,6 +27,7 @@ func statusPageBench(counts: [Int], catchUpAt: Int?) throws {
         guard count == catchUpAt else { continue }
         var rates: [Double] = []
         for (home, watched) in [("plain", false), ("watched", true)] {
+            try FileManager.default.createDirectory(atPath: dir + "/" + home, withIntermediateDirectories: true)
             try f.receiver.save(home: dir + "/" + home)
             let port = freeLoopbackPort()
             let began = ContinuousClock.now
