@@ -37,14 +37,7 @@ struct DaemonTests {
     /// for pairing, receive the group by sync and accept.
     func sharedGroup(
         owner: (home: String, identity: String), others: [(home: String, identity: String)]
-    ) throws -> String {
-        let r = try TestSupport.peerlog(["group", "create", "--home", owner.home, "team", "--json"])
-        guard case .string(let group)? = try JSON.parse(r.stdout)["id"] else {
-            throw TestSupport.ProcessError(description: r.stderr)
-        }
-        for o in others { try ok("group", "add", "--home", owner.home, group, o.identity) }
-        return group
-    }
+    ) throws -> String { try makeSharedGroup(owner: owner, others: others) }
 
     @Test func twoDaemonsConvergeAfterWritingApart() throws {
         let a = try person("alice")

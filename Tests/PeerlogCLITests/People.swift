@@ -14,6 +14,20 @@ func makePerson(_ name: String, in dir: String) throws -> (home: String, identit
     return (home, id)
 }
 
+/// A group "team" owned by `owner` with the others added (invited); its id.
+func makeSharedGroup(
+    owner: (home: String, identity: String), others: [(home: String, identity: String)],
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws -> String {
+    guard case .string(let group)? = try peerlogJSON(["group", "create", "--home", owner.home, "team"])["id"] else {
+        throw TestSupport.ProcessError(description: "group create printed no id")
+    }
+    for o in others {
+        try expectPeerlog(["group", "add", "--home", owner.home, group, o.identity], sourceLocation: sourceLocation)
+    }
+    return group
+}
+
 /// Runs `peerlog`, records a test issue (at the caller) unless it exits 0, returns stdout.
 @discardableResult
 func expectPeerlog(_ args: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> String {

@@ -50,9 +50,7 @@ struct StatusPageTests {
         let a = try makePerson("ann", in: dir)
         let b = try makePerson("ben", in: dir)
         let c = try makePerson("cat", in: dir)
-        let created = try peerlogJSON(["group", "create", "--home", a.home, "team"])
-        guard case .string(let group)? = created["id"] else { throw TestSupport.ProcessError(description: "no group") }
-        for o in [b, c] { try expectPeerlog(["group", "add", "--home", a.home, group, o.identity]) }
+        let group = try makeSharedGroup(owner: a, others: [b, c])
         let ports = try (0..<3).map { _ in try TestSupport.freePort() }
         let http = ["--http", "127.0.0.1:0"]
         let da = try DaemonProcess(home: a.home, listenPort: ports[0], arguments: http)
