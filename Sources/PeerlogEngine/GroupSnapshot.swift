@@ -31,6 +31,14 @@ public struct GroupSnapshot: Sendable, Hashable {
         public let cid: CID
         /// The seq that receipt was committed at.
         public let seq: UInt64
+
+        /// An entity of these parts.
+        package init(key: String, value: CBOR, cid: CID, seq: UInt64) {
+            self.key = key
+            self.value = value
+            self.cid = cid
+            self.seq = seq
+        }
     }
 
     /// Most bytes of an encoded snapshot: it travels in one sync message with its anchor
@@ -78,7 +86,7 @@ public struct GroupSnapshot: Sendable, Hashable {
     }
 
     /// The snapshot of the given parts, its state hash computed from them (§12).
-    init(group: GroupID, seq: UInt64, state: GroupState, entities: [Entity], authors: [(DeviceID, UInt64)]) {
+    package init(group: GroupID, seq: UInt64, state: GroupState, entities: [Entity], authors: [(DeviceID, UInt64)]) {
         let unhashed = GroupSnapshot(
             group: group, seq: seq, stateHash: [], state: state, entities: entities, authors: authors)
         self = GroupSnapshot(

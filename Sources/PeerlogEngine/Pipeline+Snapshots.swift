@@ -108,9 +108,10 @@ extension Pipeline {
         }
     }
 
-    /// Installs a verified snapshot (`Replica.installSnapshot` checked it): the committed state
-    /// at its seq replaces this replica's, its seq becomes the floor, tentative receipts it
-    /// covers go, and the anchor and key history are kept as committed receipts.
+    /// Installs a verified snapshot (`Replica.installSnapshot` checked it, and
+    /// `checkSnapshotTrust` in this transaction): the committed state at its seq replaces this
+    /// replica's, its seq becomes the floor, tentative receipts it covers go, and the anchor, key
+    /// history and authority history are kept as committed receipts.
     mutating func install(_ b: VerifiedSnapshot) throws -> Bool {
         let g = b.snapshot.group
         guard try !isTombstoned(g), try db.committedSeq(group: g) < b.snapshot.seq else {
@@ -140,7 +141,7 @@ extension Pipeline {
             members: state.sortedMembers.map { ($0.identity.bytes, $0.role.rawValue, $0.status.rawValue) },
             seq: b.snapshot.seq, at: now)
         stateCache[g] = state
-        for (r, e) in b.history + [(b.anchorReceipt, b.anchor)] {
+        for (r, e) in b.history + b.authorityChanges.map({ ($0.0, $0.1) }) + [(b.anchorReceipt, b.anchor)] {
             guard try !db.receiptExists(r.cid),
                 try db.receiptCID(group: g, author: r.author, counter: r.counter) == nil,
                 try db.envelopeCID(group: g, seq: e.seq) == nil

@@ -31,7 +31,9 @@ public struct SnapshotInfo: Sendable, Hashable {
 }
 
 /// A snapshot as it travels (docs/PROTOCOL.md §23.3): the snapshot, its anchor (the envelope and
-/// receipt at its seq) and the group's committed `group.key` receipts up to it with their envelopes.
+/// receipt at its seq), the group's committed `group.key` receipts up to it with their envelopes,
+/// and its committed `group.sequencer_changed` receipts up to it with theirs (how a receiver walks
+/// from the authority it has committed to the one that signed the anchor).
 public struct SnapshotBundle: Sendable, Hashable {
     /// The encoded snapshot.
     public let snapshot: [UInt8]
@@ -41,13 +43,20 @@ public struct SnapshotBundle: Sendable, Hashable {
     public let anchorReceipt: [UInt8]
     /// `[receipt container, envelope container]` pairs: the committed `group.key` receipts.
     public let keyHistory: [[[UInt8]]]
+    /// `[receipt container, envelope container]` pairs: the committed `group.sequencer_changed`
+    /// receipts at or below the snapshot's seq, in seq order (empty from a sender that predates it).
+    public let authorityHistory: [[[UInt8]]]
 
     /// A bundle of these parts.
-    public init(snapshot: [UInt8], anchorEnvelope: [UInt8], anchorReceipt: [UInt8], keyHistory: [[[UInt8]]]) {
+    public init(
+        snapshot: [UInt8], anchorEnvelope: [UInt8], anchorReceipt: [UInt8], keyHistory: [[[UInt8]]],
+        authorityHistory: [[[UInt8]]] = []
+    ) {
         self.snapshot = snapshot
         self.anchorEnvelope = anchorEnvelope
         self.anchorReceipt = anchorReceipt
         self.keyHistory = keyHistory
+        self.authorityHistory = authorityHistory
     }
 }
 
@@ -59,6 +68,8 @@ struct VerifiedSnapshot {
     let anchor: Envelope
     let anchorReceipt: Receipt
     let history: [(Receipt, Envelope)]
+    /// The committed authority changes the bundle carried, in seq order, with the authority each names.
+    let authorityChanges: [(Receipt, Envelope, SequencerAuthority)]
 }
 
 extension Replica {
@@ -149,21 +160,49 @@ extension Replica {
                 status == .active || status == .pending
             else { return nil }
             let history = try db.committedReceipts(group: group, type: EpochKeyShare.receiptType, through: s.seq)
+            let authority = try db.committedReceipts(
+                group: group, type: GroupOperation.sequencerChangedType, through: s.seq)
             return SnapshotBundle(
                 snapshot: s.encoded, anchorEnvelope: s.anchorEnvelope, anchorReceipt: s.anchorReceipt,
-                keyHistory: history.map { [$0.receipt.encoded, $0.envelope] })
+                keyHistory: history.map { [$0.receipt.encoded, $0.envelope] },
+                authorityHistory: authority.map { [$0.receipt.encoded, $0.envelope] })
         }
     }
 
     /// Verifies a snapshot a peer sent and installs it when it is ahead of what is held here
-    /// (docs/PROTOCOL.md §23.3). `sender`: the identity of the peer (from its certificate).
-    /// Throws `snapshotRefused` when any part does not verify; nothing is written then.
+    /// (docs/PROTOCOL.md §23.3). `sender`: the identity of the peer (from its certificate), `device`
+    /// its device. `trustedForBootstrap`: the node trusts this identity to start a group this
+    /// replica holds nothing committed of (its own identity, or one named by `allow` or a pairing:
+    /// the inviter); a replica that holds the group checks the snapshot against its own committed
+    /// authority instead and ignores it. Throws `snapshotRefused` when any part does not verify or
+    /// the snapshot is not one this replica may take; nothing is written then but the evidence
+    /// (`deadLetters`), for a snapshot that contradicts what is held here or whose anchor is not
+    /// signed by the authority in force.
     @discardableResult
-    public func installSnapshot(_ bundle: SnapshotBundle, from sender: IdentityID) throws -> IngestReport {
+    public func installSnapshot(
+        _ bundle: SnapshotBundle, from sender: IdentityID, device: DeviceID? = nil, trustedForBootstrap: Bool = false
+    ) throws -> IngestReport {
         let verified = try Self.verify(bundle, from: sender)
-        return try write { p in _ = try p.install(verified) }
+        do {
+            return try write { p in
+                try p.checkSnapshotTrust(verified, from: sender, trustedForBootstrap: trustedForBootstrap)
+                _ = try p.install(verified)
+            }
+        } catch let refusal as SnapshotRefusal {
+            if refusal.isEvidence {
+                try? store.write { db in
+                    try db.markInvalid(
+                        verified.cid, group: verified.snapshot.group, author: verified.anchor.sequencer,
+                        identity: sender, peer: device, reason: refusal.error.detail, at: clock())
+                }
+            }
+            throw refusal.error
+        }
     }
 
+    /// The checks that need nothing but the bundle: every signature, the content hash, and that
+    /// the anchor and histories are of the snapshot's group and seq. Whom they make it trusted
+    /// by is `Pipeline.checkSnapshotTrust`.
     static func verify(_ b: SnapshotBundle, from sender: IdentityID) throws -> VerifiedSnapshot {
         func refuse(_ why: String) -> ReplicaError { ReplicaError(.snapshotRefused, "snapshot refused: \(why)") }
         let snapshot = try GroupSnapshot(encoded: b.snapshot)
@@ -177,23 +216,34 @@ extension Replica {
         guard anchor.group == g, anchor.seq == snapshot.seq else {
             throw refuse("its anchor is for seq \(anchor.seq), the snapshot for seq \(snapshot.seq)")
         }
-        guard snapshot.state.authority.signers.contains(anchor.sequencer) else {
-            throw refuse("its anchor is not signed by the group's sequencer authority")
-        }
         guard let receipt = try? Receipt(encoded: b.anchorReceipt), receipt.cid == anchor.receipt,
-            receipt.verify(certificateVerified: false).isValid
+            receipt.group == g, receipt.verify(certificateVerified: false).isValid
         else { throw refuse("its anchor receipt does not verify or is not the one the anchor names") }
-        var history = [(Receipt, Envelope)]()
-        for pair in b.keyHistory {
-            guard pair.count == 2, let r = try? Receipt(encoded: pair[0]), let e = try? Envelope(encoded: pair[1]),
-                r.group == g, r.type == EpochKeyShare.receiptType, e.group == g, e.receipt == r.cid,
-                e.seq <= snapshot.seq, r.verify(certificateVerified: false).isValid, e.verify().isValid
-            else { throw refuse("an item of its key history does not verify") }
-            history.append((r, e))
+        func pairs(_ items: [[[UInt8]]], type: String, what: String) throws -> [(Receipt, Envelope)] {
+            var out = [(Receipt, Envelope)]()
+            for pair in items {
+                guard pair.count == 2, let r = try? Receipt(encoded: pair[0]), let e = try? Envelope(encoded: pair[1]),
+                    r.group == g, r.type == type, e.group == g, e.receipt == r.cid, e.seq <= snapshot.seq,
+                    out.last.map({ $0.1.seq < e.seq }) ?? true,
+                    r.verify(certificateVerified: false).isValid, e.verify().isValid
+                else { throw refuse("an item of its \(what) does not verify") }
+                out.append((r, e))
+            }
+            return out
+        }
+        let history = try pairs(b.keyHistory, type: EpochKeyShare.receiptType, what: "key history")
+        var changes = [(Receipt, Envelope, SequencerAuthority)]()
+        for (r, e) in try pairs(
+            b.authorityHistory, type: GroupOperation.sequencerChangedType, what: "authority history")
+        {
+            guard case .sequencerChanged(let authority)? = try? GroupOperation(receiptType: r.type, body: r.body) else {
+                throw refuse("an item of its authority history names no authority")
+            }
+            changes.append((r, e, authority))
         }
         return VerifiedSnapshot(
             snapshot: snapshot, cid: CID(hashing: b.snapshot), encoded: b.snapshot, anchor: anchor,
-            anchorReceipt: receipt, history: history)
+            anchorReceipt: receipt, history: history, authorityChanges: changes)
     }
 }
 

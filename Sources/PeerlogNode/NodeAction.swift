@@ -76,6 +76,11 @@ struct NodeAdmission: Sendable, Equatable {
         return true
     }
 
+    /// Whether a device of this identity may start a group this node holds nothing of from its
+    /// snapshot: our own identity (a linked device), or one named by `allow` or a pairing (an
+    /// inviter). Members of other groups we share are let in, but not trusted for this.
+    func trustsForBootstrap(_ identity: IdentityID) -> Bool { configured.contains(identity) }
+
     /// Whether a device of this identity would be let in (for dialing discovered peers).
     func mayConnect(identity: IdentityID) -> Bool { allowed.contains(identity) }
 

@@ -105,19 +105,25 @@ extension SyncMessage {
                 guard b.count <= max else { throw .limit("\(key) size", b.count, max) }
                 return b
             }
-            let keys = try f.array("keys", limit: limits.maxSnapshotKeyHistory, name: "maxSnapshotKeyHistory").map {
-                v throws(SyncCodecError) in
-                guard let pair = v.arrayValue, pair.count == 2, let r = pair[0].bytesValue, let e = pair[1].bytesValue,
-                    r.count <= Receipt.maxEncodedBytes, e.count <= Envelope.maxEncodedBytes
-                else { throw .malformed("\"keys\" must hold [receipt, envelope] byte string pairs") }
-                return [r, e]
+            func pairs(_ key: String) throws(SyncCodecError) -> [[[UInt8]]] {
+                try f.array(key, limit: limits.maxSnapshotKeyHistory, name: "maxSnapshotKeyHistory").map {
+                    v throws(SyncCodecError) in
+                    guard let pair = v.arrayValue, pair.count == 2, let r = pair[0].bytesValue,
+                        let e = pair[1].bytesValue, r.count <= Receipt.maxEncodedBytes, e.count <= Envelope.maxEncodedBytes
+                    else { throw .malformed("\"\(key)\" must hold [receipt, envelope] byte string pairs") }
+                    return [r, e]
+                }
             }
+            let keys = try pairs("keys")
+            // Optional: a sender from before it sends none (§23.3).
+            let authority = fields["authority"] == nil ? [] : try pairs("authority")
             return .snapshot(
                 group: try f.group(),
                 SnapshotBundle(
                     snapshot: try bytes("snapshot", max: GroupSnapshot.maxEncodedBytes),
                     anchorEnvelope: try bytes("anchor", max: Envelope.maxEncodedBytes),
-                    anchorReceipt: try bytes("anchor_receipt", max: Receipt.maxEncodedBytes), keyHistory: keys))
+                    anchorReceipt: try bytes("anchor_receipt", max: Receipt.maxEncodedBytes), keyHistory: keys,
+                    authorityHistory: authority))
         case "request":
             let g = try f.group()
             let id = try f.uint("id")

@@ -178,6 +178,9 @@ public enum SyncMessage: Hashable, Sendable {
             m["anchor"] = .bytes(b.anchorEnvelope)
             m["anchor_receipt"] = .bytes(b.anchorReceipt)
             m["keys"] = .array(b.keyHistory.map { .array($0.map(CBOR.bytes)) })
+            if !b.authorityHistory.isEmpty {
+                m["authority"] = .array(b.authorityHistory.map { .array($0.map(CBOR.bytes)) })
+            }
         case .unknown: break
         }
         return .textMap(m)

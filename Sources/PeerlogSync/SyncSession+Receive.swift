@@ -71,6 +71,11 @@ extension SyncSession {
             guard groups[g] != nil else {
                 throw SyncFailure("protocol", "\"snapshot\" for group \(g), which is not synced")
             }
+            // Only as the answer to our vector, once per session and group (§23.3).
+            guard !groups[g]!.snapshotReceived else {
+                throw SyncFailure("protocol", "a second \"snapshot\" for group \(g) in one session")
+            }
+            groups[g]!.snapshotReceived = true
             awaitingIngest = PendingIngest(
                 group: g, receipts: [], firstEnvelopeSeq: nil, lastEnvelopeSeq: nil, items: 1, size: size,
                 snapshot: true)
@@ -78,7 +83,7 @@ extension SyncSession {
                 .ingest(
                     SyncIngest(
                         group: g, receipts: [], envelopes: [], from: peer.device, sender: peer.identity,
-                        snapshot: bundle)))
+                        snapshot: bundle, trustedForBootstrap: trustsPeerForBootstrap)))
         case .request(let g, let id, let what):
             guard groups[g] != nil else { throw SyncFailure("protocol", "request for group \(g), which is not synced") }
             guard outstandingAnswers < limits.maxOutstandingRequests else {

@@ -94,7 +94,8 @@ extension SyncSession {
             let message = SyncMessage.snapshot(group: g, bundle)
             s.snapshotSent = true
             if message.encoded().count <= limits.maxMessageBytes,
-                bundle.keyHistory.count <= limits.maxSnapshotKeyHistory
+                bundle.keyHistory.count <= limits.maxSnapshotKeyHistory,
+                bundle.authorityHistory.count <= limits.maxSnapshotKeyHistory
             {
                 s.awaitingVector = true
                 enqueue(message, group: g, items: 1)

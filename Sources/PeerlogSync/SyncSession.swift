@@ -71,6 +71,11 @@ public final class SyncSession {
     var peerReadsSnapshots = false
     /// Whether our hello lists `snapshots` (off only to act as a peer from before snapshots).
     public var offersSnapshots = true
+    /// The node trusts this peer to start a group the replica holds nothing of from its snapshot
+    /// (its identity is ours, or named by `allow` or a pairing: docs/SECURITY.md "Snapshots").
+    /// Set before `start()`. A replica that holds the group checks a snapshot against its own
+    /// committed authority instead, whoever sends it.
+    public var trustsPeerForBootstrap = false
     /// Whether our hello lists `commits` (set before `start()`; off only to exercise the
     /// `receipts` + `envelopes` pairs an older peer would get).
     public var offersCommits = true

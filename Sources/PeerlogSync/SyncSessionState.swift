@@ -89,6 +89,8 @@ struct GroupSync {
     /// A snapshot went to the peer (at most one per session and group): nothing more is generated
     /// for the group until the peer's next vector says what it holds now (§23.3).
     var snapshotSent = false
+    /// A snapshot came from the peer: it may send one per session and group, answering our vector.
+    var snapshotReceived = false
     var awaitingVector = false
     /// When (a tick's `now`) the peer last showed it is answering this group's requests: a
     /// batch of the group or a `done`.

@@ -33,6 +33,9 @@ public struct SyncIngest: Sendable {
     public var sender: IdentityID? = nil
     /// A `snapshot` message's bundle: install it instead (`receipts` and `envelopes` are empty).
     public var snapshot: SnapshotBundle? = nil
+    /// The node trusts the peer to start a group this replica holds nothing of
+    /// (``SyncSession/trustsPeerForBootstrap``).
+    public var trustedForBootstrap = false
 }
 
 /// A peer's `vector` message for a group: what it said it holds (§15.2.4).

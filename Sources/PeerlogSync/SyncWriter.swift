@@ -7,8 +7,11 @@ import PeerlogModel
 public protocol SyncWriter: AnyObject {
     /// Verifies, stores and applies what `peer` sent.
     func ingest(receipts: [Receipt], envelopes: [Envelope], from peer: DeviceID?) throws -> IngestReport
-    /// Verifies and installs a snapshot a peer of identity `sender` sent (§23.3).
-    func installSnapshot(_ bundle: SnapshotBundle, from sender: IdentityID) throws -> IngestReport
+    /// Verifies and installs a snapshot a peer of identity `sender` and device `device` sent
+    /// (§23.3); `trustedForBootstrap`: see ``SyncSession/trustsPeerForBootstrap``.
+    func installSnapshot(
+        _ bundle: SnapshotBundle, from sender: IdentityID, device: DeviceID?, trustedForBootstrap: Bool
+    ) throws -> IngestReport
     /// Replaces what `peer` last said it holds of `group` (the `peer_vectors` table).
     func recordPeerVector(peer: DeviceID, group: GroupID, committed: UInt64, authors: [DeviceID: UInt64]) throws
 }
@@ -31,7 +34,8 @@ extension SyncSession {
                     guard let bundle = batch.snapshot, let sender = batch.sender else {
                         return try writer.ingest(receipts: batch.receipts, envelopes: batch.envelopes, from: batch.from)
                     }
-                    return try Self.install(bundle, from: sender, with: writer)
+                    return try Self.install(
+                        bundle, from: sender, device: batch.from, trusted: batch.trustedForBootstrap, with: writer)
                 }
                 out += settle(ingested(outcome), with: writer)
             case .recordPeerVector(let v):
@@ -49,11 +53,14 @@ extension SyncSession {
     /// A refused snapshot is the peer's fault, not the store's: reported as a rejection, and the
     /// session goes on (the receiver's vector then asks for the log).
     static func install(
-        _ bundle: SnapshotBundle, from sender: IdentityID, with writer: some SyncWriter
+        _ bundle: SnapshotBundle, from sender: IdentityID, device: DeviceID?, trusted: Bool,
+        with writer: some SyncWriter
     ) throws
         -> IngestReport
     {
-        do { return try writer.installSnapshot(bundle, from: sender) } catch let e as ReplicaError
+        do {
+            return try writer.installSnapshot(bundle, from: sender, device: device, trustedForBootstrap: trusted)
+        } catch let e as ReplicaError
             where e.code == .snapshotRefused
         {
             var report = IngestReport()

@@ -47,7 +47,7 @@ import Testing
         // Carol holds nothing: she starts from the newest snapshot, then takes the tail.
         let bundle = try #require(
             try alice.replica.bootstrapBundle(of: group, for: carol.identity, peerCommitted: 0, peerHoldsNothing: true))
-        try carol.replica.installSnapshot(bundle, from: alice.identity)
+        try carol.replica.installSnapshot(bundle, from: alice.identity, trustedForBootstrap: true)
         #expect(try carol.replica.floor(of: group)?.seq == snapshot.seq)
         try alice.send(group, to: carol)
         try carol.replica.append(.inviteAccepted, to: group)
@@ -86,7 +86,7 @@ import Testing
             snapshot: bytes, anchorEnvelope: bundle.anchorEnvelope, anchorReceipt: bundle.anchorReceipt,
             keyHistory: bundle.keyHistory)
         #expect(throws: ReplicaError(.snapshotRefused, "")) {
-            try carol.replica.installSnapshot(tampered, from: alice.identity)
+            try carol.replica.installSnapshot(tampered, from: alice.identity, trustedForBootstrap: true)
         }
         // An anchor from another seq, and a sender who is not a member.
         let other = try alice.holdings(group).envelopes[3]
@@ -94,7 +94,7 @@ import Testing
             snapshot: bundle.snapshot, anchorEnvelope: other.encoded, anchorReceipt: bundle.anchorReceipt,
             keyHistory: [])
         #expect(throws: ReplicaError(.snapshotRefused, "")) {
-            try carol.replica.installSnapshot(wrongAnchor, from: alice.identity)
+            try carol.replica.installSnapshot(wrongAnchor, from: alice.identity, trustedForBootstrap: true)
         }
         #expect(throws: ReplicaError(.snapshotRefused, "")) {
             try carol.replica.installSnapshot(bundle, from: carol.identity)

@@ -110,4 +110,23 @@ import Testing
         #expect(try peers[1].hashes(g) == peers[0].hashes(g))
         #expect(try peers[1].replica.replayedStateHash(of: g) == peers[1].replica.stateHash(of: g, view: .committed))
     }
+
+    @Test func aDeviceThatHoldsNothingTakesTheLogFromAPeerItDoesNotTrust() throws {
+        let (peers, g) = try setUp(interval: 500, writes: 600, keys: 10)
+        let mesh = Mesh(peers)
+        // Carol names no one in `allow`: Alice is let in as a member, but not trusted to start her.
+        let (_, c) = mesh.connect(0, 2, trusted: false)
+        mesh.pump()
+        #expect(snapshotsSent(mesh, c) == 0)
+        let refused = mesh.ends[c].events.contains { e in
+            if case .ingested(_, let report) = e {
+                return report.rejected.contains { $0.reason.contains("starts a group only from") }
+            }
+            return false
+        }
+        #expect(refused)
+        #expect(try peers[2].replica.floor(of: g) == nil)
+        #expect(try peers[2].hashes(g).committed == peers[0].hashes(g).committed)
+        #expect(mesh.ends[c].closed == nil)
+    }
 }

@@ -44,6 +44,9 @@ public enum GroupOperation: Hashable, Sendable {
     /// Any other type; the body is kept as is so the operation round-trips.
     case application(type: String, body: CBOR)
 
+    /// The receipt type of ``sequencerChanged(_:)``.
+    public static let sequencerChangedType = "group.sequencer_changed"
+
     /// Parses a receipt's type and body, checking the body's shape and the limits of
     /// `GroupLimits`. The reason of a violation names the type and the offending key.
     public init(receiptType: String, body: CBOR) throws(RuleViolation) {
