@@ -233,7 +233,7 @@ let package = Package(
             name: "PeerlogCLITests",
             dependencies: [
                 "PeerlogModel", "PeerlogEngine", "PeerlogEncoding", "PeerlogNode", "PeerlogCLI", "PeerlogTestSupport",
-                "PeerlogStatusServer",
+                "PeerlogStatusServer", "PeerlogCapture", "PeerlogChannel", "PeerlogSync",
             ]),
     ],
     swiftLanguageModes: [.v6]
