@@ -225,8 +225,10 @@ extension ErrorCode where Domain == ReplicaError {
     /// The group is encrypted and this device does not hold the epoch key in use: it arrives
     /// sealed to this device from another member's device (docs/PROTOCOL.md §22.5).
     public static let epochKeyMissing = Self("epochKeyMissing")
-    /// A snapshot does not verify (docs/PROTOCOL.md §23.3): malformed, its content does not hash
-    /// to its state hash, its anchor is not the sequencer authority's, or its sender is not a member.
+    /// A snapshot is not taken (docs/PROTOCOL.md §23.3): malformed, its content does not hash to
+    /// its state hash, its sender is not a member, its anchor is not signed by the sequencer
+    /// authority in force here, it contradicts what is held here, this device sequences the
+    /// group, or (holding nothing of the group) this device does not trust its sender.
     public static let snapshotRefused = Self("snapshotRefused")
     /// No snapshot can be made now: the detail says why (the group's state is over
     /// `GroupSnapshot.maxEncodedBytes`, committed receipts wait for an epoch key, this device is
