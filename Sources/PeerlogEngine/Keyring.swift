@@ -70,7 +70,12 @@ extension GroupOperation {
         guard case .sealed(let type, let body) = self else { return .opened(self) }
         guard let key = keys(body.keyID) else { return .waiting(body.keyID) }
         let plain: CBOR
-        do { plain = try body.open(with: key, binding: EncryptedBody.Binding(r)) } catch {
+        do { plain = try body.open(with: key, binding: EncryptedBody.Binding(r)) } catch let e as ModelError
+            where e.code == .malformedEncoding
+        {
+            // It opened: the plaintext is what is wrong (too deep, not deterministic): say so.
+            return .bad("the sealed body opens with epoch key \(body.keyID), but its plaintext is refused: \(e.detail)")
+        } catch {
             return .bad("the sealed body does not open with epoch key \(body.keyID)")
         }
         do {

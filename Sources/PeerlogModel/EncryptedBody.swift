@@ -41,8 +41,11 @@ public struct EncryptedBody: Hashable, Sendable {
         public init(_ r: Receipt) { self.init(group: r.group, type: r.type, author: r.author, counter: r.counter) }
     }
 
-    /// Seals `body` (its deterministic encoding) under `key` at `binding`.
+    /// Seals `body` (its deterministic encoding) under `key` at `binding`. Throws a `ModelError`
+    /// when `body` is over a limit a receiver checks once it has opened it (its depth, the same
+    /// as a plaintext body's): refused here, before anything is signed.
     public static func seal(_ body: CBOR, key: EpochKey, binding: Binding) throws -> EncryptedBody {
+        try Receipt.checkBodyDepth(body)
         let nonce = SecureRandom.bytes(XChaChaPoly.nonceLength)
         let c = try XChaChaPoly.seal(
             CBOREncoder.encode(body), key: key.secret, nonce: nonce,

@@ -15,8 +15,30 @@ public struct Receipt: Hashable, Sendable {
     public static let maxParents = 32
     /// Longest receipt type, in bytes.
     public static let maxTypeBytes = 64
-    /// Deepest nesting inside the body.
+    /// Deepest nesting inside the body: the body's own map or array and at most this many levels
+    /// of arrays, maps and tags inside it (the value of an `entity.put` body nests at most this many levels itself).
     public static let maxBodyDepth = 16
+
+    /// Throws a `ModelError` when `body` nests deeper than ``maxBodyDepth`` allows. Checked
+    /// before signing and, in an encrypted group, before sealing (docs/PROTOCOL.md §3.3, §22.3),
+    /// so a body every receiver would refuse is never written: the same limit for both kinds.
+    public static func checkBodyDepth(_ body: CBOR) throws {
+        func depth(_ v: CBOR) -> Int {
+            switch v {
+            case .array(let items): 1 + (items.map(depth).max() ?? 0)
+            case .map(let entries): 1 + (entries.map { max(depth($0.key), depth($0.value)) }.max() ?? 0)
+            case .tagged(_, let inner): 1 + depth(inner)
+            default: 0
+            }
+        }
+        let levels = depth(body)
+        guard levels <= maxBodyDepth + 1 else {
+            throw ModelError(
+                .fieldOutOfRange,
+                "the body nests \(levels) levels deep, over the limit of \(maxBodyDepth + 1) (a value inside it at most \(maxBodyDepth)); flatten the value"
+            )
+        }
+    }
 
     /// The fields an author fills in.
     public struct Draft: Sendable {
@@ -95,6 +117,7 @@ public struct Receipt: Hashable, Sendable {
     /// The payload `draft` signs to as `certificate`'s device. Its CID (`CID(hashing:)`) is the
     /// receipt's, known before signing: a batch chains receipts by it and signs them in parallel.
     public static func payload(of draft: Draft, certificate: DeviceCertificate) throws -> [UInt8] {
+        try checkBodyDepth(draft.body)
         let parents = Array(Set(draft.parents)).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
         let payload = CBOREncoder.encode(
             .textMap([
