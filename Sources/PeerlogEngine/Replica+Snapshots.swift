@@ -194,6 +194,7 @@ extension Replica {
                     try db.markInvalid(
                         verified.cid, group: verified.snapshot.group, author: verified.anchor.sequencer,
                         identity: sender, peer: device, reason: refusal.error.detail, at: clock())
+                    try db.trimInvalid(peer: device, perPeer: limits.maxEvidencePerPeer, total: limits.maxEvidence)
                 }
             }
             throw refusal.error

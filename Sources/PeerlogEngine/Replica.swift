@@ -264,6 +264,9 @@ public final class Replica: Sendable {
             var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: sequenceGate != nil)
             try body(&p)
             try p.settle()
+            if !p.report.invalid.isEmpty {
+                try db.trimInvalid(peer: p.source, perPeer: limits.maxEvidencePerPeer, total: limits.maxEvidence)
+            }
             return p.report
         }
         deliver(report.events)

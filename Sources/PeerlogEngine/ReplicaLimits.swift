@@ -13,6 +13,11 @@ public struct ReplicaLimits: Sendable {
     public var maxPendingEnvelopesPerGroup: Int = 10_000
     /// A backfill request for the same range is not emitted again within this time (ms).
     public var backfillGuardMillis: UInt64 = 10_000
+    /// Invalid receipts (failed signature or certificate) kept as evidence per sending peer, and
+    /// in all: the newest are kept, the oldest dropped (docs/PROTOCOL.md §10). A flood of
+    /// forgeries costs bounded space; `dead-letters` lists the newest 1,000 anyway.
+    public var maxEvidencePerPeer: Int = 1_000
+    public var maxEvidence: Int = 10_000
     /// Most receipts verified and stored in one write transaction by `ingest`.
     public var ingestBatchSize: Int = 2_000
     /// Most operations one `appendBatch` call writes (each its own receipt, all in one

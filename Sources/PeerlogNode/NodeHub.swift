@@ -29,6 +29,8 @@ final class NodeHub: @unchecked Sendable {
     private let clock: @Sendable () -> UInt64
     /// The machine's admission, copied for event loops deciding handshakes.
     private let admission: Mutex<NodeAdmission>
+    /// Devices refused for a while after sending receipts that fail verification.
+    private let penalties = Mutex(PeerPenalties())
 
     /// Where tap records go when a capture runs.
     let capture: CaptureControl
@@ -103,7 +105,9 @@ final class NodeHub: @unchecked Sendable {
     func mayConnect(identity: IdentityID) -> Bool { admission.withLock { $0.mayConnect(identity: identity) } }
 
     func authorize(_ certificate: DeviceCertificate) -> AuthorizationDecision {
-        admission.withLock { $0.decide(certificate) }
+        let now = clock()
+        if let why = penalties.withLock({ $0.refusal(of: certificate.device, now: now) }) { return .deny(why) }
+        return admission.withLock { $0.decide(certificate) }
     }
 
     // MARK: Lifecycle
@@ -265,6 +269,11 @@ final class NodeHub: @unchecked Sendable {
             case .send(let bytes):
                 links[id]?.send(bytes)
             case .close(let reason):
+                if reason.hasPrefix("invalid:"), let peer = machine.connection(id)?.peer.device {
+                    let now = clock()
+                    let ms = penalties.withLock { $0.strike(peer, now: now) }
+                    logger.warning("refusing \(peer) for \(ms / 1000) s: it sent receipts that fail verification")
+                }
                 perform(machine.sessionClosing(id, reason: reason))
                 return
             case .event(.revocations(let revocations, let invalid)):

@@ -79,6 +79,30 @@ extension StoreDB {
             ])
     }
 
+    /// Keeps the newest `perPeer` invalid receipts of `peer` (nil: those no peer sent, such as an
+    /// import's) and the newest `total` of all; drops the rest. Returns how many went.
+    @discardableResult
+    package func trimInvalid(peer: DeviceID?, perPeer: Int, total: Int) throws -> Int {
+        let peerClause = peer == nil ? "peer IS NULL" : "peer = ?1"
+        let args: StatementArguments = peer.map { [$0.bytes.blob] } ?? []
+        // Ordered by (processed_at, cid): one write stamps a whole batch with the same time.
+        try execute(
+            """
+            DELETE FROM processed_receipts WHERE outcome = 'invalid' AND \(peerClause) AND (processed_at, cid) <= (
+                SELECT processed_at, cid FROM processed_receipts WHERE outcome = 'invalid' AND \(peerClause)
+                ORDER BY processed_at DESC, cid DESC LIMIT 1 OFFSET \(perPeer))
+            """, args)
+        var dropped = db.changesCount
+        try execute(
+            """
+            DELETE FROM processed_receipts WHERE outcome = 'invalid' AND (processed_at, cid) <= (
+                SELECT processed_at, cid FROM processed_receipts WHERE outcome = 'invalid'
+                ORDER BY processed_at DESC, cid DESC LIMIT 1 OFFSET \(total))
+            """)
+        dropped += db.changesCount
+        return dropped
+    }
+
     /// The newest `limit` invalid receipts, newest first.
     package func invalidReceipts(limit: Int) throws -> [InvalidReceipt] {
         try rows(

@@ -25,6 +25,10 @@ public struct SyncLimits: Sendable {
     public var maxHelloListItems = 64
     /// Bytes of an error message text.
     public var maxErrorMessageBytes = 1_024
+    /// Receipts from the peer that fail verification (signature or certificate) in one session;
+    /// past it the session ends with `error` code `invalid` (the batch that passes it is still
+    /// ingested, so at most this plus one batch), and the node refuses the device a while.
+    public var maxInvalidItems = 16
 
     /// Revocation containers in one "revocations" message (docs/PROTOCOL.md §15.1); a sender
     /// holding more sends several messages.

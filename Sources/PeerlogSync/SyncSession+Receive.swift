@@ -244,6 +244,7 @@ extension SyncSession {
         if !s.serves { s.serves = try store.syncSharing(g, with: peer).serves }
         groups[g] = s
         out.append(.event(.ingested(group: g, report: report)))
+        invalidReceived += report.invalid.count
         if !report.rejected.isEmpty {
             let byCID = Dictionary(p.receipts.map { ($0.cid, $0) }, uniquingKeysWith: { a, _ in a })
             let invalid = Set(report.invalid)
@@ -256,6 +257,13 @@ extension SyncSession {
                                 cid: cid, author: byCID[cid]?.author, identity: byCID[cid]?.certificate.identity,
                                 reason: reason, invalid: invalid.contains(cid))
                         })))
+        }
+        if invalidReceived > limits.maxInvalidItems {
+            // After the rejection is reported (the evidence is kept): a forger goes now.
+            throw SyncFailure(
+                "invalid",
+                "\(invalidReceived) receipts from this device failed verification in this session, over maxInvalidItems (\(limits.maxInvalidItems))"
+            )
         }
         // Our sequencer refused some of what the peer sent: tell it why (it keeps them tentative).
         let sent = Set(p.receipts.map(\.cid))

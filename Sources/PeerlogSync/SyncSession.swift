@@ -61,6 +61,8 @@ public final class SyncSession {
     /// A batch handed out as `.ingest`, until the driver calls `ingested(_:)`.
     var awaitingIngest: PendingIngest?
     var ignored = 0
+    /// Receipts from the peer that failed verification in this session (`maxInvalidItems`).
+    var invalidReceived = 0
     /// The peer listed `commits` in its hello.
     var sendsCommits = false
     /// The peer listed `prevote` in its hello.

@@ -148,4 +148,45 @@ struct DaemonRejectionTests {
         #expect(try TestSupport.peerlog(["get", "--home", home, gid, "k"]).status == 1, "no forgery took effect")
         #expect(daemon.isRunning)
     }
+
+    /// A peer whose receipts fail verification is disconnected after `maxInvalidItems` (16) and
+    /// refused for a while when it dials again at once; what it sent is kept as evidence, no
+    /// more than the cap (docs/PROTOCOL.md §15.3).
+    @Test func aForgedReceiptFloodEndsTheSessionAndTheForgerIsRefused() throws {
+        let home = dir + "/flooded"
+        _ = try ok(["init", "--home", home, "--name", "alice"])
+        guard
+            case .string(let gid)? = try JSON.parse(
+                try ok(["group", "create", "--home", home, "team", "--json", "--plaintext"]))["id"],
+            case .string(let member)? = try JSON.parse(
+                try TestSupport.python("sync_client.py", ["identity", "--seed", "0f"]))["identity"]
+        else {
+            Issue.record("setup")
+            return
+        }
+        _ = try ok(["group", "add", "--home", home, gid, member])
+        let daemon = try DaemonProcess(home: home)
+        defer { daemon.stop() }
+        let out = try JSON.parse(
+            try TestSupport.python(
+                "sync_client.py",
+                ["flood", "127.0.0.1", String(daemon.port), "--seed", "0f", "--group", gid, "--batch", "10"]))
+        guard case .number(let sentText)? = out["sent"], let sent = Int(sentText) else {
+            Issue.record("flood printed \(out)")
+            return
+        }
+        // Closed after the batch that passed 16 (plus what was in flight), not after 10,000.
+        #expect(sent < 200, "sent \(sent) before the daemon closed: \(out)")
+        #expect(out["error"] == .string("invalid"), "\(out)")
+        #expect(out["reconnect"] == .string("refused"), "\(out)\n\(daemon.stderr)")
+        #expect(daemon.stderr.contains("refusing"), "\(daemon.stderr)")
+        let listed = try JSON.parse(try ok(["dead-letters", "--home", home, "--json"]))
+        guard case .array(let rows) = listed else {
+            Issue.record("dead-letters: \(listed)")
+            return
+        }
+        let invalid = rows.count { $0["kind"] == .string("invalid") }
+        #expect(invalid >= 17 && invalid <= sent, "\(invalid) listed of \(sent) sent")
+        #expect(daemon.isRunning)
+    }
 }

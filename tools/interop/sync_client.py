@@ -16,6 +16,12 @@ against a real `peerlog daemon`.
       three forgeries: a payload altered after signing, a self-signed certificate claiming the
       victim's identity, and a certificate signed by the wrong identity key; wait until the
       daemon has ingested it (its credit comes back) and print {"cids", "authors"}.
+  flood HOST PORT --seed HEX --group GROUP_ID [--batch N] [--max N]
+      as the (invited) deterministic device, accept the group and send `receipts` batches of N
+      receipts with random signatures (distinct counters, so distinct CIDs) until the daemon
+      ends the session or --max were sent; then dial once more at once. Prints {"sent",
+      "error", "reconnect"}: the daemon's error code, and "refused" or "accepted" for the
+      second dial.
 """
 import argparse, hashlib, json, sys, time
 import cbor2
@@ -224,9 +230,62 @@ def forge(args):
                       "authors": [key_id(a) for a in authors]}))
 
 
+def flood(args):
+    import os
+    from peerlog_channel import ChannelError
+    device = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
+    group = group_bytes(args.group)
+    own_identity = bytes(device.identity.verify_key)
+    cert = cbor2.loads(device.certificate)
+    counter = [0]
+
+    def forged():
+        counter[0] += 1
+        fields = {"v": 1, "group": group, "type": "entity.put", "author": bytes(device.device.verify_key),
+                  "identity": own_identity, "counter": counter[0], "parents": [], "hlc": 1_800_000_000_000 << 16,
+                  "body": {"key": "k", "value": counter[0]}}
+        return dumps({"receipt": dumps(fields), "sig": os.urandom(64), "certificate": cert})
+
+    channel = connect(args.host, args.port, args.network, device)
+    send = lambda m: channel.send(dumps(m))
+    send({"t": "hello", "versions": [1], "capabilities": [], "groups": [group]})
+    send({"t": "credit", "n": 8})
+    deadline, sent, credit, accepted, error = time.time() + args.timeout, 0, 0, False, None
+    try:
+        while time.time() < deadline and sent < args.max:
+            if accepted and credit > 0:
+                send({"t": "receipts", "group": group, "items": [forged() for _ in range(args.batch)]})
+                sent += args.batch
+                credit -= 1
+                continue
+            m = cbor2.loads(channel.recv())
+            if m["t"] == "vector" and m["group"] == group:
+                accepted = True
+            elif m["t"] == "credit":
+                credit += m["n"]
+            elif m["t"] == "error":
+                error = m["code"]
+                break
+    except (ChannelError, OSError) as e:
+        error = error or "closed: %s" % e
+    try:
+        channel.close("done")
+    except Exception:
+        pass
+    try:
+        again = connect(args.host, args.port, args.network, device)
+        again.send(dumps({"t": "hello", "versions": [1], "capabilities": [], "groups": []}))
+        cbor2.loads(again.recv())
+        reconnect = "accepted"
+        again.close("done")
+    except (ChannelError, OSError):
+        reconnect = "refused"
+    print(json.dumps({"sent": sent, "error": error, "reconnect": reconnect}))
+
+
 def main(argv):
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["identity", "fetch", "forge"])
+    p.add_argument("command", choices=["identity", "fetch", "forge", "flood"])
     p.add_argument("host", nargs="?")
     p.add_argument("port", nargs="?", type=int)
     p.add_argument("--seed", required=True)
@@ -237,6 +296,8 @@ def main(argv):
     p.add_argument("--timeout", type=float, default=30)
     p.add_argument("--runs", action="store_true", help="fetch: list `envelope_runs` in the hello (batched envelopes)")
     p.add_argument("--victim", help="forge: the identity a forged certificate claims")
+    p.add_argument("--batch", type=int, default=10, help="flood: receipts per batch")
+    p.add_argument("--max", type=int, default=10_000, help="flood: most receipts sent")
     args = p.parse_args(argv)
     if args.command == "identity":
         d = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
@@ -244,6 +305,9 @@ def main(argv):
         return
     if args.command == "forge":
         forge(args)
+        return
+    if args.command == "flood":
+        flood(args)
         return
     try:
         fetch(args)
