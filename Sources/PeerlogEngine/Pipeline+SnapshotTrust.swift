@@ -46,8 +46,9 @@ extension Pipeline {
         guard !state.authority.signers.contains(local.device) else {
             throw refuse("this device sequences group \(g): it never replaces its own committed state")
         }
-        if let status = state.members[sender]?.status, status == .removed || status == .left {
-            throw refuse("the sender \(sender) is no longer a member of group \(g) here")
+        // Its sender must be a member here, not only in what it sends (a relay never is).
+        guard state.members[sender]?.status == .active else {
+            throw refuse("the sender \(sender) is not an active member of group \(g) in this device's committed state")
         }
         // Nothing to check against when it is not ahead: `install` counts it a duplicate.
         guard b.snapshot.seq > held else { return }
@@ -66,15 +67,19 @@ extension Pipeline {
                     evidence: true)
             }
         }
-        // From the authority committed here to the one that signed the anchor.
+        // From the authority committed here to the one that signed the anchor; every key and
+        // authority item above our mark must be signed by the authority in force at its seq.
         var authority = state.authority
-        for (r, e, next) in b.authorityChanges where e.seq > held && e.seq < b.snapshot.seq {
+        let items =
+            (b.history.map { ($0.0, $0.1, SequencerAuthority?.none) } + b.authorityChanges.map { ($0.0, $0.1, $0.2) })
+            .filter { $0.1.seq > held && $0.1.seq < b.snapshot.seq }.sorted { $0.1.seq < $1.1.seq }
+        for (r, e, next) in items {
             guard authority.signers.contains(e.sequencer) else {
                 throw refuse(
-                    "its authority change \(r.cid) at seq \(e.seq) is not signed by the sequencer authority in force",
+                    "its \(r.type) receipt \(r.cid) at seq \(e.seq) is not signed by the sequencer authority in force",
                     evidence: true)
             }
-            authority = next
+            if let next { authority = next }
         }
         guard authority.signers.contains(b.anchor.sequencer) else {
             throw refuse(

@@ -114,7 +114,8 @@ extension Pipeline {
     /// history and authority history are kept as committed receipts.
     mutating func install(_ b: VerifiedSnapshot) throws -> Bool {
         let g = b.snapshot.group
-        guard try !isTombstoned(g), try db.committedSeq(group: g) < b.snapshot.seq else {
+        let held = try db.committedSeq(group: g)
+        guard try !isTombstoned(g), held < b.snapshot.seq else {
             report.duplicates += 1
             return false
         }
@@ -142,7 +143,9 @@ extension Pipeline {
             seq: b.snapshot.seq, at: now)
         stateCache[g] = state
         for (r, e) in b.history + b.authorityChanges.map({ ($0.0, $0.1) }) + [(b.anchorReceipt, b.anchor)] {
-            guard try !db.receiptExists(r.cid),
+            // At or below our mark we hold what was committed, or it is below our floor: the
+            // items there were not checked against an authority (`checkSnapshotTrust`).
+            guard e.seq > held, try !db.receiptExists(r.cid),
                 try db.receiptCID(group: g, author: r.author, counter: r.counter) == nil,
                 try db.envelopeCID(group: g, seq: e.seq) == nil
             else { continue }

@@ -97,20 +97,21 @@ struct ForgedSnapshotTests {
         for m in [mal, bob] { try expectPeerlog(["group", "add", "--home", ann.home, group, m.identity]) }
         try expectPeerlog(["put", "--home", ann.home, group, "balance", "100"])
         let annDaemon = try DaemonProcess(home: ann.home)
-        // Bob joins, then goes away; Ann writes on; Mal joins and holds everything.
-        try join(bob, owner: annDaemon, ownerIdentity: ann.identity, group: group)
-        try expectPeerlog(["put", "--home", ann.home, group, "note", "\"after bob left\""])
+        // Mal joins, then Bob, who goes away; Ann writes on without him.
         try join(mal, owner: annDaemon, ownerIdentity: ann.identity, group: group)
+        try join(bob, owner: annDaemon, ownerIdentity: ann.identity, group: group)
         annDaemon.stop()
+        try expectPeerlog(["put", "--home", ann.home, group, "note", "\"after bob left\""])
         try expectPeerlog(["group", "snapshot", "--home", mal.home, group])
 
-        // Mal forges: seq 5 ahead, solo sequencer and owner, balance 1,000,000.
+        // Mal forges: 20 seqs ahead (past Bob's mark), solo sequencer and owner, balance 1,000,000.
         let g = try GroupID(string: group)
         let malDevice = try LocalDevice.load(home: mal.home)
         let genuine = try #require(
             try Replica(path: mal.home + "/replica.sqlite", device: malDevice).bootstrapBundle(
                 of: g, for: try IdentityID(string: ann.identity), peerCommitted: 0, peerHoldsNothing: true))
-        let forged = try SnapshotForgery.forge(genuine, by: malDevice, key: "balance", value: .int(1_000_000))
+        let forged = try SnapshotForgery.forge(
+            genuine, by: malDevice, ahead: 20, key: "balance", value: .int(1_000_000))
 
         // Directly to the owner's daemon: answered with a vector, nothing installed, logged.
         let annBefore = try committedAndAuthority(ann.home, group)

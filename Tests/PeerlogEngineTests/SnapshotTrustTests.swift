@@ -71,6 +71,17 @@ import Testing
         refuse(dave, genuine, from: bob, trusted: false)
         #expect(try !dave.replica.knowsGroup(g))
 
+        // Dave is a member now, but not in Carol's committed state: she takes nothing from him.
+        try alice.send(g, to: dave)
+        try dave.replica.append(.inviteAccepted, to: g)
+        try dave.send(g, to: alice)
+        try alice.send(g, to: dave)
+        try dave.replica.makeSnapshot(of: g)
+        let fromDave = try #require(
+            try dave.replica.bootstrapBundle(of: g, for: carol.identity, peerCommitted: 0, peerHoldsNothing: true))
+        refuse(carol, fromDave, from: dave)
+        #expect(try carol.replica.floor(of: g) == nil)
+
         // The genuine snapshot still installs on Carol, and she then agrees with Alice.
         try carol.replica.installSnapshot(genuine, from: bob.identity, device: bob.device.device)
         try alice.send(g, to: carol)
