@@ -96,18 +96,6 @@ extension Pipeline {
         return CompactionResult(group: group, floor: mark.seq, snapshot: mark.cid, pruned: pruned)
     }
 
-    /// The auto snapshot (and compaction) for groups whose committed mark crossed a multiple of
-    /// `snapshotInterval` in this transaction. A group that cannot be snapshotted now (not a
-    /// member, keys missing, too big) is skipped: the next multiple tries again.
-    mutating func snapshotCrossings(_ crossings: [GroupID]) throws {
-        for group in crossings {
-            do { _ = try makeSnapshot(group) } catch let e as ReplicaError where e.code == .snapshotUnavailable {
-                continue
-            }
-            if let result = try compact(group) { report.compactions.append(result) }
-        }
-    }
-
     /// Installs a verified snapshot (`Replica.installSnapshot` checked it, and
     /// `checkSnapshotTrust` in this transaction): the committed state at its seq replaces this
     /// replica's, its seq becomes the floor, tentative receipts it covers go, and the anchor, key

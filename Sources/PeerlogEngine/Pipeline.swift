@@ -147,7 +147,9 @@ struct Pipeline {
         seqDirty = []
         for group in keysArrived.sorted() { try rematerialize(group) }
         keysArrived = []
-        try snapshotCrossings(crossings)
+        // Made after this transaction commits, in their own (`Replica.snapshotAndCompact`): a
+        // snapshot or compaction that cannot be written (a full disk) never holds back a commit.
+        report.snapshotsDue += crossings
         let storedKeys = try entityKeysStoredInGroupsWithReorders()
         try maintainOverlays()
         try logChanges(storedKeys: storedKeys)

@@ -26,6 +26,8 @@ public final class Replica: Sendable {
     /// Internal for the local write path (Replica+LocalWrite.swift).
     let hlc = Mutex(HybridLogicalClock())
     private let subscribers = Mutex<[Int: @Sendable (ReplicaEvent) -> Void]>([:])
+    /// Automatic snapshots and compactions that failed, by group, until one succeeds.
+    let maintenanceFailures = Mutex<[GroupID: MaintenanceSkipped]>([:])
     private let nextSubscriber = Atomic<Int>(0)
 
     /// Opens (or creates) the replica database at `path`. Cheap: nothing is scanned at open.
@@ -254,13 +256,15 @@ public final class Replica: Sendable {
     /// Moves pending items that waited too long or too often to dead letters, and re-emits
     /// backfill requests for the rest (subject to the storm guard). Call it periodically.
     public func retryPending() throws -> IngestReport {
-        try write { p in try p.retryPending() }
+        var report = try write { p in try p.retryPending() }
+        retryMaintenance(into: &report)
+        return report
     }
 
     /// Runs a pipeline transaction, settles touched groups, and delivers events after commit.
     func write(_ body: (inout Pipeline) throws -> Void) throws -> IngestReport {
         let now = clock()
-        let report = try store.write { db in
+        var report = try store.write { db in
             var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: sequenceGate != nil)
             try body(&p)
             try p.settle()
@@ -275,6 +279,11 @@ public final class Replica: Sendable {
         for share in report.keyShares {
             // Best effort: the device asks again at its next accept or connection otherwise.
             try? shareEpochKeys(share.group, with: share.certificate)
+        }
+        if !report.snapshotsDue.isEmpty {
+            let due = report.snapshotsDue
+            report.snapshotsDue = []
+            snapshotAndCompact(due, into: &report)
         }
         return report
     }

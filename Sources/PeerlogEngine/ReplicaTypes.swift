@@ -39,6 +39,17 @@ public enum ReplicaEvent: Hashable, Sendable {
     case deadLettered(kind: QueuedKind, cid: CID, reason: String)
 }
 
+/// An automatic snapshot or compaction that could not complete (docs/PROTOCOL.md §23.4): the
+/// commits it followed stand; it is tried again later.
+public struct MaintenanceSkipped: Sendable, Hashable {
+    /// The group.
+    public let group: GroupID
+    /// Why, in one line (for a full disk, how much space it needs).
+    public let reason: String
+    /// When it failed (ms).
+    public let at: UInt64
+}
+
 /// The result of one `ingest` call.
 public struct IngestReport: Sendable, Equatable {
     /// Receipts stored (each new, with its author's earlier counters held).
@@ -73,6 +84,12 @@ public struct IngestReport: Sendable, Equatable {
     var rotations: Set<GroupID> = []
     /// Compactions this transaction ran (after an automatic snapshot, §23.4).
     public var compactions: [CompactionResult] = []
+    /// Automatic snapshots (and compactions) that could not be written after this call's commits,
+    /// with the reason; retried later (docs/PROTOCOL.md §23.4).
+    public var maintenanceSkipped: [MaintenanceSkipped] = []
+    /// Groups whose committed mark crossed their snapshot interval in this call's transaction:
+    /// their snapshot and compaction run after it commits.
+    package var snapshotsDue: [GroupID] = []
     /// Seqs of the snapshots this transaction installed (§23.3).
     public var snapshotsInstalled: [UInt64] = []
 
@@ -230,6 +247,9 @@ extension ErrorCode where Domain == ReplicaError {
     /// authority in force here, it contradicts what is held here, this device sequences the
     /// group, or (holding nothing of the group) this device does not trust its sender.
     public static let snapshotRefused = Self("snapshotRefused")
+    /// The disk holding the store is full: the write was not made (the detail says how much
+    /// space it needs where that is known).
+    public static let diskFull = Self("diskFull")
     /// No snapshot can be made now: the detail says why (the group's state is over
     /// `GroupSnapshot.maxEncodedBytes`, committed receipts wait for an epoch key, this device is
     /// not an active member, or nothing is committed yet).

@@ -86,6 +86,20 @@ package final class Store: Sendable {
         return result
     }
 
+    /// Copies the WAL into the database and truncates it (after a write that failed, say for a
+    /// full disk, so the WAL it grew does not keep the space). Best effort: false when readers
+    /// kept it from finishing.
+    @discardableResult
+    package func truncateWAL() -> Bool {
+        guard access == .readWrite else { return false }
+        return (try? pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }) != nil
+    }
+
+    /// Whether `error` is SQLite's "database or disk is full".
+    package static func isDiskFull(_ error: any Error) -> Bool {
+        (error as? DatabaseError)?.resultCode == .SQLITE_FULL
+    }
+
     /// Runs `body` on a read-only snapshot.
     package func read<T>(_ body: (StoreDB) throws -> T) throws -> T {
         try pool.read { db in try body(StoreDB(db: db)) }

@@ -206,6 +206,19 @@ extension StoreDB {
         return n
     }
 
+    /// What `pruneSuperseded(group:below:)` would delete now: how many receipts, and about how
+    /// many bytes of pages (payload, signature, envelope and row overhead) it would change.
+    package func pruneEstimate(group: GroupID, below: UInt64) throws -> (count: Int, bytes: Int) {
+        let row = try self.row(
+            """
+            SELECT COUNT(*) AS n, COALESCE(SUM(length(r.payload) + length(r.signature) + 400), 0) AS bytes
+            FROM envelopes e JOIN receipts r ON r.cid = e.cid
+            WHERE e.group_id = ?1 AND e.seq < ?2 AND r.type NOT LIKE 'group.%'
+              AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.cid = r.cid)
+            """, [group.bytes.blob, below.sql])
+        return (Int(row?["n"] as Int64? ?? 0), Int(row?["bytes"] as Int64? ?? 0))
+    }
+
     /// Receipts of `type` committed at or below `seq`, with their envelope containers, in seq order.
     package func committedReceipts(
         group: GroupID, type: String, through seq: UInt64

@@ -1,0 +1,77 @@
+import Foundation
+import PeerlogModel
+import PeerlogStore
+
+/// Automatic snapshots and compaction (docs/PROTOCOL.md §23.4), each in a transaction of its
+/// own after the commits that crossed a group's snapshot interval. Retention exists to save
+/// space, so it never blocks receiving commits: one that cannot be written (a full disk) is
+/// skipped, reported (`IngestReport.maintenanceSkipped`, `maintenanceSkipped(of:)`), its WAL
+/// truncated, and tried again at the group's next interval or by `retryPending` a minute later.
+extension Replica {
+    /// How long after a failure `retryPending` tries a group's snapshot and compaction again (ms).
+    static let maintenanceRetryMillis: UInt64 = 60_000
+
+    /// The last automatic snapshot or compaction of `group` that could not complete, until one does.
+    public func maintenanceSkipped(of group: GroupID) -> MaintenanceSkipped? {
+        maintenanceFailures.withLock { $0[group] }
+    }
+
+    func snapshotAndCompact(_ groups: [GroupID], into report: inout IngestReport) {
+        for group in groups {
+            do {
+                let done = try write { p in
+                    do { _ = try p.makeSnapshot(group) } catch let e as ReplicaError where e.code == .snapshotUnavailable {
+                        return
+                    }
+                    if let result = try p.compact(group) { p.report.compactions.append(result) }
+                }
+                report.compactions += done.compactions
+                maintenanceFailures.withLock { $0[group] = nil }
+            } catch {
+                let skipped = MaintenanceSkipped(group: group, reason: maintenanceReason(error, group: group), at: clock())
+                maintenanceFailures.withLock { $0[group] = skipped }
+                report.maintenanceSkipped.append(skipped)
+                store.truncateWAL()
+            }
+        }
+    }
+
+    func retryMaintenance(into report: inout IngestReport) {
+        let now = clock()
+        let due = maintenanceFailures.withLock { failures in
+            failures.values.filter { now >= $0.at &+ Self.maintenanceRetryMillis }.map(\.group)
+        }
+        if !due.isEmpty { snapshotAndCompact(due.sorted(), into: &report) }
+    }
+
+    /// One line: for a full disk, how much the compaction would prune and the space free now.
+    func maintenanceReason(_ error: any Error, group: GroupID) -> String {
+        guard Store.isDiskFull(error) else {
+            return "snapshot or compaction of group \(group) failed: \(error)"
+        }
+        return "the disk is full: " + spaceNeeded(group)
+            + "; skipped (commits go on), tried again at the next snapshot interval"
+    }
+
+    /// What a compaction of `group` now needs: the receipts it would prune and, since SQLite
+    /// copies every page it changes into the WAL first, about as many bytes free.
+    func spaceNeeded(_ group: GroupID) -> String {
+        let estimate = try? store.read { db -> (count: Int, bytes: Int)? in
+            guard let floor = try db.snapshotSummaries(group: group).first?.seq else { return nil }
+            return try db.pruneEstimate(group: group, below: floor)
+        }
+        let free = Self.freeBytes(atPathOf: store.path).map { "\(Self.megabytes($0)) free" } ?? "free space unknown"
+        guard let estimate = estimate ?? nil else { return "a snapshot of group \(group) needs space (\(free))" }
+        return
+            "compacting group \(group) prunes about \(estimate.count) receipts and needs about \(Self.megabytes(estimate.bytes)) free for its write-ahead log (\(free))"
+    }
+
+    static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
+
+    static func freeBytes(atPathOf path: String) -> Int? {
+        var s = statvfs()
+        let dir = (path as NSString).deletingLastPathComponent
+        guard statvfs(dir.isEmpty ? "." : dir, &s) == 0 else { return nil }
+        return Int(s.f_bavail) * Int(s.f_frsize)
+    }
+}
