@@ -25,6 +25,7 @@ enum StatusText {
             out += "  \(g.name)  \(g.id)  committed \(g.committed)  tentative \(g.tentative)\n"
             if let q = g.sequencer { out += "    sequencer: " + sequencerLine(q) + "\n" }
             if let w = g.waitingForKey { out += "    encrypted end to end; \(w) waiting for a key\n" }
+            if let why = g.maintenanceSkipped { out += "    snapshot/compaction skipped: \(why)\n" }
             if let o = g.offline { out += "    " + offlineLine(o) + "\n" }
             for p in g.peers {
                 let theirs = p.peerCommitted.map(String.init) ?? "?"

@@ -139,6 +139,7 @@ extension Replica {
     /// snapshot above the floor qualifies (make one first, or wait for peers to acknowledge it).
     public func compact(_ group: GroupID) throws -> CompactionResult? {
         var result: CompactionResult?
+        if let short = compactionShortfall(group) { throw ReplicaError(.diskFull, "not enough space: \(short)") }
         do { _ = try write { p in result = try p.compact(group, forced: true) } } catch where Store.isDiskFull(error) {
             store.truncateWAL()
             throw ReplicaError(.diskFull, "the disk is full: \(spaceNeeded(group)); nothing was pruned")

@@ -127,6 +127,9 @@ public struct IngestReport: Sendable, Equatable {
         events += other.events
         contended.formUnion(other.contended)
         gated.formUnion(other.gated)
+        compactions += other.compactions
+        maintenanceSkipped += other.maintenanceSkipped
+        snapshotsInstalled += other.snapshotsInstalled
     }
 }
 

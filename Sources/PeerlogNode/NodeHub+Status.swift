@@ -65,6 +65,7 @@ extension NodeHub {
                 id: group.string, name: name, committed: committed, tentative: tentative, peers: lags)
             entry.sequencer = sequencerStatus(group, tentative: tentative)
             entry.offline = (try? replica.offlineHeadroom(of: group)).map(OfflineStatus.init)
+            entry.maintenanceSkipped = replica.maintenanceSkipped(of: group)?.reason
             if (try? replica.state(of: group, view: .tentative))??.encryption != nil {
                 entry.waitingForKey = try? replica.sealedWaitingCount(of: group)
             }

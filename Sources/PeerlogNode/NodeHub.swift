@@ -252,9 +252,11 @@ final class NodeHub: @unchecked Sendable {
             onRelaysChange.withLock { $0 }(relays)
         case .retryQueued(let via):
             // What it applies changes the stamp, so the poll that follows pushes it.
-            guard let report = try? replica.retryPending(), !report.actions.isEmpty, let via,
-                let session = sessions[via]
-            else { return }
+            let report = try? replica.retryPending()
+            for skipped in report?.maintenanceSkipped ?? [] {
+                logger.warning("snapshot/compaction skipped again: \(skipped.reason)")
+            }
+            guard let report, !report.actions.isEmpty, let via, let session = sessions[via] else { return }
             perform(session.requestBackfill(report.actions), on: via)
         case .log(let level, let message):
             logger.log(level: level, "\(message)")

@@ -11,6 +11,7 @@ extension NodeStateMachine {
         case .ingested(let group, let report):
             // Membership first: nothing is pushed to a peer that what arrived just removed.
             return (report.touchesGroupOperations ? [.checkGroupOperations] : []) + fanOut(group, except: id)
+                + report.maintenanceSkipped.map { .log(.warning, "snapshot/compaction skipped: \($0.reason)") }
         case .ignoredOffer(let group):
             return [
                 .log(

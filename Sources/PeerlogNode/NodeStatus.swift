@@ -190,6 +190,9 @@ public struct GroupStatus: Codable, Sendable, Equatable {
     public var waitingForKey: Int?
     /// This device's headroom against the group's offline limits (docs/PROTOCOL.md §10.5).
     public var offline: OfflineStatus?
+    /// Why the group's last automatic snapshot or compaction was skipped (a full disk, with the
+    /// space it needs), until one completes; nil when none was (docs/PROTOCOL.md §23.4).
+    public var maintenanceSkipped: String?
 
     /// A group's status; `sequencer` nil when not given.
     public init(

@@ -191,3 +191,94 @@ struct CatchUpFaultTests {
             "bob stalled at \(log.bobCommitted(home: bobHome) ?? 0) of \(log.total)\n\(bob.stderr.suffix(3_000))")
     }
 }
+
+/// Issue 32, item 4: retention on a nearly full disk. Bob holds a long log on a small tmpfs and
+/// turns retention on; the disk has room for commits but not for a compaction's write-ahead
+/// log. Commits go on, the skipped compaction is logged and shown by `status`, the WAL does not
+/// eat the disk, and once there is room `group compact` prunes. Needs root (mount).
+@Suite(.serialized)
+struct RetentionFullDiskTests {
+    let dir: String
+    init() throws { dir = try TestSupport.temporaryDirectory() }
+
+    func freeBytes(_ path: String) -> Int {
+        var s = statvfs()
+        return statvfs(path, &s) == 0 ? Int(s.f_bavail) * Int(s.f_frsize) : -1
+    }
+
+    @Test(.enabled(if: getuid() == 0, "mounts a tmpfs (root only)"))
+    func aCompactionThatCannotBeWrittenNeverStopsCommits() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = try LongLog(dir: dir, writes: 20_000, invitationLast: false)
+        let mountPoint = dir + "/small"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard try TestSupport.run("/bin/mount", ["-t", "tmpfs", "-o", "size=64m", "tmpfs", mountPoint]).status == 0
+        else {
+            Issue.record("cannot mount a tmpfs")
+            return
+        }
+        defer { _ = try? TestSupport.run("/bin/umount", ["-l", mountPoint]) }
+        let bobHome = mountPoint + "/bob"
+        _ = try TestSupport.run("/bin/cp", ["-a", log.bobHome, bobHome])
+        let g = log.group.string
+
+        // Bob takes the whole log with the room he needs, and accepts.
+        do {
+            let ann = try DaemonProcess(home: log.annHome)
+            let bob = try DaemonProcess(
+                home: bobHome, arguments: ["--peer", ann.address, "--allow", log.ann.identity.string])
+            defer {
+                ann.stop()
+                bob.stop()
+            }
+            #expect(log.bobCompletes(home: bobHome), "\(bob.stderr.suffix(2_000))")
+            try expectPeerlog(["group", "accept", "--home", bobHome, g])
+            #expect(
+                TestSupport.waitUntil(timeout: 60) { log.bobCommitted(home: bobHome) == log.total + 1 },
+                "bob's acceptance was not committed: \(bob.stderr.suffix(2_000))")
+        }
+        try expectPeerlog(["group", "retention", "--home", bobHome, g, "--on", "--min-age", "0"])
+        try expectPeerlog(["group", "snapshot", "--home", bobHome, g, "--every", "100"])
+        // Ann writes 600 more while Bob is away.
+        let batch = dir + "/more.jsonl"
+        try (0..<600).map { "{\"key\": \"more\($0 % 50)\", \"value\": \($0)}" }.joined(separator: "\n")
+            .write(toFile: batch, atomically: true, encoding: .utf8)
+        try expectPeerlog(["put", "--home", log.annHome, g, "--batch", batch])
+
+        // Fill Bob's disk to 6 MB free: room for 600 commits, not for pruning 20,000 receipts.
+        let filler = mountPoint + "/filler"
+        let fill = max(0, freeBytes(mountPoint) - 6_000_000)
+        #expect(try TestSupport.run("/usr/bin/fallocate", ["-l", String(fill), filler]).status == 0)
+        let ann = try DaemonProcess(home: log.annHome)
+        let bob = try DaemonProcess(home: bobHome, arguments: ["--peer", ann.address])
+        defer {
+            ann.stop()
+            bob.stop()
+        }
+        let total = log.total + 601
+        #expect(
+            TestSupport.waitUntil(timeout: 90) { log.bobCommitted(home: bobHome) == total },
+            "bob stopped at \(log.bobCommitted(home: bobHome) ?? 0) of \(total)\n\(bob.stderr.suffix(3_000))")
+        #expect(bob.stderr.contains("snapshot/compaction skipped"), "\(bob.stderr.suffix(3_000))")
+        #expect(bob.stderr.contains("not enough space: compacting group"), "\(bob.stderr.suffix(3_000))")
+        let status = try expectPeerlog(["status", "--home", bobHome, "--json"])
+        #expect(status.contains("maintenanceSkipped"), "\(status)")
+        // The WAL gave its space back: the disk is not left at zero.
+        #expect(
+            freeBytes(mountPoint) > 500_000,
+            "\(freeBytes(mountPoint)) bytes free: \((try? TestSupport.run("/bin/ls", ["-l", bobHome]).stdout) ?? "")")
+        // A compaction by hand says what it needs, and writes nothing…
+        let refused = try TestSupport.peerlog(["group", "compact", "--home", bobHome, g])
+        #expect(refused.status != 0 && refused.stderr.contains("needs about"), "\(refused.stderr)")
+        // …and once there is room, it prunes.
+        try FileManager.default.removeItem(atPath: filler)
+        #expect(try TestSupport.run("/bin/mount", ["-o", "remount,size=256m", mountPoint]).status == 0)
+        let compacted = try peerlogJSON(["group", "compact", "--home", bobHome, g])
+        guard case .number(let floorText)? = compacted["floor"], let floor = Int(floorText) else {
+            Issue.record("group compact printed \(compacted)")
+            return
+        }
+        #expect(floor > 20_000)
+        #expect(try TestSupport.peerlog(["check", "--home", bobHome]).status == 0)
+    }
+}
