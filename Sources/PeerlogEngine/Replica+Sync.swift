@@ -43,13 +43,17 @@ public struct SyncSharing: Sendable, Hashable {
     public let peerPresent: Bool
     /// Our identity is a pending or active member, or this device is the group's relay.
     public let localPresent: Bool
+    /// The group is end-to-end encrypted (§22): only a peer that lists the `encrypted_groups`
+    /// capability is sent it (§15.2.4).
+    public var encrypted = false
 
     /// Flags as given; `open` defaults to true.
-    public init(held: Bool, open: Bool = true, peerPresent: Bool, localPresent: Bool) {
+    public init(held: Bool, open: Bool = true, peerPresent: Bool, localPresent: Bool, encrypted: Bool = false) {
         self.held = held
         self.open = open
         self.peerPresent = peerPresent
         self.localPresent = localPresent
+        self.encrypted = encrypted
     }
 
     /// Not held at all: an offer of it is an invitation.
@@ -98,16 +102,21 @@ extension Replica {
                 guard let m = state.members[id] else { return false }
                 return m.status == .pending || m.status == .active
             }
+            let encrypted = state.encryption != nil
             if case .relay(let key, _) = state.authority {
                 if key == local.device {
-                    return SyncSharing(held: true, peerPresent: present(peer.identity), localPresent: true)
+                    return SyncSharing(
+                        held: true, peerPresent: present(peer.identity), localPresent: true, encrypted: encrypted)
                 }  // we are its relay
                 if key == peer.device {
                     return SyncSharing(
-                        held: true, peerPresent: present(local.identity), localPresent: present(local.identity))
+                        held: true, peerPresent: present(local.identity), localPresent: present(local.identity),
+                        encrypted: encrypted)
                 }  // the peer is it
             }
-            return SyncSharing(held: true, peerPresent: present(peer.identity), localPresent: present(local.identity))
+            return SyncSharing(
+                held: true, peerPresent: present(peer.identity), localPresent: present(local.identity),
+                encrypted: encrypted)
         }
     }
 

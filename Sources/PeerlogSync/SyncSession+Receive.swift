@@ -139,6 +139,7 @@ extension SyncSession {
         peerPreVotes = capabilities.contains(Self.preVoteCapability)
         peerReadsRuns = capabilities.contains(Self.envelopeRunsCapability)
         peerReadsSnapshots = capabilities.contains(Self.snapshotsCapability)
+        peerReadsEncrypted = capabilities.contains(Self.encryptedGroupsCapability)
         guard let common = versions.filter(Self.versions.contains).max() else {
             throw SyncFailure("version", "no common version: peer speaks \(versions), we speak \(Self.versions)")
         }
@@ -173,6 +174,8 @@ extension SyncSession {
             withdrawn[g] = nil
             unsharedByPeer.remove(g)
             try accept(g, serves: sharing.serves, into: &out)
+            // Withdrawn instead (a group the peer cannot follow): nothing more to record.
+            guard groups[g] != nil else { return }
             out.append(.event(.groupAdded(group: g)))
         }
         var s = groups[g]!

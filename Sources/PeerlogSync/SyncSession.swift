@@ -23,6 +23,10 @@ public final class SyncSession {
     /// Hello capability: "I start a group from a `snapshot` message" (§23.3). Peers without it
     /// get the log (and nothing below a compacted sender's floor).
     public static let snapshotsCapability = "snapshots"
+    /// Hello capability: "I follow end-to-end encrypted groups" (§22: `group.created` with an
+    /// `encryption` field, sealed bodies, `group.key`). A peer without it is sent no encrypted
+    /// group: an offer of one it takes up is withdrawn with `unshared` (§15.2.4).
+    public static let encryptedGroupsCapability = "encrypted_groups"
 
     enum Phase { case idle, started, open, closed }
 
@@ -73,6 +77,13 @@ public final class SyncSession {
     var peerReadsSnapshots = false
     /// Whether our hello lists `snapshots` (off only to act as a peer from before snapshots).
     public var offersSnapshots = true
+    /// Whether our hello lists `encrypted_groups` (off only to act as a peer from before them).
+    public var offersEncryptedGroups = true
+    /// The peer listed `encrypted_groups` in its hello.
+    var peerReadsEncrypted = false
+    /// Encrypted groups withdrawn from a peer without `encrypted_groups`: not offered again in
+    /// this session (it is told once).
+    var cannotFollow = Set<GroupID>()
     /// The node trusts this peer to start a group the replica holds nothing of from its snapshot
     /// (its identity is ours, or named by `allow` or a pairing: docs/SECURITY.md "Snapshots").
     /// Set before `start()`. A replica that holds the group checks a snapshot against its own
@@ -112,6 +123,7 @@ public final class SyncSession {
                 (offersCommits ? [Self.commitsCapability] : []) + (offersPreVote ? [Self.preVoteCapability] : [])
                 + (offersEnvelopeRuns ? [Self.envelopeRunsCapability] : [])
                 + (offersSnapshots ? [Self.snapshotsCapability] : [])
+                + (offersEncryptedGroups ? [Self.encryptedGroupsCapability] : [])
             send(
                 .hello(
                     versions: Self.versions, capabilities: capabilities,
@@ -307,6 +319,7 @@ public final class SyncSession {
 
     /// Offers a group that became shared after hello, by our vector.
     func offerAnew(_ group: GroupID, into out: inout [SyncAction]) {
+        guard !cannotFollow.contains(group) else { return }
         offered.insert(group)
         withdrawn[group] = nil
         run(&out) { out in try accept(group, serves: true, into: &out) }
@@ -315,6 +328,16 @@ public final class SyncSession {
     /// Accepts a group: sends our vector, after which the peer may send items for it. `serves`:
     /// we also send it what it lacks (it is a member in our view).
     func accept(_ group: GroupID, serves: Bool, into out: inout [SyncAction]) throws {
+        if !peerReadsEncrypted, try store.syncSharing(group, with: peer).encrypted {
+            // A peer from before §22 would refuse the group's first receipt and stall at it.
+            guard cannotFollow.insert(group).inserted else { return }
+            withdraw(
+                group,
+                reason:
+                    "group \(group) is end-to-end encrypted and this peer does not list the encrypted_groups capability: upgrade it to sync this group",
+                into: &out)
+            return
+        }
         let v = try store.vector(of: group)
         var s = GroupSync()
         s.serves = serves

@@ -37,12 +37,13 @@ final class Mesh {
     /// `preVote: false` makes peer `i`'s session leave `prevote` out, like a peer from before it.
     /// `envelopeRuns: false` makes peer `j`'s session leave `envelope_runs` out, like a peer from before batched envelopes.
     /// `snapshots: false` makes peer `j`'s session leave `snapshots` out, like a peer from before snapshots.
+    /// `encryptedGroups: false` makes peer `j`'s session leave `encrypted_groups` out, like a peer from before §22.
     /// `trusted: false`: neither node trusts the other to start a group from its snapshot (as
     /// when neither names the other in `allow`); by default both do.
     func connect(
         _ i: Int, _ j: Int, limits: SyncLimits = .init(), peerLimits: SyncLimits? = nil, commits: Bool = true,
         preVote: Bool = true,
-        envelopeRuns: Bool = true, snapshots: Bool = true, trusted: Bool = true
+        envelopeRuns: Bool = true, snapshots: Bool = true, trusted: Bool = true, encryptedGroups: Bool = true
     ) -> (Int, Int) {
         let a = ends.count
         let b = a + 1
@@ -63,6 +64,7 @@ final class Mesh {
         ends[a].session.offersPreVote = preVote
         ends[b].session.offersEnvelopeRuns = envelopeRuns
         ends[b].session.offersSnapshots = snapshots
+        ends[b].session.offersEncryptedGroups = encryptedGroups
         ends[a].session.trustsPeerForBootstrap = trusted
         ends[b].session.trustsPeerForBootstrap = trusted
         partner += [b, a]
