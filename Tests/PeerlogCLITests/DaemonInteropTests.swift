@@ -100,4 +100,39 @@ struct DaemonInteropTests {
         #expect(TestSupport.waitUntil(timeout: 5) { daemon.stderr.contains("closed") }, "\(daemon.stderr)")
         #expect(daemon.isRunning)
     }
+
+    /// A peer from before encrypted groups (this Python peer lists no `encrypted_groups`) is
+    /// offered an encrypted group only to be told, with `unshared`, why it cannot have it; it is
+    /// sent no receipt of it (docs/PROTOCOL.md §22.5).
+    @Test func aPeerWithoutTheEncryptedGroupsCapabilityIsToldWhyAndSentNothing() throws {
+        let home = dir + "/erin"
+        _ = try ok(["init", "--home", home, "--name", "erin"])
+        let created = try JSON.parse(try ok(["group", "create", "--home", home, "sealed", "--json"]))
+        guard case .string(let group)? = created["id"] else {
+            Issue.record("no group id")
+            return
+        }
+        let seed = "1c"
+        guard
+            case .string(let identity)? = try JSON.parse(
+                try TestSupport.python("sync_client.py", ["identity", "--seed", seed]))["identity"]
+        else {
+            Issue.record("no python identity")
+            return
+        }
+        _ = try ok(["group", "add", "--home", home, group, identity])
+        _ = try ok(["put", "--home", home, group, "k", "1"])
+        let daemon = try DaemonProcess(home: home)
+        defer { daemon.stop() }
+        let out = try JSON.parse(
+            try TestSupport.python(
+                "sync_client.py",
+                ["fetch", "127.0.0.1", String(daemon.port), "--seed", seed, "--group", group, "--to", "3"]))
+        guard case .string(let why)? = out["unshared"] else {
+            Issue.record("the old peer was not told: \(out)")
+            return
+        }
+        #expect(why.contains("encrypted_groups"), "\(why)")
+        #expect(out["receipts"] == .int(0), "\(out)")
+    }
 }

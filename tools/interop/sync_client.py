@@ -10,7 +10,8 @@ against a real `peerlog daemon`.
       verify every receipt (certificate, author binding, signature, CID of the envelope) and
       envelope (signature; for a batched run item, its Merkle path too); print a JSON summary.
       Exit 1 on any verification failure. --runs lists `envelope_runs` in the hello, so the
-      daemon may send batched envelopes (§3.5); without it, only single ones.
+      daemon may send batched envelopes (§3.5); without it, only single ones. This peer lists no
+      `encrypted_groups`: for an encrypted group it prints {"unshared": REASON, "receipts"}.
   forge HOST PORT --seed HEX --group GROUP_ID --victim IDENTITY
       as the (invited) deterministic device, accept the group and send one `receipts` batch of
       three forgeries: a payload altered after signing, a self-signed certificate claiming the
@@ -157,6 +158,11 @@ def fetch(args):
             done = m["id"] == 1 or done
         elif t == "error":
             raise SystemExit("daemon sent error: %s %s" % (m["code"], m["message"]))
+        elif t == "unshared" and m["group"] == group:
+            # The daemon will not sync this group with us (a peer without a capability it needs).
+            channel.close("done")
+            print(json.dumps({"unshared": m["reason"], "receipts": len(receipts)}))
+            return
     channel.close("done")
     forks = [s for s, cids in envelopes.items() if len(cids) != 1]
     missing = [s for s, cids in envelopes.items() if next(iter(cids)) not in receipts]
