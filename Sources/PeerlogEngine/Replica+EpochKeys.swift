@@ -120,7 +120,9 @@ extension Replica {
     }
 
     /// Hands `certificate`'s device the keys it may read in `group`: the keys in use, and every
-    /// earlier one when the group keeps history. Writes one `group.key` receipt per key
+    /// earlier one this device holds when the group keeps history or the device is one of this
+    /// identity's own (a linked laptop, a restored backup: it reads what its siblings read, and
+    /// its state hash is theirs). Writes one `group.key` receipt per key
     /// (not rotating); nothing when this device holds none of them, the device is no active or
     /// invited member's (an invitee proved by a pairing code gets them before it accepts), or
     /// it is revoked.
@@ -137,7 +139,8 @@ extension Replica {
             let held = try p.epochKeys(group)
             // Every key in use, not only the newest: a member who wrote before any key reached it
             // started an epoch of its own, and the keys before it still open current writes.
-            var ids = encryption.history ? Array(held.keys).sorted() : []
+            let sibling = certificate.identity == self.local.identity
+            var ids = encryption.history || sibling ? Array(held.keys).sorted() : []
             for id in encryption.validKeys where !ids.contains(id) { ids.append(id) }
             var position = try self.localWritePosition(in: group, pipeline: p, forMore: true)
             for id in ids {
