@@ -166,11 +166,39 @@ extension Replica {
             let history = try db.committedReceipts(group: group, type: EpochKeyShare.receiptType, through: s.seq)
             let authority = try db.committedReceipts(
                 group: group, type: GroupOperation.sequencerChangedType, through: s.seq)
+            let readable = try readableSnapshot(s.encoded, for: peer, db: db)
             return SnapshotBundle(
-                snapshot: s.encoded, anchorEnvelope: s.anchorEnvelope, anchorReceipt: s.anchorReceipt,
+                snapshot: readable, anchorEnvelope: s.anchorEnvelope, anchorReceipt: s.anchorReceipt,
                 keyHistory: history.map { [$0.receipt.encoded, $0.envelope] },
                 authorityHistory: authority.map { [$0.receipt.encoded, $0.envelope] })
         }
+    }
+
+    /// `encoded` as `peer` may read it (docs/PROTOCOL.md §23.3, SECURITY.md): in an encrypted
+    /// group without `history`, only the values whose writers were sealed under a key in use now
+    /// (what the peer holds once it accepts, or already holds when invited by code); values under
+    /// retired keys, which the log would never open for it, are left out and the state hash
+    /// recomputed. A device of this identity gets every value (it gets every key, §22.5). While
+    /// no key was ever retired (every epoch's key is still in use) nothing is left out; after a
+    /// retirement, a value whose writer receipt this replica does not hold (it started from a
+    /// snapshot itself) is left out too, since which key sealed it cannot be told.
+    func readableSnapshot(_ encoded: [UInt8], for peer: IdentityID, db: StoreDB) throws -> [UInt8] {
+        let snapshot = try GroupSnapshot(encoded: encoded)
+        guard peer != local.identity, let blob = try db.groupStateBlob(group: snapshot.group),
+            let encryption = try GroupState(storedBytes: blob).encryption, !encryption.history,
+            encryption.epoch > UInt64(encryption.validKeys.count)
+        else { return encoded }
+        let inUse = Set(encryption.validKeys)
+        let kept = try snapshot.entities.filter { e in
+            guard let r = try db.loadReceipt(e.cid)?.receipt, GroupOperation.looksSealed(r.body),
+                let sealed = try? EncryptedBody(cbor: r.body)
+            else { return false }
+            return inUse.contains(sealed.keyID)
+        }
+        guard kept.count < snapshot.entities.count else { return encoded }
+        return GroupSnapshot(
+            group: snapshot.group, seq: snapshot.seq, state: snapshot.state, entities: kept, authors: snapshot.authors
+        ).encoded
     }
 
     /// Verifies a snapshot a peer sent and installs it when it is ahead of what is held here
