@@ -56,7 +56,8 @@ extension Pipeline {
         let positions = b.history.map { ($0.1.seq, $0.0.cid) } + b.authorityChanges.map { ($0.1.seq, $0.0.cid) }
         for (seq, cid) in positions where seq <= held {
             if let mine = try db.envelopeCID(group: g, seq: seq), mine != cid {
-                throw refuse("it names \(cid) at seq \(seq) of group \(g), where \(mine) is committed here", evidence: true)
+                throw refuse(
+                    "it names \(cid) at seq \(seq) of group \(g), where \(mine) is committed here", evidence: true)
             }
         }
         // A value it says was committed at or below our mark, and not written since, is ours too.

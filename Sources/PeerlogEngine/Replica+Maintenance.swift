@@ -21,7 +21,9 @@ extension Replica {
         for group in groups {
             do {
                 _ = try write { p in
-                    do { _ = try p.makeSnapshot(group) } catch let e as ReplicaError where e.code == .snapshotUnavailable {
+                    do { _ = try p.makeSnapshot(group) } catch let e as ReplicaError
+                        where e.code == .snapshotUnavailable
+                    {
                         return
                     }
                 }
@@ -36,7 +38,8 @@ extension Replica {
                 report.compactions += done.compactions
                 maintenanceFailures.withLock { $0[group] = nil }
             } catch {
-                let skipped = MaintenanceSkipped(group: group, reason: maintenanceReason(error, group: group), at: clock())
+                let skipped = MaintenanceSkipped(
+                    group: group, reason: maintenanceReason(error, group: group), at: clock())
                 maintenanceFailures.withLock { $0[group] = skipped }
                 report.maintenanceSkipped.append(skipped)
                 if Store.isDiskFull(error) { store.truncateWAL() }
@@ -79,7 +82,8 @@ extension Replica {
             return "not enough space: \(e.detail); skipped (commits go on), tried again at the next snapshot interval"
         }
         guard Store.isDiskFull(error) else { return "snapshot or compaction of group \(group) failed: \(error)" }
-        return "the disk is full: \(spaceNeeded(group)); skipped (commits go on), tried again at the next snapshot interval"
+        return
+            "the disk is full: \(spaceNeeded(group)); skipped (commits go on), tried again at the next snapshot interval"
     }
 
     /// What a compaction of `group` needs and the space free now, in words.

@@ -140,7 +140,7 @@ extension Replica {
     public func compact(_ group: GroupID) throws -> CompactionResult? {
         var result: CompactionResult?
         if let short = compactionShortfall(group) { throw ReplicaError(.diskFull, "not enough space: \(short)") }
-        do { _ = try write { p in result = try p.compact(group, forced: true) } } catch where Store.isDiskFull(error) {
+        do { _ = try write { p in result = try p.compact(group, forced: true) } } catch  where Store.isDiskFull(error) {
             store.truncateWAL()
             throw ReplicaError(.diskFull, "the disk is full: \(spaceNeeded(group)); nothing was pruned")
         }

@@ -17,6 +17,7 @@ public struct ReplicaLimits: Sendable {
     /// in all: the newest are kept, the oldest dropped (docs/PROTOCOL.md §10). A flood of
     /// forgeries costs bounded space; `dead-letters` lists the newest 1,000 anyway.
     public var maxEvidencePerPeer: Int = 1_000
+    /// …and in all, whoever sent them.
     public var maxEvidence: Int = 10_000
     /// Most receipts verified and stored in one write transaction by `ingest`.
     public var ingestBatchSize: Int = 2_000

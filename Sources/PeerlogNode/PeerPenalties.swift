@@ -28,6 +28,7 @@ struct PeerPenalties: Sendable {
     /// Why `device` is refused at `now`, or nil.
     func refusal(of device: DeviceID, now: UInt64) -> String? {
         guard let e = entries[device], now < e.until else { return nil }
-        return "device \(device) sent receipts that fail verification; refused for \((e.until - now + 999) / 1000) s more"
+        return
+            "device \(device) sent receipts that fail verification; refused for \((e.until - now + 999) / 1000) s more"
     }
 }

@@ -109,7 +109,8 @@ extension SyncMessage {
                 try f.array(key, limit: limits.maxSnapshotKeyHistory, name: "maxSnapshotKeyHistory").map {
                     v throws(SyncCodecError) in
                     guard let pair = v.arrayValue, pair.count == 2, let r = pair[0].bytesValue,
-                        let e = pair[1].bytesValue, r.count <= Receipt.maxEncodedBytes, e.count <= Envelope.maxEncodedBytes
+                        let e = pair[1].bytesValue, r.count <= Receipt.maxEncodedBytes,
+                        e.count <= Envelope.maxEncodedBytes
                     else { throw .malformed("\"\(key)\" must hold [receipt, envelope] byte string pairs") }
                     return [r, e]
                 }

@@ -27,7 +27,9 @@ public enum SnapshotForgery {
                 body: .textMap(["key": .text(key), "value": value])),
             signingKey: forger.signingKey, certificate: forger.certificate)
         let entities =
-            real.entities.filter { $0.key != key } + [GroupSnapshot.Entity(key: key, value: value, cid: receipt.cid, seq: seq)]
+            real.entities.filter { $0.key != key } + [
+                GroupSnapshot.Entity(key: key, value: value, cid: receipt.cid, seq: seq)
+            ]
         let authors = real.authors.filter { $0.0 != forger.device } + [(forger.device, counter)]
         let forged = GroupSnapshot(group: real.group, seq: seq, state: state, entities: entities, authors: authors)
         let anchor = try Envelope.sign(

@@ -8,7 +8,9 @@ import Testing
 /// rejected by every member once opened (issue 32, item 2).
 @Suite(.serialized)
 struct DeepValueTests {
-    func nested(_ levels: Int) -> String { String(repeating: "{\"a\":", count: levels) + "1" + String(repeating: "}", count: levels) }
+    func nested(_ levels: Int) -> String {
+        String(repeating: "{\"a\":", count: levels) + "1" + String(repeating: "}", count: levels)
+    }
 
     @Test(arguments: [false, true]) func aTooDeepValueIsRefusedUpFrontInBothKindsOfGroup(encrypted: Bool) throws {
         let dir = try TestSupport.temporaryDirectory()

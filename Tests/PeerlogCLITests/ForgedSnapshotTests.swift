@@ -69,7 +69,9 @@ struct ForgedSnapshotTests {
     }
 
     /// Joins `member` to `group` through the owner's running daemon, then stops its daemon.
-    func join(_ member: (home: String, identity: String), owner: DaemonProcess, ownerIdentity: String, group: String)
+    func join(
+        _ member: (home: String, identity: String), owner: DaemonProcess, ownerIdentity: String, group: String
+    )
         throws
     {
         let d = try DaemonProcess(home: member.home, arguments: ["--peer", owner.address, "--allow", ownerIdentity])

@@ -45,7 +45,8 @@ struct LinkedDeviceKeysTests {
 
         // Alice links a laptop afterwards (its key files written as `device link` does).
         let bHome = dir + "/alice-b"
-        let laptop = try LocalDevice.load(home: a.home).additionalDevice(name: "laptop-b", createdAt: WallClock.nowMillis())
+        let laptop = try LocalDevice.load(home: a.home).additionalDevice(
+            name: "laptop-b", createdAt: WallClock.nowMillis())
         try laptop.save(home: bHome)
         let db = try DaemonProcess(home: bHome, arguments: ["--peer", da.address])
         defer { db.stop() }

@@ -17,7 +17,8 @@ import Testing
                     hlc: HLCTimestamp(physical: 1_000, logical: 0),
                     body: .textMap(["key": .text("k"), "value": .int(Int64(i))])),
                 certificate: author.device.certificate)
-            return try Receipt(payload: payload, signature: SecureRandom.bytes(64), certificate: author.device.certificate)
+            return try Receipt(
+                payload: payload, signature: SecureRandom.bytes(64), certificate: author.device.certificate)
         }
     }
 

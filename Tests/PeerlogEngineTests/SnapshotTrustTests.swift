@@ -10,7 +10,9 @@ import Testing
 @Suite struct SnapshotTrustTests {
     /// Alice (owner, solo sequencer) with Bob and Carol members and `writes` puts; Carol, then
     /// Bob, are brought up to date; Alice then writes `more`, which neither has.
-    func group(encrypted: Bool, writes: Int = 20, more: Int = 5) throws
+    func group(
+        encrypted: Bool, writes: Int = 20, more: Int = 5
+    ) throws
         -> (alice: TestReplica, bob: TestReplica, carol: TestReplica, group: GroupID)
     {
         var limits = ReplicaLimits()
@@ -43,7 +45,9 @@ import Testing
         }
     }
 
-    @Test(arguments: [false, true]) func aMembersForgedSnapshotChangesNoReplicaThatHoldsTheGroup(encrypted: Bool)
+    @Test(arguments: [false, true]) func aMembersForgedSnapshotChangesNoReplicaThatHoldsTheGroup(
+        encrypted: Bool
+    )
         throws
     {
         let (alice, bob, carol, g) = try group(encrypted: encrypted)
