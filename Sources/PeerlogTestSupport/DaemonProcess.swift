@@ -11,7 +11,7 @@ public final class DaemonProcess: @unchecked Sendable {
     public private(set) var port = 0
     /// The device (or, for a relay, key) it printed after "device " or "key " at start; "" when none.
     public private(set) var device = ""
-    private let process = Process()
+    private let process: ChildProcess
     private let outPath: String
     private let errPath: String
 
@@ -36,22 +36,12 @@ public final class DaemonProcess: @unchecked Sendable {
         let command =
             command + ["--home", home, "--listen", "\(listenHost):\(listenPort)"]
             + (discovery || !isDaemon ? [] : ["--no-discovery"]) + arguments
-        if let first = launcher.first {
-            process.executableURL = URL(fileURLWithPath: first)
-            process.arguments = Array(launcher.dropFirst()) + [TestSupport.peerlogBinary] + command
-        } else {
-            process.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
-            process.arguments = command
+        let argv = launcher.isEmpty ? command : Array(launcher.dropFirst()) + [TestSupport.peerlogBinary] + command
+        let env = TestSupport.withEnvironmentLocked {
+            ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        process.standardInput = FileHandle.nullDevice
-        if !environment.isEmpty {
-            process.environment = TestSupport.withEnvironmentLocked {
-                ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            }
-        }
-        try TestSupport.launch(process)
+        process = try ChildProcess(
+            launcher.first ?? TestSupport.peerlogBinary, argv, environment: env, stdout: outPath, stderr: errPath)
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let out = stdout
@@ -65,7 +55,7 @@ public final class DaemonProcess: @unchecked Sendable {
             }
             guard process.isRunning else {
                 throw TestSupport.ProcessError(
-                    description: "daemon exited \(process.terminationStatus) before listening: \(stderr)")
+                    description: "daemon exited \(process.status ?? -1) before listening: \(stderr)")
             }
             guard Date() < deadline else {
                 stop()
@@ -84,29 +74,18 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Whether the process is still running.
     public var isRunning: Bool { process.isRunning }
     /// The process id (of the launcher when `launcher` was given).
-    public var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.pid }
 
-    /// SIGTERM, then SIGKILL if it has not exited within `grace`; returns the exit status.
+    /// SIGTERM, then SIGKILL if it has not exited within `grace`; returns the exit status (the
+    /// signal number when a signal ended it).
     @discardableResult
     public func stop(grace: TimeInterval = 10) -> Int32 {
-        guard process.isRunning else { return process.terminationStatus }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(grace)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        return process.terminationStatus
+        process.stop(grace: grace)
     }
 
     /// SIGKILL now, no grace: for crash tests. Returns once the process is gone; does nothing if it
     /// already exited.
-    public func kill9() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    public func kill9() { process.kill9() }
 }
 
 extension TestSupport {

@@ -5,7 +5,7 @@ import Foundation
 public final class StartedPeerlog: @unchecked Sendable {
     /// The arguments given to the `peerlog` binary.
     public let arguments: [String]
-    private let process = Process()
+    private let process: ChildProcess
     private let dir: String
 
     /// Starts the built `peerlog` binary with `arguments`, stdin empty, output to files in a fresh
@@ -15,12 +15,7 @@ public final class StartedPeerlog: @unchecked Sendable {
         dir = try TestSupport.temporaryDirectory()
         _ = FileManager.default.createFile(atPath: dir + "/out", contents: nil)
         _ = FileManager.default.createFile(atPath: dir + "/err", contents: nil)
-        process.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
-        process.arguments = arguments
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/out"))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/err"))
-        process.standardInput = FileHandle.nullDevice
-        try TestSupport.launch(process)
+        process = try ChildProcess(TestSupport.peerlogBinary, arguments, stdout: dir + "/out", stderr: dir + "/err")
     }
 
     /// Everything written to stdout so far.
@@ -32,22 +27,15 @@ public final class StartedPeerlog: @unchecked Sendable {
 
     /// Waits for the exit (SIGKILL after `timeout`) and returns status and output.
     public func wait(timeout: TimeInterval = 60) -> TestSupport.ProcessResult {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(5_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        TestSupport.closeStreams(of: process)
-        return TestSupport.ProcessResult(status: process.terminationStatus, stdout: stdout, stderr: stderr)
+        let status = process.wait(timeout: timeout)
+        return TestSupport.ProcessResult(status: status, stdout: stdout, stderr: stderr)
     }
 
     /// SIGTERM (the daemon's graceful stop), then `wait`.
     public func stop(timeout: TimeInterval = 10) -> TestSupport.ProcessResult {
-        if process.isRunning { process.terminate() }
+        process.signal(SIGTERM)
         return wait(timeout: timeout)
     }
 
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try? FileManager.default.removeItem(atPath: dir)
-    }
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
 }

@@ -43,21 +43,16 @@ public enum TestSupport {
         public init(description: String) { self.description = description }
     }
 
-    /// Runs a program to completion with a time limit, feeding `input` to its stdin.
-    /// Starts `process`, one launch at a time, never while a test changes the environment:
-    /// `Process.run()` copies `environ`, and a concurrent setenv(3) made it read freed memory
-    /// (SIGSEGV in memcpy).
-    ///
+    /// Starts `process` (a Foundation `Process`, for the few tests that need its API), one launch
+    /// at a time, never while a test changes the environment: `Process.run()` copies `environ`,
+    /// and a concurrent setenv(3) made it read freed memory (SIGSEGV in memcpy). Everything else
+    /// runs through `ChildProcess`.
     public static func launch(_ process: Process) throws {
         try environmentLock.withLock { try process.run() }
     }
 
     /// Closes this process's copies of a finished child's standard streams when they are files
-    /// (`FileHandle`s other than `nullDevice`). Left open, every run kept three descriptors until
-    /// the test process ended (over 2,000 in a full run, seen in /proc), and a /proc/self/fd that
-    /// long is what lets Foundation's `Process.run()` read past glibc's readdir buffer
-    /// (swift-corelibs-foundation#5472, a SIGSEGV in a later launch). Only after the child
-    /// exited: closed right after the launch, children lost their output now and then.
+    /// (`FileHandle`s other than `nullDevice`), for `launch`ed processes.
     public static func closeStreams(of process: Process) {
         var closed = Set<ObjectIdentifier>()
         for case let handle as FileHandle in [process.standardInput, process.standardOutput, process.standardError]
@@ -75,9 +70,9 @@ public enum TestSupport {
     private static let environmentLock = NSRecursiveLock()
 
     /// Runs `executable` with `arguments` to completion, `input` on its stdin and `environment`
-    /// merged over the test process's environment. Throws `ProcessError` when the file is not
-    /// executable, or when it runs longer than `timeout` seconds (it is then terminated); a
-    /// non-zero exit is not an error: look at `status`.
+    /// merged over the test process's environment (a `ChildProcess`: clean signal mask).
+    /// Throws `ProcessError` when the file is not executable, or when it runs longer than
+    /// `timeout` seconds (it is then killed); a non-zero exit is not an error: look at `status`.
     public static func run(
         _ executable: String, _ arguments: [String], input: String = "", environment: [String: String] = [:],
         timeout: TimeInterval = 120
@@ -85,36 +80,24 @@ public enum TestSupport {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw ProcessError(description: "\(executable) is missing; run tools/setup.sh first")
         }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = arguments
-        p.environment = withEnvironmentLocked { ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let outPath = dir + "/out"
-        let errPath = dir + "/err"
-        let inPath = dir + "/in"
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        try Data(input.utf8).write(to: URL(fileURLWithPath: inPath))
-        p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
-        try launch(p)
+        try Data(input.utf8).write(to: URL(fileURLWithPath: dir + "/in"))
+        let env = withEnvironmentLocked { ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        let child = try ChildProcess(
+            executable, arguments, environment: env, stdin: dir + "/in", stdout: dir + "/out", stderr: dir + "/err",
+            lifetime: timeout + 30)
         let deadline = Date().addingTimeInterval(timeout)
-        while p.isRunning {
+        while child.isRunning {
             if Date() > deadline {
-                p.terminate()
-                p.waitUntilExit()
-                closeStreams(of: p)
+                child.stop(grace: 5)
                 throw ProcessError(description: "\(executable) \(arguments) timed out after \(timeout)s")
             }
             usleep(2_000)
         }
-        closeStreams(of: p)
-        let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-        let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-        return ProcessResult(status: p.terminationStatus, stdout: out, stderr: err)
+        let out = (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: dir + "/err", encoding: .utf8)) ?? ""
+        return ProcessResult(status: child.status ?? -1, stdout: out, stderr: err)
     }
 
     /// Runs `tools/interop/<script>` with the venv's Python; throws unless it exits 0.
@@ -129,26 +112,39 @@ public enum TestSupport {
         try run(peerlogBinary, arguments, environment: environment)
     }
 
-    /// Runs `peerlog ARGUMENTS`, kills it with SIGKILL after `microseconds`, and returns what it
-    /// printed on stdout by then, whether the signal ended it (false: it finished first) and
-    /// its exit status when it finished.
+    /// Runs `peerlog ARGUMENTS` and kills it with SIGKILL as soon as `killAt` says so of what it
+    /// has printed on stdout so far (checked every millisecond; say, once it acknowledged a number
+    /// of writes: a kill test counts progress, never time), or after `timeout` seconds. Returns
+    /// what it printed by then, whether the signal ended it (false: it finished first) and its
+    /// exit status when it finished.
     public static func peerlogKilled(
-        _ arguments: [String], after microseconds: UInt32
+        _ arguments: [String], timeout: TimeInterval = 120, when killAt: (String) -> Bool
     ) throws -> (
         stdout: String, killed: Bool, status: Int32
     ) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: peerlogBinary)
-        p.arguments = arguments
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try launch(p)
-        usleep(microseconds)
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (text, p.terminationReason == .uncaughtSignal, p.terminationStatus)
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let child = try ChildProcess(peerlogBinary, arguments, stdout: dir + "/out", lifetime: timeout + 30)
+        let deadline = Date().addingTimeInterval(timeout)
+        func printed() -> String { (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? "" }
+        while child.isRunning && Date() < deadline && !killAt(printed()) { usleep(1_000) }
+        let status = child.kill9()
+        return (printed(), child.endedBySignal, status)
+    }
+
+    /// `peerlogKilled(_:when:)` killing after `microseconds`, for tests whose assertions hold
+    /// wherever the kill lands (all or nothing), never for ones that need progress by then.
+    public static func peerlogKilled(
+        _ arguments: [String], after microseconds: UInt32
+    ) throws -> (stdout: String, killed: Bool, status: Int32) {
+        let at = Date().addingTimeInterval(Double(microseconds) / 1_000_000)
+        return try peerlogKilled(arguments) { _ in Date() >= at }
+    }
+
+    /// How many lines of `stdout` start with "ok " (what `peerlog debug append-loop` prints per
+    /// acknowledged write).
+    public static func acknowledgedLines(_ stdout: String) -> Int {
+        stdout.split(separator: "\n").count { $0.hasPrefix("ok ") }
     }
 
     /// A fresh private directory under the system temporary directory.

@@ -24,7 +24,9 @@ struct ForgedSnapshotTests {
             host: "127.0.0.1", port: port, device: device, configuration: ChannelConfiguration(), timeout: 30)
         defer { link.close(reason: "done") }
         try link.send(
-            SyncMessage.hello(versions: SyncSession.versions, capabilities: ["snapshots"], groups: [group]).encoded())
+            SyncMessage.hello(
+                versions: SyncSession.versions, capabilities: ["snapshots", "encrypted_groups"], groups: [group]
+            ).encoded())
         try link.send(SyncMessage.credit(8).encoded())
         var sent = false
         let deadline = Date().addingTimeInterval(60)
