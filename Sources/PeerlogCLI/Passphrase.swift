@@ -28,10 +28,12 @@ enum Passphrase {
     }
 
     /// One line from the terminal on standard input, echo off, restored afterwards (also when a
-    /// signal ends the process meanwhile).
+    /// signal ends the process meanwhile). Echo goes off before the prompt shows, and without
+    /// flushing: what is typed once the prompt shows is never echoed and never discarded (with
+    /// TCSAFLUSH, a line typed in the instant before echo went off was lost, and the command
+    /// waited for input forever).
     private static func readHidden(prompt: String) throws -> String {
         var err = StandardError()
-        print(prompt, terminator: "", to: &err)
         guard tcgetattr(0, &savedTerminal) == 0 else {
             throw CLIError("cannot read the terminal settings: \(String(cString: strerror(errno)))")
         }
@@ -46,7 +48,8 @@ enum Passphrase {
                 raise(received)
             }
         }
-        tcsetattr(0, TCSAFLUSH, &silent)
+        tcsetattr(0, TCSANOW, &silent)
+        print(prompt, terminator: "", to: &err)
         defer {
             tcsetattr(0, TCSANOW, &savedTerminal)
             for s in signals { signal(s, SIG_DFL) }

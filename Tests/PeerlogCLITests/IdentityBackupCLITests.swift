@@ -136,9 +136,15 @@ struct IdentityBackupCLITests {
                         out += b
                 return True
             for line in lines:
-                end = time.time() + 20
+                # Typed only once the prompt shows (echo is off by then), however long that takes
+                # on a busy machine; no prompt within the deadline fails instead of typing blind.
+                end = time.time() + 180
                 while not out.rstrip().endswith(b":") and time.time() < end and drain(0.05):
                     pass
+                if not out.rstrip().endswith(b":"):
+                    os.kill(pid, 9)
+                    sys.stdout.write(out.decode(errors="replace") + "\\nno prompt\\nexit -1")
+                    sys.exit(0)
                 os.write(fd, line.encode() + b"\\n")
                 out += b"<typed>"
             while drain(0.2):
@@ -147,7 +153,8 @@ struct IdentityBackupCLITests {
             sys.stdout.write(out.decode(errors="replace") + "\\nexit " + str(status))
             """
         let r = try TestSupport.run(
-            TestSupport.python, ["-c", script, lines.joined(separator: "|"), TestSupport.peerlogBinary] + args)
+            TestSupport.python, ["-c", script, lines.joined(separator: "|"), TestSupport.peerlogBinary] + args,
+            timeout: 400)
         #expect(r.status == 0, "\(r.stderr)")
         let status = Int(r.stdout.components(separatedBy: "\nexit ").last ?? "") ?? -1
         return (r.stdout, status)
