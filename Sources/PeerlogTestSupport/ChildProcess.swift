@@ -13,24 +13,45 @@ import Foundation
 public final class ChildProcess: @unchecked Sendable {
     /// The process id.
     public let pid: pid_t
+    /// The write end of its standard input when started with `pipeInput` (close it to send EOF).
+    public let input: FileHandle?
     private let state = NSLock()
     private var exitStatus: Int32?
     private var signalled = false
 
     /// Starts `executable` with `arguments` (argv[0] is the executable), `environment` (the
     /// whole environment; nil: this process's), standard input from `stdin` (nil: /dev/null)
-    /// and output appended to the files `stdout` and `stderr` (nil: /dev/null). Killed once it
-    /// has run `lifetime` seconds.
+    /// and output appended to the files `stdout` and `stderr` (nil: /dev/null; the same path for
+    /// both shares one file). With `pipeInput`, its standard input is a pipe written through
+    /// `input` instead. Killed once it has run `lifetime` seconds.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: String? = nil,
-        stdout: String? = nil, stderr: String? = nil, lifetime: TimeInterval = 900
+        pipeInput: Bool = false, stdout: String? = nil, stderr: String? = nil, lifetime: TimeInterval = 900
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
+        var pipeEnds: [Int32] = [-1, -1]
+        if pipeInput {
+            guard pipe(&pipeEnds) == 0 else {
+                throw TestSupport.ProcessError(description: "pipe: \(String(cString: strerror(errno)))")
+            }
+            // The child gets the read end as 0 and neither original descriptor.
+            _ = fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC)
+            posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        if let stderr, stderr == stdout {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        }
+        // Nothing else of the test process's: descriptors it opened without close-on-exec (a
+        // pipe's write end held by a daemon would keep a reader from ever seeing EOF).
+        _ = spawnCloseFrom(&actions, 3)
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }
@@ -51,10 +72,13 @@ public final class ChildProcess: @unchecked Sendable {
         defer { for e in env { free(e) } }
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, executable, &actions, &attr, argv, env)
+        if pipeInput { close(pipeEnds[0]) }
         guard rc == 0 else {
+            if pipeInput { close(pipeEnds[1]) }
             throw TestSupport.ProcessError(description: "cannot start \(executable): \(String(cString: strerror(rc)))")
         }
         self.pid = pid
+        input = pipeInput ? FileHandle(fileDescriptor: pipeEnds[1], closeOnDealloc: true) : nil
         ChildProcess.watchdog.add(self, deadline: Date().addingTimeInterval(lifetime))
     }
 
@@ -153,3 +177,8 @@ public final class ChildProcess: @unchecked Sendable {
         func remove(_ pid: pid_t) { lock.withLock { _ = deadlines.removeValue(forKey: pid) } }
     }
 }
+
+/// glibc's posix_spawn_file_actions_addclosefrom_np (2.34 and later; Debian 12 has 2.36), which
+/// its headers declare only under _GNU_SOURCE.
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func spawnCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32

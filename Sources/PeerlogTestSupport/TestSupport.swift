@@ -43,26 +43,9 @@ public enum TestSupport {
         public init(description: String) { self.description = description }
     }
 
-    /// Starts `process` (a Foundation `Process`, for the few tests that need its API), one launch
-    /// at a time, never while a test changes the environment: `Process.run()` copies `environ`,
-    /// and a concurrent setenv(3) made it read freed memory (SIGSEGV in memcpy). Everything else
-    /// runs through `ChildProcess`.
-    public static func launch(_ process: Process) throws {
-        try environmentLock.withLock { try process.run() }
-    }
-
-    /// Closes this process's copies of a finished child's standard streams when they are files
-    /// (`FileHandle`s other than `nullDevice`), for `launch`ed processes.
-    public static func closeStreams(of process: Process) {
-        var closed = Set<ObjectIdentifier>()
-        for case let handle as FileHandle in [process.standardInput, process.standardOutput, process.standardError]
-        where handle !== FileHandle.nullDevice && closed.insert(ObjectIdentifier(handle)).inserted {
-            try? handle.close()
-        }
-    }
-
-    /// Runs `body` (setenv, unsetenv, or reading the environment to pass on) while no process
-    /// is being launched and no other test changes the environment.
+    /// Runs `body` (setenv, unsetenv, or reading the environment to pass on a child's copy of)
+    /// while no other test changes the environment: a concurrent setenv(3) made a launch read
+    /// freed memory.
     public static func withEnvironmentLocked<T>(_ body: () throws -> T) rethrows -> T {
         try environmentLock.withLock(body)
     }

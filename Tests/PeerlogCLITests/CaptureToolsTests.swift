@@ -275,17 +275,9 @@ struct CaptureToolsTests {
         let keyLog = dir + "/keys.log"
         let raw = dir + "/raw.pcapng"
         let port = try TestSupport.freePort()
-        let tshark = Process()
-        // Through perl to clear the signal mask the test process hands its children (blocked
-        // SIGTERM would leave tshark's dumpcap running after the test).
-        tshark.executableURL = URL(fileURLWithPath: "/usr/bin/perl")
-        tshark.arguments = [
-            "-e", "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die", "/usr/bin/tshark", "-i",
-            "lo", "-f", "tcp port \(port)", "-w", raw, "-q",
-        ]
-        tshark.standardError = FileHandle.nullDevice
-        tshark.standardOutput = FileHandle.nullDevice
-        try TestSupport.launch(tshark)
+        // A ChildProcess starts with a clean signal mask, so SIGTERM stops tshark and its dumpcap.
+        let tshark = try ChildProcess(
+            "/usr/bin/tshark", ["-i", "lo", "-f", "tcp port \(port)", "-w", raw, "-q"], lifetime: 300)
         #expect(TestSupport.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: raw) }, "tshark started")
         // The file appears before the capture filter is live; on a loaded machine that takes a while.
         usleep(1_500_000)
@@ -302,13 +294,13 @@ struct CaptureToolsTests {
         }
         // SIGTERM ends tshark and its dumpcap child cleanly (they flush the file); never wait
         // on them unbounded.
-        let children = Self.children(of: tshark.processIdentifier)
-        kill(tshark.processIdentifier, SIGTERM)
+        let children = Self.children(of: tshark.pid)
+        tshark.signal(SIGTERM)
         if !TestSupport.waitUntil(timeout: 10, { children.allSatisfy { kill($0, 0) != 0 } }) {
             for pid in children { kill(pid, SIGKILL) }
             Issue.record("dumpcap did not stop on SIGTERM")
         }
-        if !TestSupport.waitUntil(timeout: 10, { !tshark.isRunning }) { kill(tshark.processIdentifier, SIGKILL) }
+        tshark.wait(timeout: 10)
         usleep(200_000)
         let keys = try String(contentsOfFile: keyLog, encoding: .utf8)
         #expect(keys.split(separator: "\n").count == 2, "both ends log the connection")

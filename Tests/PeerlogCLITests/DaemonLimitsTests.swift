@@ -34,20 +34,15 @@ struct DaemonLimitsTests {
         let baseline = Self.residentBytes(daemon.pid)
 
         // 100 devices of one identity each send 63 of 64 fragments of a 4 MiB message.
-        let peer = Process()
-        peer.executableURL = URL(fileURLWithPath: TestSupport.python)
-        peer.arguments = [
-            Self.script, "partial", "127.0.0.1", String(daemon.port), "--seed", "0e", "--connections", "100",
-            "--fragments", "63", "--hold", "60",
-        ]
         let outPath = dir + "/peer.out"
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        peer.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        peer.standardError = peer.standardOutput
-        let hold = Pipe()
-        peer.standardInput = hold
-        try TestSupport.launch(peer)
-        defer { if peer.isRunning { peer.terminate() } }
+        // Its standard input stays open (a pipe): it holds the connections until told or 60 s.
+        let peer = try ChildProcess(
+            TestSupport.python,
+            [
+                Self.script, "partial", "127.0.0.1", String(daemon.port), "--seed", "0e", "--connections", "100",
+                "--fragments", "63", "--hold", "60",
+            ], pipeInput: true, stdout: outPath, stderr: outPath, lifetime: 300)
+        defer { peer.stop(grace: 5) }
         var peak = baseline
         let holding = TestSupport.waitUntil(timeout: 150) {
             peak = max(peak, Self.residentBytes(daemon.pid))
@@ -84,8 +79,8 @@ struct DaemonLimitsTests {
         #expect(daemon.stderr.contains("reassemblyBytesPerIdentity"), "the daemon log names the limit")
 
         // Closing them gives the memory back.
-        hold.fileHandleForWriting.write(Data("close\n".utf8))
-        try? hold.fileHandleForWriting.close()
+        peer.input?.write(Data("close\n".utf8))
+        try? peer.input?.close()
         _ = TestSupport.waitUntil(timeout: 20) { !peer.isRunning }
         var after = Self.residentBytes(daemon.pid)
         _ = TestSupport.waitUntil(timeout: 5) {

@@ -138,12 +138,7 @@ struct ExportImportCLITests {
         let whole = ContinuousClock.now - began
 
         let (bob, _) = try makePerson("bob", in: dir)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestSupport.peerlogBinary)
-        p.arguments = ["import", "--home", bob, file]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try TestSupport.launch(p)
+        let p = try ChildProcess(TestSupport.peerlogBinary, ["import", "--home", bob, file])
         // Killed as soon as the apply pass has committed its first transaction (the group is in
         // Bob's store): of the first chunk, ingest commits 2,000 receipts a transaction, so most
         // of the file (the rest of the receipts, every envelope) is still to come.
@@ -152,10 +147,8 @@ struct ExportImportCLITests {
             applying = try run("group", "list", "--home", bob, "--json").stdout.contains(group)
             if !applying { usleep(20_000) }
         }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-        #expect(
-            applying && p.terminationReason == .uncaughtSignal, "the import was killed, not finished (whole: \(whole))")
+        p.kill9()
+        #expect(applying && p.endedBySignal, "the import was killed, not finished (whole: \(whole))")
 
         let check = try run("check", "--home", bob, "--json")
         #expect(check.status == 0, "\(check.stdout) \(check.stderr)")

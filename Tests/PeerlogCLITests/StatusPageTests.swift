@@ -177,15 +177,14 @@ struct StatusPageTests {
         #expect(number(report["after"]) == 200 && report["events_after"] == .string("200"), "\(report)")
 
         // A page that stops reading cannot hold the daemon up: SIGTERM still exits 0, promptly.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: TestSupport.python)
-        holder.arguments = [
-            "-c",
-            "import socket,sys,time; s=socket.create_connection(('127.0.0.1',\(url.split(separator: ":").last!.prefix { $0.isNumber }))); "
-                + "s.sendall(b'GET /events HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); time.sleep(60)",
-        ]
-        try TestSupport.launch(holder)
-        defer { holder.terminate() }
+        let holder = try ChildProcess(
+            TestSupport.python,
+            [
+                "-c",
+                "import socket,sys,time; s=socket.create_connection(('127.0.0.1',\(url.split(separator: ":").last!.prefix { $0.isNumber }))); "
+                    + "s.sendall(b'GET /events HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); time.sleep(60)",
+            ], lifetime: 120)
+        defer { holder.kill9() }
         usleep(1_500_000)
         let started = Date()
         #expect(daemon.stop(grace: 15) == 0)

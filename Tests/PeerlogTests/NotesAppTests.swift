@@ -4,8 +4,7 @@ import Testing
 
 /// `peerlog-notes` driven as a person would: commands typed in, the screen read back.
 final class NotesProcess: @unchecked Sendable {
-    private let process = Process()
-    private let input = Pipe()
+    private let process: ChildProcess
     private let dir: String
 
     init(_ arguments: [String]) throws {
@@ -13,13 +12,8 @@ final class NotesProcess: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: dir + "/out", contents: nil)
         let binary = URL(fileURLWithPath: TestSupport.peerlogBinary).deletingLastPathComponent().appendingPathComponent(
             "peerlog-notes")
-        process.executableURL = binary
-        process.arguments = arguments
-        process.standardInput = input
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/out"))
-        process.standardOutput = out
-        process.standardError = out
-        try TestSupport.launch(process)
+        process = try ChildProcess(
+            binary.path, arguments, pipeInput: true, stdout: dir + "/out", stderr: dir + "/out", lifetime: 300)
     }
 
     var screen: String { (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? "" }
@@ -28,7 +22,7 @@ final class NotesProcess: @unchecked Sendable {
     func type(_ line: String) {
         signal(SIGPIPE, SIG_IGN)
         guard process.isRunning else { return }
-        try? input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
+        try? process.input?.write(contentsOf: Data((line + "\n").utf8))
     }
 
     /// Waits (bounded) until the screen holds a line for which `match` is true; returns it.
@@ -45,16 +39,10 @@ final class NotesProcess: @unchecked Sendable {
     /// `quit`, then the exit status (SIGKILL after the timeout).
     func quit(timeout: TimeInterval = 20) -> Int32 {
         type("quit")
-        _ = TestSupport.waitUntil(timeout: timeout) { !process.isRunning }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        return process.terminationStatus
+        return process.wait(timeout: timeout)
     }
 
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try? FileManager.default.removeItem(atPath: dir)
-    }
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
 }
 
 @Suite struct NotesAppTests {
