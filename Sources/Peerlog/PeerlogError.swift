@@ -25,6 +25,7 @@ public struct PeerlogError: CodedError {
             case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
             case pairing, wrongPassphrase, epochKeyMissing, snapshotUnavailable, offlineLimit
+            case logIncomplete, snapshotRefused, diskFull
         }
 
         private let base: Base
@@ -81,6 +82,14 @@ public struct PeerlogError: CodedError {
         /// waited too long (30 days). Nothing was written; once the device reaches the group's
         /// sequencer and they commit, writes pass again (``Peerlog/offlineHeadroom(of:)``).
         public static let offlineLimit = Code(.offlineLimit)
+        /// The operation needs the group's whole log, and this home holds none below its floor (it
+        /// started from a snapshot, or was compacted: docs/PROTOCOL.md §23.2), as an export does.
+        public static let logIncomplete = Code(.logIncomplete)
+        /// A snapshot was not taken (docs/PROTOCOL.md §23.3; the description says why).
+        public static let snapshotRefused = Code(.snapshotRefused)
+        /// The disk holding the home is full: nothing was written (the description says how much
+        /// space the operation needs, where that is known).
+        public static let diskFull = Code(.diskFull)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }
@@ -138,6 +147,9 @@ extension PeerlogError.Code {
             case .epochKeyMissing: .epochKeyMissing
             case .snapshotUnavailable: .snapshotUnavailable
             case .offlineLimitReached: .offlineLimit
+            case .logIncomplete: .logIncomplete
+            case .snapshotRefused: .snapshotRefused
+            case .diskFull: .diskFull
             default: .refused
             }
     }

@@ -15,7 +15,6 @@ struct PeerlogCommand: AsyncParsableCommand {
             InviteCommand.self, DeviceCommand.self,
             CaptureCommand.self, Replay.self, RelayCommand.self, Debug.self,
             IdentityCommand.self,
-            DeviceCommand.self,
         ]
     )
 

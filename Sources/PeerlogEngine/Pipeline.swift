@@ -126,7 +126,9 @@ struct Pipeline {
         report.actions.append(action)
     }
 
-    /// Revisits every touched group: commit what can be committed, then sequence if we are the authority.
+    /// Revisits every touched group: commit what can be committed, then sequence if we are the
+    /// authority. Consumes them: a second `settle` in the same transaction (a local write settles
+    /// inside its body, and `Replica.write` settles again) revisits only groups touched since.
     mutating func settle() throws {
         var i = 0
         while i < touched.count {
@@ -135,6 +137,8 @@ struct Pipeline {
             try sequenceIfAuthority(group)
             i += 1
         }
+        touched = []
+        touchedSet = []
         var crossings = [GroupID]()
         for group in seqDirty.sorted() {
             // Only created groups have a row; `setGroupCommittedSeq` updates nothing otherwise.

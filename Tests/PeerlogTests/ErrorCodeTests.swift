@@ -25,6 +25,22 @@ import Testing
         return nil
     }
 
+    /// Review B9: exporting a compacted group says the log is incomplete, not that a rule refused.
+    @Test func exportingACompactedGroupIsLogIncompleteNotRefused() async throws {
+        let alice = try await Peerlog.temporary(deviceName: "alice")
+        let group = try await alice.createGroup(named: "compacted")
+        for i in 0..<20 { _ = try await alice.put("k\(i % 3)", i, in: group) }
+        _ = try await alice.makeSnapshot(of: group)
+        let compaction = try await alice.compact(group)
+        let floor = try await alice.floor(of: group)
+        #expect(compaction != nil && floor > 0)
+        let file = NSTemporaryDirectory() + "peerlog-compacted-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let export = await Self.failure { _ = try await alice.export(group: group, to: file) }
+        #expect(export?.code == .logIncomplete, "\(String(describing: export))")
+        #expect(!FileManager.default.fileExists(atPath: file))
+    }
+
     @Test func anAppSwitchesOnTheCodesOfRealFailures() async throws {
         let alice = try await Peerlog.temporary(deviceName: "alice")
         let bob = try await Peerlog.temporary(deviceName: "bob")
