@@ -120,6 +120,15 @@ extension Replica {
         }
     }
 
+    /// The committed seq at which `identity` stopped being a member of `group` (its committed
+    /// status `removed` or `left`, since that seq), nil otherwise.
+    public func syncDepartureSeq(_ group: GroupID, of identity: IdentityID) throws -> UInt64? {
+        try store.read { db in
+            try db.members(group: group).first { $0.identity == identity.bytes }
+                .flatMap { $0.status == "removed" || $0.status == "left" ? $0.sinceSeq : nil }
+        }
+    }
+
     /// Whether this replica holds anything of `group` (a receipt or a tombstone).
     public func syncHolds(_ group: GroupID) throws -> Bool { try store.read { try $0.holdsGroup(group) } }
 

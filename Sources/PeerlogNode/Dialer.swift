@@ -30,8 +30,15 @@ final class Dialer: Sendable {
     /// What the callbacks of one dial report.
     private final class Attempt: Sendable {
         let established = Atomic<Bool>(false)
+        /// When the handshake completed (ms).
+        let establishedAt = Atomic<UInt64>(0)
         let outcome = Mutex<Outcome?>(nil)
     }
+
+    /// A connection that ends sooner than this after its handshake (ms) does not reset the
+    /// backoff: a peer that refuses us after the handshake (we were removed, revoked, or are not
+    /// admitted) is redialed like an unreachable one, 1 s to 60 s with jitter, not every second.
+    static let healthyAfterMillis: UInt64 = 10_000
 
     let address: PeerAddress
     private let state: Mutex<PeerStatus>
@@ -77,6 +84,7 @@ final class Dialer: Sendable {
                     address,
                     { [self] certificate in
                         attempt.established.store(true, ordering: .relaxed)
+                        attempt.establishedAt.store(WallClock.nowMillis(), ordering: .relaxed)
                         device.withLock { $0 = certificate.device }
                         state.withLock {
                             $0.state = .connected
@@ -92,11 +100,13 @@ final class Dialer: Sendable {
             }
             let wasEstablished = attempt.established.load(ordering: .relaxed)
             let ended = attempt.outcome.withLock { $0 }
-            if wasEstablished { backoff.reset() }
-            state.withLock { $0.connectedSince = nil }
             // A connection the tie-break dropped is not an error: the peer's own dial lives on.
             let tieBreak =
                 if case .closed(let reason) = ended { NodeCloseReason.isDuplicateConnection(reason) } else { false }
+            let lived = WallClock.nowMillis() &- attempt.establishedAt.load(ordering: .relaxed)
+            let refusedAfterHandshake = wasEstablished && !tieBreak && lived < Self.healthyAfterMillis
+            if wasEstablished && !refusedAfterHandshake { backoff.reset() }
+            state.withLock { $0.connectedSince = nil }
             if let ended, !wasEstablished || !tieBreak {
                 state.withLock { $0.lastError = ended.description }
             }
@@ -104,7 +114,8 @@ final class Dialer: Sendable {
             let ms = NodeHub.milliseconds(delay)
             retryAt.withLock { $0 = WallClock.nowMillis() + ms }
             state.withLock { $0.state = .backoff }
-            if !wasEstablished {
+            if !wasEstablished || refusedAfterHandshake {
+                // Once per backoff step, so a refusal that lasts costs a line a minute at most.
                 logger.info("peer \(address): \(ended?.description ?? "closed"); retrying in \(ms) ms")
             }
             await stopped.sleep(for: delay)

@@ -19,6 +19,7 @@ extension SyncSession {
     /// Sends queued messages in order while credit lasts (control messages need none).
     func flush(into out: inout [SyncAction]) {
         var sentCount = 0
+        var withdrawals = [(GroupID, String)]()
         for m in queue {
             if m.isBatch {
                 guard credit > 0 else { break }
@@ -36,13 +37,22 @@ extension SyncSession {
             if m.caughtUp { s.caughtUpSent = true }
             groups[m.group] = s
             out.append(.send(m.bytes))
+            if let why = m.withdraws { withdrawals.append((m.group, why)) }
         }
         queue.removeFirst(sentCount)
+        for (g, why) in withdrawals {
+            forget(g)
+            withdrawn[g] = why
+            out.append(.event(.withdrew(group: g, reason: why)))
+        }
     }
 
     /// Over `maxQueuedBatches`: drop unsent live batches and resume from what actually left
     /// (the peer's vector plus everything sent and received). Answers to requests are kept.
     func dropQueue(into out: inout [SyncAction]) {
+        // A departure's "unshared" goes now, without the batches before it.
+        let closing = queue.compactMap { m in m.withdraws.map { (m.group, $0) } }
+        for (g, why) in closing { withdraw(g, reason: why, into: &out) }
         for m in queue where !m.answer {
             groups[m.group]!.dirty = true
             if m.caughtUp { groups[m.group]!.owesCaughtUp = true }

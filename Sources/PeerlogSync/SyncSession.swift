@@ -201,13 +201,14 @@ public final class SyncSession {
         guard phase == .open else { return [] }
         var out = [SyncAction]()
         run(&out) { out in
-            for g in order {
+            for g in order where !groups[g]!.closing {
                 let sharing = try store.syncSharing(g, with: peer)
                 if !sharing.acceptsOffer {
                     let why =
                         sharing.open
                         ? "\(peer.identity) is not a member of group \(g) in the sender's view"
                         : "group \(g) was deleted"
+                    if sharing.open, try sendDeparture(g, reason: why) { continue }
                     withdraw(g, reason: why, into: &out)
                 } else if sharing.serves != groups[g]!.serves {
                     groups[g]!.serves = sharing.serves
@@ -348,6 +349,27 @@ public final class SyncSession {
             .vector(
                 group: group, committed: v.committed,
                 authors: v.authors.map { AuthorCounter(author: $0.0, counter: $0.1) }), into: &out)
+    }
+
+    /// A member removed (or gone) in our committed view is sent the committed positions it lacks
+    /// up to its departure, so it holds the signed receipt that removed it and knows, then
+    /// `unshared` (queued after them: it leaves once they have). False when that is more than one
+    /// batch (or nothing): the caller withdraws at once, and the peer learns it from any member.
+    func sendDeparture(_ g: GroupID, reason: String) throws -> Bool {
+        guard var s = groups[g], s.peerVectorKnown, let departure = try store.syncDepartureSeq(g, of: peer.identity),
+            departure > s.planned.committed, departure - s.planned.committed <= UInt64(limits.maxBatchItems)
+        else { return false }
+        guard try committedChunk(g, from: s.planned.committed + 1, through: departure, knowledge: &s.planned, answer: false)
+            == departure
+        else { return false }
+        s.closing = true
+        groups[g] = s
+        let text = String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "unshared"
+        let message = SyncMessage.unshared(group: g, reason: text)
+        queue.append(
+            Outgoing(
+                bytes: message.encoded(), group: g, isBatch: false, answer: false, withdraws: reason))
+        return true
     }
 
     /// Stops syncing a group with this peer and tells it why.

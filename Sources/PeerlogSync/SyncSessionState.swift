@@ -38,6 +38,9 @@ struct Outgoing {
     var committed: ClosedRange<UInt64>? = nil
     /// A "caught_up": if dropped, it is owed again.
     var caughtUp = false
+    /// The "unshared" that ends a group with this peer once what was queued before it has left
+    /// (`SyncSession.membershipChanged` sends a removed member its removal first).
+    var withdraws: String? = nil
 }
 
 /// An accepted request being answered batch by batch.
@@ -96,8 +99,11 @@ struct GroupSync {
     /// batch of the group or a `done`.
     var answeredAt: UInt64 = 0
 
+    /// An "unshared" is queued after this group's last batches: nothing more is generated.
+    var closing = false
+
     var hasWork: Bool {
-        !answers.isEmpty || (serves && peerVectorKnown && !awaitingVector && (dirty || owesCaughtUp))
+        !closing && (!answers.isEmpty || (serves && peerVectorKnown && !awaitingVector && (dirty || owesCaughtUp)))
     }
 }
 

@@ -12,6 +12,9 @@ public protocol SyncStore: AnyObject, Sendable {
     func syncOfferedGroups(to peer: DeviceCertificate) throws -> [GroupID]
     /// How `group` is shared with `peer` now: offered, accepted, served (§15.2.2–3).
     func syncSharing(_ group: GroupID, with peer: DeviceCertificate) throws -> SyncSharing
+    /// The committed seq at which `identity` stopped being a member of `group` (removed or
+    /// left), nil while it is one or was never one.
+    func syncDepartureSeq(_ group: GroupID, of identity: IdentityID) throws -> UInt64?
     /// Committed high-water mark and per-author contiguous counters.
     func vector(of group: GroupID) throws -> SequenceVector
     /// Committed positions from `fromSeq` on, in seq order, with their receipts.

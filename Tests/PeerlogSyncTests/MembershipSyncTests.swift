@@ -101,6 +101,9 @@ struct MembershipSyncTests {
             if case .unsharedByPeer(g, let why) = e { why } else { nil }
         }
         #expect(told.count == 1 && told[0].contains("not a member"), "bob is told why: \(told)")
+        // Before the "unshared", the signed removal itself: Bob's own committed view says so.
+        let me = try bob.replica.members(of: g, view: .committed).first { $0.member.identity == bob.identity }
+        #expect(me?.member.status == .removed, "bob's view of himself: \(String(describing: me))")
         #expect(
             try (alice.replica.vector(of: g).authors.first { $0.0 == bob.device.device }?.1 ?? 0) == bobCounter,
             "alice took nothing from bob after removing him")
