@@ -128,13 +128,32 @@ extension Peerlog {
         return PeerlogEntry(key: e.key, value: e.value, cid: e.cid, isTentative: seq == nil, seq: seq)
     }
 
-    func writeBatch(_ operations: [PeerlogOperation], to group: GroupID) throws -> [PeerlogWrite] {
-        let ops: [GroupOperation] = operations.map {
+    /// Checks `operations` as `putBatch` would, writing nothing, however many there are (each
+    /// `maxBatchOperations` against the rules, all of them against the offline limits): for input
+    /// checked whole before it is written in several batches (`peerlog put --batch`).
+    package func checkBatch(_ operations: [PeerlogOperation], in group: GroupID) async throws {
+        let ops = Self.groupOperations(operations)
+        try call {
+            try requireHeld(group)
+            do { try replica.checkBatch(ops, to: group) } catch let e as BatchError {
+                throw PeerlogError(
+                    PeerlogError.Code(engine: e.code), "\(operations[e.index].key): \(e.reason)",
+                    batchEntry: .init(index: e.index, reason: e.reason))
+            }
+        }
+    }
+
+    static func groupOperations(_ operations: [PeerlogOperation]) -> [GroupOperation] {
+        operations.map {
             switch $0 {
             case .put(let key, let value): .entityPut(key: key, value: value)
             case .delete(let key): .entityDelete(key: key)
             }
         }
+    }
+
+    func writeBatch(_ operations: [PeerlogOperation], to group: GroupID) throws -> [PeerlogWrite] {
+        let ops = Self.groupOperations(operations)
         return try call {
             try requireHeld(group)
             do { return try replica.appendBatch(ops, to: group).map(PeerlogWrite.init) } catch let e as BatchError {

@@ -18,21 +18,37 @@ enum PutBatch {
         let op: PeerlogOperation
     }
 
+    /// Most operations one `--batch` input holds: written `Peerlog.maxBatchOperations` (10,000)
+    /// a transaction after all of them are checked.
+    static let maxOperations = 100_000
+
     static func run(_ put: Put, file: String) async throws {
         guard put.key == nil, put.value == nil, put.valueFile == nil else {
             throw CLIError("--batch takes keys and values from its file: give no KEY, VALUE or --value-file with it")
         }
-        let maxOperations = Peerlog.maxBatchOperations
         let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
         guard !lines.isEmpty else { throw CLIError("--batch \(file) holds no operations") }
         let peerlog = try await put.home.open()
         let id = try await put.group.resolve(in: peerlog)
-        let results: [PeerlogWrite]
+        let ops = lines.map(\.op)
+        let chunk = Peerlog.maxBatchOperations
+        var results = [PeerlogWrite]()
         do {
-            results = try await peerlog.putBatch(lines.map(\.op), in: id)
+            if ops.count <= chunk {
+                results = try await peerlog.putBatch(ops, in: id)
+            } else {
+                // Every line checked first (rules, offline limits): one bad line refuses the whole
+                // input and nothing is written; then one transaction per `chunk` lines.
+                try await peerlog.checkBatch(ops, in: id)
+                for start in stride(from: 0, to: ops.count, by: chunk) {
+                    results += try await peerlog.putBatch(Array(ops[start..<min(start + chunk, ops.count)]), in: id)
+                    if !put.output.json { printError("wrote \(results.count) of \(ops.count) operations") }
+                }
+            }
         } catch let e as PeerlogError {
             guard let entry = e.batchEntry else { throw e }
-            throw CLIError("--batch \(file): line \(lines[entry.index].number): \(entry.reason); nothing was written")
+            let written = results.isEmpty ? "nothing was written" : "the first \(results.count) were written"
+            throw CLIError("--batch \(file): line \(lines[results.count + entry.index].number): \(entry.reason); \(written)")
         }
         printBatch(results, group: id, json: put.output.json)
     }
@@ -46,7 +62,7 @@ enum PutBatch {
             guard raw.contains(where: { !isWhitespace($0) }) else { continue }
             guard out.count < maxOperations else {
                 throw CLIError(
-                    "--batch \(file) has more than \(maxOperations) operations (the batch limit): split it into several batches"
+                    "--batch \(file) has more than \(maxOperations) operations (the --batch limit): split it into several inputs"
                 )
             }
             do {

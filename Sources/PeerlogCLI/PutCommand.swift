@@ -15,12 +15,13 @@ struct Put: AsyncParsableCommand {
             A receipt's payload, value included, is at most \(Peerlog.maxPayloadBytes) bytes (64 KiB): \
             split larger data over several keys, or store it elsewhere and put a reference to it.
 
-            --batch FILE (- for standard input) writes many operations in one transaction, each its own \
-            receipt: one JSON object a line, {"key": K, "value": V} or {"key": K, "delete": true}, values \
-            as --json-value takes them (blank lines are skipped). Every line is checked before anything is \
-            written, against the group's rules too (the earlier lines included): one bad line refuses the \
-            whole batch, naming the line. Limits: \(Peerlog.maxBatchOperations) operations and \
-            \(PutBatch.maxInputBytes) bytes (16 MiB) of input per batch; split larger input into several batches.
+            --batch FILE (- for standard input) writes many operations, each its own receipt, one \
+            transaction per \(Peerlog.maxBatchOperations): one JSON object a line, {"key": K, "value": V} or \
+            {"key": K, "delete": true}, values as --json-value takes them (blank lines are skipped). Every \
+            line is checked before anything is written, against the group's rules and offline limits too \
+            (the earlier lines included): one bad line refuses the whole input, naming the line. Limits: \
+            \(PutBatch.maxOperations) operations and \(PutBatch.maxInputBytes) bytes (16 MiB) of input; split \
+            larger input into several.
 
             Offline limits: when too many of this device's writes wait for the group's sequencer, or the \
             oldest has waited too long (see `peerlog group limits`), a write or a whole batch fails with \

@@ -65,6 +65,30 @@ extension Replica {
         return receipts.dropFirst(rotations).map { AppendResult(receipt: $0, seq: seqs[$0.cid]) }
     }
 
+    /// Checks `ops` as `appendBatch` would, writing nothing (a transaction rolled back): the
+    /// group's offline limits for all of them together, then every operation against the rules,
+    /// `maxBatchOperations` at a time. For input larger than one batch, checked whole before it
+    /// is written in several (`peerlog put --batch`). Throws a `BatchError` whose index counts
+    /// in `ops`, or a `ReplicaError`.
+    public func checkBatch(_ ops: [GroupOperation], to group: GroupID) throws {
+        struct Checked: Error {}
+        let now = clock()
+        do {
+            _ = try store.write { db in
+                var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: sequenceGate != nil)
+                if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
+                try self.checkOfflineLimits(writing: ops, to: group, pipeline: &p)
+                for start in stride(from: 0, to: ops.count, by: limits.maxBatchOperations) {
+                    let chunk = Array(ops[start..<min(start + limits.maxBatchOperations, ops.count)])
+                    do { _ = try self.batchPayloads(chunk, to: group, pipeline: &p) } catch let e as BatchError {
+                        throw BatchError(index: start + e.index, reason: e.reason, code: e.code)
+                    }
+                }
+                throw Checked()
+            }
+        } catch is Checked {}
+    }
+
     /// Checks every operation and makes its receipt payload, chained to the one before by CID;
     /// in an encrypted group whose key in use this device lacks, a rotation's payload comes
     /// first (`rotations` is then 1).

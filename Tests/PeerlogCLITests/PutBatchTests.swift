@@ -6,7 +6,9 @@ import Testing
 /// `peerlog put GROUP --batch FILE|-`: one transaction, one receipt a line, all or nothing.
 /// Plaintext groups: seqs and payload sizes are of the operations alone.
 struct PutBatchTests {
-    static let maxOperations = 10_000
+    /// Lines one `--batch` input may hold (`PutBatch.maxOperations`), written 10,000 a transaction.
+    static let maxOperations = 100_000
+    static let perTransaction = 10_000
     static let maxInputBytes = 16 * 1_048_576
 
     let dir: String
@@ -114,14 +116,30 @@ struct PutBatchTests {
         let (home, _) = try makePerson("b", in: dir)
         try expectPeerlog(["group", "create", "g", "--home", home, "--plaintext"])
         let line = { (i: Int) in #"{"key": "k\#(i % 100)", "value": \#(i)}"# }
-        let exact = (0..<Self.maxOperations).map(line).joined(separator: "\n")
+        let over = (0...Self.maxOperations).map(line).joined(separator: "\n")
         try expectRefused(
-            ["put", "g", "--batch", try file(exact + "\n" + line(Self.maxOperations)), "--home", home],
-            "more than \(Self.maxOperations) operations", "split it")
+            ["put", "g", "--batch", try file(over), "--home", home], "more than \(Self.maxOperations) operations",
+            "split it")
         #expect(try cids(home, "g").count == 1)
-        let out = try peerlogJSON(["put", "g", "--batch", try file(exact), "--home", home])
-        #expect(
-            out["count"] == .int(Int64(Self.maxOperations)) && out["last_seq"] == .int(Int64(Self.maxOperations + 1)))
+        // Over one transaction's worth: every line is checked first, so a bad line near the end
+        // refuses the whole input, nothing written…
+        let many = 2 * Self.perTransaction + 5_000
+        var lines = (0..<many).map(line)
+        lines[many - 10] = #"{"key": "k", "value": 1.5}"#
+        try expectRefused(
+            ["put", "g", "--batch", try file(lines.joined(separator: "\n")), "--home", home], "line \(many - 9): ",
+            "nothing was written")
+        #expect(try cids(home, "g").count == 1)
+        let badKey = String(repeating: "x", count: 300)
+        lines[many - 10] = #"{"key": "\#(badKey)", "value": 1}"#
+        try expectRefused(
+            ["put", "g", "--batch", try file(lines.joined(separator: "\n")), "--home", home], "line \(many - 9): ",
+            "nothing was written")
+        #expect(try cids(home, "g").count == 1)
+        // …and good input is written in three transactions, in order.
+        lines[many - 10] = line(many - 10)
+        let out = try peerlogJSON(["put", "g", "--batch", try file(lines.joined(separator: "\n")), "--home", home])
+        #expect(out["count"] == .int(Int64(many)) && out["last_seq"] == .int(Int64(many + 1)), "\(out)")
 
         // Input bytes: a line padded with spaces to exactly the limit is read; one byte more is not.
         let padded = { (n: Int) in line(0) + String(repeating: " ", count: n - line(0).utf8.count - 1) + "\n" }
@@ -131,7 +149,7 @@ struct PutBatchTests {
         try expectRefused(
             ["put", "g", "--batch", try file(padded(Self.maxInputBytes + 1)), "--home", home],
             "over \(Self.maxInputBytes) bytes", "split it")
-        #expect(try cids(home, "g").count == Self.maxOperations + 2)
+        #expect(try cids(home, "g").count == many + 2)
         let check = try peerlogJSON(["check", "--home", home])
         #expect(check["consistent"] == .bool(true), "\(check)")
     }
