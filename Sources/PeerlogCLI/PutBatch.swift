@@ -48,7 +48,8 @@ enum PutBatch {
         } catch let e as PeerlogError {
             guard let entry = e.batchEntry else { throw e }
             let written = results.isEmpty ? "nothing was written" : "the first \(results.count) were written"
-            throw CLIError("--batch \(file): line \(lines[results.count + entry.index].number): \(entry.reason); \(written)")
+            throw CLIError(
+                "--batch \(file): line \(lines[results.count + entry.index].number): \(entry.reason); \(written)")
         }
         printBatch(results, group: id, json: put.output.json)
     }

@@ -359,8 +359,10 @@ public final class SyncSession {
         guard var s = groups[g], s.peerVectorKnown, let departure = try store.syncDepartureSeq(g, of: peer.identity),
             departure > s.planned.committed, departure - s.planned.committed <= UInt64(limits.maxBatchItems)
         else { return false }
-        guard try committedChunk(g, from: s.planned.committed + 1, through: departure, knowledge: &s.planned, answer: false)
-            == departure
+        guard
+            try committedChunk(
+                g, from: s.planned.committed + 1, through: departure, knowledge: &s.planned, answer: false)
+                == departure
         else { return false }
         s.closing = true
         groups[g] = s
