@@ -20,12 +20,18 @@ extension Pipeline {
     ///   of) the group's sequencer authority, and otherwise takes only a snapshot whose anchor is
     ///   signed by the authority in force in its own committed state, walked forward through the
     ///   committed authority changes the bundle carries (each signed by the authority before it),
-    ///   and that agrees with every committed position and value it holds;
+    ///   that agrees with every committed position and value it holds, and that comes from a
+    ///   device of that authority (the solo sequencer, a voter): the state at a seq is the
+    ///   sequencer's to vouch for, so no other member can put one on a replica that holds the
+    ///   group (a relay is never one: in a relay group a member below every floor takes the log
+    ///   from the relay, which keeps all of it);
     /// - a replica that holds nothing committed takes one only from a sender the node trusts to
     ///   start a group (`trustedForBootstrap`: its own identity, or one named by `allow` or a
     ///   pairing), anchored by the authority the snapshot names (the newest snapshot may predate
     ///   this identity's invitation: the log after it brings that).
-    mutating func checkSnapshotTrust(_ b: VerifiedSnapshot, from sender: IdentityID, trustedForBootstrap: Bool) throws {
+    mutating func checkSnapshotTrust(
+        _ b: VerifiedSnapshot, from sender: IdentityID, device: DeviceID?, trustedForBootstrap: Bool
+    ) throws {
         let g = b.snapshot.group
         func refuse(_ why: String, evidence: Bool = false) -> SnapshotRefusal {
             SnapshotRefusal(error: ReplicaError(.snapshotRefused, "snapshot refused: \(why)"), isEvidence: evidence)
@@ -87,9 +93,15 @@ extension Pipeline {
                 "its anchor is signed by \(b.anchor.sequencer), not by the sequencer authority in force in group \(g) here",
                 evidence: true)
         }
+        let vouching = authority
         if let last = b.authorityChanges.last, last.1.seq == b.snapshot.seq { authority = last.2 }
         guard b.snapshot.state.authority == authority else {
             throw refuse("its state names a sequencer authority that no committed change here leads to", evidence: true)
+        }
+        guard let device, vouching.signers.contains(device) else {
+            throw refuse(
+                "this device holds group \(g) and takes a snapshot only from a device of its sequencer authority, not \(device.map(\.description) ?? "an unknown device")"
+            )
         }
     }
 }

@@ -217,7 +217,8 @@ extension Replica {
         let verified = try Self.verify(bundle, from: sender)
         do {
             return try write { p in
-                try p.checkSnapshotTrust(verified, from: sender, trustedForBootstrap: trustedForBootstrap)
+                try p.checkSnapshotTrust(
+                    verified, from: sender, device: device, trustedForBootstrap: trustedForBootstrap)
                 _ = try p.install(verified)
             }
         } catch let refusal as SnapshotRefusal {

@@ -153,7 +153,7 @@ import Testing
                 != nil)
         let bundle = try #require(
             try alice.replica.bootstrapBundle(of: group, for: bob.identity, peerCommitted: 33, peerHoldsNothing: false))
-        try bob.replica.installSnapshot(bundle, from: alice.identity)
+        try bob.replica.installSnapshot(bundle, from: alice.identity, device: alice.device.device)
         #expect(try bob.get("bob", group, .tentative) == .int(1))
         try bob.send(group, to: alice)
         try alice.send(group, to: bob)

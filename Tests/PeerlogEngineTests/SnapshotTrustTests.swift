@@ -86,8 +86,20 @@ import Testing
         refuse(carol, fromDave, from: dave)
         #expect(try carol.replica.floor(of: g) == nil)
 
-        // The genuine snapshot still installs on Carol, and she then agrees with Alice.
-        try carol.replica.installSnapshot(genuine, from: bob.identity, device: bob.device.device)
+        // Not even a genuine snapshot of Bob's, ahead of Carol: the state at a seq is the
+        // sequencer's to vouch for, and Bob is a member, not the sequencer. No evidence either.
+        try bob.replica.makeSnapshot(of: g)
+        let ahead = try #require(
+            try bob.replica.bootstrapBundle(of: g, for: carol.identity, peerCommitted: 0, peerHoldsNothing: true))
+        #expect(try GroupSnapshot(encoded: ahead.snapshot).seq > carol.replica.committedSeq(of: g))
+        refuse(carol, ahead, from: bob)
+        #expect(try !carol.replica.invalidReceipts().contains { $0.cid == CID(hashing: ahead.snapshot) })
+        // From Alice, the sequencer, a snapshot installs on Carol, and she then agrees with Alice.
+        try alice.replica.makeSnapshot(of: g)
+        let fromAlice = try #require(
+            try alice.replica.bootstrapBundle(of: g, for: carol.identity, peerCommitted: 0, peerHoldsNothing: true))
+        try carol.replica.installSnapshot(fromAlice, from: alice.identity, device: alice.device.device)
+        #expect(try carol.replica.floor(of: g) != nil)
         try alice.send(g, to: carol)
         #expect(try carol.hashes(g) == alice.hashes(g))
     }
