@@ -266,16 +266,20 @@ final class NodeHub: @unchecked Sendable {
     /// Performs one session's output: bytes go to its connection, events to the machine.
     private func perform(_ actions: [SyncAction], on id: UInt64) {
         // The session's writes (what the peer sent, its vectors) go to the replica first.
-        for action in sessions[id]?.settle(actions, with: replica) ?? actions {
+        let settled = sessions[id]?.settle(actions, with: replica) ?? actions
+        // A forger is refused before its session's "error" leaves: it cannot redial in between.
+        for case .close(let reason) in settled where reason.hasPrefix("invalid:") {
+            if let peer = machine.connection(id)?.peer.device {
+                let now = clock()
+                let ms = penalties.withLock { $0.strike(peer, now: now) }
+                logger.warning("refusing \(peer) for \(ms / 1000) s: it sent receipts that fail verification")
+            }
+        }
+        for action in settled {
             switch action {
             case .send(let bytes):
                 links[id]?.send(bytes)
             case .close(let reason):
-                if reason.hasPrefix("invalid:"), let peer = machine.connection(id)?.peer.device {
-                    let now = clock()
-                    let ms = penalties.withLock { $0.strike(peer, now: now) }
-                    logger.warning("refusing \(peer) for \(ms / 1000) s: it sent receipts that fail verification")
-                }
                 perform(machine.sessionClosing(id, reason: reason))
                 return
             case .event(.revocations(let revocations, let invalid)):

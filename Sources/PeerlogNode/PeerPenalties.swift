@@ -2,11 +2,11 @@ import PeerlogModel
 
 /// Devices whose session ended because they sent receipts that fail verification
 /// (`SyncLimits.maxInvalidItems`, docs/PROTOCOL.md §15.3): refused at the handshake for a while,
-/// 2 s after the first strike, doubling with each one to 10 min, so a forger that reconnects at
+/// 30 s after the first strike, doubling with each one to 10 min, so a forger that reconnects at
 /// once costs a handshake, not a store of evidence. Strikes are kept while the node runs.
 struct PeerPenalties: Sendable {
     /// The first refusal's length and the longest, in ms.
-    static let firstMs: UInt64 = 2_000
+    static let firstMs: UInt64 = 30_000
     static let longestMs: UInt64 = 600_000
     /// Devices remembered; past it the oldest refusal goes (an attacker with many device keys
     /// still costs each one a handshake and a session).
