@@ -213,15 +213,10 @@ struct BatchedPassTests {
         let sizes = s.gates.flatMap { $0.sizes.withLock { $0 } }
         #expect(sizes.contains { $0 > 1 }, "no batch of more than one: \(sizes)")
         #expect(sizes.reduce(0, +) >= total)
-        // Both handed the same receipts from base+1 on: once both reserved, at least one batch
-        // lost the race. On a loaded machine one relay can finish (and the other's follower
-        // catch it up) before the other reserves anything: then there was no race to lose.
-        let attempts = s.gates.map { $0.sizes.withLock { $0.count } }
-        if attempts.allSatisfy({ $0 > 0 }) {
-            #expect(
-                s.gates.map { $0.taken.load(ordering: .relaxed) }.reduce(0, +) >= 1,
-                "both relays reserved (\(attempts) batches) and none lost a race")
-        }
+        // Whether a batch lost the race depends on how the two were scheduled (under
+        // `stress-ng --cpu 2` both reserved and neither lost: they took turns), so it is not
+        // asserted; what must hold whatever the timing is above: every seq taken once, every
+        // receipt committed once.
     }
 }
 #endif

@@ -44,10 +44,14 @@ struct DeadlineTests {
         let url = "postgres://postgres@127.0.0.1:\(silent.port)/peerlog"
         let store = try PostgresRelayStore(url: url, logger: Logger(label: "test"), limits: Self.short)
         let start = await Self.timesOut { try await store.start() }
-        #expect(start >= .milliseconds(990) && start < .seconds(3), "start() gave up after \(start)")
+        // At the 1 s deadline, not before; the upper bound leaves a loaded 2-core machine room to
+        // fire the timer late (3 s was passed under `stress-ng --cpu 2`) while staying below the
+        // default `operationTimeout` (5 s), so the short limit is what ended it.
+        #expect(start >= .milliseconds(990) && start < .milliseconds(4_800), "start() gave up after \(start)")
         try await withRunning([store]) {
             let heads = await Self.timesOut { _ = try await store.heads() }
-            #expect(heads >= .milliseconds(990) && heads < .seconds(3), "heads() gave up after \(heads)")
+            #expect(
+                heads >= .milliseconds(990) && heads < .milliseconds(4_800), "heads() gave up after \(heads)")
         }
     }
 }
