@@ -125,7 +125,9 @@ extension Replica {
     public func syncDepartureSeq(_ group: GroupID, of identity: IdentityID) throws -> UInt64? {
         try store.read { db in
             try db.members(group: group).first { $0.identity == identity.bytes }
-                .flatMap { $0.status == "removed" || $0.status == "left" ? $0.sinceSeq : nil }
+                .flatMap {
+                    [MemberStatus.removed, .left].contains(MemberStatus(rawValue: $0.status)) ? $0.sinceSeq : nil
+                }
         }
     }
 

@@ -268,12 +268,11 @@ final class NodeHub: @unchecked Sendable {
         // The session's writes (what the peer sent, its vectors) go to the replica first.
         let settled = sessions[id]?.settle(actions, with: replica) ?? actions
         // A forger is refused before its session's "error" leaves: it cannot redial in between.
-        for case .close(let reason) in settled where reason.hasPrefix("invalid:") {
-            if let peer = machine.connection(id)?.peer.device {
-                let now = clock()
-                let ms = penalties.withLock { $0.strike(peer, now: now) }
-                logger.warning("refusing \(peer) for \(ms / 1000) s: it sent receipts that fail verification")
-            }
+        let closes = settled.contains { if case .close = $0 { true } else { false } }
+        if closes, sessions[id]?.endedForInvalidItems == true, let peer = machine.connection(id)?.peer.device {
+            let now = clock()
+            let ms = penalties.withLock { $0.strike(peer, now: now) }
+            logger.warning("refusing \(peer) for \(ms / 1000) s: it sent receipts that fail verification")
         }
         for action in settled {
             switch action {

@@ -42,8 +42,7 @@ extension SyncSession {
         queue.removeFirst(sentCount)
         for (g, why) in withdrawals {
             forget(g)
-            withdrawn[g] = why
-            out.append(.event(.withdrew(group: g, reason: why)))
+            withdrew(g, reason: why, into: &out)
         }
     }
 

@@ -67,6 +67,9 @@ public final class SyncSession {
     var ignored = 0
     /// Receipts from the peer that failed verification in this session (`maxInvalidItems`).
     var invalidReceived = 0
+    /// The session ended because the peer passed `maxInvalidItems`: the node refuses the device a
+    /// while (`PeerPenalties`).
+    public var endedForInvalidItems: Bool { invalidReceived > limits.maxInvalidItems }
     /// The peer listed `commits` in its hello.
     var sendsCommits = false
     /// The peer listed `prevote` in its hello.
@@ -366,21 +369,28 @@ public final class SyncSession {
         else { return false }
         s.closing = true
         groups[g] = s
-        let text = String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "unshared"
-        let message = SyncMessage.unshared(group: g, reason: text)
         queue.append(
             Outgoing(
-                bytes: message.encoded(), group: g, isBatch: false, answer: false, withdraws: reason))
+                bytes: unshared(g, reason: reason).encoded(), group: g, isBatch: false, answer: false,
+                withdraws: reason))
         return true
     }
 
     /// Stops syncing a group with this peer and tells it why.
     func withdraw(_ group: GroupID, reason: String, into out: inout [SyncAction]) {
         forget(group)
+        send(unshared(group, reason: reason), into: &out)
+        withdrew(group, reason: reason, into: &out)
+    }
+
+    /// The "unshared" telling the peer why, within `maxErrorMessageBytes`.
+    func unshared(_ group: GroupID, reason: String) -> SyncMessage {
+        .unshared(group: group, reason: String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "unshared")
+    }
+
+    /// Records a group as withdrawn once its "unshared" has left (late messages are ignored).
+    func withdrew(_ group: GroupID, reason: String, into out: inout [SyncAction]) {
         withdrawn[group] = reason
-        send(
-            .unshared(group: group, reason: String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "unshared"),
-            into: &out)
         out.append(.event(.withdrew(group: group, reason: reason)))
     }
 

@@ -128,7 +128,7 @@ public enum GroupOperation: Hashable, Sendable {
         case .memberLeft: "group.member_left"
         case .renamed: "group.renamed"
         case .roleChanged: "group.role_changed"
-        case .sequencerChanged: "group.sequencer_changed"
+        case .sequencerChanged: Self.sequencerChangedType
         case .deleted: "group.deleted"
         case .deviceRevoked: "group.device_revoked"
         case .key: EpochKeyShare.receiptType
