@@ -120,38 +120,31 @@ extension TestSupport {
 }
 
 extension TestSupport {
-    /// Runs a command with posix_spawn and waitpid. For scripts that leave daemons behind
-    /// (tools/lan.sh): Foundation's `Process` was seen never to notice such a script's exit
-    /// (it kept waiting while the script sat as a zombie), so this one reaps the pid itself.
+    /// Runs a command (`arguments[0]`: a path, or a name looked up in PATH) to completion through
+    /// `ChildProcess`, which reaps the pid itself: for scripts that leave daemons behind
+    /// (tools/lan.sh), whose exit Foundation's `Process` was seen never to notice. The status is
+    /// the exit code, or 128 + the signal that ended it; killed after `timeout` seconds.
     public static func spawnAndWait(_ arguments: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, dir + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, dir + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
-        guard rc == 0 else {
-            throw ProcessError(description: "cannot start \(arguments[0]): \(String(cString: strerror(rc)))")
-        }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let program =
+            arguments[0].contains("/")
+            ? arguments[0]
+            : path.split(separator: ":").map { "\($0)/\(arguments[0])" }.first {
+                FileManager.default.isExecutableFile(atPath: $0)
+            } ?? arguments[0]
+        let child = try ChildProcess(
+            program, Array(arguments.dropFirst()), stdout: dir + "/out", stderr: dir + "/err", lifetime: timeout + 30)
         let deadline = Date().addingTimeInterval(timeout)
-        var status: Int32 = 0
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                throw ProcessError(description: "\(arguments) timed out after \(timeout) s")
-            }
-            usleep(10_000)
+        while child.isRunning && Date() < deadline { usleep(10_000) }
+        if child.isRunning {
+            child.kill9()
+            throw ProcessError(description: "\(arguments) timed out after \(timeout) s")
         }
-        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let status = child.status ?? -1
         return ProcessResult(
-            status: code,
+            status: child.endedBySignal ? 128 + status : status,
             stdout: (try? String(contentsOfFile: dir + "/out", encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOfFile: dir + "/err", encoding: .utf8)) ?? "")
     }
