@@ -78,6 +78,17 @@ struct LongLog {
         (try? TestSupport.peerlog(["invites", "--home", home ?? bobHome]).stdout.contains(group.string)) ?? false
     }
 
+    /// Bob's home copied onto a fresh tmpfs of `size` mounted at `mountPoint` (root only; the
+    /// caller unmounts it): the copy's path, or nil when the mount failed.
+    func bobHomeOnTmpfs(at mountPoint: String, size: String) throws -> String? {
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard try TestSupport.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint]).status == 0
+        else { return nil }
+        let copy = mountPoint + "/bob"
+        _ = try TestSupport.run("/bin/cp", ["-a", bobHome, copy])
+        return copy
+    }
+
     /// Waits until Bob holds the whole log and sees his invitation.
     func bobCompletes(home: String? = nil, timeout: TimeInterval = 90) -> Bool {
         TestSupport.waitUntil(timeout: timeout) { bobCommitted(home: home) == total && bobSeesInvitation(home: home) }
@@ -164,15 +175,11 @@ struct CatchUpFaultTests {
     func anInviteeWhoseDiskFilledResumesOnceThereIsRoom() throws {
         let log = try LongLog(dir: dir, writes: 10_000, invitationLast: true)
         let mountPoint = dir + "/small"
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        guard try TestSupport.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1600k", "tmpfs", mountPoint]).status == 0
-        else {
+        guard let bobHome = try log.bobHomeOnTmpfs(at: mountPoint, size: "1600k") else {
             Issue.record("cannot mount a tmpfs")
             return
         }
         defer { _ = try? TestSupport.run("/bin/umount", ["-l", mountPoint]) }
-        let bobHome = mountPoint + "/bob"
-        _ = try TestSupport.run("/bin/cp", ["-a", log.bobHome, bobHome])
         let ann = try DaemonProcess(home: log.annHome)
         let bob = try DaemonProcess(
             home: bobHome, arguments: ["--peer", ann.address, "--allow", log.ann.identity.string])
@@ -211,15 +218,11 @@ struct RetentionFullDiskTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let log = try LongLog(dir: dir, writes: 20_000, invitationLast: false)
         let mountPoint = dir + "/small"
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        guard try TestSupport.run("/bin/mount", ["-t", "tmpfs", "-o", "size=64m", "tmpfs", mountPoint]).status == 0
-        else {
+        guard let bobHome = try log.bobHomeOnTmpfs(at: mountPoint, size: "64m") else {
             Issue.record("cannot mount a tmpfs")
             return
         }
         defer { _ = try? TestSupport.run("/bin/umount", ["-l", mountPoint]) }
-        let bobHome = mountPoint + "/bob"
-        _ = try TestSupport.run("/bin/cp", ["-a", log.bobHome, bobHome])
         let g = log.group.string
 
         // Bob takes the whole log with the room he needs, and accepts.

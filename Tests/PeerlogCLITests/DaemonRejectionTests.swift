@@ -14,6 +14,26 @@ struct DaemonRejectionTests {
     @discardableResult
     func ok(_ args: [String]) throws -> String { try TestSupport.peerlogOK(args) }
 
+    /// A home `dir/name` with a plaintext group "team" to which the Python peer of `seed`
+    /// (tools/interop/sync_client.py) is invited: the home, the group and the peer's identity
+    /// and device.
+    func groupInvitingPythonPeer(
+        _ name: String, seed: String
+    ) throws
+        -> (home: String, group: String, identity: String, device: String)
+    {
+        let home = dir + "/" + name
+        _ = try ok(["init", "--home", home, "--name", "alice"])
+        let python = try JSON.parse(try TestSupport.python("sync_client.py", ["identity", "--seed", seed]))
+        guard
+            case .string(let gid)? = try JSON.parse(
+                try ok(["group", "create", "--home", home, "team", "--json", "--plaintext"]))["id"],
+            case .string(let identity)? = python["identity"], case .string(let device)? = python["device"]
+        else { throw TestSupport.ProcessError(description: "setup: \(python)") }
+        _ = try ok(["group", "add", "--home", home, gid, identity])
+        return (home, gid, identity, device)
+    }
+
     func hostile(_ mode: String, _ daemon: DaemonProcess) throws -> JSON {
         let r = try TestSupport.run(
             TestSupport.python,
@@ -94,20 +114,11 @@ struct DaemonRejectionTests {
     /// daemon logs it, `status` shows it and `dead-letters` lists it with the author and identity
     /// it claims and the peer that sent it.
     @Test func forgeriesAreLoggedListedAndShownWithTheirSender() throws {
-        let home = dir + "/alice"
-        _ = try ok(["init", "--home", home, "--name", "alice"])
-        guard case .string(let alice)? = try JSON.parse(try ok(["id", "--home", home, "--json"]))["identity"],
-            case .string(let gid)? = try JSON.parse(
-                try ok(["group", "create", "--home", home, "team", "--json", "--plaintext"]))["id"],
-            case .string(let member)? = try JSON.parse(
-                try TestSupport.python("sync_client.py", ["identity", "--seed", "0e"]))["identity"],
-            case .string(let forger)? = try JSON.parse(
-                try TestSupport.python("sync_client.py", ["identity", "--seed", "0e"]))["device"]
-        else {
+        let (home, gid, _, forger) = try groupInvitingPythonPeer("alice", seed: "0e")
+        guard case .string(let alice)? = try JSON.parse(try ok(["id", "--home", home, "--json"]))["identity"] else {
             Issue.record("setup")
             return
         }
-        _ = try ok(["group", "add", "--home", home, gid, member])
         let daemon = try DaemonProcess(home: home)
         defer { daemon.stop() }
         let sent = try JSON.parse(
@@ -153,18 +164,7 @@ struct DaemonRejectionTests {
     /// refused for a while when it dials again at once; what it sent is kept as evidence, no
     /// more than the cap (docs/PROTOCOL.md §15.3).
     @Test func aForgedReceiptFloodEndsTheSessionAndTheForgerIsRefused() throws {
-        let home = dir + "/flooded"
-        _ = try ok(["init", "--home", home, "--name", "alice"])
-        guard
-            case .string(let gid)? = try JSON.parse(
-                try ok(["group", "create", "--home", home, "team", "--json", "--plaintext"]))["id"],
-            case .string(let member)? = try JSON.parse(
-                try TestSupport.python("sync_client.py", ["identity", "--seed", "0f"]))["identity"]
-        else {
-            Issue.record("setup")
-            return
-        }
-        _ = try ok(["group", "add", "--home", home, gid, member])
+        let (home, gid, _, _) = try groupInvitingPythonPeer("flooded", seed: "0f")
         let daemon = try DaemonProcess(home: home)
         defer { daemon.stop() }
         let out = try JSON.parse(

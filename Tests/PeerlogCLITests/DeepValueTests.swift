@@ -16,12 +16,7 @@ struct DeepValueTests {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let ann = try makePerson("ann", in: dir)
-        var create = ["group", "create", "--home", ann.home, "g"]
-        if !encrypted { create.append("--plaintext") }
-        guard case .string(let group)? = try peerlogJSON(create)["id"] else {
-            Issue.record("no group id")
-            return
-        }
+        let group = try createGroup(ann.home, "g", plaintext: !encrypted)
         // The deepest a value may nest (Receipt.maxBodyDepth): written, committed and read back.
         try expectPeerlog(["put", "--home", ann.home, group, "ok", nested(16), "--json-value"])
         #expect(try expectPeerlog(["get", "--home", ann.home, group, "ok"]).contains(nested(16)))

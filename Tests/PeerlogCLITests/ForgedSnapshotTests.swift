@@ -50,13 +50,6 @@ struct ForgedSnapshotTests {
         return nil
     }
 
-    func value(_ home: String, _ group: String, _ key: String) -> String? {
-        guard let r = try? TestSupport.peerlog(["get", "--home", home, group, key, "--committed"]), r.status == 0 else {
-            return nil
-        }
-        return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     func committedAndAuthority(_ home: String, _ group: String) throws -> String {
         let text = try expectPeerlog(["group", "show", "--home", home, group])
         return text.split(separator: "\n").filter { $0.contains("sequencer") || $0.contains("committed") }
@@ -78,10 +71,7 @@ struct ForgedSnapshotTests {
     {
         let d = try DaemonProcess(home: member.home, arguments: ["--peer", owner.address, "--allow", ownerIdentity])
         defer { d.stop() }
-        #expect(
-            TestSupport.waitUntil(timeout: 60) {
-                (try? TestSupport.peerlog(["group", "accept", "--home", member.home, group]).status) == 0
-            }, "no invitation reached \(member.home): \(d.stderr)")
+        #expect(acceptWhenInvited(member.home, group), "no invitation reached \(member.home): \(d.stderr)")
         #expect(
             TestSupport.waitUntil(timeout: 60) { noTentative(member.home, group) && noTentative(owner.home, group) },
             "\(d.stderr)")
@@ -92,12 +82,7 @@ struct ForgedSnapshotTests {
         let ann = try makePerson("ann", in: dir)
         let mal = try makePerson("mal", in: dir)
         let bob = try makePerson("bob", in: dir)
-        var create = ["group", "create", "--home", ann.home, "bank"]
-        if !encrypted { create.append("--plaintext") }
-        guard case .string(let group)? = try peerlogJSON(create)["id"] else {
-            Issue.record("group create printed no id")
-            return
-        }
+        let group = try createGroup(ann.home, "bank", plaintext: !encrypted)
         for m in [mal, bob] { try expectPeerlog(["group", "add", "--home", ann.home, group, m.identity]) }
         try expectPeerlog(["put", "--home", ann.home, group, "balance", "100"])
         let annDaemon = try DaemonProcess(home: ann.home)
@@ -124,7 +109,7 @@ struct ForgedSnapshotTests {
         let forgedSeq = try GroupSnapshot(encoded: forged.snapshot).seq
         #expect(answer != nil && answer! < forgedSeq)
         #expect(try committedAndAuthority(ann.home, group) == annBefore)
-        #expect(value(ann.home, group, "balance") == "100")
+        #expect(peerlogValue(ann.home, group, "balance", committed: true) == "100")
         #expect(
             TestSupport.waitUntil(timeout: 30) { annAgain.stderr.contains("snapshot refused") },
             "the owner logged no refusal: \(annAgain.stderr)")
@@ -136,7 +121,7 @@ struct ForgedSnapshotTests {
         _ = try sendSnapshot(forged, group: g, as: malDevice, port: bobDaemon.port)
         bobDaemon.stop()
         #expect(try committedAndAuthority(bob.home, group) == bobBefore)
-        #expect(value(bob.home, group, "balance") == "100")
+        #expect(peerlogValue(bob.home, group, "balance", committed: true) == "100")
         let evidence = try expectPeerlog(["dead-letters", "--home", bob.home, "--json"])
         #expect(evidence.contains(CID(hashing: forged.snapshot).string), "\(evidence)")
         #expect(evidence.contains(malDevice.device.string), "\(evidence)")
@@ -149,10 +134,10 @@ struct ForgedSnapshotTests {
             bobLast.stop()
         }
         #expect(
-            TestSupport.waitUntil(timeout: 60) { value(bob.home, group, "note") != nil },
+            TestSupport.waitUntil(timeout: 60) { peerlogValue(bob.home, group, "note", committed: true) != nil },
             "bob did not catch up: \(bobLast.stderr)")
-        #expect(value(ann.home, group, "balance") == "100")
-        #expect(value(bob.home, group, "balance") == "100")
+        #expect(peerlogValue(ann.home, group, "balance", committed: true) == "100")
+        #expect(peerlogValue(bob.home, group, "balance", committed: true) == "100")
         #expect(try committedAndAuthority(ann.home, group) == annBefore)
         let hashes = try [ann.home, bob.home].map { try expectPeerlog(["state-hash", "--home", $0, group]) }
         #expect(hashes[0] == hashes[1])

@@ -13,19 +13,11 @@ struct LinkedDeviceKeysTests {
     let dir: String
     init() throws { dir = try TestSupport.temporaryDirectory() }
 
-    func get(_ home: String, _ group: String, _ key: String) -> String? {
-        guard let r = try? TestSupport.peerlog(["get", "--home", home, group, key]), r.status == 0 else { return nil }
-        return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     @Test func aLinkedLaptopReadsValuesWrittenUnderRetiredKeys() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let a = try makePerson("alice", in: dir)
         let c = try makePerson("carol", in: dir)
-        guard case .string(let group)? = try peerlogJSON(["group", "create", "--home", a.home, "diary"])["id"] else {
-            Issue.record("no group id")
-            return
-        }
+        let group = try createGroup(a.home, "diary")
         try expectPeerlog(["group", "add", "--home", a.home, group, c.identity])
         for i in 0..<5 { try expectPeerlog(["put", "--home", a.home, group, "old\(i)", "\(i)"]) }
         let da = try DaemonProcess(home: a.home)
@@ -33,11 +25,8 @@ struct LinkedDeviceKeysTests {
         do {
             let dc = try DaemonProcess(home: c.home, arguments: ["--peer", da.address, "--allow", a.identity])
             defer { dc.stop() }
-            #expect(
-                TestSupport.waitUntil(timeout: 60) {
-                    (try? TestSupport.peerlog(["group", "accept", "--home", c.home, group]).status) == 0
-                }, "carol never received the group\n\(dc.stderr)")
-            #expect(TestSupport.waitUntil(timeout: 60) { get(c.home, group, "old4") == "4" }, "\(dc.stderr)")
+            #expect(acceptWhenInvited(c.home, group), "carol never received the group\n\(dc.stderr)")
+            #expect(TestSupport.waitUntil(timeout: 60) { peerlogValue(c.home, group, "old4") == "4" }, "\(dc.stderr)")
         }
         // Carol is removed: the key the old values are sealed under is retired.
         try expectPeerlog(["group", "remove", "--home", a.home, group, c.identity])
@@ -51,10 +40,12 @@ struct LinkedDeviceKeysTests {
         let db = try DaemonProcess(home: bHome, arguments: ["--peer", da.address])
         defer { db.stop() }
         #expect(
-            TestSupport.waitUntil(timeout: 60) { get(bHome, group, "new") == "\"after\"" },
+            TestSupport.waitUntil(timeout: 60) { peerlogValue(bHome, group, "new") == "\"after\"" },
             "the laptop never read the current value\n\(db.stderr)")
         #expect(
-            TestSupport.waitUntil(timeout: 60) { (0..<5).allSatisfy { get(bHome, group, "old\($0)") == "\($0)" } },
+            TestSupport.waitUntil(timeout: 60) {
+                (0..<5).allSatisfy { peerlogValue(bHome, group, "old\($0)") == "\($0)" }
+            },
             "the laptop cannot read values under the retired key\n\(db.stderr)")
         let hashes = try [a.home, bHome].map { try expectPeerlog(["state-hash", "--home", $0, group]) }
         #expect(hashes[0] == hashes[1], "\(hashes)")

@@ -1,3 +1,4 @@
+import Foundation
 import PeerlogEncoding
 import PeerlogTestSupport
 import Testing
@@ -41,4 +42,29 @@ func peerlogJSON(_ args: [String]) throws -> JSON {
     let r = try TestSupport.peerlog(args + ["--json"])
     guard r.status == 0 else { throw TestSupport.ProcessError(description: "peerlog \(args): \(r.stderr)") }
     return try JSON.parse(r.stdout)
+}
+
+/// `group create NAME` on `home`, end-to-end encrypted unless `plaintext`; its id.
+func createGroup(_ home: String, _ name: String, plaintext: Bool = false) throws -> String {
+    let args = ["group", "create", "--home", home, name] + (plaintext ? ["--plaintext"] : [])
+    guard case .string(let id)? = try peerlogJSON(args)["id"] else {
+        throw TestSupport.ProcessError(description: "group create printed no id")
+    }
+    return id
+}
+
+/// What `peerlog get` prints for `key` (trimmed), or nil when it fails (no such key, no key to
+/// open it). `committed`: the committed view.
+func peerlogValue(_ home: String, _ group: String, _ key: String, committed: Bool = false) -> String? {
+    let args = ["get", "--home", home, group, key] + (committed ? ["--committed"] : [])
+    guard let r = try? TestSupport.peerlog(args), r.status == 0 else { return nil }
+    return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+/// Waits (up to `timeout`) until `home` has received its invitation to `group` through a
+/// running daemon, and accepts it; false when it never could.
+func acceptWhenInvited(_ home: String, _ group: String, timeout: TimeInterval = 60) -> Bool {
+    TestSupport.waitUntil(timeout: timeout) {
+        (try? TestSupport.peerlog(["group", "accept", "--home", home, group]).status) == 0
+    }
 }

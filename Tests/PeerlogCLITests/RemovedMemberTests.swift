@@ -29,10 +29,7 @@ struct RemovedMemberTests {
         defer { da.stop() }
         let db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity])
         defer { db.stop() }
-        #expect(
-            TestSupport.waitUntil(timeout: 60) {
-                (try? TestSupport.peerlog(["group", "accept", "--home", b.home, group]).status) == 0
-            }, "bob never received the group\n\(db.stderr)")
+        #expect(acceptWhenInvited(b.home, group), "bob never received the group\n\(db.stderr)")
         #expect(
             TestSupport.waitUntil(timeout: 60) { status(of: b.identity, in: a.home, group) == "active" },
             "bob's acceptance never reached alice\n\(da.stderr)")

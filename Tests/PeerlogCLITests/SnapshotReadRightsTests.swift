@@ -12,20 +12,12 @@ struct SnapshotReadRightsTests {
     let dir: String
     init() throws { dir = try TestSupport.temporaryDirectory() }
 
-    func get(_ home: String, _ group: String, _ key: String) -> String? {
-        guard let r = try? TestSupport.peerlog(["get", "--home", home, group, key]), r.status == 0 else { return nil }
-        return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     @Test func aMemberInvitedAfterARemovalGetsNoValueUnderTheRetiredKeyFromASnapshot() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let ann = try makePerson("ann", in: dir)
         let carol = try makePerson("carol", in: dir)
         let dave = try makePerson("dave", in: dir)
-        guard case .string(let group)? = try peerlogJSON(["group", "create", "--home", ann.home, "diary"])["id"] else {
-            Issue.record("no group id")
-            return
-        }
+        let group = try createGroup(ann.home, "diary")
         try expectPeerlog(["group", "add", "--home", ann.home, group, carol.identity])
         let batch = dir + "/old.jsonl"
         try (0..<50).map { "{\"key\": \"old\($0)\", \"value\": \($0)}" }.joined(separator: "\n")
@@ -36,11 +28,9 @@ struct SnapshotReadRightsTests {
         do {
             let dc = try DaemonProcess(home: carol.home, arguments: ["--peer", da.address, "--allow", ann.identity])
             defer { dc.stop() }
+            #expect(acceptWhenInvited(carol.home, group), "carol never received the group\n\(dc.stderr)")
             #expect(
-                TestSupport.waitUntil(timeout: 60) {
-                    (try? TestSupport.peerlog(["group", "accept", "--home", carol.home, group]).status) == 0
-                }, "carol never received the group\n\(dc.stderr)")
-            #expect(TestSupport.waitUntil(timeout: 60) { get(carol.home, group, "old49") == "49" }, "\(dc.stderr)")
+                TestSupport.waitUntil(timeout: 60) { peerlogValue(carol.home, group, "old49") == "49" }, "\(dc.stderr)")
         }
         // Carol, an active member, is removed: the key the 50 values are sealed under is retired.
         try expectPeerlog(["group", "remove", "--home", ann.home, group, carol.identity])
@@ -57,12 +47,12 @@ struct SnapshotReadRightsTests {
         // He started from the snapshot (a floor), and before accepting reads none of the old values.
         let show = try peerlogJSON(["group", "show", "--home", dave.home, group])
         #expect(show["floor"] != nil && show["floor"] != .null, "\(show)")
-        #expect((0..<50).allSatisfy { get(dave.home, group, "old\($0)") == nil })
+        #expect((0..<50).allSatisfy { peerlogValue(dave.home, group, "old\($0)") == nil })
         try expectPeerlog(["group", "accept", "--home", dave.home, group])
         #expect(
-            TestSupport.waitUntil(timeout: 60) { get(dave.home, group, "new") == "\"after the removal\"" },
+            TestSupport.waitUntil(timeout: 60) { peerlogValue(dave.home, group, "new") == "\"after the removal\"" },
             "dave cannot read the value under the key in use\n\(dd.stderr)")
         // Accepted, with the key in use: still none of the 50 under the retired key, as by the log.
-        #expect((0..<50).allSatisfy { get(dave.home, group, "old\($0)") == nil })
+        #expect((0..<50).allSatisfy { peerlogValue(dave.home, group, "old\($0)") == nil })
     }
 }
