@@ -23,6 +23,23 @@ import Testing
         return (peers, g)
     }
 
+    /// The snapshot was refused at `end` with a reason containing `why`, the receiver (peer 2)
+    /// took the log instead (no floor, the sender's committed state), and the session stayed open.
+    func expectLogInstead(
+        _ mesh: Mesh, end: Int, _ peers: [Peer], _ g: GroupID, refusedFor why: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let refused = mesh.ends[end].events.contains { e in
+            if case .ingested(_, let report) = e { return report.rejected.contains { $0.reason.contains(why) } }
+            return false
+        }
+        #expect(refused, sourceLocation: sourceLocation)
+        #expect(try peers[2].replica.floor(of: g) == nil, sourceLocation: sourceLocation)
+        #expect(
+            try peers[2].hashes(g).committed == peers[0].hashes(g).committed, sourceLocation: sourceLocation)
+        #expect(mesh.ends[end].closed == nil, sourceLocation: sourceLocation)
+    }
+
     func snapshotsSent(_ mesh: Mesh, _ end: Int) -> Int {
         mesh.ends[end].events.count { e in
             if case .ingested(_, let report) = e { return !report.snapshotsInstalled.isEmpty }
@@ -78,16 +95,7 @@ import Testing
         }
         let (_, c) = mesh.connect(0, 2)
         mesh.pump()
-        let refused = mesh.ends[c].events.contains { e in
-            if case .ingested(_, let report) = e {
-                return report.rejected.contains { $0.reason.contains("snapshot refused") }
-            }
-            return false
-        }
-        #expect(refused)
-        #expect(try peers[2].replica.floor(of: g) == nil)
-        #expect(try peers[2].hashes(g).committed == peers[0].hashes(g).committed)
-        #expect(mesh.ends[c].closed == nil)
+        try expectLogInstead(mesh, end: c, peers, g, refusedFor: "snapshot refused")
     }
 
     @Test func aPeerBelowACompactedFloorCatchesUpFromTheSnapshot() throws {
@@ -118,15 +126,6 @@ import Testing
         let (_, c) = mesh.connect(0, 2, trusted: false)
         mesh.pump()
         #expect(snapshotsSent(mesh, c) == 0)
-        let refused = mesh.ends[c].events.contains { e in
-            if case .ingested(_, let report) = e {
-                return report.rejected.contains { $0.reason.contains("starts a group only from") }
-            }
-            return false
-        }
-        #expect(refused)
-        #expect(try peers[2].replica.floor(of: g) == nil)
-        #expect(try peers[2].hashes(g).committed == peers[0].hashes(g).committed)
-        #expect(mesh.ends[c].closed == nil)
+        try expectLogInstead(mesh, end: c, peers, g, refusedFor: "starts a group only from")
     }
 }
