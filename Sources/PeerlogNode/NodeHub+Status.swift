@@ -53,12 +53,14 @@ extension NodeHub {
             var lags: [GroupPeerStatus] = []
             for (connection, status) in sessionStatus {
                 guard let g = status.groups.first(where: { $0.group == group }) else { continue }
+                let past = pastTraffic[connection.peer.device]?[group] ?? (0, 0)
                 lags.append(
                     GroupPeerStatus(
                         device: connection.peer.device.string, peerCommitted: g.peerCommitted,
                         behind: g.peerCommitted.map { $0 > committed ? $0 - committed : 0 } ?? 0,
                         ahead: g.peerCommitted.map { committed > $0 ? committed - $0 : 0 } ?? 0,
-                        caughtUp: g.caughtUpReceived, itemsReceived: g.received.items, itemsSent: g.sent.items
+                        caughtUp: g.caughtUpReceived, itemsReceived: past.received + g.received.items,
+                        itemsSent: past.sent + g.sent.items
                     ))
             }
             var entry = GroupStatus(

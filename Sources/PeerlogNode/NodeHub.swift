@@ -62,6 +62,11 @@ final class NodeHub: @unchecked Sendable {
     let election: ElectedSequencerDriver
     private var links: [UInt64: ConnectionRef] = [:]
     private var sessions: [UInt64: SyncSession] = [:]
+    /// Items each device's ended sessions moved, per group, so `status` counts a peer's
+    /// traffic since the daemon started and a reconnection (a tie-break, a closed lid) does
+    /// not zero it. At most `pastTrafficDevices` devices are kept.
+    private(set) var pastTraffic: [DeviceID: [GroupID: (received: Int, sent: Int)]] = [:]
+    static let pastTrafficDevices = 1024
     private var timer: DispatchSourceTimer?
     /// The revocation stamp last read and the revoked devices known then.
     private var revocationStamp: Int64 = -1
@@ -203,10 +208,10 @@ final class NodeHub: @unchecked Sendable {
             sessions[id] = session
             perform(session.start(), on: id)
         case .close(let id, let reason):
-            sessions[id] = nil
+            retireSession(id)
             links.removeValue(forKey: id)?.close(reason)
         case .dropSession(let id):
-            sessions[id] = nil
+            retireSession(id)
             links[id] = nil
         case .offerChange(let group, let id):
             if let session = sessions[id] { perform(session.localChanged(group: group), on: id) }
@@ -347,6 +352,18 @@ final class NodeHub: @unchecked Sendable {
                 sends: sends.map { ElectionSend(to: $0.to, group: $0.group, message: $0.message) },
                 signed: election.takeSigned(), problems: election.takeProblems()
             ))
+    }
+
+    /// Drops a session, keeping what it moved in `pastTraffic`.
+    private func retireSession(_ id: UInt64) {
+        guard let session = sessions.removeValue(forKey: id), let peer = links[id]?.peer.device else { return }
+        if pastTraffic[peer] == nil, pastTraffic.count >= Self.pastTrafficDevices, let any = pastTraffic.keys.first {
+            pastTraffic[any] = nil
+        }
+        for g in session.status().groups {
+            let past = pastTraffic[peer, default: [:]][g.group] ?? (0, 0)
+            pastTraffic[peer, default: [:]][g.group] = (past.received + g.received.items, past.sent + g.sent.items)
+        }
     }
 
     // MARK: Status helpers (executor-confined)

@@ -275,9 +275,10 @@ public struct GroupPeerStatus: Codable, Sendable, Equatable {
     public var ahead: UInt64
     /// The peer sent `caught_up` for our latest vector: it has sent everything we lacked then.
     public var caughtUp: Bool
-    /// Items (receipts and envelopes) received from / sent to this peer in this connection.
+    /// Items (receipts and envelopes) received from this device in this group since the
+    /// daemon started, over all its connections (a reconnection does not zero it).
     public var itemsReceived: Int
-    /// Items sent to it in this connection.
+    /// Items sent to it in this group since the daemon started, over all its connections.
     public var itemsSent: Int
 }
 

@@ -189,6 +189,12 @@ final class NodeHarness {
         }
     }
 
+    /// End 0 of the link closes (as a lid closing would), and the close reaches the other end.
+    func disconnect(_ link: Int) {
+        wire.closes.withLock { $0.append((link, 0, .session("lid closed"))) }
+        pump()
+    }
+
     /// Whether both ends of the link are still open.
     func isLive(_ link: Int) -> Bool { links[link].open == (true, true) }
 

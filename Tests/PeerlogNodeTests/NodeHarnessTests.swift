@@ -82,4 +82,31 @@ struct NodeHarnessTests {
         #expect(hashes[0] == hashes[1])
         #expect(try harness.nodes[0].replica.entity("from-b", in: g, view: .tentative)?.value == .int(2))
     }
+
+    /// `status` counts a peer's items since the daemon started: a reconnection (a closed lid,
+    /// a tie-break) adds the new connection's items to what the ended ones moved.
+    @Test func aPeersItemCountsSurviveAReconnection() throws {
+        let harness = try NodeHarness(["a", "b"])
+        let g = try Self.invitedGroup(harness)
+        let link = harness.connect(0, 1)
+        harness.pump()
+        try harness.nodes[1].replica.append(.inviteAccepted, to: g)
+        for i in 0..<5 { try harness.nodes[1].replica.append(.entityPut(key: "k\(i)", value: .int(1)), to: g) }
+        harness.advance(300)
+        func fromB() -> Int {
+            let status = harness.nodes[0].hub.statusNow()
+            let group = status.groups.first { $0.id == g.string }
+            return group?.peers.first { $0.device == harness.nodes[1].device.device.string }?.itemsReceived ?? -1
+        }
+        let first = fromB()
+        #expect(first >= 6, "a received \(first) items from b in the first connection")
+
+        harness.disconnect(link)
+        harness.connect(0, 1)
+        for i in 5..<8 { try harness.nodes[1].replica.append(.entityPut(key: "k\(i)", value: .int(1)), to: g) }
+        harness.advance(300)
+        #expect(try harness.hashes(g)[0] == harness.hashes(g)[1])
+        let total = fromB()
+        #expect(total >= first + 3, "after the reconnection a counted \(total), the first connection alone \(first)")
+    }
 }
