@@ -96,8 +96,11 @@ public enum PairingGuest {
         let limits = PairingLimits()
         let socket: BlockingSocket
         do { socket = try BlockingSocket(host: address.host, port: address.port) } catch {
-            throw NodeError.pairing("cannot reach the pairing session at \(address): \(error)")
+            throw NodeError.pairing(
+                "cannot reach the host at \(address): \(error) (is its daemon running, and is this its address?)")
         }
+        // The preamble names the session, so the host's own port can serve it (§20.9).
+        try send(socket, raw: PairingPreamble.bytes(nameplate: code.nameplate), address)
         let deadline = Date(timeIntervalSinceNow: Double(limits.exchangeTimeout.components.seconds))
         var frames = PairingFrames(maxBytes: limits.maxMessageBytes)
         var guest = PairingGuestExchange(code: code, purpose: purpose, limits: limits)
@@ -112,7 +115,9 @@ public enum PairingGuest {
                     throw NodeError.pairing("reading from \(address): \(error)")
                 }
                 guard !chunk.isEmpty else {
-                    throw NodeError.pairing("the host at \(address) closed the connection")
+                    throw NodeError.pairing(
+                        "the host at \(address) closed the connection without a word (is it a peerlog node of a version that pairs on its own port?)"
+                    )
                 }
                 pending = try frames.append(chunk)
                 continue
@@ -137,7 +142,11 @@ public enum PairingGuest {
     }
 
     private static func send(_ socket: BlockingSocket, _ message: [UInt8], _ address: PeerAddress) throws {
-        do { try socket.send(PairingFrames.frame(message)) } catch {
+        try send(socket, raw: PairingFrames.frame(message), address)
+    }
+
+    private static func send(_ socket: BlockingSocket, raw bytes: [UInt8], _ address: PeerAddress) throws {
+        do { try socket.send(bytes) } catch {
             throw NodeError.pairing("writing to \(address): \(error)")
         }
     }

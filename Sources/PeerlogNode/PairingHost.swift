@@ -7,23 +7,43 @@ import PeerlogModel
 import PeerlogPairing
 import Synchronization
 
-/// The pairing sessions a node hosts (`peerlog device link`, `peerlog invite create`): each
-/// code gets its own listener and, with discovery on, its own DNS-SD service
-/// `_peerlog-pair._tcp` (docs/PROTOCOL.md §20.9). The PAKE and the code's life (attempts,
-/// expiry, single use) are `PairingOffer`'s; this class only does the I/O around it, and what
-/// a granted session does (`PairingGrants`).
+/// The pairing sessions a node hosts (`peerlog device link`, `peerlog invite create`): guests
+/// reach them on the node's own port (the guest's preamble names the session; `InboundSniffer`
+/// hands such connections over), or on a listener of the session's own when the node does not
+/// listen; with discovery on, each session has its DNS-SD service `_peerlog-pair._tcp`
+/// (docs/PROTOCOL.md §20.9). The PAKE and the code's life (attempts, expiry, single use) are
+/// `PairingOffer`'s; this class does the I/O around it, the per-source spacing of failed
+/// guesses, and what a granted session does (`PairingGrants`).
 final class PairingHost: Sendable {
     /// Newest pairing events kept for `status`.
     static let recentLimit = 20
     /// Most sessions open at once (codes handed out and not yet used, expired or exhausted).
     static let maxOpenSessions = 16
+    /// Most guest connections at once over all sessions (each lives at most `exchangeTimeout`).
+    static let maxGuestConnections = 32
+    /// Ended sessions remembered, so a late guest hears "used", "expired" or "exhausted".
+    static let endedLimit = 64
+    /// A source address whose guess failed waits this long before its next guess is taken
+    /// (the guess is held, not refused).
+    static let failureSpacingMillis: UInt64 = 1000
+
+    /// What `spend` says of a guest's share.
+    enum Spend: Equatable {
+        /// Take it: one attempt is spent and the session is this guest's until it ends.
+        case go
+        /// Hold it this many milliseconds (this source failed a guess just now), then ask again.
+        case wait(UInt64)
+        /// Refuse it (nothing spent): send the error and close.
+        case refused(PairingError)
+    }
 
     private struct Session {
         var offer: PairingOffer
         let request: PairingOpenRequest
-        let server: any Channel
+        /// Its own listener, when the node does not listen (nil: the node's port serves it).
+        let server: (any Channel)?
         let advert: Discovery?
-        /// A guest's exchange runs; a second connection meanwhile is turned away.
+        /// A guest's share was taken and its exchange runs; another share meanwhile is turned away.
         var busy = false
         var ticket: PairingTicket
     }
@@ -33,6 +53,12 @@ final class PairingHost: Sendable {
         var events: [PairingEventStatus] = []
         var group: (any EventLoopGroup)?
         var listening: PeerAddress?
+        /// How each ended session ended, by nameplate, oldest first in `endedOrder`.
+        var ended: [Int: PairingOffer.State] = [:]
+        var endedOrder: [Int] = []
+        /// When a guess from each source address last failed.
+        var lastFailure: [String: UInt64] = [:]
+        var guests = 0
     }
 
     private let state = Mutex(State())
@@ -57,7 +83,8 @@ final class PairingHost: Sendable {
         }
     }
 
-    /// Opens a session: a new code, a listener on `host` (port 0), an advert. Throws
+    /// Opens a session: a new code, served on the node's port (or a listener of its own on
+    /// `host`, port 0, when the node does not listen), an advert. Throws
     /// `NodeError.pairing` when the node does not run, the lifetime is out of range, or too
     /// many sessions are open.
     func open(_ request: PairingOpenRequest, host: String, now: UInt64) async throws -> PairingTicket {
@@ -66,26 +93,30 @@ final class PairingHost: Sendable {
         }
         try grants.check(request)
         closeDead(now: now)
-        let (group, nameplate) = try state.withLock { s -> ((any EventLoopGroup)?, Int) in
+        let (group, nameplate, listening) = try state.withLock { s -> ((any EventLoopGroup)?, Int, PeerAddress?) in
             guard s.sessions.count < Self.maxOpenSessions else {
                 throw NodeError.pairing("\(Self.maxOpenSessions) pairing sessions are open already")
             }
-            let free = (1...999).filter { s.sessions[$0] == nil }
-            return (s.group, free.randomElement() ?? 1)
+            // A nameplate that ended recently is reused last: its late guests would spend the new code's attempts.
+            let unused = (1...999).filter { s.sessions[$0] == nil && s.ended[$0] == nil }
+            let free = unused.isEmpty ? (1...999).filter { s.sessions[$0] == nil } : unused
+            return (s.group, free.randomElement() ?? 1, s.listening)
         }
         guard let group else { throw NodeError.pairing("the node is not running") }
         let code = PairingCode.generate(nameplate: nameplate)
         let expiresAt = now + UInt64(request.lifetimeSeconds) * 1000
-        let server = try await ServerBootstrap(group: group)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(
-                        PairingHostHandler(host: self, nameplate: nameplate, maxBytes: limits.maxMessageBytes))
+        var server: (any Channel)?
+        if listening == nil {
+            server = try await ServerBootstrap(group: group)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelInitializer { [self] channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(makeHandler())
+                    }
                 }
-            }
-            .bind(host: host, port: 0).get()
-        let port = server.localAddress?.port ?? 0
+                .bind(host: host, port: 0).get()
+        }
+        let port = listening?.port ?? server?.localAddress?.port ?? 0
         let ticket = PairingTicket(
             code: code.description, nameplate: nameplate, purpose: request.purpose.rawValue, expiresAt: expiresAt,
             address: PeerAddress(host: host, port: port).description, group: request.group?.string,
@@ -93,12 +124,13 @@ final class PairingHost: Sendable {
         let advert = discovery ? advertise(nameplate: nameplate, purpose: request.purpose, port: port) : nil
         advert?.start()
         state.withLock {
+            $0.ended[nameplate] = nil
             $0.sessions[nameplate] = Session(
                 offer: PairingOffer(code: code, purpose: request.purpose, expiresAt: expiresAt, limits: limits),
                 request: request, server: server, advert: advert, ticket: ticket)
         }
-        // The code dies at its expiry even if no guest ever comes: its listener and advert go.
-        server.eventLoop.scheduleTask(in: .seconds(Int64(request.lifetimeSeconds))) { [self] in
+        // The code dies at its expiry even if no guest ever comes: its advert (and listener) go.
+        group.any().scheduleTask(in: .seconds(Int64(request.lifetimeSeconds))) { [self] in
             closeDead(now: expiresAt)
         }
         logger.notice("pairing session \(nameplate) (\(request.purpose.rawValue)) open on port \(port)")
@@ -113,9 +145,12 @@ final class PairingHost: Sendable {
         }
         for session in sessions {
             session.advert?.stop()
-            session.server.close(promise: nil)
+            session.server?.close(promise: nil)
         }
     }
+
+    /// The handler for a guest's connection (the node's port hands one over, see `InboundSniffer`).
+    func makeHandler() -> PairingHostHandler { PairingHostHandler(host: self, maxBytes: limits.maxMessageBytes) }
 
     /// Sessions still open and the newest events, for `status`.
     func status(now: UInt64) -> PairingStatus {
@@ -133,24 +168,61 @@ final class PairingHost: Sendable {
 
     // MARK: For the connection handler
 
-    /// A guest connected to session `nameplate`: its exchange (an attempt counted), or why not.
+    /// A guest connection begins: false when `maxGuestConnections` are open already.
+    func guestConnected() -> Bool {
+        state.withLock { s in
+            guard s.guests < Self.maxGuestConnections else { return false }
+            s.guests += 1
+            return true
+        }
+    }
+
+    func guestDisconnected() { state.withLock { $0.guests -= 1 } }
+
+    /// A guest named session `nameplate`: its exchange (no attempt spent yet), or why not, in
+    /// words a person can act on.
     func begin(nameplate: Int, now: UInt64, remote: String) -> Result<PairingHostExchange, PairingError> {
         let result = state.withLock { s -> Result<PairingHostExchange, PairingError> in
-            guard var session = s.sessions[nameplate] else {
-                return .failure(PairingError(.expired, "this pairing session is closed"))
-            }
-            guard !session.busy else {
-                return .failure(PairingError(.refused, "another device is pairing with this code right now"))
-            }
-            let result = session.offer.beginExchange(now: now)
-            if case .success = result { session.busy = true }
-            s.sessions[nameplate] = session
-            return result
+            guard let session = s.sessions[nameplate] else { return .failure(Self.closed(nameplate, s)) }
+            return session.offer.openExchange(now: now)
         }
         if case .failure(let error) = result {
             record(nameplate, remote: remote, outcome: "refused", reason: "\(error)")
         }
         return result
+    }
+
+    /// A guest's share arrived: spend an attempt, hold it (its source failed a guess within
+    /// `failureSpacingMillis`), or refuse it (another guest's exchange runs, or the code died).
+    func spend(nameplate: Int, source: String, now: UInt64) -> Spend {
+        state.withLock { s in
+            guard var session = s.sessions[nameplate] else { return .refused(Self.closed(nameplate, s)) }
+            if let refusal = session.offer.refusal(now: now) { return .refused(refusal) }
+            guard !session.busy else {
+                return .refused(
+                    PairingError(.refused, "another device is pairing with this code right now; try again in a moment"))
+            }
+            if let last = s.lastFailure[source], now < last + Self.failureSpacingMillis {
+                return .wait(last + Self.failureSpacingMillis - now)
+            }
+            if let refusal = session.offer.spendAttempt(now: now) { return .refused(refusal) }
+            session.busy = true
+            s.sessions[nameplate] = session
+            return .go
+        }
+    }
+
+    /// Why session `nameplate` takes no guest: how it ended, or that there is none.
+    private static func closed(_ nameplate: Int, _ s: State) -> PairingError {
+        switch s.ended[nameplate] {
+        case .used?: PairingError(.used, "this code has already been used; ask for a new one")
+        case .expired?: PairingError(.expired, "this code has expired; ask for a new one")
+        case .exhausted?: PairingError(.exhausted, "this code was spent by failed attempts; ask for a new one")
+        case .open?, nil:
+            PairingError(
+                .refused, "no pairing session \(nameplate) is open on this device: check the code, or ask for a new one"
+            )
+        }
     }
 
     /// The guest's payload of a session whose PAKE succeeded: what the host answers, or why it
@@ -168,18 +240,31 @@ final class PairingHost: Sendable {
             localHost: localHost)
     }
 
-    /// An exchange ended: on success the code is used up and its listener closes; on failure
-    /// the next guest may try while attempts are left.
-    func finished(nameplate: Int, remote: String, outcome: Result<String, PairingError>, now: UInt64) {
+    /// An exchange ended: on success the code is used up and its advert (and listener) go; on
+    /// failure the next guest may try while attempts are left. `spent`: this exchange held the
+    /// session (its share was taken); `record`: the outcome goes to `status` and the log.
+    func finished(
+        nameplate: Int, remote: String, source: String, spent: Bool, outcome: Result<String, PairingError>,
+        record: Bool = true, now: UInt64
+    ) {
         state.withLock { s in
+            if spent, case .failure = outcome {
+                if s.lastFailure.count >= 1024 {
+                    s.lastFailure = s.lastFailure.filter { now < $0.value + Self.failureSpacingMillis }
+                }
+                s.lastFailure[source] = now
+            }
             guard var session = s.sessions[nameplate] else { return }
-            session.busy = false
+            if spent { session.busy = false }
             if case .success = outcome { session.offer.markUsed() }
             s.sessions[nameplate] = session
         }
-        switch outcome {
-        case .success(let summary): record(nameplate, remote: remote, outcome: "paired", reason: summary)
-        case .failure(let error): record(nameplate, remote: remote, outcome: "failed", reason: "\(error)")
+        if record {
+            switch outcome {
+            case .success(let summary): self.record(nameplate, remote: remote, outcome: "paired", reason: summary)
+            case .failure(let error):
+                self.record(nameplate, remote: remote, outcome: spent ? "failed" : "refused", reason: "\(error)")
+            }
         }
         closeDead(now: now)
     }
@@ -204,12 +289,18 @@ final class PairingHost: Sendable {
     private func closeDead(now: UInt64) {
         let dead = state.withLock { s in
             let dead = s.sessions.filter { !$0.value.busy && $0.value.offer.state(now: now) != .open }
-            for key in dead.keys { s.sessions[key] = nil }
+            for (key, session) in dead {
+                s.sessions[key] = nil
+                s.ended[key] = session.offer.state(now: now)
+                s.endedOrder.removeAll { $0 == key }
+                s.endedOrder.append(key)
+            }
+            while s.endedOrder.count > Self.endedLimit { s.ended[s.endedOrder.removeFirst()] = nil }
             return Array(dead.values)
         }
         for session in dead {
             session.advert?.stop()
-            session.server.close(promise: nil)
+            session.server?.close(promise: nil)
         }
     }
 

@@ -33,6 +33,8 @@ final class PeerHandler: ChannelDuplexHandler {
     private var remote = "?"
     private var timeout: Scheduled<Void>?
     private var finished = false
+    /// A pairing guest's connection (`handOver()`).
+    private var handedOver = false
     private let handshakeTimeout: Duration
     private let admission: ConnectionAdmission
     /// The identity this connection counts against once established (`maxConnectionsPerIdentity`).
@@ -148,8 +150,21 @@ final class PeerHandler: ChannelDuplexHandler {
     }
 
     func close(reason: String) {
-        guard !finished else { return }
+        guard !finished else {
+            if handedOver { context?.close(promise: nil) }
+            return
+        }
         perform(channel.close(reason: reason))
+    }
+
+    /// The connection is a pairing guest's (`InboundSniffer`): let go of it without a word. The
+    /// handler stays in the pipeline, passive, so that shutdown can still close the socket.
+    func handOver() {
+        guard !finished, !handshakeDone else { return }
+        finished = true
+        handedOver = true
+        timeout?.cancel()
+        admission.handshakes.end(id)
     }
 
     /// Closes this connection to make room for a newer handshake, unless it got established

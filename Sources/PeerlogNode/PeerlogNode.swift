@@ -305,6 +305,10 @@ public final class PeerlogNode: Service, Sendable {
             id: id, outbound: outbound, hub: hub, configuration: configuration.channel, admission: admission, tap: tap,
             logger: logger,
             onEstablished: established, onClosed: closed)
+        if !outbound {
+            try channel.pipeline.syncOperations.addHandler(
+                InboundSniffer(peer: handler, pairing: { [pairing] in pairing.makeHandler() }))
+        }
         try channel.pipeline.syncOperations.addHandler(handler)
         let loopBound = NIOLoopBound(handler, eventLoop: channel.eventLoop)
         let close: @Sendable () -> Void = {

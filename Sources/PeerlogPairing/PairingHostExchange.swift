@@ -50,6 +50,12 @@ public struct PairingHostExchange: Sendable {
         self.limits = limits
     }
 
+    /// Whether the next guest message is its share (`pair_start`): taking it spends an attempt.
+    public var awaitsGuestShare: Bool {
+        if case .awaitingStart = state { return true }
+        return false
+    }
+
     /// Takes the guest's next message.
     public mutating func receive(_ message: [UInt8]) -> HostStep {
         switch state {

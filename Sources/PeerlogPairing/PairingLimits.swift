@@ -1,7 +1,7 @@
 /// The named limits of a pairing session (docs/PROTOCOL.md §20.7).
 public struct PairingLimits: Sendable, Hashable {
-    /// Exchanges a code allows before it dies (3). Each started exchange counts, finished or not: a guest
-    /// that saw the host's key-confirmation tag has tested one guess.
+    /// Guesses a code allows before it dies (3). Each guest share (`pair_start`) the host takes
+    /// counts, finished or not: a guest that saw the host's key-confirmation tag has tested one guess.
     public var maxAttempts: Int
     /// How long a code lives when the user gives no `--expires` (10 minutes).
     public var defaultLifetime: Duration

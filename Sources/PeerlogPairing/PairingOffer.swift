@@ -1,6 +1,7 @@
 /// One code's life on the host (docs/PROTOCOL.md §20.7): open until it is used, expires or has allowed
-/// `maxAttempts` exchanges. Each exchange it starts costs an attempt, finished or not, because a guest
-/// that saw the host's key-confirmation tag has tested one guess of the code.
+/// `maxAttempts` guesses. An exchange costs an attempt once the guest sends its share (`pair_start`),
+/// finished or not, because a guest that saw the host's key-confirmation tag has tested one guess of
+/// the code; a connection that sends no share costs nothing.
 public struct PairingOffer: Sendable {
     /// Where an offer is in its life.
     public enum State: Sendable, Hashable {
@@ -22,7 +23,7 @@ public struct PairingOffer: Sendable {
     public let expiresAt: UInt64
     /// The limits the exchanges use.
     public let limits: PairingLimits
-    /// Exchanges still allowed: `maxAttempts` at first, one less per started exchange.
+    /// Guesses still allowed: `maxAttempts` at first, one less per guest share taken.
     public private(set) var attemptsLeft: Int
     /// Whether an exchange already paired with this code. Exchanges started earlier may still be
     /// running: check this before calling `finish(hostPayload:)` on one, so only one pairs.
@@ -46,17 +47,37 @@ public struct PairingOffer: Sendable {
         return .open
     }
 
-    /// Starts an exchange with a connecting guest and counts it as an attempt; refuses with `used`,
-    /// `expired` or `exhausted` (send the error's `wireMessage`, then close).
+    /// Starts an exchange with a connecting guest without spending an attempt (call
+    /// ``spendAttempt(now:)`` when the guest's share arrives); refuses with `used`, `expired` or
+    /// `exhausted` (send the error's `wireMessage`, then close).
+    public func openExchange(now: UInt64) -> Result<PairingHostExchange, PairingError> {
+        if let refusal = refusal(now: now) { return .failure(refusal) }
+        return .success(PairingHostExchange(code: code, purpose: purpose, limits: limits))
+    }
+
+    /// Spends one attempt for a guest's share, or says why the offer takes no more.
+    public mutating func spendAttempt(now: UInt64) -> PairingError? {
+        if let refusal = refusal(now: now) { return refusal }
+        attemptsLeft -= 1
+        return nil
+    }
+
+    /// ``openExchange(now:)`` and ``spendAttempt(now:)`` at once: an exchange whose attempt is
+    /// already counted (tests and tools that drive both sides in memory).
     public mutating func beginExchange(now: UInt64) -> Result<PairingHostExchange, PairingError> {
+        if let refusal = spendAttempt(now: now) { return .failure(refusal) }
+        return .success(PairingHostExchange(code: code, purpose: purpose, limits: limits))
+    }
+
+    /// Why the offer is not open at `now`, as the error a guest is sent; nil while open.
+    public func refusal(now: UInt64) -> PairingError? {
         switch state(now: now) {
-        case .used: return .failure(PairingError(.used, "this code has already been used"))
-        case .expired: return .failure(PairingError(.expired, "this code has expired"))
+        case .used: PairingError(.used, "this code has already been used; ask for a new one")
+        case .expired: PairingError(.expired, "this code has expired; ask for a new one")
         case .exhausted:
-            return .failure(PairingError(.exhausted, "this code allowed \(limits.maxAttempts) attempts and is dead"))
-        case .open:
-            attemptsLeft -= 1
-            return .success(PairingHostExchange(code: code, purpose: purpose, limits: limits))
+            PairingError(
+                .exhausted, "this code allowed \(limits.maxAttempts) attempts and is dead; ask for a new one")
+        case .open: nil
         }
     }
 

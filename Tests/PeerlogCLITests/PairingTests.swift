@@ -76,6 +76,8 @@ struct PairingTests {
         // The code was used: a second device cannot take it again, and nothing is written.
         let again = try TestSupport.peerlog(["init", "--join", code, "--peer", address, "--home", dir + "/laptop3"])
         #expect(again.status != 0)
+        #expect(again.stderr.contains("already been used; ask for a new one"), "\(again.stderr)")
+        #expect(again.stderr.split(separator: "\n").count == 1, "more than one line: \(again.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir + "/laptop3/device.cert"))
         let status = try peerlogJSON(["status", "--home", a.home])
         #expect("\(status)".contains("paired"), "status shows no pairing: \(status)")
@@ -130,6 +132,7 @@ struct PairingTests {
         // The right code, too late: the session is gone.
         let late = try TestSupport.peerlog(["init", "--join", code, "--peer", address, "--home", guest])
         #expect(late.status != 0, "the code survived 3 wrong attempts")
+        #expect(late.stderr.contains("spent by failed attempts; ask for a new one"), "\(late.stderr)")
         #expect(!FileManager.default.fileExists(atPath: guest + "/device.cert"))
         let status = try peerlogJSON(["status", "--home", a.home])
         let text = "\(status)"
@@ -236,6 +239,7 @@ struct PairingTests {
         Thread.sleep(forTimeInterval: 2)
         let r = try TestSupport.peerlog(["init", "--join", code, "--peer", address, "--home", dir + "/late"])
         #expect(r.status != 0, "an expired code was accepted")
+        #expect(r.stderr.contains("expired; ask for a new one"), "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir + "/late/device.cert"))
         _ = da
     }
@@ -247,5 +251,54 @@ struct PairingTests {
         let bad = try TestSupport.peerlog(["init", "--join", "12-34", "--peer", "127.0.0.1:1", "--home", dir + "/x"])
         #expect(bad.status != 0 && !bad.stderr.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: dir + "/x"))
+    }
+
+    /// One port: the code's address is the daemon's own, which serves Noise peers and guests
+    /// alike. Connections that send no share (a port scan, a burst that closes at once, a
+    /// preamble and nothing more, garbage) cost the code nothing, and a mistyped nameplate is
+    /// told plainly.
+    @Test func theDaemonsOwnPortServesPairingAndProbesCostNothing() throws {
+        let a = try makePerson("host", in: dir)
+        let friend = try makePerson("friend", in: dir)
+        let created = try peerlogJSON(["group", "create", "--home", a.home, "notes"])
+        guard let group = string(created, "id") else { throw TestSupport.ProcessError(description: "\(created)") }
+        try expectPeerlog(["group", "add", "--home", a.home, group, friend.identity])
+        let da = try DaemonProcess(home: a.home)
+        let (code, address) = try linkCode(a.home)
+        #expect(address == da.address, "the ticket names \(address), the daemon listens on \(da.address)")
+
+        let out = try TestSupport.python("pair_probe.py", [da.address, code.split(separator: "-")[0].description])
+        let probes = try JSON.parse(out)
+        #expect(probes["opened"] == .int(40), "\(out)")
+        let status = try peerlogJSON(["status", "--home", a.home])
+        guard case .array(let open)? = status["pairing"]?["open"], open.count == 1 else {
+            Issue.record("no open session: \(status)")
+            return
+        }
+        #expect(open[0]["attemptsLeft"] == .int(3), "probes spent attempts: \(status)\n\(da.stderr)")
+
+        // A nameplate with no session: a plain answer, nothing spent.
+        let parts = code.split(separator: "-")
+        let otherNameplate = parts[0] == "999" ? "998" : "999"
+        let stray = try TestSupport.peerlog([
+            "init", "--join", "\(otherNameplate)-\(parts[1])-\(parts[2])", "--peer", da.address, "--home",
+            dir + "/stray",
+        ])
+        #expect(
+            stray.status != 0 && stray.stderr.contains("no pairing session \(otherNameplate) is open"),
+            "\(stray.stderr)")
+
+        // A Noise peer on the same port still syncs, while the code waits.
+        let df = try DaemonProcess(home: friend.home, arguments: ["--peer", da.address, "--allow", a.identity])
+        try expectPeerlog(["put", "--home", a.home, group, "k", "\"v\""])
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                (try? TestSupport.peerlog(["group", "accept", "--home", friend.home, group]).status) == 0
+            }, "the invitation never reached the friend over the shared port\n\(df.stderr)\n\(da.stderr)")
+
+        let bHome = dir + "/laptop2"
+        let joined = try TestSupport.peerlog(["init", "--join", code, "--peer", da.address, "--home", bHome])
+        #expect(joined.status == 0, "joining through the daemon's port failed: \(joined.stderr)\n\(da.stderr)")
+        #expect(try peerlogJSON(["id", "--home", bHome])["identity"] == .string(a.identity))
     }
 }

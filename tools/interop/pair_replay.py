@@ -6,12 +6,13 @@ and stderr, the types and error code the host answered the replay with.
 
   python pair_replay.py HOST:PORT -- GUEST-COMMAND…   ("{proxy}" in the command is replaced
                                                          by this relay's HOST:PORT)
-Bounded: one guest connection, one replay connection, 30 s per read.
+Bounded: one guest connection, at most 20 replay connections, 30 s per read.
 """
 import json, socket, struct, subprocess, sys, time
 import cbor2
 
 LIMIT = 16384
+PREAMBLE = 10  # "PLPAIR", version 00 01, nameplate (2 bytes): §20.9
 
 
 def read_frame(s):
@@ -58,6 +59,8 @@ def main():
     up = socket.create_connection((host, int(port)), timeout=30)
     for s in (down, up):
         s.settimeout(30)
+    preamble = recv_exact(down, PREAMBLE)
+    up.sendall(preamble)
     opening = read_frame(up)
     send_frame(down, opening)
     start = read_frame(down)
@@ -74,18 +77,19 @@ def main():
         guest_out, guest_err = guest.communicate()
 
     # The replay: a new exchange (fresh sid and Yb) fed the recorded guest messages.
-    # Until the host has seen the first connection close, it refuses a second one ("another
+    # Until the host has seen the first connection close, it refuses the share ("another
     # device is pairing"), at no cost: try again, at most 20 times.
     for _ in range(20):
         s = socket.create_connection((host, int(port)), timeout=30)
         s.settimeout(30)
+        s.sendall(preamble)
         fresh_open = read_frame(s)
-        if kind(fresh_open) != "pair_error":
+        send_frame(s, start)
+        fresh_reply = read_frame(s)
+        if kind(fresh_reply) != "pair_error":
             break
         s.close()
         time.sleep(0.25)
-    send_frame(s, start)
-    fresh_reply = read_frame(s)
     answer = None
     if kind(fresh_reply) == "pair_reply":
         send_frame(s, confirm)
