@@ -22,6 +22,10 @@ public struct NetworkOptions: Sendable {
     /// How often the node looks for writes by other processes (the CLI) to push them; writes
     /// through this `Peerlog` are looked for as often.
     public var pollInterval: Duration = .milliseconds(250)
+    /// How long a connection may carry nothing before it is closed (10 s…1 h; default 90 s). The
+    /// node sends a keepalive every third of it, so a peer that vanished (a closed lid, a cable
+    /// pulled) is noticed within it (docs/PROTOCOL.md §15.2.12).
+    public var idleTimeout: Duration = .seconds(90)
     /// The node's log level (the app's `LoggingSystem` decides where lines go).
     public var logLevel: Logger.Level = .notice
     /// The control socket `peerlog status` talks to; default `HOME/peerlog.sock`.
@@ -34,7 +38,7 @@ public struct NetworkOptions: Sendable {
     public init() {}
 
     /// Applies a configuration file on top: one `key = value` per line (`listen`, `peer`,
-    /// `allow`, `network`, `control`, `log-level`, `discovery`; docs/TOOLS.md). The error names
+    /// `allow`, `network`, `control`, `log-level`, `discovery`, `idle-timeout`; docs/TOOLS.md). The error names
     /// the line.
     public mutating func load(file path: String) throws {
         var c = configuration
@@ -68,6 +72,7 @@ public struct NetworkOptions: Sendable {
         c.controlSocket = controlSocket
         c.logLevel = logLevel
         c.metrics = metrics
+        c.idleTimeout = idleTimeout
         return c
     }
 
@@ -82,6 +87,7 @@ public struct NetworkOptions: Sendable {
         controlSocket = c.controlSocket
         logLevel = c.logLevel
         metrics = c.metrics
+        idleTimeout = c.idleTimeout
     }
 }
 

@@ -3,6 +3,7 @@ import Logging
 import PeerlogChannel
 import PeerlogEngine
 import PeerlogModel
+import PeerlogSync
 
 /// Everything a running node needs besides its home directory's keys and store.
 public struct NodeConfiguration: Sendable {
@@ -44,6 +45,18 @@ public struct NodeConfiguration: Sendable {
     public var discovery = true
     /// The advertised service instance name; default "DEVICE-NAME (short device id)".
     public var serviceName: String?
+    /// How long a connection may carry nothing before it is closed (`idle-timeout` in the file,
+    /// in seconds, 10…3600; default 90 s): the sessions send a keepalive every third of it
+    /// (docs/PROTOCOL.md §15.2.12).
+    public var idleTimeout: Duration = .seconds(90)
+    /// The sync sessions' limits: the protocol's defaults with `idleTimeout` (held to 10 s…1 h).
+    public var syncLimits: SyncLimits {
+        var limits = SyncLimits()
+        let ms = UInt64(min(max(idleTimeout.components.seconds, 10), 3600)) * 1000
+        limits.idleTimeoutMs = ms
+        limits.keepaliveIntervalMs = ms / 3
+        return limits
+    }
     /// Where the node counts what it does (docs/TOOLS.md#metrics); nil: the process's
     /// swift-metrics backend, if one was bootstrapped.
     public var metrics: NodeMetrics?
@@ -55,7 +68,7 @@ public struct NodeConfiguration: Sendable {
     /// Reads a configuration file: one `key = value` per line, `#` starts a comment.
     /// Keys: `listen` (HOST:PORT or `none`), `peer` (repeatable), `allow` (identity, repeatable),
     /// `network` (network id), `control` (socket path), `log-level`, `discovery` (on/off),
-    /// `accept` (group whose invitation to accept on arrival, repeatable).
+    /// `accept` (group whose invitation to accept on arrival, repeatable), `idle-timeout` (seconds).
     public mutating func load(file path: String) throws {
         let text: String
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
@@ -85,6 +98,11 @@ public struct NodeConfiguration: Sendable {
                     discovery = on
                 case "log-level":
                     logLevel = try Self.logLevel(named: value, setting: "log-level", failure: fail)
+                case "idle-timeout":
+                    guard let seconds = Int(value), (10...3600).contains(seconds) else {
+                        throw fail("idle-timeout must be 10...3600 seconds")
+                    }
+                    idleTimeout = .seconds(seconds)
                 default: throw fail("unknown key \"\(key)\"")
                 }
             } catch let error as NodeError {

@@ -59,8 +59,8 @@ extension NodeHub {
                         device: connection.peer.device.string, peerCommitted: g.peerCommitted,
                         behind: g.peerCommitted.map { $0 > committed ? $0 - committed : 0 } ?? 0,
                         ahead: g.peerCommitted.map { committed > $0 ? committed - $0 : 0 } ?? 0,
-                        caughtUp: g.caughtUpReceived, itemsReceived: past.received + g.received.items,
-                        itemsSent: past.sent + g.sent.items
+                        caughtUp: g.caughtUpReceived, itemsReceived: g.received.items, itemsSent: g.sent.items,
+                        itemsReceivedTotal: past.received + g.received.items, itemsSentTotal: past.sent + g.sent.items
                     ))
             }
             var entry = GroupStatus(

@@ -24,6 +24,8 @@ final class NodeHub: @unchecked Sendable {
 
     let replica: Replica
     let device: LocalDevice
+    /// Every session's limits (the §15.3 defaults, with the configured idle timeout).
+    let syncLimits: SyncLimits
     let logger: Logger
     private let executor: Executor
     private let clock: @Sendable () -> UInt64
@@ -75,8 +77,10 @@ final class NodeHub: @unchecked Sendable {
     init(
         replica: Replica, device: LocalDevice, allow: Set<IdentityID>, openAdmission: Bool = false, logger: Logger,
         cadence: NodeStateMachine.Cadence = .init(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
-        executor: Executor = .queue(DispatchQueue(label: "peerlog.node.hub")), metrics: NodeMetrics = NodeMetrics()
+        executor: Executor = .queue(DispatchQueue(label: "peerlog.node.hub")), metrics: NodeMetrics = NodeMetrics(),
+        syncLimits: SyncLimits = SyncLimits()
     ) {
+        self.syncLimits = syncLimits
         self.metrics = metrics
         self.replica = replica
         self.device = device
@@ -203,7 +207,7 @@ final class NodeHub: @unchecked Sendable {
         switch action {
         case .startSession(let id):
             guard let link = links[id] else { return }
-            let session = SyncSession(local: device, peer: link.peer, store: replica)
+            let session = SyncSession(local: device, peer: link.peer, store: replica, limits: syncLimits)
             session.trustsPeerForBootstrap = machine.admission.trustsForBootstrap(link.peer.identity)
             sessions[id] = session
             perform(session.start(), on: id)

@@ -275,11 +275,15 @@ public struct GroupPeerStatus: Codable, Sendable, Equatable {
     public var ahead: UInt64
     /// The peer sent `caught_up` for our latest vector: it has sent everything we lacked then.
     public var caughtUp: Bool
-    /// Items (receipts and envelopes) received from this device in this group since the
-    /// daemon started, over all its connections (a reconnection does not zero it).
+    /// Items (receipts and envelopes) received from this peer in this group over this connection.
     public var itemsReceived: Int
-    /// Items sent to it in this group since the daemon started, over all its connections.
+    /// Items sent to it in this group over this connection.
     public var itemsSent: Int
+    /// Items received from this device in this group since the daemon started, over all its
+    /// connections (a reconnection, a tie-break, does not zero it).
+    public var itemsReceivedTotal: Int
+    /// Items sent to this device in this group since the daemon started, over all its connections.
+    public var itemsSentTotal: Int
 }
 
 /// A connection that ended, for `status` (the newest 32 are kept).

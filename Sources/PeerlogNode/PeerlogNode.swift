@@ -67,7 +67,7 @@ public final class PeerlogNode: Service, Sendable {
         hub = NodeHub(
             replica: self.replica, device: device, allow: configuration.allow,
             openAdmission: configuration.openAdmission, logger: logger, cadence: cadence,
-            metrics: configuration.metrics ?? NodeMetrics())
+            metrics: configuration.metrics ?? NodeMetrics(), syncLimits: configuration.syncLimits)
         dialers = configuration.peers.map { Dialer(address: $0) }
         pairing = PairingHost(
             grants: PairingGrants(device: device, replica: self.replica), logger: logger,

@@ -44,6 +44,12 @@ public struct SyncLimits: Sendable {
     /// Times one request is sent (the first and its repeats, each after `requestTimeoutMs`)
     /// before the session gives up: `error` code `timeout`, close. At least 1.
     public var maxRequestAttempts = 3
+    /// Milliseconds between our `ping`s to a peer whose hello lists `keepalive` (§15.2.12).
+    public var keepaliveIntervalMs: UInt64 = 30_000
+    /// Milliseconds a session waits for any message before it ends with `error` code `idle`
+    /// (§15.2.12): from a peer whose hello lists `keepalive`, and from a peer that has sent no
+    /// hello yet. A peer without the capability is not timed out once its hello came.
+    public var idleTimeoutMs: UInt64 = 90_000
 
     /// The defaults above, which are the protocol's (§15.3).
     public init() {}

@@ -157,6 +157,7 @@ extension SyncMessage {
             guard n >= 1 else { throw .malformed("credit must be at least 1") }
             return .credit(n)
         case "caught_up": return .caughtUp(group: try f.group())
+        case "ping": return .ping
         case "done": return .done(group: try f.group(), id: try f.uint("id"))
         case "error":
             let code = try f.text("code")

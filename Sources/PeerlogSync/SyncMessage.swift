@@ -74,6 +74,9 @@ public enum SyncMessage: Hashable, Sendable {
     case snapshot(group: GroupID, SnapshotBundle)
     /// A well-formed map with a type this version does not know: ignored.
     case unknown(type: String)
+    /// Keepalive (§15.2.12): says only that the sender is there; sent to a peer whose `hello`
+    /// lists `keepalive`. No fields, no credit.
+    case ping
 
     /// The message's type as its `t` key carries it (`caught_up` for ``caughtUp``; an unknown
     /// message's own).
@@ -95,6 +98,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .revocations: "revocations"
         case .snapshot: "snapshot"
         case .unknown(let t): t
+        case .ping: "ping"
         }
     }
 
@@ -110,7 +114,7 @@ public enum SyncMessage: Hashable, Sendable {
             .caughtUp(let g), .done(let g, _), .election(let g, _), .refused(let g, _), .unshared(let g, _),
             .snapshot(let g, _):
             g
-        case .hello, .credit, .error, .revocations, .unknown: nil
+        case .hello, .credit, .error, .revocations, .unknown, .ping: nil
         }
     }
 
@@ -181,7 +185,7 @@ public enum SyncMessage: Hashable, Sendable {
             if !b.authorityHistory.isEmpty {
                 m["authority"] = .array(b.authorityHistory.map { .array($0.map(CBOR.bytes)) })
             }
-        case .unknown: break
+        case .unknown, .ping: break
         }
         return .textMap(m)
     }

@@ -10,6 +10,7 @@ extension SyncSession {
             out.append(.event(.peerError(code: code, message: message)))
             return
         }
+        if case .ping = m { return }
         if case .unknown(let type) = m {
             ignored += 1
             out.append(.event(.ignoredUnknownMessage(type: type)))
@@ -119,7 +120,7 @@ extension SyncSession {
                 // The answerer takes a group's requests in order: the next one starts now.
                 groups[key.group]?.answeredAt = now
             }
-        case .hello, .error, .unknown, .revocations: break
+        case .hello, .error, .unknown, .revocations, .ping: break
         }
     }
 
@@ -140,6 +141,7 @@ extension SyncSession {
         peerReadsRuns = capabilities.contains(Self.envelopeRunsCapability)
         peerReadsSnapshots = capabilities.contains(Self.snapshotsCapability)
         peerReadsEncrypted = capabilities.contains(Self.encryptedGroupsCapability)
+        peerKeepsAlive = capabilities.contains(Self.keepaliveCapability)
         guard let common = versions.filter(Self.versions.contains).max() else {
             throw SyncFailure("version", "no common version: peer speaks \(versions), we speak \(Self.versions)")
         }

@@ -19,13 +19,40 @@ extension SyncSession {
             }
             for g in order { groups[g]!.answeredAt = min(groups[g]!.answeredAt, now) }
             creditWithheldAt = min(creditWithheldAt, now)
+            heardAt = now
+            pingedAt = now
         }
         self.now = now
-        guard phase == .open, !inFlight.isEmpty else { return [] }
-        if granted == 0 { creditWithheldAt = now }
+        if heardSinceTick {
+            heardSinceTick = false
+            heardAt = now
+        }
         var out = [SyncAction]()
+        guard phase != .closed else { return out }
+        run(&out) { out in try keepAlive(into: &out) }
+        guard phase == .open, !inFlight.isEmpty else { return out }
+        if granted == 0 { creditWithheldAt = now }
         run(&out) { out in try repeatOverdueRequests(into: &out) }
         return out
+    }
+
+    /// §15.2.12: a peer that said `keepalive` (or has not said hello yet) and was silent for
+    /// `idleTimeoutMs` is gone; to one that said it, a `ping` every `keepaliveIntervalMs`.
+    /// Silence is measured between ticks, so a driver that was busy (its messages queued
+    /// behind the work) does not mistake its own delay for the peer's.
+    func keepAlive(into out: inout [SyncAction]) throws {
+        let timed = phase != .open || peerKeepsAlive
+        if timed, now - heardAt >= limits.idleTimeoutMs {
+            throw SyncFailure(
+                "idle",
+                phase == .open
+                    ? "nothing received for idleTimeoutMs \(limits.idleTimeoutMs) ms (the peer sends keepalives)"
+                    : "no hello within idleTimeoutMs \(limits.idleTimeoutMs) ms")
+        }
+        if phase == .open, peerKeepsAlive, now - pingedAt >= limits.keepaliveIntervalMs {
+            pingedAt = now
+            send(.ping, into: &out)
+        }
     }
 
     /// When the wait for `request` (of `key`'s group) began: its send, or the group's or the

@@ -27,6 +27,9 @@ public final class SyncSession {
     /// `encryption` field, sealed bodies, `group.key`). A peer without it is sent no encrypted
     /// group: an offer of one it takes up is withdrawn with `unshared` (§15.2.4).
     public static let encryptedGroupsCapability = "encrypted_groups"
+    /// Hello capability: "I send `ping` every `keepaliveIntervalMs`, and read yours" (§15.2.12).
+    /// A peer that lists it and then sends nothing for `idleTimeoutMs` is gone: the session ends.
+    public static let keepaliveCapability = "keepalive"
 
     enum Phase { case idle, started, open, closed }
 
@@ -58,6 +61,15 @@ public final class SyncSession {
     var now: UInt64 = 0
     /// `tick(now:)` was called: before, `now` means nothing (requests wait from the first tick).
     var ticked = false
+    /// The tick from which we wait for the peer's next message (`idleTimeoutMs`), and the one at
+    /// which we last sent `ping`; a message received since the last tick moves the first.
+    var heardAt: UInt64 = 0
+    var pingedAt: UInt64 = 0
+    var heardSinceTick = false
+    /// The peer listed `keepalive` in its hello.
+    var peerKeepsAlive = false
+    /// Whether our hello lists `keepalive` (off only to act as a peer from before keepalives).
+    public var offersKeepalive = true
     /// The last tick at which we withheld all credit from the peer: its answers could not come.
     var creditWithheldAt: UInt64 = 0
     var nextRequestID: UInt64 = 1
@@ -122,11 +134,12 @@ public final class SyncSession {
         run(&out) { out in
             let groups = try store.syncOfferedGroups(to: peer).sorted()
             offered = Set(groups)
-            let capabilities =
-                (offersCommits ? [Self.commitsCapability] : []) + (offersPreVote ? [Self.preVoteCapability] : [])
-                + (offersEnvelopeRuns ? [Self.envelopeRunsCapability] : [])
-                + (offersSnapshots ? [Self.snapshotsCapability] : [])
-                + (offersEncryptedGroups ? [Self.encryptedGroupsCapability] : [])
+            let offers: [(Bool, String)] = [
+                (offersCommits, Self.commitsCapability), (offersPreVote, Self.preVoteCapability),
+                (offersEnvelopeRuns, Self.envelopeRunsCapability), (offersSnapshots, Self.snapshotsCapability),
+                (offersEncryptedGroups, Self.encryptedGroupsCapability), (offersKeepalive, Self.keepaliveCapability),
+            ]
+            let capabilities = offers.filter(\.0).map(\.1)
             send(
                 .hello(
                     versions: Self.versions, capabilities: capabilities,
@@ -143,6 +156,7 @@ public final class SyncSession {
     public func receive(_ message: [UInt8]) -> [SyncAction] {
         requireNoIngestPending()
         guard phase != .closed else { return [] }
+        heardSinceTick = true
         var out = phase == .idle ? start() : []
         run(&out) { out in
             let m: SyncMessage

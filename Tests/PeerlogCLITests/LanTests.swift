@@ -139,7 +139,7 @@ final class LanTests {
                 case .array(let groups)? = status["groups"], case .array(let lags)? = groups.first?["peers"]
             else { return false }
             received = lags.compactMap { lag -> Int? in
-                if case .number(let n)? = lag["itemsReceived"] { return Int(n) } else { return nil }
+                if case .number(let n)? = lag["itemsReceivedTotal"] { return Int(n) } else { return nil }
             }.reduce(0, +)
             peerCount = lags.count
             return received > 0

@@ -96,7 +96,7 @@ struct NodeHarnessTests {
         func fromB() -> Int {
             let status = harness.nodes[0].hub.statusNow()
             let group = status.groups.first { $0.id == g.string }
-            return group?.peers.first { $0.device == harness.nodes[1].device.device.string }?.itemsReceived ?? -1
+            return group?.peers.first { $0.device == harness.nodes[1].device.device.string }?.itemsReceivedTotal ?? -1
         }
         let first = fromB()
         #expect(first >= 6, "a received \(first) items from b in the first connection")

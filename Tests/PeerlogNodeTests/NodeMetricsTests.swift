@@ -27,7 +27,7 @@ struct NodeMetricsTests {
                 peers: behind.map {
                     GroupPeerStatus(
                         device: "p", peerCommitted: committed + $0, behind: $0, ahead: 0, caughtUp: false,
-                        itemsReceived: 0, itemsSent: 0)
+                        itemsReceived: 0, itemsSent: 0, itemsReceivedTotal: 0, itemsSentTotal: 0)
                 })
         }
         status.peers = (0..<connected).map { _ in

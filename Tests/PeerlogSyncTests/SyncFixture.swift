@@ -38,12 +38,14 @@ final class Mesh {
     /// `envelopeRuns: false` makes peer `j`'s session leave `envelope_runs` out, like a peer from before batched envelopes.
     /// `snapshots: false` makes peer `j`'s session leave `snapshots` out, like a peer from before snapshots.
     /// `encryptedGroups: false` makes peer `j`'s session leave `encrypted_groups` out, like a peer from before §22.
+    /// `keepalive: false` makes peer `j`'s session leave `keepalive` out, like a peer from before §15.2.12.
     /// `trusted: false`: neither node trusts the other to start a group from its snapshot (as
     /// when neither names the other in `allow`); by default both do.
     func connect(
         _ i: Int, _ j: Int, limits: SyncLimits = .init(), peerLimits: SyncLimits? = nil, commits: Bool = true,
         preVote: Bool = true,
-        envelopeRuns: Bool = true, snapshots: Bool = true, trusted: Bool = true, encryptedGroups: Bool = true
+        envelopeRuns: Bool = true, snapshots: Bool = true, trusted: Bool = true, encryptedGroups: Bool = true,
+        keepalive: Bool = true
     ) -> (Int, Int) {
         let a = ends.count
         let b = a + 1
@@ -65,6 +67,7 @@ final class Mesh {
         ends[b].session.offersEnvelopeRuns = envelopeRuns
         ends[b].session.offersSnapshots = snapshots
         ends[b].session.offersEncryptedGroups = encryptedGroups
+        ends[b].session.offersKeepalive = keepalive
         ends[a].session.trustsPeerForBootstrap = trusted
         ends[b].session.trustsPeerForBootstrap = trusted
         partner += [b, a]

@@ -23,8 +23,13 @@ against a real `peerlog daemon`.
       ends the session or --max were sent; then dial once more at once. Prints {"sent",
       "error", "reconnect"}: the daemon's error code, and "refused" or "accepted" for the
       second dial.
+  silent HOST PORT --seed HEX [--hello none|plain|keepalive] [--timeout S]
+      handshake as the deterministic device, then send nothing (`none`), or only a hello and
+      credit (`plain`: no capabilities; `keepalive`: listing `keepalive`), and read until the
+      daemon ends the connection or --timeout passes. Prints {"closed_after" (seconds, or null),
+      "error" (the daemon's error code), "pings"} (§15.2.12).
 """
-import argparse, hashlib, json, sys, time
+import argparse, hashlib, json, select, sys, time
 import cbor2
 from nacl.signing import VerifyKey
 from nacl.exceptions import BadSignatureError
@@ -289,9 +294,39 @@ def flood(args):
     print(json.dumps({"sent": sent, "error": error, "reconnect": reconnect}))
 
 
+def silent(args):
+    from peerlog_channel import ChannelError
+    device = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
+    channel = connect(args.host, args.port, args.network, device)
+    start = time.time()
+    if args.hello != "none":
+        caps = ["keepalive"] if args.hello == "keepalive" else []
+        channel.send(dumps({"t": "hello", "versions": [1], "capabilities": caps, "groups": []}))
+        channel.send(dumps({"t": "credit", "n": 8}))
+    closed_after, error, pings = None, None, 0
+    channel.sock.settimeout(30)
+    while time.time() < start + args.timeout:
+        if not select.select([channel.sock], [], [], 1)[0]:
+            continue
+        try:
+            m = cbor2.loads(channel.recv())
+        except (ChannelError, OSError):
+            closed_after = time.time() - start
+            break
+        if m["t"] == "ping":
+            pings += 1
+        elif m["t"] == "error":
+            error = m["code"]
+    try:
+        channel.close("done")
+    except Exception:
+        pass
+    print(json.dumps({"closed_after": closed_after, "error": error, "pings": pings}))
+
+
 def main(argv):
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["identity", "fetch", "forge", "flood"])
+    p.add_argument("command", choices=["identity", "fetch", "forge", "flood", "silent"])
     p.add_argument("host", nargs="?")
     p.add_argument("port", nargs="?", type=int)
     p.add_argument("--seed", required=True)
@@ -304,6 +339,7 @@ def main(argv):
     p.add_argument("--victim", help="forge: the identity a forged certificate claims")
     p.add_argument("--batch", type=int, default=10, help="flood: receipts per batch")
     p.add_argument("--max", type=int, default=10_000, help="flood: most receipts sent")
+    p.add_argument("--hello", choices=["none", "plain", "keepalive"], default="none", help="silent: what to send")
     args = p.parse_args(argv)
     if args.command == "identity":
         d = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
@@ -314,6 +350,9 @@ def main(argv):
         return
     if args.command == "flood":
         flood(args)
+        return
+    if args.command == "silent":
+        silent(args)
         return
     try:
         fetch(args)
