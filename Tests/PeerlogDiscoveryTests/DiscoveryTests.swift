@@ -47,12 +47,12 @@ private let inNamespace = ProcessInfo.processInfo.environment["PEERLOG_DISCOVERY
         #expect(Date().timeIntervalSince(began) < 2)
     }
 
-    /// Needs a live avahi: run inside tools/avahi-ns.sh (which sets PEERLOG_DISCOVERY_NS and
-    /// DBUS_SYSTEM_BUS_ADDRESS). The node's namespace tests cover this path on a veth LAN too.
+    /// Needs a live avahi: tools/test.sh runs it inside host 1 of a namespace LAN
+    /// (`tools/lan.sh exec 1 -- env PEERLOG_DISCOVERY_NS=1 swift test --filter …`).
     @Test(
         .enabled(
             if: inNamespace,
-            "needs avahi in a namespace: tools/avahi-ns.sh exec NAME DIR -- swift test ..."))
+            "needs avahi in a namespace: tools/test.sh runs it with tools/lan.sh exec 1"))
     func registersFindsAndLoses() throws {
         let name = "peerlog-test-\(getpid())"
         let txt = PeerlogDNSSD.txt(device: "dev=1", identity: "id-1", network: "")
