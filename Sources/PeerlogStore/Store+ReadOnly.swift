@@ -34,7 +34,7 @@ extension Store {
         }
         var config = Configuration()
         config.readonly = true
-        config.busyMode = .timeout(10)
+        config.busyMode = Store.busyMode
         let walPresent =
             FileManager.default.fileExists(atPath: path + "-wal")
             && FileManager.default.fileExists(atPath: path + "-shm")

@@ -41,7 +41,7 @@ package final class Store: Sendable {
             return
         }
         var config = Configuration()
-        config.busyMode = .timeout(10)
+        config.busyMode = Store.busyMode
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             // Checkpoints run in the background (`checkpointer`). SQLite restarts the WAL only
@@ -56,7 +56,7 @@ package final class Store: Sendable {
         pool = try DatabasePool(path: path, configuration: config)
         try Migrations.migrator.migrate(pool)
         var checkpointConfig = Configuration()
-        checkpointConfig.busyMode = .timeout(10)
+        checkpointConfig.busyMode = Store.busyMode
         checkpointer = try DatabaseQueue(path: path, configuration: checkpointConfig)
         _ = consume lock
     }
