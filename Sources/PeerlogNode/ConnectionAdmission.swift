@@ -8,6 +8,8 @@ final class ConnectionAdmission: Sendable {
     let reassembly: ReassemblyBudget
     let handshakes: PendingHandshakes
     let identities: IdentityConnections
+    /// Decrypted messages waiting for the hub, in bytes, over all connections.
+    let queued: QueuedMessageBytes
 
     init(limits: NodeLimits, fileDescriptorLimit: Int) {
         self.limits = limits
@@ -15,8 +17,25 @@ final class ConnectionAdmission: Sendable {
             totalBytes: limits.reassemblyBudgetBytes, perIdentityBytes: limits.reassemblyBytesPerIdentity)
         handshakes = PendingHandshakes(
             capacity: limits.pendingHandshakeCapacity(fileDescriptorLimit: fileDescriptorLimit))
-        identities = IdentityConnections(limit: limits.maxConnectionsPerIdentity)
+        identities = IdentityConnections(
+            limit: limits.maxConnectionsPerIdentity,
+            total: limits.connectionCapacity(fileDescriptorLimit: fileDescriptorLimit))
+        queued = QueuedMessageBytes(limit: limits.maxQueuedMessageBytes)
     }
+}
+
+/// Bytes of decrypted messages handed to the hub and not yet processed, node-wide
+/// (`maxQueuedMessageBytes`).
+final class QueuedMessageBytes: Sendable {
+    let limit: Int
+    private let bytes = Atomic<Int>(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    func add(_ n: Int) { bytes.add(n, ordering: .relaxed) }
+    func remove(_ n: Int) { bytes.subtract(n, ordering: .relaxed) }
+    var total: Int { bytes.load(ordering: .relaxed) }
+    var isOver: Bool { total > limit }
 }
 
 /// Accepted connections still in their handshake. When full, the oldest is closed to make
@@ -48,29 +67,41 @@ final class PendingHandshakes: Sendable {
     func end(_ id: UInt64) { _ = pending.withLock { $0.removeValue(forKey: id) } }
 }
 
-/// Established connections per identity, counted from the handshake to the close.
+/// Established connections per identity and in all, counted from the handshake to the close.
 final class IdentityConnections: Sendable {
     let limit: Int
-    private let counts = Mutex<[IdentityID: Int]>([:])
+    /// Connections of all identities together (`maxConnections`, held to the descriptors).
+    let total: Int
+    private let counts = Mutex<(perIdentity: [IdentityID: Int], all: Int)>(([:], 0))
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, total: Int = .max) {
+        self.limit = limit
+        self.total = total
+    }
 
-    /// Counts one more connection of `identity` unless it already has `limit`.
-    func admit(_ identity: IdentityID) -> Bool {
+    /// Counts one more connection of `identity`; nil when admitted, else the close reason
+    /// (naming the limit) when it already has `limit` or the node has `total`.
+    func admit(_ identity: IdentityID) -> String? {
         counts.withLock { counts in
-            let n = counts[identity] ?? 0
-            guard n < limit else { return false }
-            counts[identity] = n + 1
-            return true
+            let n = counts.perIdentity[identity] ?? 0
+            guard n < limit else {
+                return "identity \(identity) already has \(limit) connections (maxConnectionsPerIdentity)"
+            }
+            guard counts.all < total else { return "\(total) connections are open (maxConnections)" }
+            counts.perIdentity[identity] = n + 1
+            counts.all += 1
+            return nil
         }
     }
 
     func release(_ identity: IdentityID) {
         counts.withLock { counts in
-            let n = (counts[identity] ?? 0) - 1
-            counts[identity] = n > 0 ? n : nil
+            guard let n = counts.perIdentity[identity] else { return }
+            counts.perIdentity[identity] = n > 1 ? n - 1 : nil
+            counts.all -= 1
         }
     }
 
-    func count(_ identity: IdentityID) -> Int { counts.withLock { $0[identity] ?? 0 } }
+    func count(_ identity: IdentityID) -> Int { counts.withLock { $0.perIdentity[identity] ?? 0 } }
+    var all: Int { counts.withLock { $0.all } }
 }

@@ -6,14 +6,21 @@ import PeerlogSequencer
 import PeerlogSync
 
 extension NodeHub {
-    /// Answers one control-socket request line (on the hub's queue: status reads the replica).
+    /// Answers one control-socket request line: `ping` at once, `status` through
+    /// `requestStatus` (never long behind a busy hub), the rest on the hub's queue.
     func answer(_ line: String, reply: @escaping @Sendable ([UInt8]) -> Void) {
+        let parsed = ControlRequest.parse(line)
+        switch parsed {
+        case .success(.ping):
+            return reply(Array(#"{"ok":true}"#.utf8))
+        case .success(.status):
+            return requestStatus { reply((try? $0.document()) ?? ControlReply.error("cannot encode status")) }
+        default: break
+        }
         queueAsync { [self] in
-            switch ControlRequest.parse(line) {
-            case .success(.ping):
-                reply(Array(#"{"ok":true}"#.utf8))
-            case .success(.status):
-                reply((try? buildStatus().document()) ?? ControlReply.error("cannot encode status"))
+            switch parsed {
+            case .success(.ping), .success(.status):
+                break
             case .success(.captureStart(let path, let maxBytes, let omitBodies)):
                 reply(startCapture(path: path, options: .init(maxBytes: maxBytes, omitBodies: omitBodies)))
             case .success(.captureStop):
@@ -27,6 +34,17 @@ extension NodeHub {
                 reply(ControlReply.error(invalid.description))
             }
         }
+    }
+
+    /// A status built earlier, with what is kept off the hub's queue read afresh.
+    func refreshedOffQueueParts(_ status: NodeStatus) -> NodeStatus {
+        var status = status
+        status.listening = listening.withLock { $0 }
+        status.discoveryUnavailable = discoveryState.withLock { $0.unavailable }
+        status.discovery = discoveryState.withLock { $0.enabled }
+        status.capture = capture.status
+        status.pairing = pairingStatus.withLock { $0 }()
+        return status
     }
 
     /// Must run on the hub's queue.
@@ -86,7 +104,8 @@ extension NodeHub {
             rejected: recentRejections(),
             rejectedTotal: rejectedTotal,
             pairing: pairingStatus.withLock { $0 }(),
-            revoked: (try? replica.revocation(of: device.device))?.reason
+            revoked: (try? replica.revocation(of: device.device))?.reason,
+            builtAt: WallClock.nowMillis()
         )
     }
 

@@ -31,6 +31,8 @@ final class NodeHub: @unchecked Sendable {
     private let clock: @Sendable () -> UInt64
     /// The machine's admission, copied for event loops deciding handshakes.
     private let admission: Mutex<NodeAdmission>
+    /// Status requests sharing builds and not waiting long for a busy queue.
+    private let statusRequests = StatusRequests()
     /// Devices refused for a while after sending receipts that fail verification.
     private let penalties = Mutex(PeerPenalties())
 
@@ -127,6 +129,8 @@ final class NodeHub: @unchecked Sendable {
             perform(machine.start(now: now, stamp: (try? replica.changeStamp()) ?? []))
             checkRevocations()
         }
+        // A first status, so a request while the hub is busy has one to answer with.
+        requestStatus { _ in }
         guard case .queue(let queue) = executor else { return }
         let period = max(min(machine.cadence.poll, machine.cadence.election), 10)
         let ticker = DispatchSource.makeTimerSource(queue: queue)
@@ -176,6 +180,7 @@ final class NodeHub: @unchecked Sendable {
             defer { processed() }
             guard let session = sessions[id] else { return }
             perform(session.receive(message), on: id)
+            statusRequests.serveWaiting { buildStatus() }
         }
     }
 
@@ -376,6 +381,15 @@ final class NodeHub: @unchecked Sendable {
 
     /// The status, built on the hub's queue (callers are never on it).
     func statusNow() -> NodeStatus { sync { buildStatus() } }
+
+    /// The status, built on the hub's queue, or the newest one built when the hub is busy for
+    /// longer than `StatusRequests.patience` (`StatusRequests`). `deliver` is called once, off
+    /// the caller's thread.
+    func requestStatus(_ deliver: @escaping @Sendable (NodeStatus) -> Void) {
+        statusRequests.request(
+            enqueue: { body in async(body) }, build: { [self] in buildStatus() },
+            refresh: { [self] in refreshedOffQueueParts($0) }, deliver: deliver)
+    }
 
     func sessionsSnapshot() -> [(NodeConnection, SyncSessionStatus)] {
         machine.liveConnections.compactMap { c in sessions[c.id].map { (c, $0.status()) } }

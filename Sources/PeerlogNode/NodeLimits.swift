@@ -9,6 +9,13 @@ public struct NodeLimits: Sendable {
     /// Established connections with the devices of one identity (one person's few devices,
     /// both directions, and tie-break duplicates for the moment they live).
     public var maxConnectionsPerIdentity = 16
+    /// Established connections of all identities together (an open relay lets in any
+    /// certified device); the node uses at most half its file descriptor limit for them.
+    public var maxConnections = 1_024
+    /// Decrypted messages waiting for the hub, all connections together: past it, every
+    /// connection with a message waiting stops reading (backpressure to the peers' TCP windows)
+    /// until the hub has caught up. Each connection also stops above 8 MiB of its own.
+    public var maxQueuedMessageBytes = 64 << 20
     /// Accepted connections whose handshake is not finished; a new one beyond this closes
     /// the oldest. The node uses at most a quarter of its file descriptor limit for them.
     public var maxPendingHandshakes = 256
@@ -18,6 +25,11 @@ public struct NodeLimits: Sendable {
 
     /// The defaults above (§14.7).
     public init() {}
+
+    /// `maxConnections`, but at most half of `fileDescriptorLimit` (at least 16).
+    public func connectionCapacity(fileDescriptorLimit: Int) -> Int {
+        max(16, min(maxConnections, fileDescriptorLimit / 2))
+    }
 
     /// `maxPendingHandshakes`, but at most a quarter of `fileDescriptorLimit` (at least 8), so
     /// a burst of handshakes cannot use the descriptors accepts and established peers need.

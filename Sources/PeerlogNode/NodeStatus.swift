@@ -39,6 +39,10 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     /// Set when this device was revoked by its identity: the revocation's reason
     /// (`device … was revoked by identity … at …`). Peers refuse it from then on.
     public var revoked: String? = nil
+    /// When the hub built this status, in milliseconds since the Unix epoch. A node busy taking
+    /// in a long log answers within a fraction of a second with the newest status it built, so
+    /// this may be a few seconds old then (its pairing, capture and discovery parts are current).
+    public var builtAt: UInt64? = nil
 }
 
 extension NodeStatus {

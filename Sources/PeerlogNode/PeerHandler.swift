@@ -102,12 +102,20 @@ final class PeerHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if pendingBytes > Self.maxPendingBytes { readHeld = true } else { context.read() }
+        if mustHoldReads { readHeld = true } else { context.read() }
+    }
+
+    /// Over its own 8 MiB, or the node over `maxQueuedMessageBytes` while this connection has a
+    /// message waiting (one with none always reads, so every held connection is woken by the
+    /// processing of its own messages).
+    private var mustHoldReads: Bool {
+        pendingBytes > Self.maxPendingBytes || (pendingBytes > 0 && admission.queued.isOver)
     }
 
     private func processed(_ size: Int) {
         pendingBytes -= size
-        if readHeld, pendingBytes <= Self.maxPendingBytes, let context {
+        admission.queued.remove(size)
+        if readHeld, !mustHoldReads, let context {
             readHeld = false
             context.read()
         }
@@ -201,13 +209,9 @@ final class PeerHandler: ChannelDuplexHandler {
                 handshakeDone = true
                 timeout?.cancel()
                 admission.handshakes.end(id)
-                guard admission.identities.admit(certificate.identity) else {
+                if let refusal = admission.identities.admit(certificate.identity) {
                     // Before the hub or a tap sees it; later actions of this batch are moot.
-                    perform(
-                        channel.close(
-                            limit:
-                                "identity \(certificate.identity) already has \(admission.identities.limit) connections (maxConnectionsPerIdentity)"
-                        ))
+                    perform(channel.close(limit: refusal))
                     return
                 }
                 countedIdentity = certificate.identity
@@ -233,6 +237,7 @@ final class PeerHandler: ChannelDuplexHandler {
             case .deliver(let message):
                 tapped(.inbound, message)
                 pendingBytes += message.count
+                admission.queued.add(message.count)
                 let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
                 let eventLoop = context.eventLoop
                 let size = message.count

@@ -89,11 +89,21 @@ public final class PeerlogNode: Service, Sendable {
 
     /// What the node is doing now: peers, groups with their lag, discovery, capture.
     /// Built on the hub's queue, like the control socket's answer (the sessions live there).
-    public var status: NodeStatus { hub.statusNow() }
+    /// While the hub is busy (a long catch-up) it is the newest status built (`builtAt`).
+    public var status: NodeStatus {
+        let box = Mutex<NodeStatus?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        hub.requestStatus { status in
+            box.withLock { $0 = status }
+            done.signal()
+        }
+        done.wait()
+        return box.withLock { $0 }!
+    }
 
-    /// `status`, without blocking the calling thread while the hub is busy.
+    /// `status`, without blocking the calling thread.
     public func currentStatus() async -> NodeStatus {
-        await withCheckedContinuation { done in hub.queueAsync { [hub] in done.resume(returning: hub.buildStatus()) } }
+        await withCheckedContinuation { done in hub.requestStatus { done.resume(returning: $0) } }
     }
 
     /// The address the listener is bound to, once running.

@@ -152,13 +152,33 @@ struct ConnectionAdmissionTests {
     }
 
     @Test func connectionsPerIdentityAreCountedUntilClosed() throws {
-        let connections = IdentityConnections(limit: 2)
+        let connections = IdentityConnections(limit: 2, total: 3)
         let identity = try LocalDevice.deterministic(seed: [9], name: "x", createdAt: 1).identity
-        #expect(connections.admit(identity) && connections.admit(identity))
-        #expect(!connections.admit(identity))
+        let other = try LocalDevice.deterministic(seed: [8], name: "y", createdAt: 1).identity
+        let third = try LocalDevice.deterministic(seed: [7], name: "z", createdAt: 1).identity
+        #expect(connections.admit(identity) == nil && connections.admit(identity) == nil)
+        #expect(connections.admit(identity)?.contains("(maxConnectionsPerIdentity)") == true)
         connections.release(identity)
-        #expect(connections.admit(identity))
+        #expect(connections.admit(identity) == nil)
         #expect(connections.count(identity) == 2)
+        // The node-wide cap: a third identity's first connection passes, the next is refused.
+        #expect(connections.admit(other) == nil)
+        #expect(connections.admit(third) == "3 connections are open (maxConnections)")
+        connections.release(other)
+        #expect(connections.admit(third) == nil && connections.all == 3)
+        connections.release(other)  // not counted: changes nothing
+        #expect(connections.all == 3)
+    }
+
+    @Test func queuedMessageBytesAreCountedNodeWide() {
+        let queued = QueuedMessageBytes(limit: 100)
+        queued.add(60)
+        queued.add(40)
+        #expect(!queued.isOver && queued.total == 100)
+        queued.add(1)
+        #expect(queued.isOver)
+        queued.remove(41)
+        #expect(!queued.isOver && queued.total == 60)
     }
 
     @Test func pendingHandshakesUseAQuarterOfTheDescriptors() {
@@ -166,6 +186,9 @@ struct ConnectionAdmissionTests {
         #expect(limits.pendingHandshakeCapacity(fileDescriptorLimit: 1 << 20) == limits.maxPendingHandshakes)
         #expect(limits.pendingHandshakeCapacity(fileDescriptorLimit: 128) == 32)
         #expect(limits.pendingHandshakeCapacity(fileDescriptorLimit: 10) == 8)
+        #expect(limits.connectionCapacity(fileDescriptorLimit: 1 << 20) == limits.maxConnections)
+        #expect(limits.connectionCapacity(fileDescriptorLimit: 256) == 128)
+        #expect(limits.connectionCapacity(fileDescriptorLimit: 10) == 16)
         #expect(FileDescriptorLimit.raiseToHard() >= 128)
     }
 }
