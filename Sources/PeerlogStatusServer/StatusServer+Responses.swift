@@ -5,11 +5,22 @@ import Synchronization
 /// The answers of `StatusServer`: the event stream, plain responses, and the token check.
 extension StatusServer {
     /// The live stream of `/events`: `retry` first, then one `status` event per sample.
-    static func events(_ feed: StatusFeed) -> Response {
+    static func events(_ feed: StatusFeed, channel: any Channel) -> Response {
         guard let stream = feed.subscribe() else {
-            return response(
-                "too many live pages (\(StatusFeed.maxSubscribers)); close one\n", type: "text/plain",
-                status: .serviceUnavailable)
+            // The refused connection closes once the answer left: held open (keep-alive), 500
+            // refused pages took every one of the server's `maxConnections` slots, and a plain
+            // `/api/status` waited for their idle timeouts.
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain"
+            headers[.connection] = "close"
+            return Response(
+                status: .serviceUnavailable, headers: headers,
+                body: ResponseBody { writer in
+                    try await writer.write(
+                        ByteBuffer(string: "too many live pages (\(StatusFeed.maxSubscribers)); close one\n"))
+                    try await writer.finish(nil)
+                    channel.eventLoop.scheduleTask(in: .milliseconds(50)) { channel.close(promise: nil) }
+                })
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
@@ -51,11 +62,21 @@ extension StatusServer {
     }
 
     /// The token check, before routing: without the token even an unknown path is 401.
-    struct Guarded<Inner: HTTPResponder>: HTTPResponder where Inner.Context == BasicRequestContext {
+    /// A request's context with its connection, so a refused event stream can close it.
+    struct StatusRequestContext: RequestContext {
+        var coreContext: CoreRequestContextStorage
+        let channel: any Channel
+        init(source: ApplicationRequestContextSource) {
+            coreContext = .init(source: source)
+            channel = source.channel
+        }
+    }
+
+    struct Guarded<Inner: HTTPResponder>: HTTPResponder where Inner.Context == StatusRequestContext {
         let access: HTTPAccess
         let inner: Inner
 
-        func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+        func respond(to request: Request, context: StatusRequestContext) async throws -> Response {
             guard access.allows(authorization: request.headers[.authorization], query: request.uri.query) else {
                 var headers = HTTPFields()
                 headers[.wwwAuthenticate] = #"Bearer realm="peerlog""#

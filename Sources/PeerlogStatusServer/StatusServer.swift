@@ -84,7 +84,7 @@ public final class StatusServer: Service, Sendable {
             for await _ in startAfter.cancelOnGracefulShutdown() { break }
             guard !Task.isCancelled, !Task.isShuttingDownGracefully else { return }
         }
-        let router = Router()
+        let router = Router(context: StatusRequestContext.self)
         router.get("/") { _, _ in Self.response(StatusPage.html, type: "text/html; charset=utf-8") }
         router.get("/api/status") { [node] _, _ in
             Self.response(try await node.currentStatus().document(), type: "application/json")
@@ -93,7 +93,7 @@ public final class StatusServer: Service, Sendable {
             metrics.node.record(await node.currentStatus())
             return Self.response(metrics.registry.emitToBuffer(), type: "text/plain; version=0.0.4; charset=utf-8")
         }
-        router.get("/events") { [feed] _, _ in Self.events(feed) }
+        router.get("/events") { [feed] _, context in Self.events(feed, channel: context.channel) }
         let onListening = onListening
         let started = Flag()
         let address = address

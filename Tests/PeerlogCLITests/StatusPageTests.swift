@@ -192,6 +192,26 @@ struct StatusPageTests {
         #expect(daemon.stdout.contains("status page on") && daemon.isRunning == false)
     }
 
+    /// 300 pages open `/events` at once: 16 streams, the rest refused with 503 and their
+    /// connections closed, so none waits for the server's 64 slots and `/api/status` answers.
+    /// (Kept open, the refused connections took every slot until their idle timeout: issue 33.)
+    @Test func manyPagesAtOnceAreAnsweredAndStatusStillAnswers() throws {
+        let a = try makePerson("ann", in: dir)
+        let daemon = try DaemonProcess(home: a.home, arguments: ["--http", "127.0.0.1:0"])
+        defer { daemon.stop() }
+        let url = try pageURL(daemon)
+        let port = String(url.split(separator: ":").last!.prefix { $0.isNumber })
+        let out = try TestSupport.spawnAndWait(
+            [TestSupport.python, TestSupport.repoRoot + "/tools/status_events_flood.py", "127.0.0.1", port, "300"],
+            timeout: 180)
+        #expect(out.status == 0, "\(out.stderr)")
+        let report = try JSON.parse(out.stdout)
+        #expect(number(report["answers"]?["200"]) == 16, "\(report)")
+        #expect(number(report["answers"]?["503"]) == 284, "\(report)")
+        #expect(report["answers"]?["none"] == nil, "connections left unanswered: \(report)")
+        #expect(report["api_status"] == .array([.int(200), .int(200), .int(200)]), "\(report)")
+    }
+
     @Test func aRelayServesStatusAndMetrics() throws {
         let home = dir + "/relay"
         _ = try TestSupport.peerlogOK(["relay", "init", "--home", home])
