@@ -14,7 +14,8 @@ struct Daemon: AsyncParsableCommand {
         discussion: """
             Settings come from --config FILE (default: HOME/daemon.conf when it exists), then the options.
             The file has one `key = value` per line: listen, peer (repeatable), allow (repeatable), network,
-            control, log-level, discovery (on/off). `peerlog status` asks the running daemon through
+            control, log-level, discovery (on/off), idle-timeout (seconds, 10-3600, default 90: a connection
+            silent that long is closed; keepalives go every third of it). `peerlog status` asks the running daemon through
             HOME/peerlog.sock. By default the daemon advertises `_peerlog._tcp` and connects to LAN peers
             that share a group with it (avahi-daemon must run; without it, static peers still work).
             """
