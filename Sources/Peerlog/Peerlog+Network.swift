@@ -115,7 +115,8 @@ extension Peerlog {
         AsyncStream { continuation in
             let task = Task {
                 while !Task.isCancelled {
-                    if let status = self.networkStatus { continuation.yield(status) }
+                    // Awaited, not the blocking `networkStatus`: no cooperative thread waits on the hub.
+                    if let node = self.running.withLock({ $0 }) { continuation.yield(await node.currentStatus()) }
                     try? await Task.sleep(for: interval)
                 }
                 continuation.finish()

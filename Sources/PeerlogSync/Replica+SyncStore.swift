@@ -1,7 +1,8 @@
 import PeerlogEngine
 import PeerlogModel
 
-/// The replica's sync queries live in PeerlogEngine (Replica+Sync.swift); this only declares them.
+/// The replica's sync queries live in PeerlogEngine (Replica+Sync.swift); this declares the
+/// conformance and adds `syncBootstrap`, the snapshot a peer that holds little is sent.
 extension Replica: SyncStore {}
 
 extension Replica {

@@ -43,6 +43,10 @@ import Testing
         #expect(try await ann.get("todo/1", as: String.self, in: group) == "buy milk")
         let status = ann.networkStatus
         #expect(status?.peers.contains { $0.state == .connected } == true)
+        // The stream of statuses (awaited, never blocking a cooperative thread) shows the group.
+        var updates = ann.statusUpdates(every: .milliseconds(100)).makeAsyncIterator()
+        let update = await updates.next()
+        #expect(update?.groups.contains { $0.id == group.string } == true, "\(String(describing: update))")
 
         for r in runs { r.cancel() }
         for r in runs { try await r.value }
