@@ -175,6 +175,10 @@ public struct PeerStatus: Codable, Sendable, Equatable {
     }
 }
 
+/// ``GroupStatus`` under a name of its own, for the facade, whose `GroupStatus` is a group's
+/// membership status (active, removed, …): an app that imports only `Peerlog` names it so.
+public typealias NodeGroupStatus = GroupStatus
+
 /// A group in the replica, for `status`.
 public struct GroupStatus: Codable, Sendable, Equatable {
     /// The group ID (`b…` base32).

@@ -46,6 +46,11 @@ import Testing
         // The stream of statuses (awaited, never blocking a cooperative thread) shows the group.
         var updates = ann.statusUpdates(every: .milliseconds(100)).makeAsyncIterator()
         let update = await updates.next()
+        // Every status type is named with `import Peerlog` alone (review B2).
+        let entry: NodeGroupStatus? = update?.groups.first { $0.id == group.string }
+        let peers: [PeerStatus] = update?.peers ?? []
+        let lags: [GroupPeerStatus] = entry?.peers ?? []
+        #expect(entry?.sequencer.map { (_: SequencerStatus) in true } == true && !peers.isEmpty && lags.count <= 1)
         #expect(update?.groups.contains { $0.id == group.string } == true, "\(String(describing: update))")
 
         for r in runs { r.cancel() }
