@@ -20,10 +20,9 @@
 @_exported import struct PeerlogNode.PairingEventStatus
 @_exported import struct PeerlogNode.PairingSessionStatus
 @_exported import struct PeerlogNode.PairingStatus
+@_exported import struct PeerlogNode.PairingTicket
+@_exported import struct PeerlogNode.PeerAddress
 @_exported import struct PeerlogNode.PeerStatus
 @_exported import struct PeerlogNode.RefusalStatus
 @_exported import struct PeerlogNode.RejectionStatus
 @_exported import struct PeerlogNode.SequencerStatus
-@_exported import struct PeerlogNode.PairingTicket
-@_exported import struct PeerlogNode.PeerAddress
-
