@@ -31,6 +31,8 @@ final class NodeHub: @unchecked Sendable {
     private let clock: @Sendable () -> UInt64
     /// The machine's admission, copied for event loops deciding handshakes.
     private let admission: Mutex<NodeAdmission>
+    /// The devices with a live connection, as the hub last published them (`isConnected`).
+    private let connectedDevices = Mutex<Set<DeviceID>>([])
     /// Status requests sharing builds and not waiting long for a busy queue.
     private let statusRequests = StatusRequests()
     /// Devices refused for a while after sending receipts that fail verification.
@@ -171,6 +173,7 @@ final class NodeHub: @unchecked Sendable {
                 }
             }
             perform(machine.established(connection.info))
+            publishConnected()
         }
     }
 
@@ -187,6 +190,7 @@ final class NodeHub: @unchecked Sendable {
     func closed(_ id: UInt64, peer: DeviceID?, remote: String, reason: String) {
         async { [self] in
             perform(machine.connectionClosed(id, peer: peer, remote: remote, reason: reason, now: clock()))
+            publishConnected()
         }
     }
 
@@ -199,7 +203,15 @@ final class NodeHub: @unchecked Sendable {
         }
     }
 
-    func isConnected(device: DeviceID) -> Bool { sync { machine.isConnected(device: device) } }
+    /// Whether a connection to `device` is established; read without waiting for the hub's queue
+    /// (a dialer asks once a second from a cooperative thread), from what the hub last published.
+    func isConnected(device: DeviceID) -> Bool { connectedDevices.withLock { $0.contains(device) } }
+
+    /// Publishes the devices with a live connection, after the machine's connections changed.
+    private func publishConnected() {
+        let devices = Set(machine.liveConnections.map(\.peer.device))
+        connectedDevices.withLock { $0 = devices }
+    }
 
     // MARK: Performing
 
