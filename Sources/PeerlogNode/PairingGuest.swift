@@ -101,7 +101,10 @@ public enum PairingGuest {
         }
         // The preamble names the session, so the host's own port can serve it (§20.9).
         try send(socket, raw: PairingPreamble.bytes(nameplate: code.nameplate), address)
-        let deadline = Date(timeIntervalSinceNow: Double(limits.exchangeTimeout.components.seconds))
+        // `exchangeTimeout` for each of the host's messages (§20.7), not for the whole exchange.
+        let wait = Double(limits.exchangeTimeout.components.seconds)
+        var deadline = Date(timeIntervalSinceNow: wait)
+        var heard = false
         var frames = PairingFrames(maxBytes: limits.maxMessageBytes)
         var guest = PairingGuestExchange(code: code, purpose: purpose, limits: limits)
         var pending: [[UInt8]] = []
@@ -116,10 +119,16 @@ public enum PairingGuest {
                 }
                 guard !chunk.isEmpty else {
                     throw NodeError.pairing(
-                        "the host at \(address) closed the connection without a word (is it a peerlog node of a version that pairs on its own port?)"
+                        heard
+                            ? "the host at \(address) closed the connection in the middle of the exchange"
+                            : "the host at \(address) closed the connection without a word (is it a peerlog node of a version that pairs on its own port?)"
                     )
                 }
                 pending = try frames.append(chunk)
+                if !pending.isEmpty {
+                    heard = true
+                    deadline = Date(timeIntervalSinceNow: wait)
+                }
                 continue
             }
             let message = pending.removeFirst()

@@ -1,12 +1,15 @@
+import Dispatch
 import NIOCore
 import PeerlogModel
 import PeerlogPairing
 
 /// One guest's connection to the node's pairing sessions: the preamble naming the session
 /// (`PairingPreamble`), then frames in and out (`PairingFrames`), the `PairingHostExchange`
-/// between them, the grant in the middle, a deadline around it all. The guest's share spends
+/// between them, the grant in the middle, and `exchangeTimeout` for each message of the
+/// guest's (not for the host's own grant). The guest's share spends
 /// an attempt (`PairingHost.spend`); a connection that sends none costs nothing. Runs on the
-/// connection's event loop; the grant (SQLite writes) runs off it. Works on a channel that is
+/// connection's event loop; the grant (SQLite writes) runs on a dispatch queue, off the loop and
+/// off Swift's cooperative pool (which a busy process can keep from it for minutes). Works on a channel that is
 /// already active (handed over by `InboundSniffer` on the node's port) or becomes active.
 final class PairingHostHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
@@ -53,17 +56,25 @@ final class PairingHostHandler: ChannelInboundHandler {
             return context.close(promise: nil)
         }
         admitted = true
+        armDeadline(context)
+    }
+
+    /// The guest has `exchangeTimeout` for its next message; on expiry it is told why.
+    private func armDeadline(_ context: ChannelHandlerContext) {
+        deadline?.cancel()
         let timeout = PairingLimits().exchangeTimeout.components.seconds
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         deadline = context.eventLoop.scheduleTask(in: .seconds(timeout)) {
             let (handler, context) = loopBound.value
-            handler.end(context, .failure(PairingError(.unexpectedMessage, "no answer within \(timeout) s")))
+            let error = PairingError(.unexpectedMessage, "no message from the guest within \(timeout) s")
+            handler.end(context, .failure(error), reply: error.wireMessage)
         }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
         guard !ended, var bytes = buffer.readBytes(length: buffer.readableBytes) else { return }
+        if deadline != nil { armDeadline(context) }
         if nameplate == nil {
             let needed = PairingPreamble.length - preamble.count
             preamble += bytes.prefix(needed)
@@ -140,8 +151,11 @@ final class PairingHostHandler: ChannelInboundHandler {
             let localHost = context.localAddress?.ipAddress
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let host = host
-            // The grant writes to the store: off the event loop.
-            Task.detached {
+            // The host's own work: the guest's timeout does not run meanwhile.
+            deadline?.cancel()
+            deadline = nil
+            // The grant writes to the store: off the event loop, on a dispatch queue.
+            DispatchQueue.global().async {
                 let outcome = Result {
                     try host.grant(
                         nameplate: nameplate, guestPayload: payload, transcriptHash: transcript, localHost: localHost)
