@@ -10,22 +10,8 @@ Bounded: 40 connections, 10 s per read.
 import json, socket, struct, sys
 import cbor2
 
-
-def recv_frame(s):
-    head = b""
-    while len(head) < 4:
-        chunk = s.recv(4 - len(head))
-        if not chunk:
-            return None
-        head += chunk
-    (n,) = struct.unpack(">I", head)
-    data = b""
-    while len(data) < n:
-        chunk = s.recv(n - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from pair_replay import read_frame  # noqa: E402  (the one frame reader of these tools)
 
 
 def main():
@@ -41,7 +27,7 @@ def main():
                 s.sendall(b"PGET / HTTP/1.0\r\n\r\n")
             elif kind == "preamble":
                 s.sendall(preamble)
-                frame = recv_frame(s)
+                frame = read_frame(s)
                 answers.append(cbor2.loads(frame)["t"] if frame else None)
             elif kind == "half":
                 s.sendall(preamble[:5])
