@@ -214,15 +214,10 @@ final class PairingHost: Sendable {
 
     /// Why session `nameplate` takes no guest: how it ended, or that there is none.
     private static func closed(_ nameplate: Int, _ s: State) -> PairingError {
-        switch s.ended[nameplate] {
-        case .used?: PairingError(.used, "this code has already been used; ask for a new one")
-        case .expired?: PairingError(.expired, "this code has expired; ask for a new one")
-        case .exhausted?: PairingError(.exhausted, "this code was spent by failed attempts; ask for a new one")
-        case .open?, nil:
-            PairingError(
+        s.ended[nameplate].flatMap(PairingOffer.refusal)
+            ?? PairingError(
                 .refused, "no pairing session \(nameplate) is open on this device: check the code, or ask for a new one"
             )
-        }
     }
 
     /// The guest's payload of a session whose PAKE succeeded: what the host answers, or why it

@@ -70,13 +70,15 @@ public struct PairingOffer: Sendable {
     }
 
     /// Why the offer is not open at `now`, as the error a guest is sent; nil while open.
-    public func refusal(now: UInt64) -> PairingError? {
-        switch state(now: now) {
+    public func refusal(now: UInt64) -> PairingError? { Self.refusal(state(now: now)) }
+
+    /// What a guest is told of an offer in `state` (nil while open); the host says the same of
+    /// a session that already ended that way.
+    public static func refusal(_ state: State) -> PairingError? {
+        switch state {
         case .used: PairingError(.used, "this code has already been used; ask for a new one")
         case .expired: PairingError(.expired, "this code has expired; ask for a new one")
-        case .exhausted:
-            PairingError(
-                .exhausted, "this code allowed \(limits.maxAttempts) attempts and is dead; ask for a new one")
+        case .exhausted: PairingError(.exhausted, "this code was spent by failed attempts; ask for a new one")
         case .open: nil
         }
     }
