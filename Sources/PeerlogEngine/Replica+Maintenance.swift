@@ -42,7 +42,11 @@ extension Replica {
                     group: group, reason: maintenanceReason(error, group: group), at: clock())
                 maintenanceFailures.withLock { $0[group] = skipped }
                 report.maintenanceSkipped.append(skipped)
-                if Store.isDiskFull(error) { store.truncateWAL() }
+                // Short of space either way: give the WAL's pages back to the disk now rather
+                // than at the next automatic checkpoint, which only resets it for reuse.
+                if Store.isDiskFull(error) || (error as? ReplicaError)?.code == .diskFull {
+                    _ = store.truncateWAL()
+                }
             }
         }
     }

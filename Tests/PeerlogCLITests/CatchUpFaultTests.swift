@@ -266,9 +266,10 @@ struct RetentionFullDiskTests {
         #expect(bob.stderr.contains("not enough space: compacting group"), "\(bob.stderr.suffix(3_000))")
         let status = try expectPeerlog(["status", "--home", bobHome, "--json"])
         #expect(status.contains("maintenanceSkipped"), "\(status)")
-        // The WAL gave its space back: the disk is not left at zero.
+        // The WAL gave its space back when the compaction was skipped (it held 5.4 MB of the 6
+        // before; about 4.9 MB stay free now).
         #expect(
-            freeBytes(mountPoint) > 500_000,
+            freeBytes(mountPoint) > 2_000_000,
             "\(freeBytes(mountPoint)) bytes free: \((try? TestSupport.run("/bin/ls", ["-l", bobHome]).stdout) ?? "")")
         // A compaction by hand says what it needs, and writes nothing…
         let refused = try TestSupport.peerlog(["group", "compact", "--home", bobHome, g])
