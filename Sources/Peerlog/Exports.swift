@@ -7,6 +7,7 @@
 @_exported import enum PeerlogEngine.Role
 @_exported import enum PeerlogEngine.SequencerAuthority
 @_exported import enum PeerlogEngine.View
+@_exported import struct PeerlogModel.BlobID
 @_exported import struct PeerlogModel.DeviceID
 // The types an app meets through the facade, so `import Peerlog` is the only import it needs.
 @_exported import struct PeerlogModel.GroupID

@@ -25,7 +25,7 @@ public struct PeerlogError: CodedError {
             case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
             case pairing, wrongPassphrase, epochKeyMissing, snapshotUnavailable, offlineLimit
-            case logIncomplete, snapshotRefused, diskFull
+            case logIncomplete, snapshotRefused, diskFull, blobNotHeld, blobUnreadable
         }
 
         private let base: Base
@@ -90,6 +90,11 @@ public struct PeerlogError: CodedError {
         /// The disk holding the home is full: nothing was written (the description says how much
         /// space the operation needs, where that is known).
         public static let diskFull = Code(.diskFull)
+        /// The value is a blob this device does not hold whole yet (docs/PROTOCOL.md §24): a
+        /// running node fetches it from a peer that holds it; ``Peerlog/fetchBlob(_:in:)`` asks.
+        public static let blobNotHeld = Code(.blobNotHeld)
+        /// A blob held here does not open with the key its reference carries.
+        public static let blobUnreadable = Code(.blobUnreadable)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }
@@ -150,6 +155,8 @@ extension PeerlogError.Code {
             case .logIncomplete: .logIncomplete
             case .snapshotRefused: .snapshotRefused
             case .diskFull: .diskFull
+            case .blobNotHeld: .blobNotHeld
+            case .blobUnreadable: .blobUnreadable
             default: .refused
             }
     }

@@ -6,15 +6,23 @@ import PeerlogEncoding
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print an entity's value (strings as they are, anything else as JSON).",
-        discussion: "Exit status 1 when the key has no value in the view."
+        discussion: """
+            Exit status 1 when the key has no value in the view. A blob's value is written with --out FILE (- for \
+            standard output), fetched first when it is not here yet (waiting up to --wait seconds for the daemon to \
+            fetch it; progress on a terminal); without --out its reference is printed as JSON.
+            """
     )
     @OptionGroup var home: HomeOptions
     @OptionGroup var group: GroupArgument
     @Argument(help: "The entity key.") var key: String
     @OptionGroup var view: ViewOptions
     @Flag(help: "Print JSON: key, value, cid, status, seq.") var json = false
+    @Option(help: ArgumentHelp("Write a blob's value to this file (- for standard output).", valueName: "file"))
+    var out: String?
+    @Option(help: "With --out: seconds to wait for a blob not here yet.") var wait = 600
 
     func run() async throws {
+        if let out { return try await writeBlob(to: out) }
         let peerlog = try await home.openForReading()
         let id = try await group.resolve(in: peerlog)
         guard let entity = try await peerlog.entry(key, in: id, view: view.view) else {
@@ -31,6 +39,21 @@ struct Get: AsyncParsableCommand {
         } else {
             print(entity.value.json.serialized())
         }
+    }
+}
+
+extension Get {
+    func writeBlob(to path: String) async throws {
+        let peerlog = try await home.open()
+        let id = try await group.resolve(in: peerlog)
+        guard let blob = try await peerlog.blob(key, in: id, view: view.view) else {
+            guard try await peerlog.entry(key, in: id, view: view.view) != nil else {
+                throw CLIError("no value for \"\(key)\" in the \(view.view.rawValue) view of \(id)")
+            }
+            throw CLIError("the value of \"\(key)\" is not a blob: --out writes blobs; print it without --out")
+        }
+        if !blob.isHeld { _ = try await BlobFetch.fetch(key, in: id, peerlog: peerlog, wait: wait) }
+        try await peerlog.readBlob(key, in: id, to: path, view: view.view)
     }
 }
 

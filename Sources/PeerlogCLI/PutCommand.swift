@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Peerlog
 import PeerlogEncoding
 
@@ -10,10 +11,12 @@ struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Set an entity's value in a group, or write a batch of sets and deletes.",
         discussion: """
-            The value comes from VALUE or from --value-file (a file, or - for standard input): the kernel \
-            caps one argument at 128 KiB, which JSON with hex bytes can pass within the payload limit. \
-            A receipt's payload, value included, is at most \(Peerlog.maxPayloadBytes) bytes (64 KiB): \
-            split larger data over several keys, or store it elsewhere and put a reference to it.
+            The value comes from VALUE or from --value-file (a file, or - for standard input). A file over \
+            \(Peerlog.blobThresholdBytes) bytes, one that is not UTF-8 text, or any with --blob, is stored as a \
+            blob of any size up to 64 GiB: the receipt carries a reference (id, size, and in an encrypted group the \
+            key), commits and syncs at once, and peers fetch the bytes after it, each chunk checked (`peerlog get \
+            --out`, `peerlog blob`). A smaller text file is the value itself, as text. A receipt's payload is at \
+            most \(Peerlog.maxPayloadBytes) bytes (64 KiB).
 
             --batch FILE (- for standard input) writes many operations, each its own receipt, one \
             transaction per \(Peerlog.maxBatchOperations): one JSON object a line, {"key": K, "value": V} or \
@@ -37,6 +40,7 @@ struct Put: AsyncParsableCommand {
             "Read the value from this file (- for standard input) instead of VALUE, exactly as it is (a final newline included).",
             valueName: "file"))
     var valueFile: String?
+    @Flag(help: "Store --value-file as a blob whatever its size.") var blob = false
     @Flag(
         help:
             "Parse the value as JSON (integers, strings, arrays, objects, true/false/null; {\"$bytes\": hex}; no floats)."
@@ -56,6 +60,12 @@ struct Put: AsyncParsableCommand {
         // Checked here, not in validate(), so the error is one line like every other.
         guard let key else { throw CLIError("give the entity key (or --batch FILE)") }
         let text: String
+        if blob && (valueFile == nil || jsonValue) {
+            throw CLIError("--blob stores --value-file as it is: give --value-file, without --json-value")
+        }
+        if let file = valueFile, value == nil, !jsonValue, try blob || Self.isLarge(file) {
+            return try await putBlob(key, file: file)
+        }
         switch (value, valueFile) {
         case (let value?, nil): text = value
         case (nil, let file?): text = try Self.readValue(from: file)
@@ -74,6 +84,36 @@ struct Put: AsyncParsableCommand {
         let id = try await group.resolve(in: peerlog)
         let result = try await peerlog.put(key, cbor: cbor, in: id)
         printAppend(result, group: id, summary: "Set \"\(key)\"", json: output.json)
+    }
+
+    /// Whether a file is stored as a blob when --blob is not given: over the threshold, or not
+    /// UTF-8 text. Standard input is read as a value unless --blob.
+    static func isLarge(_ file: String) throws -> Bool {
+        guard file != "-" else { return false }
+        var st = stat()
+        guard stat(file, &st) == 0 else {
+            throw CLIError("cannot open --value-file \(file): \(String(cString: strerror(errno)))")
+        }
+        if st.st_size > Peerlog.blobThresholdBytes { return true }
+        guard let bytes = FileManager.default.contents(atPath: file) else { return false }
+        return String(validating: [UInt8](bytes), as: UTF8.self) == nil
+    }
+
+    func putBlob(_ key: String, file: String) async throws {
+        let peerlog = try await home.open()
+        let id = try await group.resolve(in: peerlog)
+        let terminal = isatty(2) == 1
+        let result = try await peerlog.put(key, file: file, in: id) { read in
+            if terminal {
+                FileHandle.standardError.write(
+                    Data(String(format: "\r\u{1b}[Kstoring %.1f MiB", Double(read) / 1_048_576).utf8))
+            }
+        }
+        if terminal { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
+        let blob = try await peerlog.blob(key, in: id)
+        printAppend(
+            result, group: id, summary: "Set \"\(key)\" to blob \(blob?.id.string ?? "?") (\(blob?.size ?? 0) bytes)",
+            json: output.json)
     }
 
     /// The file's (or standard input's) bytes as text; they must be UTF-8.

@@ -107,7 +107,7 @@ package final class LiveReplayDriver {
             refusals += items
         case .unshared(let g, let reason):
             throw Failure.peer("peer stopped syncing group \(g): \(reason)")
-        case .caughtUp, .done, .unknown, .election, .revocations, .ping:
+        case .caughtUp, .done, .unknown, .election, .revocations, .ping, .blob:
             break
         }
         return []

@@ -264,4 +264,9 @@ extension ErrorCode where Domain == ReplicaError {
     /// of this device's writes wait for a seq, or the oldest has waited too long. Nothing was
     /// written; it passes again once the group's sequencer commits them.
     public static let offlineLimitReached = Self("offlineLimitReached")
+    /// A blob held here does not open with the key its reference carries (docs/PROTOCOL.md §24):
+    /// the reference was made wrong, or the file was changed.
+    public static let blobUnreadable = Self("blobUnreadable")
+    /// The value's blob is not held whole here yet: fetch it from a peer that holds it.
+    public static let blobNotHeld = Self("blobNotHeld")
 }

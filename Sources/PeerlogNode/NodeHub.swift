@@ -37,6 +37,8 @@ final class NodeHub: @unchecked Sendable {
     private let statusRequests = StatusRequests()
     /// Devices refused for a while after sending receipts that fail verification.
     private let penalties = Mutex(PeerPenalties())
+    /// Blob requests and fetches, on a queue of their own.
+    let blobs: BlobTransfers
 
     /// Where tap records go when a capture runs.
     let capture: CaptureControl
@@ -92,6 +94,7 @@ final class NodeHub: @unchecked Sendable {
         self.clock = clock
         self.executor = executor
         self.capture = CaptureControl(logger: logger)
+        self.blobs = BlobTransfers(replica: replica, logger: logger, clock: clock)
         self.election = ElectedSequencerDriver(replica: replica, seed: UInt64.random(in: 0...UInt64.max))
         let admission = NodeAdmission(configured: allow.union([device.identity]), open: openAdmission)
         self.admission = Mutex(admission)
@@ -155,7 +158,21 @@ final class NodeHub: @unchecked Sendable {
     }
 
     /// Time passed (the timer's tick, or a test's). On the executor.
-    func tickNow() { perform(machine.tick(now: clock())) }
+    func tickNow() {
+        perform(machine.tick(now: clock()))
+        publishBlobPeers()
+    }
+
+    /// Tells the blob transfers which groups each live session syncs now.
+    private func publishBlobPeers() {
+        var peers: [UInt64: BlobTransfers.Peer] = [:]
+        for c in machine.liveConnections {
+            guard let session = sessions[c.id], let link = links[c.id] else { continue }
+            let groups = Set(session.status().groups.map(\.group).filter(session.syncs))
+            peers[c.id] = BlobTransfers.Peer(link: link, groups: groups, servesBlobs: session.peerServesBlobs)
+        }
+        blobs.publish(peers)
+    }
 
     // MARK: Connection events (from event loops)
 
@@ -309,6 +326,8 @@ final class NodeHub: @unchecked Sendable {
                 return
             case .event(.revocations(let revocations, let invalid)):
                 storeRevocations(revocations, invalid: invalid, from: id)
+            case .event(.blob(let message)):
+                blobs.received(message, from: id)
             case .event(let event):
                 metrics.record(event)
                 perform(machine.sessionEvent(event, on: id, now: clock()))

@@ -36,3 +36,10 @@ extension ErrorCode where Domain == StoreError {
     /// or damaged).
     public static let unknownStoredValue = Self("unknownStoredValue")
 }
+
+extension ErrorCode where Domain == StoreError {
+    /// A blob file cannot be read or written (the disk is full, a file is missing, …).
+    public static let blobFile = Self("blobFile")
+    /// The disk holding the home is full.
+    public static let diskFull = Self("diskFull")
+}

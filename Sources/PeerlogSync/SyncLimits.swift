@@ -51,6 +51,9 @@ public struct SyncLimits: Sendable {
     /// hello yet. A peer without the capability is not timed out once its hello came.
     public var idleTimeoutMs: UInt64 = 90_000
 
+    /// Chunks one `blob_get` may ask for (§24.3).
+    public var maxBlobChunksPerGet = 16
+
     /// The defaults above, which are the protocol's (§15.3).
     public init() {}
 }

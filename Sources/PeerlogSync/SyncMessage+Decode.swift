@@ -205,6 +205,8 @@ extension SyncMessage {
             }
             guard !items.isEmpty else { throw .malformed("\"items\" is empty") }
             return .revocations(items: items)
+        case _ where BlobMessage.types.contains(type):
+            return .blob(try BlobMessage.decode(type, fields, limits: limits))
         default:
             return .unknown(type: type)
         }

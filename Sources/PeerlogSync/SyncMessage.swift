@@ -77,6 +77,8 @@ public enum SyncMessage: Hashable, Sendable {
     /// Keepalive (§15.2.12): says only that the sender is there; sent to a peer whose `hello`
     /// lists `keepalive`. No fields, no credit.
     case ping
+    /// A blob request or answer (§24.3; capability `blobs`). No credit.
+    case blob(BlobMessage)
 
     /// The message's type as its `t` key carries it (`caught_up` for ``caughtUp``; an unknown
     /// message's own).
@@ -99,6 +101,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .snapshot: "snapshot"
         case .unknown(let t): t
         case .ping: "ping"
+        case .blob(let m): m.type
         }
     }
 
@@ -112,9 +115,9 @@ public enum SyncMessage: Hashable, Sendable {
         case .vector(let g, _, _), .receipts(let g, _), .envelopes(let g, _), .commits(let g, _, _),
             .request(let g, _, _),
             .caughtUp(let g), .done(let g, _), .election(let g, _), .refused(let g, _), .unshared(let g, _),
-            .snapshot(let g, _):
+            .snapshot(let g, _), .blob(.get(let g, _, _, _, _)):
             g
-        case .hello, .credit, .error, .revocations, .unknown, .ping: nil
+        case .hello, .blob, .credit, .error, .revocations, .unknown, .ping: nil
         }
     }
 
@@ -185,6 +188,7 @@ public enum SyncMessage: Hashable, Sendable {
             if !b.authorityHistory.isEmpty {
                 m["authority"] = .array(b.authorityHistory.map { .array($0.map(CBOR.bytes)) })
             }
+        case .blob(let b): for (k, v) in b.fields { m[k] = v }
         case .unknown, .ping: break
         }
         return .textMap(m)

@@ -52,6 +52,9 @@ extension SyncSession {
                 ignored += 1
             }
         case .refused(let g, let items): out.append(.event(.refusedByPeer(group: g, items: items)))
+        case .blob(let b):
+            // The node answers a request only for a group this session syncs (`syncs(_:)`).
+            out.append(.event(.blob(b)))
         case .unshared(let g, let reason):
             guard groups[g] != nil || offered.contains(g) else {
                 ignored += 1
@@ -138,6 +141,7 @@ extension SyncSession {
         guard phase == .started else { throw SyncFailure("protocol", "second hello") }
         sendsCommits = capabilities.contains(Self.commitsCapability)
         peerPreVotes = capabilities.contains(Self.preVoteCapability)
+        peerServesBlobs = capabilities.contains(Self.blobsCapability)
         peerReadsRuns = capabilities.contains(Self.envelopeRunsCapability)
         peerReadsSnapshots = capabilities.contains(Self.snapshotsCapability)
         peerReadsEncrypted = capabilities.contains(Self.encryptedGroupsCapability)

@@ -30,6 +30,9 @@ public final class SyncSession {
     /// Hello capability: "I send `ping` every `keepaliveIntervalMs`, and read yours" (§15.2.12).
     /// A peer that lists it and then sends nothing for `idleTimeoutMs` is gone: the session ends.
     public static let keepaliveCapability = "keepalive"
+    /// Hello capability: "I answer and send blob messages" (§24.3). Blob requests go only to
+    /// peers that list it.
+    public static let blobsCapability = "blobs"
 
     enum Phase { case idle, started, open, closed }
 
@@ -70,6 +73,10 @@ public final class SyncSession {
     var peerKeepsAlive = false
     /// Whether our hello lists `keepalive` (off only to act as a peer from before keepalives).
     public var offersKeepalive = true
+    /// The peer listed `blobs` in its hello.
+    public internal(set) var peerServesBlobs = false
+    /// Whether our hello lists `blobs`.
+    public var offersBlobs = true
     /// The last tick at which we withheld all credit from the peer: its answers could not come.
     var creditWithheldAt: UInt64 = 0
     var nextRequestID: UInt64 = 1
@@ -138,6 +145,7 @@ public final class SyncSession {
                 (offersCommits, Self.commitsCapability), (offersPreVote, Self.preVoteCapability),
                 (offersEnvelopeRuns, Self.envelopeRunsCapability), (offersSnapshots, Self.snapshotsCapability),
                 (offersEncryptedGroups, Self.encryptedGroupsCapability), (offersKeepalive, Self.keepaliveCapability),
+                (offersBlobs, Self.blobsCapability),
             ]
             let capabilities = offers.filter(\.0).map(\.1)
             send(
@@ -291,6 +299,9 @@ public final class SyncSession {
         granted += n
         return [.send(SyncMessage.credit(n).encoded())]
     }
+
+    /// Whether this session syncs `group` with the peer now (both offered it, neither withdrew).
+    public func syncs(_ group: GroupID) -> Bool { phase == .open && groups[group] != nil }
 
     /// Counters and marks for the node's status (§15.4). A group's local mark is read from the
     /// store, falling back on the session's own when the read fails.

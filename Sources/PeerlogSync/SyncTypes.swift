@@ -89,6 +89,8 @@ public enum SyncEvent: Sendable {
     /// The peer sent device revocations (parsed, signatures verified); the node stores them.
     /// `invalid` counts the items whose signature did not verify (dropped).
     case revocations([DeviceRevocation], invalid: Int)
+    /// A blob request or answer from the peer (§24.3), for the node's blob transfers.
+    case blob(BlobMessage)
 }
 
 /// Counters of one direction.

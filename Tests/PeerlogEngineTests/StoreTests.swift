@@ -41,14 +41,14 @@ struct StoreTests {
             try first.appliedMigrations() == [
                 "0001_initial", "0002_elected_sequencer", "0003_invalid_receipt_evidence", "0004_tentative_overlay",
                 "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox", "0008_revocations",
-                "0009_epoch_keys", "0010_snapshots", "0011_offline_limits", "0012_evidence_caps",
+                "0009_epoch_keys", "0010_snapshots", "0011_offline_limits", "0012_evidence_caps", "0013_blobs",
             ])
         let again = try Store(path: dir + "/s.sqlite")
         #expect(
             try again.appliedMigrations() == [
                 "0001_initial", "0002_elected_sequencer", "0003_invalid_receipt_evidence", "0004_tentative_overlay",
                 "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox", "0008_revocations",
-                "0009_epoch_keys", "0010_snapshots", "0011_offline_limits", "0012_evidence_caps",
+                "0009_epoch_keys", "0010_snapshots", "0011_offline_limits", "0012_evidence_caps", "0013_blobs",
             ])
         #expect(
             try again.read {
@@ -56,7 +56,7 @@ struct StoreTests {
                     rawSQL:
                         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'"
                 )
-            } == 34)
+            } == 37)
     }
 
     /// Opening and migrating is serialized (`StoreOpenLock`): stores opened on a fresh file at

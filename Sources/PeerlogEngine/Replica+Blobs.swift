@@ -1,0 +1,139 @@
+import PeerlogCrypto
+import PeerlogModel
+import PeerlogStore
+
+/// What a replica holds of blobs (docs/PROTOCOL.md §24): storing a local file as one, taking in
+/// the hashes and chunks a peer sends after checking each against the blob id, and reading one
+/// back. The files live beside the store (`BlobFiles`), the bookkeeping in it.
+extension Replica {
+    /// This home's blob files.
+    package var blobFiles: BlobFiles { BlobFiles(besideStoreAt: store.path) }
+
+    /// Stores the file at `source` ("-": standard input) as a blob for `group`, sealed under a
+    /// fresh key when the group is encrypted, and returns the reference to put as a value. The
+    /// same bytes stored twice in a plaintext group are one blob.
+    package func storeBlob(
+        from source: String, in group: GroupID, progress: (UInt64) -> Void = { _ in }
+    ) throws -> BlobReference {
+        guard let state = try state(of: group, view: .tentative) else {
+            throw ReplicaError(.groupNotFound, "this device holds no group \(group)")
+        }
+        let key = state.encryption == nil ? nil : SecureBytes(randomCount: ChaChaPoly.keyLength)
+        let stored = try blobFiles.store(from: source, key: key, progress: progress)
+        try store.write { db in
+            try db.addBlob(stored.id, layout: stored.layout, hashes: stored.hashes, complete: true, now: clock())
+            try db.addBlobGroup(stored.id, group)
+        }
+        return try BlobReference(id: stored.id, layout: stored.layout, key: key)
+    }
+
+    /// What this device holds of a blob, nil when nothing.
+    package func storedBlob(_ id: BlobID) throws -> StoredBlob? { try store.read { try $0.blob(id) } }
+
+    /// Every blob this device holds, whole or in part.
+    package func storedBlobs() throws -> [StoredBlob] { try store.read { try $0.blobs() } }
+
+    /// Current values that reference blobs this device does not hold whole.
+    package func blobsWanted(limit: Int = 1_000) throws -> [BlobUse] {
+        try store.read { try $0.blobsWanted(limit: limit) }
+    }
+
+    /// Current values that reference `id`.
+    package func blobUses(_ id: BlobID) throws -> [BlobUse] { try store.read { try $0.blobUses(id) } }
+
+    /// Whether `id` may be served to the members of `group`: it was put or fetched for it.
+    package func blobServes(_ id: BlobID, in group: GroupID) throws -> Bool {
+        try store.read { try $0.blobServes(id, in: group) }
+    }
+
+    /// Starts fetching a blob for `group` (nothing when it is held already).
+    package func beginBlob(_ reference: BlobReference, for group: GroupID) throws {
+        try store.write { db in
+            try db.addBlob(reference.id, layout: reference.layout, hashes: nil, complete: false, now: clock())
+        }
+    }
+
+    /// Takes a blob's chunk hashes from a peer when they hash, with the layout, to its id.
+    package func acceptBlobHashes(_ id: BlobID, _ hashes: [UInt8]) throws -> Bool {
+        guard let blob = try storedBlob(id) else { return false }
+        guard hashes.count == blob.layout.chunkCount * 32, blob.layout.id(hashes: hashes) == id else { return false }
+        try store.write { try $0.setBlobHashes(id, hashes) }
+        return true
+    }
+
+    /// What became of a chunk a peer sent.
+    package enum ChunkOutcome: Equatable, Sendable {
+        /// Written; this many chunks are held now.
+        case written(held: Int)
+        /// Written, and it was the last: the blob is whole and readable.
+        case completed
+        /// Held already, or the blob is not being fetched: nothing written.
+        case unneeded
+        /// Its hash is not the one the blob's id fixes: nothing written.
+        case corrupt
+    }
+
+    /// Checks chunk `index` of `id` against the blob's hashes and, when it matches, writes it.
+    package func acceptBlobChunk(_ id: BlobID, index: Int, bytes: [UInt8]) throws -> ChunkOutcome {
+        guard let blob = try storedBlob(id), let hashes = blob.hashes, !blob.complete, index >= 0,
+            index < blob.layout.chunkCount
+        else { return .unneeded }
+        if blob.holds(chunk: index) { return .unneeded }
+        guard bytes.count == blob.layout.storedBytes(ofChunk: index),
+            bytes.withUnsafeBytes(BlobLayout.chunkHash)[...] == hashes[(index * 32)..<(index * 32 + 32)]
+        else { return .corrupt }
+        try bytes.withUnsafeBytes { try blobFiles.writeChunk($0, of: id, at: blob.layout.storedOffset(ofChunk: index)) }
+        let held = try store.write { try $0.markBlobChunk(id, index) }
+        guard held == blob.layout.chunkCount else { return .written(held: held) }
+        try blobFiles.finish(id)
+        try store.write { db in
+            try db.completeBlob(id)
+            for use in try db.blobUses(id) { try db.addBlobGroup(id, use.group) }
+        }
+        return .completed
+    }
+
+    /// Records that the blob may be served to members of `group` (a fetch for it completed).
+    package func addBlobGroup(_ id: BlobID, _ group: GroupID) throws {
+        try store.write { try $0.addBlobGroup(id, group) }
+    }
+
+    /// Stored bytes of chunk `index` of a blob held (for a peer), nil when not held.
+    package func blobChunk(_ id: BlobID, index: Int) throws -> [UInt8]? {
+        guard let blob = try storedBlob(id), index >= 0, index < blob.layout.chunkCount, blob.holds(chunk: index)
+        else { return nil }
+        return try blobFiles.read(
+            id, at: blob.layout.storedOffset(ofChunk: index), count: blob.layout.storedBytes(ofChunk: index))
+    }
+
+    /// The plaintext of chunk `index` of a whole blob: opened with the reference's key.
+    package func blobPlaintext(_ reference: BlobReference, chunk index: Int) throws -> [UInt8] {
+        let layout = reference.layout
+        let stored = try blobFiles.read(
+            reference.id, at: layout.storedOffset(ofChunk: index), count: layout.storedBytes(ofChunk: index))
+        guard let key = reference.key else { return stored }
+        do {
+            return try ChaChaPoly.open(stored, key: key, nonce: BlobLayout.nonce(ofChunk: index))
+        } catch {
+            throw ReplicaError(
+                .blobUnreadable,
+                "chunk \(index) of blob \(reference.id) does not open with the key its reference carries")
+        }
+    }
+
+    /// Pins or unpins a blob held; false when none.
+    package func pinBlob(_ id: BlobID, _ pinned: Bool) throws -> Bool {
+        try store.write { try $0.setBlobPinned(id, pinned) }
+    }
+
+    /// Deletes blobs no current value references and no pin keeps; returns them.
+    package func collectBlobs() throws -> [StoredBlob] {
+        let gone = try store.write { db in
+            let unreferenced = try db.unreferencedBlobs()
+            for b in unreferenced { try db.deleteBlob(b.id) }
+            return unreferenced
+        }
+        for b in gone { blobFiles.remove(b.id) }
+        return gone
+    }
+}

@@ -1,0 +1,244 @@
+import Dispatch
+import Logging
+import PeerlogEngine
+import PeerlogModel
+import PeerlogStore
+import PeerlogSync
+
+/// The node's blob traffic (docs/PROTOCOL.md §24.3), on a queue of its own so chunk reads,
+/// hashing and writes never hold up the hub's receipts. It serves what peers ask for (only blobs
+/// put or fetched for a group the asking session syncs), and fetches what this device wants: every
+/// blob a current value references up to `prefetchBytes`, and any blob a reader asked for (a row
+/// in `blobs` not yet whole). Each chunk is checked against the blob id before it is written; a
+/// peer that sends a wrong one is logged with its device as evidence and not asked for that blob
+/// again, and the chunk is asked of another peer.
+final class BlobTransfers: @unchecked Sendable {
+    /// A connection whose session syncs groups, as the hub last published it.
+    struct Peer: Sendable {
+        let link: ConnectionRef
+        let groups: Set<GroupID>
+        let servesBlobs: Bool
+    }
+
+    /// One blob being fetched.
+    struct Fetch {
+        var reference: BlobReference
+        var group: GroupID
+        /// Request id → (connection, chunk indices or nil for the hashes, sent at).
+        var inFlight: [UInt64: (peer: UInt64, chunks: [Int]?, at: UInt64)] = [:]
+        /// Peers that sent something wrong or said they lack the blob: not asked again.
+        var excluded: Set<UInt64> = []
+        var nextPeer = 0
+    }
+
+    /// Blobs of at most this many bytes are fetched as soon as a value references them.
+    static let prefetchBytes: UInt64 = 64 << 20
+    /// Chunks one request asks for, and chunks in flight per blob (the window).
+    static let chunksPerGet = 4
+    static let window = 16
+    /// Blobs fetched at once.
+    static let concurrentFetches = 4
+    /// A request unanswered this long is asked of another peer (ms).
+    static let requestTimeoutMs: UInt64 = 15_000
+
+    let replica: Replica
+    let logger: Logger
+    let clock: @Sendable () -> UInt64
+    private let queue = DispatchQueue(label: "peerlog.node.blobs")
+    // Queue-confined.
+    private var peers: [UInt64: Peer] = [:]
+    private var fetches: [BlobID: Fetch] = [:]
+    private var nextID: UInt64 = 1
+    private var lastScan: UInt64 = 0
+    /// Bytes of chunks written and served since start (status).
+    private(set) var received: UInt64 = 0
+    private(set) var served: UInt64 = 0
+
+    init(replica: Replica, logger: Logger, clock: @escaping @Sendable () -> UInt64) {
+        self.replica = replica
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// The connections and the groups their sessions sync now (from the hub, on its ticks).
+    func publish(_ peers: [UInt64: Peer]) {
+        queue.async { [self] in
+            self.peers = peers
+            for (id, f) in fetches {
+                fetches[id]?.inFlight = f.inFlight.filter { peers[$0.value.peer] != nil }
+            }
+            pump()
+        }
+    }
+
+    /// A blob message from the peer on connection `id`.
+    func received(_ message: BlobMessage, from id: UInt64) {
+        queue.async { [self] in
+            switch message {
+            case .get(let group, let blob, let request, let from, let count):
+                serve(group: group, blob: blob, request: request, from: from, count: count, to: id)
+            case .hashes(let blob, let request, let hashes):
+                guard var f = fetches[blob], f.inFlight.removeValue(forKey: request) != nil else { return }
+                if (try? replica.acceptBlobHashes(blob, hashes)) != true {
+                    exclude(id, from: &f, "sent chunk hashes that do not hash to blob \(blob)")
+                }
+                fetches[blob] = f
+            case .chunk(let blob, let request, let index, let data):
+                chunk(blob: blob, request: request, index: Int(clamping: index), data: data, from: id)
+            case .missing(let blob, let request, let reason):
+                guard var f = fetches[blob], f.inFlight.removeValue(forKey: request) != nil else { return }
+                f.excluded.insert(id)
+                fetches[blob] = f
+                logger.debug("\(peers[id]?.link.peer.device.short ?? "a peer") does not serve blob \(blob): \(reason)")
+            }
+            pump()
+        }
+    }
+
+    private func serve(group: GroupID, blob: BlobID, request: UInt64, from: UInt64, count: UInt64, to id: UInt64) {
+        guard let peer = peers[id] else { return }
+        func missing(_ why: String) { send(.missing(blob: blob, id: request, reason: why), to: peer) }
+        guard peer.groups.contains(group) else { return missing("group \(group) is not synced on this connection") }
+        guard (try? replica.blobServes(blob, in: group)) == true, let stored = try? replica.storedBlob(blob) else {
+            return missing("not held for group \(group)")
+        }
+        if count == 0 {
+            guard let hashes = stored.hashes else { return missing("its chunk hashes are not held yet") }
+            return send(.hashes(blob: blob, id: request, hashes: hashes), to: peer)
+        }
+        for index in from..<(from &+ count) {
+            guard index < UInt64(stored.layout.chunkCount), let data = try? replica.blobChunk(blob, index: Int(index))
+            else { return missing("chunk \(index) is not held") }
+            served += UInt64(data.count)
+            send(.chunk(blob: blob, id: request, index: index, data: data), to: peer)
+        }
+    }
+
+    private func chunk(blob: BlobID, request: UInt64, index: Int, data: [UInt8], from id: UInt64) {
+        guard var f = fetches[blob], let asked = f.inFlight[request], asked.peer == id,
+            asked.chunks?.contains(index) == true
+        else { return }
+        let rest = asked.chunks!.filter { $0 != index }
+        f.inFlight[request] = rest.isEmpty ? nil : (asked.peer, rest, asked.at)
+        do {
+            switch try replica.acceptBlobChunk(blob, index: index, bytes: data) {
+            case .corrupt:
+                f.inFlight[request] = nil
+                exclude(id, from: &f, "sent chunk \(index) of blob \(blob), which does not match its hash")
+            case .completed:
+                received += UInt64(data.count)
+                fetches[blob] = nil
+                logger.info("blob \(blob) of group \(f.group) is whole (\(f.reference.layout.size) bytes)")
+                return
+            case .written:
+                received += UInt64(data.count)
+            case .unneeded: break
+            }
+        } catch {
+            logger.error("cannot write chunk \(index) of blob \(blob): \(error); trying again later")
+            f.inFlight[request] = nil
+        }
+        fetches[blob] = f
+    }
+
+    private func exclude(_ id: UInt64, from f: inout Fetch, _ what: String) {
+        f.excluded.insert(id)
+        let peer = peers[id]?.link.peer
+        logger.warning(
+            "evidence: peer \(peer?.device.string ?? "?") (identity \(peer?.identity.string ?? "?")) \(what); asking another peer"
+        )
+    }
+
+    private func send(_ m: BlobMessage, to peer: Peer) { peer.link.send(SyncMessage.blob(m).encoded()) }
+
+    /// Picks up new wants (at most every 250 ms), asks for hashes and chunks within the window,
+    /// and takes back requests unanswered for `requestTimeoutMs`.
+    func pump() {
+        let now = clock()
+        if now >= lastScan &+ 250 || fetches.isEmpty && lastScan == 0 {
+            lastScan = now
+            scan()
+        }
+        for blob in fetches.keys.sorted() { advance(blob, now: now) }
+    }
+
+    func tick() { queue.async { [self] in pump() } }
+
+    private func scan() {
+        guard fetches.count < Self.concurrentFetches else { return }
+        var wanted: [BlobUse] = []
+        do {
+            // Asked for by a reader: a row not yet whole; then values under the prefetch size.
+            let asked = Set(try replica.storedBlobs().filter { !$0.complete }.map(\.id))
+            for use in try replica.blobsWanted()
+            where asked.contains(use.reference.id) || use.reference.layout.size <= Self.prefetchBytes {
+                wanted.append(use)
+            }
+        } catch {
+            logger.error("cannot read the blobs wanted: \(error)")
+            return
+        }
+        for use in wanted where fetches[use.reference.id] == nil && fetches.count < Self.concurrentFetches {
+            do { try replica.beginBlob(use.reference, for: use.group) } catch {
+                logger.error("cannot start fetching blob \(use.reference.id): \(error)")
+                continue
+            }
+            fetches[use.reference.id] = Fetch(reference: use.reference, group: use.group)
+        }
+    }
+
+    private func advance(_ blob: BlobID, now: UInt64) {
+        guard var f = fetches[blob], let stored = try? replica.storedBlob(blob) else { return }
+        if stored.complete {
+            fetches[blob] = nil
+            return
+        }
+        f.inFlight = f.inFlight.filter { now < $0.value.at &+ Self.requestTimeoutMs }
+        let candidates = peers.filter { $0.value.servesBlobs && $0.value.groups.contains(f.group) }.keys.sorted()
+            .filter { !f.excluded.contains($0) }
+        defer { fetches[blob] = f }
+        guard !candidates.isEmpty else { return }
+        func nextPeer() -> UInt64 {
+            f.nextPeer = (f.nextPeer + 1) % candidates.count
+            return candidates[f.nextPeer]
+        }
+        guard stored.hashes != nil else {
+            if !f.inFlight.values.contains(where: { $0.chunks == nil }) {
+                let peer = nextPeer()
+                f.inFlight[nextID] = (peer, nil, now)
+                send(.get(group: f.group, blob: blob, id: nextID, from: 0, count: 0), to: peers[peer]!)
+                nextID += 1
+            }
+            return
+        }
+        let asked = Set(f.inFlight.values.flatMap { $0.chunks ?? [] })
+        var room = Self.window - asked.count
+        var index = 0
+        while room > 0, index < stored.layout.chunkCount {
+            var run: [Int] = []
+            while index < stored.layout.chunkCount, run.count < min(room, Self.chunksPerGet) {
+                if !stored.holds(chunk: index) && !asked.contains(index) {
+                    run.append(index)
+                } else if !run.isEmpty {
+                    break
+                }
+                index += 1
+            }
+            guard let first = run.first else { break }
+            let peer = nextPeer()
+            f.inFlight[nextID] = (peer, run, now)
+            send(
+                .get(group: f.group, blob: blob, id: nextID, from: UInt64(first), count: UInt64(run.count)),
+                to: peers[peer]!)
+            nextID += 1
+            room -= run.count
+        }
+    }
+
+    /// Blobs being fetched with chunks held and in flight (status).
+    func status() -> [(blob: BlobID, group: GroupID, size: UInt64, inFlight: Int)] {
+        queue.sync {
+            fetches.values.map { ($0.reference.id, $0.group, $0.reference.layout.size, $0.inFlight.count) }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import PeerlogEncoding
+import PeerlogTestSupport
+import Testing
+
+/// Blobs between real daemons (docs/PROTOCOL.md §24): a value too large for a receipt is put
+/// from a file, its receipt syncs at once, and the other member's daemon fetches and checks the
+/// bytes: at once up to the prefetch size, on demand above it.
+@Suite(.serialized)
+struct BlobTests {
+    let dir: String
+    init() throws { dir = try TestSupport.temporaryDirectory() }
+
+    /// `count` pseudo-random bytes with `canary` written at a few places, in a new file.
+    func file(_ name: String, count: Int, canary: String) throws -> String {
+        var g = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: count)
+        bytes.withUnsafeMutableBytes { b in
+            for i in stride(from: 0, to: count - 7, by: 8) {
+                b.storeBytes(of: g.next() as UInt64, toByteOffset: i, as: UInt64.self)
+            }
+        }
+        let mark = Array(canary.utf8)
+        for at in [0, count / 2, count - mark.count] { bytes.replaceSubrange(at..<(at + mark.count), with: mark) }
+        let path = dir + "/" + name
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    func blobs(_ home: String) throws -> [JSON] {
+        guard case .array(let list) = try peerlogJSON(["blob", "list", "--home", home]) else { return [] }
+        return list
+    }
+
+    /// The files under `home` (its store and blob files) that contain `needle`.
+    func filesHolding(_ needle: String, under home: String) -> [String] {
+        let target = Data(needle.utf8)
+        let walker = FileManager.default.enumerator(atPath: home)
+        var found: [String] = []
+        while let name = walker?.nextObject() as? String {
+            let path = home + "/" + name
+            if let data = FileManager.default.contents(atPath: path), data.range(of: target) != nil {
+                found.append(name)
+            }
+        }
+        return found
+    }
+
+    @Test(arguments: [false, true])
+    func aLargeValueSyncsBetweenTwoDaemons(plaintext: Bool) throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = try makePerson("alice", in: dir)
+        let b = try makePerson("bob", in: dir)
+        let group = try createGroup(a.home, "album", plaintext: plaintext)
+        try expectPeerlog(["group", "add", "--home", a.home, group, b.identity])
+        let da = try DaemonProcess(home: a.home)
+        let db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity])
+        defer {
+            da.stop()
+            db.stop()
+        }
+        #expect(acceptWhenInvited(b.home, group), "bob never got the invitation: \(db.stderr)")
+
+        // 5 MB: fetched as soon as the receipt arrives.
+        let canary = "CANARY-\(UInt64.random(in: 0...UInt64.max))"
+        let photo = try file("photo.jpg", count: 5_000_000, canary: canary)
+        let put = try expectPeerlog(["put", "--home", a.home, group, "photo", "--value-file", photo])
+        #expect(put.contains("blob"), "\(put)")
+        #expect(
+            TestSupport.waitUntil(timeout: 60) { (try? blobs(b.home))?.first?["whole"] == .bool(true) },
+            "bob's daemon did not fetch the photo: \((try? blobs(b.home)) ?? [])\n\(db.stderr.suffix(2_000))")
+        let out = dir + "/photo.out"
+        try expectPeerlog(["get", "--home", b.home, group, "photo", "--out", out])
+        #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: photo))
+
+        // Over the prefetch size: not fetched until read.
+        let video = try file("video.mp4", count: 70_000_000, canary: canary)
+        try expectPeerlog(["put", "--home", a.home, group, "video", "--value-file", video])
+        #expect(
+            TestSupport.waitUntil(timeout: 60) {
+                (try? TestSupport.peerlog(["get", "--home", b.home, group, "video"]).stdout.contains("peerlog.blob"))
+                    == true
+            }, "the video's receipt did not reach bob")
+        let held = try blobs(b.home)
+        #expect(held.count == 1, "bob fetched the video before anyone asked: \(held)")
+        let videoOut = dir + "/video.out"
+        try expectPeerlog(["get", "--home", b.home, group, "video", "--out", videoOut, "--wait", "120"])
+        #expect(FileManager.default.contents(atPath: videoOut) == FileManager.default.contents(atPath: video))
+
+        // In an encrypted group no file of either home holds the bytes in the clear.
+        if !plaintext {
+            #expect(filesHolding(canary, under: a.home).isEmpty, "\(filesHolding(canary, under: a.home))")
+            #expect(filesHolding(canary, under: b.home).isEmpty, "\(filesHolding(canary, under: b.home))")
+        } else {
+            #expect(!filesHolding(canary, under: b.home).isEmpty, "the canary check cannot fail")
+        }
+    }
+}
