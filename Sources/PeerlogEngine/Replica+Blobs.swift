@@ -7,7 +7,9 @@ import PeerlogStore
 /// back. The files live beside the store (`BlobFiles`), the bookkeeping in it.
 extension Replica {
     /// This home's blob files.
-    package var blobFiles: BlobFiles { BlobFiles(besideStoreAt: store.path) }
+    package var blobFiles: BlobFiles {
+        BlobFiles(besideStoreAt: store.path, memoryKey: ObjectIdentifier(store).hashValue)
+    }
 
     /// Stores the file at `source` ("-": standard input) as a blob for `group`, sealed under a
     /// fresh key when the group is encrypted, and returns the reference to put as a value. The

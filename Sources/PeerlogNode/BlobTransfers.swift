@@ -106,9 +106,18 @@ final class BlobTransfers: @unchecked Sendable {
             guard let hashes = stored.hashes else { return missing("its chunk hashes are not held yet") }
             return send(.hashes(blob: blob, id: request, hashes: hashes), to: peer)
         }
+        guard let hashes = stored.hashes else { return missing("its chunk hashes are not held yet") }
         for index in from..<(from &+ count) {
             guard index < UInt64(stored.layout.chunkCount), let data = try? replica.blobChunk(blob, index: Int(index))
             else { return missing("chunk \(index) is not held") }
+            // Checked before it is served too: a damaged file is never passed on.
+            let at = Int(index) * 32
+            guard data.withUnsafeBytes(BlobLayout.chunkHash)[...] == hashes[at..<(at + 32)] else {
+                logger.error(
+                    "chunk \(index) of blob \(blob) in \(replica.blobFiles.directory) does not match its hash: not served"
+                )
+                return missing("chunk \(index) is damaged here")
+            }
             served += UInt64(data.count)
             send(.chunk(blob: blob, id: request, index: index, data: data), to: peer)
         }

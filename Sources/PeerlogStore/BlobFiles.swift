@@ -16,8 +16,14 @@ package struct BlobFiles: Sendable {
     package init(directory: String) { self.directory = directory }
 
     /// The blob directory of the home holding `storePath` (`replica.sqlite`).
-    package init(besideStoreAt storePath: String) {
-        self.init(directory: (storePath as NSString).deletingLastPathComponent + "/blobs")
+    /// An in-memory store (tests) keeps its blobs in a directory of its own under the
+    /// temporary directory, named for the process and the store.
+    package init(besideStoreAt storePath: String, memoryKey: Int = 0) {
+        if storePath == ":memory:" {
+            self.init(directory: NSTemporaryDirectory() + "peerlog-blobs-\(getpid())-\(memoryKey)")
+        } else {
+            self.init(directory: (storePath as NSString).deletingLastPathComponent + "/blobs")
+        }
     }
 
     package func path(_ id: BlobID) -> String { directory + "/" + id.hex }

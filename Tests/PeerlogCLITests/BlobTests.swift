@@ -95,4 +95,56 @@ struct BlobTests {
             #expect(!filesHolding(canary, under: b.home).isEmpty, "the canary check cannot fail")
         }
     }
+
+    /// Bob's daemon is killed (SIGKILL) in the middle of fetching a 100 MB blob: the chunks it had
+    /// written stay, the part file is never the value, and after a restart it fetches the rest and
+    /// reads back equal bytes.
+    @Test func aFetchKilledMidwayResumesAfterARestart() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = try makePerson("alice", in: dir)
+        let b = try makePerson("bob", in: dir)
+        let group = try createGroup(a.home, "films")
+        try expectPeerlog(["group", "add", "--home", a.home, group, b.identity])
+        let da = try DaemonProcess(home: a.home)
+        defer { da.stop() }
+        var db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity])
+        defer { db.stop() }
+        #expect(acceptWhenInvited(b.home, group), "bob never got the invitation: \(db.stderr)")
+        let film = try file("film.mkv", count: 100_000_000, canary: "film")
+        try expectPeerlog(["put", "--home", a.home, group, "film", "--value-file", film])
+        #expect(
+            TestSupport.waitUntil(timeout: 60) {
+                peerlogValue(b.home, group, "film")?.contains("peerlog.blob") == true
+            },
+            "the film's receipt did not reach bob")
+        try expectPeerlog(["blob", "fetch", "--home", b.home, group, "film", "--wait", "0"])
+        var heldAtKill: Int64 = 0
+        #expect(
+            TestSupport.waitUntil(timeout: 120) {
+                guard case .number(let held)? = (try? blobs(b.home))?.first?["held"], let n = Int64(held) else {
+                    return false
+                }
+                heldAtKill = n
+                return n > 0
+            }, "bob's daemon never started the fetch: \(db.stderr.suffix(2_000))")
+        db.kill9()
+        let afterKill = try blobs(b.home).first
+        guard case .number(let heldText)? = afterKill?["held"], let held = Int64(heldText) else {
+            Issue.record("no blob listed after the kill: \(String(describing: afterKill))")
+            return
+        }
+        #expect(held >= heldAtKill, "chunks written before the kill were lost")
+        if afterKill?["whole"] == .bool(false) {
+            let read = try TestSupport.peerlog([
+                "get", "--home", b.home, group, "film", "--out", dir + "/no", "--wait", "0",
+            ])
+            #expect(
+                read.status != 0 && read.stderr.contains("not held whole"),
+                "a part file was read as the value: \(read.stderr)")
+        }
+        db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address])
+        let out = dir + "/film.out"
+        try expectPeerlog(["get", "--home", b.home, group, "film", "--out", out, "--wait", "120"])
+        #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: film))
+    }
 }

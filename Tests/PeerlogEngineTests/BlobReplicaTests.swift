@@ -1,0 +1,82 @@
+import Foundation
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogEngine
+import PeerlogModel
+import PeerlogStore
+import PeerlogTestSupport
+import Testing
+
+/// A replica's side of blobs (docs/PROTOCOL.md §24): a file stored as a blob reads back equal,
+/// and what a peer sends is checked against the blob id before a byte of it is written.
+@Suite struct BlobReplicaTests {
+    /// A file of `count` bytes (chunk-sized runs of one byte each), in a new directory.
+    func file(count: Int) throws -> String {
+        let dir = try TestSupport.temporaryDirectory()
+        let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 / 1_000 &+ $0 % 7) }
+        try Data(bytes).write(to: URL(fileURLWithPath: dir + "/f"))
+        return dir + "/f"
+    }
+
+    @Test(arguments: [false, true])
+    func aBlobMovesChunkByChunkAndEveryChunkIsChecked(sealed: Bool) throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let group = try alice.replica.createGroup(
+            name: "album", encryption: sealed ? GroupEncryptionSettings(history: false) : nil)
+        let path = try file(count: 2_500_000)
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        let reference = try alice.replica.storeBlob(from: path, in: group)
+        #expect(reference.layout.chunkCount == 3 && reference.layout.sealed == sealed)
+        #expect(BlobReference(value: reference.cbor) == reference)
+        // Alice reads back what she put.
+        let original = [UInt8](FileManager.default.contents(atPath: path)!)
+        let read = try (0..<3).flatMap { try alice.replica.blobPlaintext(reference, chunk: $0) }
+        #expect(read == original)
+
+        // Bob takes the hashes only when they hash to the id, then each chunk only when it matches.
+        try bob.replica.beginBlob(reference, for: group)
+        let hashes = try #require(try alice.replica.storedBlob(reference.id)?.hashes)
+        var forged = hashes
+        forged[0] ^= 1
+        #expect(try bob.replica.acceptBlobHashes(reference.id, forged) == false)
+        #expect(try bob.replica.acceptBlobChunk(reference.id, index: 0, bytes: [1, 2, 3]) == .unneeded)
+        #expect(try bob.replica.acceptBlobHashes(reference.id, hashes))
+        var chunk1 = try #require(try alice.replica.blobChunk(reference.id, index: 1))
+        chunk1[100] ^= 0xff
+        #expect(try bob.replica.acceptBlobChunk(reference.id, index: 1, bytes: chunk1) == .corrupt)
+        #expect(try bob.replica.storedBlob(reference.id)?.held == 0)
+        for index in [2, 0] {
+            let good = try #require(try alice.replica.blobChunk(reference.id, index: index))
+            #expect(try bob.replica.acceptBlobChunk(reference.id, index: index, bytes: good) != .corrupt)
+        }
+        #expect(try bob.replica.storedBlob(reference.id)?.complete == false)
+        // A whole blob is never read from a part file: the last chunk completes it.
+        let last = try #require(try alice.replica.blobChunk(reference.id, index: 1))
+        #expect(try bob.replica.acceptBlobChunk(reference.id, index: 1, bytes: last) == .completed)
+        #expect(try (0..<3).flatMap { try bob.replica.blobPlaintext(reference, chunk: $0) } == original)
+        #expect(try bob.replica.blobServes(reference.id, in: group) == false, "served before a value references it")
+        alice.replica.blobFiles.remove(reference.id)
+        bob.replica.blobFiles.remove(reference.id)
+    }
+
+    @Test func theSameBytesPutTwiceInAPlaintextGroupAreOneBlob() throws {
+        let alice = try TestReplica("alice")
+        let group = try alice.replica.createGroup(name: "docs")
+        let path = try file(count: 100_000)
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        let first = try alice.replica.storeBlob(from: path, in: group)
+        let second = try alice.replica.storeBlob(from: path, in: group)
+        #expect(first == second)
+        #expect(try alice.replica.storedBlobs().count == 1)
+        alice.replica.blobFiles.remove(first.id)
+    }
+
+    @Test func layoutLimitsAreChecked() throws {
+        #expect(throws: ModelError.self) { try BlobLayout(size: BlobLayout.maxSize + 1, sealed: false) }
+        #expect(throws: ModelError.self) { try BlobLayout(size: 1, chunkBytes: 16_383, sealed: false) }
+        #expect(throws: ModelError.self) { try BlobLayout(size: 1 << 31, chunkBytes: 16_384, sealed: false) }
+        #expect(try BlobLayout(size: BlobLayout.maxSize, sealed: true).chunkCount == BlobLayout.maxChunks)
+        #expect(try BlobLayout(size: 0, sealed: false).chunkCount == 0)
+    }
+}
