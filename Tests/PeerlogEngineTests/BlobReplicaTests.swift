@@ -79,4 +79,20 @@ import Testing
         #expect(try BlobLayout(size: BlobLayout.maxSize, sealed: true).chunkCount == BlobLayout.maxChunks)
         #expect(try BlobLayout(size: 0, sealed: false).chunkCount == 0)
     }
+
+    /// PROTOCOL.md §24.5's worked example, computed independently with Python's hashlib.
+    @Test func theWorkedExampleOfTheProtocol() throws {
+        let alice = try TestReplica("alice")
+        let group = try alice.replica.createGroup(name: "docs")
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: dir + "/hello"))
+        let reference = try alice.replica.storeBlob(from: dir + "/hello", in: group)
+        #expect(reference.id.string == "bqagxwamrktb6ckzq2f37traip3llwsuzsu6cvz6hvqh3bodp2meq")
+        #expect(
+            hexString(CBOREncoder.encode(reference.cbor))
+                == "a16c706565726c6f672e626c6f62a36269645820800d7b019154c3e12b30d177f9c4087ed6bb4a99953c2ae7c7ac0fb0b86fd3096473697a6505656368756e6b1a00100000"
+        )
+        alice.replica.blobFiles.remove(reference.id)
+    }
 }
