@@ -12,6 +12,8 @@
 // The types an app meets through the facade, so `import Peerlog` is the only import it needs.
 @_exported import struct PeerlogModel.GroupID
 @_exported import struct PeerlogModel.IdentityID
+@_exported import struct PeerlogNode.BlobFetchStatus
+@_exported import struct PeerlogNode.BlobsStatus
 @_exported import struct PeerlogNode.CaptureStatus
 @_exported import struct PeerlogNode.ClosedStatus
 @_exported import struct PeerlogNode.GroupPeerStatus

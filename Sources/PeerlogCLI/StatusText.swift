@@ -55,6 +55,13 @@ enum StatusText {
                     "  \(r.invalid ? "INVALID " : "")\(r.cid) of group \(r.group)\(claims) from \(r.from)  \(duration(now > r.at ? now - r.at : 0)) ago: \(r.reason)\n"
             }
         }
+        if let blobs = s.blobs, !blobs.fetching.isEmpty || blobs.receivedBytes > 0 || blobs.servedBytes > 0 {
+            out += "blobs: \(blobs.receivedBytes) bytes received, \(blobs.servedBytes) served since start\n"
+            for f in blobs.fetching {
+                let share = f.size == 0 ? 100 : Int(f.heldBytes * 100 / f.size)
+                out += "  fetching \(f.blob) of group \(f.group): \(f.heldBytes) of \(f.size) bytes (\(share)%)\n"
+            }
+        }
         if let pairing = s.pairing, !pairing.open.isEmpty || !pairing.recent.isEmpty {
             out += "pairing:\n"
             for o in pairing.open {

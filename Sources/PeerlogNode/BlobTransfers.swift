@@ -4,6 +4,7 @@ import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
 import PeerlogSync
+import Synchronization
 
 /// The node's blob traffic (docs/PROTOCOL.md §24.3), on a queue of its own so chunk reads,
 /// hashing and writes never hold up the hub's receipts. It serves what peers ask for (only blobs
@@ -50,9 +51,11 @@ final class BlobTransfers: @unchecked Sendable {
     private var fetches: [BlobID: Fetch] = [:]
     private var nextID: UInt64 = 1
     private var lastScan: UInt64 = 0
+    private var publishedAt: UInt64 = 0
     /// Bytes of chunks written and served since start (status).
     private(set) var received: UInt64 = 0
     private(set) var served: UInt64 = 0
+    private let published = Mutex(BlobsStatus(fetching: [], receivedBytes: 0, servedBytes: 0))
 
     init(replica: Replica, logger: Logger, clock: @escaping @Sendable () -> UInt64) {
         self.replica = replica
@@ -169,6 +172,10 @@ final class BlobTransfers: @unchecked Sendable {
             scan()
         }
         for blob in fetches.keys.sorted() { advance(blob, now: now) }
+        if now >= publishedAt &+ 200 || fetches.isEmpty {
+            publishedAt = now
+            publishStatus()
+        }
     }
 
     func tick() { queue.async { [self] in pump() } }
@@ -244,10 +251,16 @@ final class BlobTransfers: @unchecked Sendable {
         }
     }
 
-    /// Blobs being fetched with chunks held and in flight (status).
-    func status() -> [(blob: BlobID, group: GroupID, size: UInt64, inFlight: Int)] {
-        queue.sync {
-            fetches.values.map { ($0.reference.id, $0.group, $0.reference.layout.size, $0.inFlight.count) }
+    /// The transfers as `pump` last left them (read without waiting for the queue).
+    func status() -> BlobsStatus { published.withLock { $0 } }
+
+    private func publishStatus() {
+        let fetching = fetches.values.sorted { $0.reference.id < $1.reference.id }.map { f in
+            BlobFetchStatus(
+                blob: f.reference.id.string, group: f.group.string, size: f.reference.layout.size,
+                heldBytes: (try? replica.storedBlob(f.reference.id))??.heldBytes ?? 0, requests: f.inFlight.count)
         }
+        let status = BlobsStatus(fetching: fetching, receivedBytes: received, servedBytes: served)
+        published.withLock { $0 = status }
     }
 }

@@ -105,7 +105,8 @@ extension NodeHub {
             rejectedTotal: rejectedTotal,
             pairing: pairingStatus.withLock { $0 }(),
             revoked: (try? replica.revocation(of: device.device))?.reason,
-            builtAt: WallClock.nowMillis()
+            builtAt: WallClock.nowMillis(),
+            blobs: blobs.status()
         )
     }
 

@@ -43,6 +43,32 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     /// in a long log answers within a fraction of a second with the newest status it built, so
     /// this may be a few seconds old then (its pairing, capture and discovery parts are current).
     public var builtAt: UInt64? = nil
+    /// Blob transfers (docs/PROTOCOL.md §24): those in progress and the bytes moved since start.
+    public var blobs: BlobsStatus? = nil
+}
+
+/// What a node's blob transfers are doing.
+public struct BlobsStatus: Codable, Sendable, Equatable {
+    /// Blobs being fetched now.
+    public var fetching: [BlobFetchStatus]
+    /// Bytes of chunks received and written since the daemon started.
+    public var receivedBytes: UInt64
+    /// Bytes of chunks served to peers since the daemon started.
+    public var servedBytes: UInt64
+}
+
+/// One blob being fetched.
+public struct BlobFetchStatus: Codable, Sendable, Equatable {
+    /// The blob id.
+    public var blob: String
+    /// The group it is fetched for.
+    public var group: String
+    /// Its size in bytes.
+    public var size: UInt64
+    /// Bytes of it held (checked and written).
+    public var heldBytes: UInt64
+    /// Requests in flight.
+    public var requests: Int
 }
 
 extension NodeStatus {

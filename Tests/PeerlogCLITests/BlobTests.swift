@@ -146,5 +146,12 @@ struct BlobTests {
         let out = dir + "/film.out"
         try expectPeerlog(["get", "--home", b.home, group, "film", "--out", out, "--wait", "120"])
         #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: film))
+        // The restarted daemon's status counts what it fetched.
+        let status = try peerlogJSON(["status", "--home", b.home])
+        guard case .number(let received)? = status["blobs"]?["receivedBytes"], let n = Int64(received) else {
+            Issue.record("status shows no blobs: \(status)")
+            return
+        }
+        #expect(n > 0 && n <= 100_000_000, "\(n)")
     }
 }

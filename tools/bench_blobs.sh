@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Blob transfers between two daemons on loopback (issue 34): for each size, the time from
+# `peerlog put --value-file` on A until B's daemon holds and has checked the whole blob (B
+# connected throughout; blobs up to 64 MiB are fetched as soon as their receipt arrives, larger
+# ones on `blob fetch`), in a plaintext and an encrypted group; then the bytes B reads back are
+# compared. Usage: tools/bench_blobs.sh [SIZES_MB...]   (default: 5 50 1024)
+# Build: PEERLOG_BIN (default .build/release/peerlog). Loopback only, discovery off; every wait
+# is bounded (300 s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZES=("$@"); [ ${#SIZES[@]} -gt 0 ] || SIZES=(5 50 1024)
+PL=${PEERLOG_BIN:-.build/release/peerlog}
+[ -x "$PL" ] || { echo "build it first: swift build -c release --product peerlog" >&2; exit 1; }
+now() { date +%s%N; }
+json() { python3 -c "import json,sys;print(json.load(sys.stdin)$1)"; }
+
+D=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$D"' EXIT
+"$PL" init --home "$D/a" --name a >/dev/null
+"$PL" init --home "$D/b" --name b >/dev/null
+AID=$("$PL" id --home "$D/a" --json | json '["identity"]')
+BID=$("$PL" id --home "$D/b" --json | json '["identity"]')
+GP=$("$PL" group create --home "$D/a" plain --plaintext --json | json '["id"]')
+GE=$("$PL" group create --home "$D/a" sealed --json | json '["id"]')
+for g in "$GP" "$GE"; do "$PL" group add --home "$D/a" "$g" "$BID" >/dev/null; done
+PA=$((20000 + RANDOM % 20000))
+"$PL" daemon --home "$D/a" --listen 127.0.0.1:$PA --no-discovery >"$D/a.log" 2>&1 & pids+=($!)
+"$PL" daemon --home "$D/b" --listen 127.0.0.1:$((PA + 1)) --peer 127.0.0.1:$PA --allow "$AID" --no-discovery >"$D/b.log" 2>&1 & pids+=($!)
+for g in "$GP" "$GE"; do
+  for _ in $(seq 1 150); do "$PL" group accept --home "$D/b" "$g" >/dev/null 2>&1 && break; sleep 0.2; done
+done
+sleep 1
+echo "blobs between two daemons on loopback ($("$PL" --version 2>/dev/null || echo peerlog))"
+for mb in "${SIZES[@]}"; do
+  head -c $((mb * 1000000)) /dev/urandom > "$D/f"
+  for kind in plaintext encrypted; do
+    g=$GP; [ $kind = encrypted ] && g=$GE
+    key="f$mb-$kind"
+    s=$(now)
+    "$PL" put --home "$D/a" "$g" "$key" --value-file "$D/f" >/dev/null
+    p=$(now)
+    # Wait for the receipt, then (large ones) ask, then for the whole blob.
+    for _ in $(seq 1 3000); do "$PL" get --home "$D/b" "$g" "$key" >/dev/null 2>&1 && break; sleep 0.01; done
+    if [ "$mb" -gt 64 ]; then "$PL" blob fetch --home "$D/b" "$g" "$key" --wait 0 >/dev/null; fi
+    "$PL" blob fetch --home "$D/b" "$g" "$key" --wait 300 >/dev/null
+    e=$(now)
+    "$PL" get --home "$D/b" "$g" "$key" --out "$D/out" >/dev/null
+    cmp -s "$D/f" "$D/out" || { echo "  $mb MB $kind: bytes differ" >&2; exit 1; }
+    total=$(( (e - s) / 1000000 )); put=$(( (p - s) / 1000000 ))
+    rate=$(python3 -c "print(f'{$mb / max(($e - $p) / 1e9, 1e-9):.0f}')")
+    echo "  $mb MB $kind: put on A until B holds it $total ms (the put itself $put ms; then $rate MB/s)"
+  done
+done
