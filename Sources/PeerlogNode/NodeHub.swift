@@ -168,8 +168,8 @@ final class NodeHub: @unchecked Sendable {
         var peers: [UInt64: BlobTransfers.Peer] = [:]
         for c in machine.liveConnections {
             guard let session = sessions[c.id], let link = links[c.id] else { continue }
-            let groups = Set(session.status().groups.map(\.group).filter(session.syncs))
-            peers[c.id] = BlobTransfers.Peer(link: link, groups: groups, servesBlobs: session.peerServesBlobs)
+            peers[c.id] = BlobTransfers.Peer(
+                link: link, groups: session.syncedGroups, servesBlobs: session.peerServesBlobs)
         }
         blobs.publish(peers)
     }

@@ -303,6 +303,9 @@ public final class SyncSession {
     /// Whether this session syncs `group` with the peer now (both offered it, neither withdrew).
     public func syncs(_ group: GroupID) -> Bool { phase == .open && groups[group] != nil }
 
+    /// The groups this session syncs now (no store reads: the node asks on every tick).
+    public var syncedGroups: Set<GroupID> { phase == .open ? Set(groups.keys) : [] }
+
     /// Counters and marks for the node's status (§15.4). A group's local mark is read from the
     /// store, falling back on the session's own when the read fails.
     public func status() -> SyncSessionStatus {
