@@ -71,9 +71,13 @@ struct BlobFetch: AsyncParsableCommand {
 
     /// Asks for the blob and waits up to `wait` seconds, drawing progress on a terminal.
     static func fetch(_ key: String, in group: GroupID, peerlog: Peerlog, wait: Int) async throws -> PeerlogBlob {
+        let deadline = ContinuousClock.now + .seconds(wait)
+        // The value itself may not be here yet (its receipt is on its way): wait for it too.
+        while try await peerlog.entry(key, in: group) == nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
         var blob = try await peerlog.fetchBlob(key, in: group)
         let terminal = isatty(2) == 1
-        let deadline = ContinuousClock.now + .seconds(wait)
         while !blob.isHeld && ContinuousClock.now < deadline {
             if terminal {
                 let share = blob.size == 0 ? 1 : Double(blob.heldBytes) / Double(blob.size)

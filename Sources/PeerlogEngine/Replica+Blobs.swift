@@ -48,11 +48,49 @@ extension Replica {
         try store.read { try $0.blobServes(id, in: group) }
     }
 
-    /// Starts fetching a blob for `group` (nothing when it is held already).
+    /// Starts fetching a blob for `group` (nothing when it is held already); once held it is
+    /// served to the group's members.
     package func beginBlob(_ reference: BlobReference, for group: GroupID) throws {
+        try beginBlob(reference.id, layout: reference.layout, for: group)
+    }
+
+    /// Starts fetching blob `id` of `layout` for `group` (a relay told of it by a member).
+    package func beginBlob(_ id: BlobID, layout: BlobLayout, for group: GroupID) throws {
         try store.write { db in
-            try db.addBlob(reference.id, layout: reference.layout, hashes: nil, complete: false, now: clock())
+            try db.addBlob(id, layout: layout, hashes: nil, complete: false, now: clock())
+            try db.addBlobGroup(id, group)
         }
+    }
+
+    /// Blobs not held whole, each with a group it is fetched for.
+    package func incompleteBlobs(limit: Int = 1_000) throws -> [(blob: StoredBlob, group: GroupID)] {
+        try store.read { try $0.incompleteBlobs(limit: limit) }
+    }
+
+    /// Whole blobs held for `group` (to tell its relay).
+    package func wholeBlobs(for group: GroupID) throws -> [StoredBlob] {
+        try store.read { try $0.wholeBlobs(for: group) }
+    }
+
+    /// Whether this device sequences `group` as its relay (it stores the group's blobs without
+    /// reading them), in its committed state.
+    package func relaysHere(_ group: GroupID) throws -> Bool {
+        guard let state = try state(of: group, view: .committed), state.status == .active,
+            case .relay(let key, _) = state.authority
+        else { return false }
+        return key == local.device
+    }
+
+    /// For each group sequenced by a relay other than this device, the relay's device.
+    package func groupRelays() throws -> [GroupID: DeviceID] {
+        var result = [GroupID: DeviceID]()
+        for group in try groupIDs() {
+            guard let state = try state(of: group, view: .tentative), state.status == .active,
+                case .relay(let key, _) = state.authority, key != local.device
+            else { continue }
+            result[group] = key
+        }
+        return result
     }
 
     /// Takes a blob's chunk hashes from a peer when they hash, with the layout, to its id.
@@ -88,10 +126,7 @@ extension Replica {
         let held = try store.write { try $0.markBlobChunk(id, index) }
         guard held == blob.layout.chunkCount else { return .written(held: held) }
         try blobFiles.finish(id)
-        try store.write { db in
-            try db.completeBlob(id)
-            for use in try db.blobUses(id) { try db.addBlobGroup(id, use.group) }
-        }
+        try store.write { try $0.completeBlob(id) }
         return .completed
     }
 

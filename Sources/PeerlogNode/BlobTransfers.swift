@@ -2,7 +2,6 @@ import Dispatch
 import Logging
 import PeerlogEngine
 import PeerlogModel
-import PeerlogStore
 import PeerlogSync
 import Synchronization
 
@@ -23,7 +22,8 @@ final class BlobTransfers: @unchecked Sendable {
 
     /// One blob being fetched.
     struct Fetch {
-        var reference: BlobReference
+        var id: BlobID
+        var layout: BlobLayout
         var group: GroupID
         /// Request id → (connection, chunk indices or nil for the hashes, sent at).
         var inFlight: [UInt64: (peer: UInt64, chunks: [Int]?, at: UInt64)] = [:]
@@ -51,6 +51,11 @@ final class BlobTransfers: @unchecked Sendable {
     private var fetches: [BlobID: Fetch] = [:]
     private var nextID: UInt64 = 1
     private var lastScan: UInt64 = 0
+    private var lastRelayRefresh: UInt64 = 0
+    /// Groups sequenced by another device's relay, and that relay.
+    private var relays: [GroupID: DeviceID] = [:]
+    /// Blobs told to each relay connection.
+    private var announcements: [UInt64: Set<BlobID>] = [:]
     private var publishedAt: UInt64 = 0
     /// Bytes of chunks written and served since start (status).
     private(set) var received: UInt64 = 0
@@ -75,21 +80,29 @@ final class BlobTransfers: @unchecked Sendable {
     }
 
     /// A blob message from the peer on connection `id`.
-    func received(_ message: BlobMessage, from id: UInt64) {
+    /// `peer` is the connection as the hub sees it now: a request right after the session
+    /// opened is answered even before the next tick publishes the session's groups.
+    func received(_ message: BlobMessage, from id: UInt64, peer: Peer) {
         queue.async { [self] in
+            peers[id] = peer
             switch message {
             case .get(let group, let blob, let request, let from, let count):
                 serve(group: group, blob: blob, request: request, from: from, count: count, to: id)
             case .hashes(let blob, let request, let hashes):
-                guard var f = fetches[blob], f.inFlight.removeValue(forKey: request) != nil else { return }
+                // Only the peer asked answers a request: another cannot cancel it.
+                guard var f = fetches[blob], f.inFlight[request]?.peer == id else { return }
+                f.inFlight[request] = nil
                 if (try? replica.acceptBlobHashes(blob, hashes)) != true {
                     exclude(id, from: &f, "sent chunk hashes that do not hash to blob \(blob)")
                 }
                 fetches[blob] = f
             case .chunk(let blob, let request, let index, let data):
                 chunk(blob: blob, request: request, index: Int(clamping: index), data: data, from: id)
+            case .have(let group, let blob, let layout):
+                announced(group: group, blob: blob, layout: layout, from: id)
             case .missing(let blob, let request, let reason):
-                guard var f = fetches[blob], f.inFlight.removeValue(forKey: request) != nil else { return }
+                guard var f = fetches[blob], f.inFlight[request]?.peer == id else { return }
+                f.inFlight[request] = nil
                 f.excluded.insert(id)
                 fetches[blob] = f
                 logger.debug("\(peers[id]?.link.peer.device.short ?? "a peer") does not serve blob \(blob): \(reason)")
@@ -110,9 +123,14 @@ final class BlobTransfers: @unchecked Sendable {
             return send(.hashes(blob: blob, id: request, hashes: hashes), to: peer)
         }
         guard let hashes = stored.hashes else { return missing("its chunk hashes are not held yet") }
-        for index in from..<(from &+ count) {
-            guard index < UInt64(stored.layout.chunkCount), let data = try? replica.blobChunk(blob, index: Int(index))
-            else { return missing("chunk \(index) is not held") }
+        let chunks = UInt64(stored.layout.chunkCount)
+        guard from < chunks, count <= chunks - from else {
+            return missing("chunks \(from) to \(from) + \(count) - 1 are outside the blob's \(chunks)")
+        }
+        for index in from..<(from + count) {
+            guard let data = try? replica.blobChunk(blob, index: Int(index)) else {
+                return missing("chunk \(index) is not held")
+            }
             // Checked before it is served too: a damaged file is never passed on.
             let at = Int(index) * 32
             guard data.withUnsafeBytes(BlobLayout.chunkHash)[...] == hashes[at..<(at + 32)] else {
@@ -140,7 +158,7 @@ final class BlobTransfers: @unchecked Sendable {
             case .completed:
                 received += UInt64(data.count)
                 fetches[blob] = nil
-                logger.info("blob \(blob) of group \(f.group) is whole (\(f.reference.layout.size) bytes)")
+                logger.info("blob \(blob) of group \(f.group) is whole (\(f.layout.size) bytes)")
                 return
             case .written:
                 received += UInt64(data.count)
@@ -181,25 +199,53 @@ final class BlobTransfers: @unchecked Sendable {
     func tick() { queue.async { [self] in pump() } }
 
     private func scan() {
+        if lastRelayRefresh == 0 || clock() >= lastRelayRefresh &+ 5_000 {
+            lastRelayRefresh = clock()
+            relays = (try? replica.groupRelays()) ?? relays
+        }
+        announceToRelays()
         guard fetches.count < Self.concurrentFetches else { return }
-        var wanted: [BlobUse] = []
         do {
-            // Asked for by a reader: a row not yet whole; then values under the prefetch size.
-            let asked = Set(try replica.storedBlobs().filter { !$0.complete }.map(\.id))
-            for use in try replica.blobsWanted()
-            where asked.contains(use.reference.id) || use.reference.layout.size <= Self.prefetchBytes {
-                wanted.append(use)
+            // Values under the prefetch size: start fetching them (a row in `blobs`).
+            for use in try replica.blobsWanted(limit: 1_000) where use.reference.layout.size <= Self.prefetchBytes {
+                try replica.beginBlob(use.reference, for: use.group)
+            }
+            // Every blob not yet whole: prefetched, asked for by a reader, announced to a relay.
+            for (blob, group) in try replica.incompleteBlobs(limit: 100)
+            where fetches[blob.id] == nil && fetches.count < Self.concurrentFetches {
+                fetches[blob.id] = Fetch(id: blob.id, layout: blob.layout, group: group)
             }
         } catch {
             logger.error("cannot read the blobs wanted: \(error)")
-            return
         }
-        for use in wanted where fetches[use.reference.id] == nil && fetches.count < Self.concurrentFetches {
-            do { try replica.beginBlob(use.reference, for: use.group) } catch {
-                logger.error("cannot start fetching blob \(use.reference.id): \(error)")
-                continue
+    }
+
+    /// Tells each connected relay of the whole blobs held for the groups it sequences, once per
+    /// connection: it cannot read the values that reference them.
+    private func announceToRelays() {
+        for (id, peer) in peers where peer.servesBlobs {
+            for group in peer.groups where relays[group] == peer.link.peer.device {
+                guard let held = try? replica.wholeBlobs(for: group) else { continue }
+                for blob in held where !announcements[id, default: []].contains(blob.id) {
+                    announcements[id, default: []].insert(blob.id)
+                    send(.have(group: group, blob: blob.id, layout: blob.layout), to: peer)
+                }
             }
-            fetches[use.reference.id] = Fetch(reference: use.reference, group: use.group)
+        }
+        announcements = announcements.filter { peers[$0.key] != nil }
+    }
+
+    /// A member tells this relay it holds a blob of a group the relay sequences: fetch and keep it.
+    private func announced(group: GroupID, blob: BlobID, layout: BlobLayout, from id: UInt64) {
+        guard peers[id]?.groups.contains(group) == true, (try? replica.relaysHere(group)) == true else { return }
+        do {
+            if try replica.storedBlob(blob) == nil {
+                try replica.beginBlob(blob, layout: layout, for: group)
+            } else {
+                try replica.addBlobGroup(blob, group)
+            }
+        } catch {
+            logger.error("cannot start fetching blob \(blob) of group \(group): \(error)")
         }
     }
 
@@ -255,10 +301,10 @@ final class BlobTransfers: @unchecked Sendable {
     func status() -> BlobsStatus { published.withLock { $0 } }
 
     private func publishStatus() {
-        let fetching = fetches.values.sorted { $0.reference.id < $1.reference.id }.map { f in
+        let fetching = fetches.values.sorted { $0.id < $1.id }.map { f in
             BlobFetchStatus(
-                blob: f.reference.id.string, group: f.group.string, size: f.reference.layout.size,
-                heldBytes: (try? replica.storedBlob(f.reference.id))??.heldBytes ?? 0, requests: f.inFlight.count)
+                blob: f.id.string, group: f.group.string, size: f.layout.size,
+                heldBytes: (try? replica.storedBlob(f.id))??.heldBytes ?? 0, requests: f.inFlight.count)
         }
         let status = BlobsStatus(fetching: fetching, receivedBytes: received, servedBytes: served)
         published.withLock { $0 = status }

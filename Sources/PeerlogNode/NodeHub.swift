@@ -327,7 +327,11 @@ final class NodeHub: @unchecked Sendable {
             case .event(.revocations(let revocations, let invalid)):
                 storeRevocations(revocations, invalid: invalid, from: id)
             case .event(.blob(let message)):
-                blobs.received(message, from: id)
+                guard let session = sessions[id], let link = links[id] else { break }
+                blobs.received(
+                    message, from: id,
+                    peer: BlobTransfers.Peer(
+                        link: link, groups: session.syncedGroups, servesBlobs: session.peerServesBlobs))
             case .event(let event):
                 metrics.record(event)
                 perform(machine.sessionEvent(event, on: id, now: clock()))

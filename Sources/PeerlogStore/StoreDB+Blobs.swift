@@ -108,14 +108,35 @@ extension StoreDB {
         try int("SELECT 1 FROM blob_groups WHERE blob = ? AND group_id = ?", [id.bytes.blob, group.bytes.blob]) != nil
     }
 
-    /// Current values that reference a blob this device does not hold whole, at most `limit`.
+    /// Current values that reference a blob this device holds nothing of, at most `limit`.
     package func blobsWanted(limit: Int) throws -> [BlobUse] {
         try rows(
             """
             SELECT r.group_id, r.key, r.value FROM blob_refs r LEFT JOIN blobs b ON b.id = r.blob
-                WHERE b.complete IS NULL OR b.complete = 0 LIMIT ?
+                WHERE b.id IS NULL LIMIT ?
             """, [limit]
         ).compactMap(Self.blobUse)
+    }
+
+    /// Blobs not held whole, with a group each is fetched for (put, asked for, announced).
+    package func incompleteBlobs(limit: Int) throws -> [(blob: StoredBlob, group: GroupID)] {
+        try rows(
+            """
+            SELECT b.*, (SELECT g.group_id FROM blob_groups g WHERE g.blob = b.id LIMIT 1) AS fetch_group
+                FROM blobs b WHERE b.complete = 0 LIMIT ?
+            """, [limit]
+        ).compactMap { r in
+            guard let group = (r["fetch_group"] as Data?).flatMap({ try? GroupID(bytes: $0.bytes) }) else { return nil }
+            return (try Self.storedBlob(r), group)
+        }
+    }
+
+    /// Whole blobs held for `group`.
+    package func wholeBlobs(for group: GroupID) throws -> [StoredBlob] {
+        try rows(
+            "SELECT b.* FROM blob_groups g JOIN blobs b ON b.id = g.blob WHERE g.group_id = ? AND b.complete = 1",
+            [group.bytes.blob]
+        ).map(Self.storedBlob)
     }
 
     /// Current values that reference `id`.

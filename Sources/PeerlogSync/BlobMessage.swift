@@ -15,6 +15,9 @@ public enum BlobMessage: Hashable, Sendable {
     case chunk(blob: BlobID, id: UInt64, index: UInt64, data: [UInt8])
     /// `blob_missing`: the sender does not serve what request `id` asked for, and why.
     case missing(blob: BlobID, id: UInt64, reason: String)
+    /// `blob_have`: the sender holds the whole blob for `group` (sent to the group's relay, which
+    /// cannot read the values that reference it, so that it fetches and keeps it). `id` is 0.
+    case have(group: GroupID, blob: BlobID, layout: BlobLayout)
 
     /// The `t` of each message.
     public var type: String {
@@ -23,13 +26,16 @@ public enum BlobMessage: Hashable, Sendable {
         case .hashes: "blob_hashes"
         case .chunk: "blob_chunk"
         case .missing: "blob_missing"
+        case .have: "blob_have"
         }
     }
 
     /// The blob a message is about.
     public var blob: BlobID {
         switch self {
-        case .get(_, let b, _, _, _), .hashes(let b, _, _), .chunk(let b, _, _, _), .missing(let b, _, _): b
+        case .get(_, let b, _, _, _), .hashes(let b, _, _), .chunk(let b, _, _, _), .missing(let b, _, _),
+            .have(_, let b, _):
+            b
         }
     }
 
@@ -46,11 +52,16 @@ public enum BlobMessage: Hashable, Sendable {
             ["blob": .bytes(b.bytes), "id": .unsigned(id), "index": .unsigned(index), "data": .bytes(data)]
         case .missing(let b, let id, let reason):
             ["blob": .bytes(b.bytes), "id": .unsigned(id), "reason": .text(reason)]
+        case .have(let g, let b, let layout):
+            [
+                "group": .bytes(g.bytes), "blob": .bytes(b.bytes), "id": .unsigned(0), "size": .unsigned(layout.size),
+                "chunk": .unsigned(UInt64(layout.chunkBytes)), "sealed": .bool(layout.sealed),
+            ]
         }
     }
 
     /// The types this version reads.
-    static let types: Set<String> = ["blob_get", "blob_hashes", "blob_chunk", "blob_missing"]
+    static let types: Set<String> = ["blob_get", "blob_hashes", "blob_chunk", "blob_missing", "blob_have"]
 
     static func decode(_ type: String, _ f: [String: CBOR], limits: SyncLimits) throws(SyncCodecError) -> BlobMessage {
         func value(_ k: String) throws(SyncCodecError) -> CBOR {
@@ -83,6 +94,15 @@ public enum BlobMessage: Hashable, Sendable {
                 throw .malformed("\"hashes\" must be 32-byte hashes, at most \(BlobLayout.maxChunks)")
             }
             return .hashes(blob: blob, id: id, hashes: hashes)
+        case "blob_have":
+            guard let group = try? GroupID(bytes: try bytes("group")) else {
+                throw .malformed("\"group\" must be bstr(16)")
+            }
+            let chunk = try uint("chunk")
+            guard let sealed = try value("sealed").boolValue, chunk <= UInt64(UInt32.max),
+                let layout = try? BlobLayout(size: try uint("size"), chunkBytes: UInt32(chunk), sealed: sealed)
+            else { throw .malformed("\"size\", \"chunk\" and \"sealed\" must be a valid blob layout (§24.1)") }
+            return .have(group: group, blob: blob, layout: layout)
         case "blob_chunk":
             let data = try bytes("data")
             let most = Int(BlobLayout.chunkBytesRange.upperBound) + 16

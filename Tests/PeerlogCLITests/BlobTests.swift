@@ -154,4 +154,70 @@ struct BlobTests {
         }
         #expect(n > 0 && n <= 100_000_000, "\(n)")
     }
+
+    /// An encrypted group sequenced by a relay; Alice and Bob are never online together. Alice's
+    /// daemon tells the relay of her blob, the relay fetches and keeps it without reading it, and
+    /// Bob fetches it from the relay: equal bytes, and the canary inside is in no file of the relay.
+    @Test func aRelayCarriesABlobBetweenMembersNeverOnlineTogether() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let relayHome = dir + "/relay"
+        try expectPeerlog(["relay", "init", "--home", relayHome, "--name", "blind-relay"])
+        let relayKey = try expectPeerlog(["relay", "key", "--home", relayHome])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        guard case .string(let relayIdentity)? = try peerlogJSON(["id", "--home", relayHome])["identity"] else {
+            throw TestSupport.ProcessError(description: "relay id printed no identity")
+        }
+        let port = try TestSupport.freePort()
+        let a = try makePerson("alice", in: dir)
+        let b = try makePerson("bob", in: dir)
+        let relay = try DaemonProcess(
+            home: relayHome, listenPort: port, arguments: ["--allow", a.identity], command: ["relay", "run"])
+        defer { relay.stop() }
+        let group = try createGroup(a.home, "album")
+        try expectPeerlog(["group", "add", "--home", a.home, group, b.identity])
+        try expectPeerlog(["group", "sequencer", "--home", a.home, group, "relay", "127.0.0.1:\(port)", relayKey])
+        func tentative(_ home: String) -> Int {
+            guard case .array(let items)? = try? peerlogJSON(["log", "--home", home, group]) else { return -1 }
+            return items.count { $0["status"] == .string("tentative") }
+        }
+        func keys(_ home: String) -> Int {
+            guard case .array(let items)? = try? peerlogJSON(["log", "--home", home, group]) else { return -1 }
+            return items.count { $0["type"] == .string("group.key") && $0["status"] == .string("committed") }
+        }
+        // Alice alone: the relay takes the group. Bob alone: he accepts.
+        var da = try DaemonProcess(home: a.home)
+        #expect(TestSupport.waitUntil(timeout: 60) { tentative(a.home) == 0 }, "\(da.stderr)\n\(relay.stderr)")
+        da.stop()
+        var db = try DaemonProcess(home: b.home, arguments: ["--peer", "127.0.0.1:\(port)", "--allow", relayIdentity])
+        #expect(acceptWhenInvited(b.home, group), "bob got no invitation: \(db.stderr)")
+        #expect(TestSupport.waitUntil(timeout: 60) { tentative(b.home) == 0 }, "\(db.stderr)")
+        db.stop()
+
+        // Alice again: she shares the key with Bob, then puts the photo; the relay fetches it.
+        let canary = "CANARY-\(UInt64.random(in: 0...UInt64.max))"
+        let photo = try file("photo.jpg", count: 3_000_000, canary: canary)
+        da = try DaemonProcess(home: a.home)
+        #expect(TestSupport.waitUntil(timeout: 60) { keys(a.home) >= 2 }, "alice shared no key: \(da.stderr)")
+        try expectPeerlog(["put", "--home", a.home, group, "photo", "--value-file", photo])
+        #expect(
+            TestSupport.waitUntil(timeout: 60) {
+                tentative(a.home) == 0 && (try? blobs(relayHome))?.first?["whole"] == .bool(true)
+            },
+            "the relay did not fetch the photo: \((try? blobs(relayHome)) ?? [])\n\(relay.stderr.suffix(2_000))\nalice: \(da.stderr.suffix(3_000))"
+        )
+        da.stop()
+
+        // Bob again, Alice offline: he gets the photo from the relay.
+        db = try DaemonProcess(home: b.home, arguments: ["--peer", "127.0.0.1:\(port)", "--allow", relayIdentity])
+        defer { db.stop() }
+        let out = dir + "/photo.out"
+        #expect(
+            TestSupport.waitUntil(timeout: 60) {
+                (try? TestSupport.peerlog(["get", "--home", b.home, group, "photo", "--out", out, "--wait", "5"]).status)
+                    == 0
+            }, "bob did not get the photo from the relay: \(db.stderr.suffix(2_000))")
+        #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: photo))
+        #expect(filesHolding(canary, under: relayHome).isEmpty, "\(filesHolding(canary, under: relayHome))")
+        #expect(FileManager.default.contents(atPath: out)?.range(of: Data(canary.utf8)) != nil)
+    }
 }

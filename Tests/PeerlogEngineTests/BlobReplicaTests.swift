@@ -55,7 +55,9 @@ import Testing
         let last = try #require(try alice.replica.blobChunk(reference.id, index: 1))
         #expect(try bob.replica.acceptBlobChunk(reference.id, index: 1, bytes: last) == .completed)
         #expect(try (0..<3).flatMap { try bob.replica.blobPlaintext(reference, chunk: $0) } == original)
-        #expect(try bob.replica.blobServes(reference.id, in: group) == false, "served before a value references it")
+        // Fetched for the group: served to its members from now on, to no other group's.
+        #expect(try bob.replica.blobServes(reference.id, in: group))
+        #expect(try bob.replica.blobServes(reference.id, in: GroupID.random()) == false)
         alice.replica.blobFiles.remove(reference.id)
         bob.replica.blobFiles.remove(reference.id)
     }

@@ -28,6 +28,28 @@ against a real `peerlog daemon`.
       credit (`plain`: no capabilities; `keepalive`: listing `keepalive`), and read until the
       daemon ends the connection or --timeout passes. Prints {"closed_after" (seconds, or null),
       "error" (the daemon's error code), "pings"} (§15.2.12).
+  blobfetch HOST PORT --seed HEX --group GROUP_ID --key KEY --out FILE [--timeout S] [--network ID]
+      blobs (§24), as the deterministic device: hello listing `commits` and `blobs` (plaintext
+      groups only), credit; accept the offered group with an empty vector and collect the
+      batches until `caught_up`, verifying them as `fetch` does; take the newest committed
+      `entity.put` of KEY (highest seq) whose value is a plaintext blob reference; ask for its
+      chunk hashes (`blob_get`, count 0) and check them against the blob id with the reference's
+      layout, then ask for the chunks (at most 16 per `blob_get`, a new id each), check each
+      one's length and hash, and write FILE (atomically). Prints {"blob", "size", "chunks",
+      "verified": true, "sha256", "seq" (of the put), "retries"}; any mismatch, `blob_missing`,
+      error or timeout (--timeout, 60 s by default, bounds the whole run) is printed to stderr
+      with exit status 1. Only the first request (the hashes) is asked again, up to 5 times,
+      when it goes unanswered for 2 s or gets `blob_missing`: the daemon learns that a session
+      syncs the group on its next tick, so a `blob_get` sent right after `caught_up` may be
+      dropped or refused; each retry is reported on stderr and counted in "retries".
+  blobserve-corrupt HOST PORT --seed HEX --group GROUP_ID [--seconds S] [--network ID]
+      a hostile member (§24.4): as the deterministic device, hello listing `commits` and
+      `blobs` (not `keepalive`, so the daemon neither pings it nor times it out), credit, accept
+      the group with an empty vector, then for S seconds (30 by default) answer every
+      `blob_get`: count 0 with random hashes (as many as the blob's layout has chunks when a
+      reference to it came in the catch-up, else 2), count N with N `blob_chunk`s of 1,048,576
+      random bytes. Prints {"gets", "hashes_sent", "chunks_sent", "closed" (the daemon ended the
+      connection), "error" (its error code, or null), "blobs" (the ids asked for)}.
 """
 import argparse, hashlib, json, select, sys, time
 import cbor2
@@ -109,6 +131,32 @@ def verify_envelope(item):
     return seq, cid, dict(run, seq=seq, batched=True)
 
 
+def ingest_batch(m, group, receipts, envelopes, batched, runs):
+    """Verifies and records the items of a `receipts`, `envelopes` or `commits` batch (§15.1) of
+    `group`: receipts by CID, envelopes' CIDs by seq, batched run items and their runs."""
+    if m["group"] != group:
+        raise ValueError("a batch for another group")
+    if m["t"] == "commits":
+        parts = [("receipts", m["receipts"]), ("envelopes", m["envelopes"])]
+    else:
+        parts = [(m["t"], m["items"])]
+    for kind, items in parts:
+        for item in items:
+            if kind == "receipts":
+                cid, fields = verify_receipt(item)
+                if fields["group"] != group:
+                    raise ValueError("a receipt of another group in a batch of this one")
+                receipts[cid] = fields
+            else:
+                seq, cid, fields = verify_envelope(item)
+                if fields["group"] != group:
+                    raise ValueError("an envelope of another group in a batch of this one")
+                envelopes.setdefault(seq, set()).add(cid)
+                if fields.get("batched"):
+                    batched.add(seq)
+                    runs.add((fields["first_seq"], fields["count"], fields["root"]))
+
+
 def group_bytes(text):
     """A group id as `peerlog` prints it: "b" + RFC 4648 base32, lower case, no padding."""
     import base64
@@ -146,16 +194,7 @@ def fetch(args):
         elif t in ("receipts", "envelopes"):
             if not accepted or m["group"] != group:
                 raise SystemExit("batch before acceptance or for another group")
-            for item in m["items"]:
-                if t == "receipts":
-                    cid, fields = verify_receipt(item)
-                    receipts[cid] = fields
-                else:
-                    seq, cid, fields = verify_envelope(item)
-                    envelopes.setdefault(seq, set()).add(cid)
-                    if fields.get("batched"):
-                        batched.add(seq)
-                        runs.add((fields["first_seq"], fields["count"], fields["root"]))
+            ingest_batch(m, group, receipts, envelopes, batched, runs)
             send({"t": "credit", "n": 1})
         elif t == "caught_up":
             caught_up = True
@@ -324,9 +363,328 @@ def silent(args):
     print(json.dumps({"closed_after": closed_after, "error": error, "pings": pings}))
 
 
+BLOB_ID_CONTEXT = b"peerlog/blob/v1"
+BLOB_CHUNK_RANGE = (16_384, 2_097_152)
+BLOB_MAX_SIZE = 64 << 30
+BLOB_MAX_CHUNKS = 65_536
+BLOB_CHUNKS_PER_GET = 16  # maxBlobChunksPerGet (§24.3)
+HASH_ATTEMPTS = 5
+
+
+def blake2b_256(data):
+    return hashlib.blake2b(data, digest_size=32).digest()
+
+
+def blob_reference(value):
+    """The inner map of a blob reference (§24.2), or None for a value of any other shape."""
+    if not isinstance(value, dict) or set(value) != {"peerlog.blob"}:
+        return None
+    ref = value["peerlog.blob"]
+    if not isinstance(ref, dict) or set(ref) - {"key"} != {"id", "size", "chunk"}:
+        return None
+    if not (isinstance(ref["id"], bytes) and len(ref["id"]) == 32):
+        return None
+    if any(not isinstance(ref[k], int) or isinstance(ref[k], bool) or ref[k] < 0 for k in ("size", "chunk")):
+        return None
+    if "key" in ref and not (isinstance(ref["key"], bytes) and len(ref["key"]) == 32):
+        return None
+    return ref
+
+
+def blob_chunk_count(size, chunk):
+    return (size + chunk - 1) // chunk
+
+
+def blob_id(size, chunk, sealed, hashes):
+    """§24.1: BLAKE2b-256 of "peerlog/blob/v1" ‖ size (u64 BE) ‖ chunk (u32 BE) ‖ sealed ‖ hashes."""
+    return blake2b_256(BLOB_ID_CONTEXT + size.to_bytes(8, "big") + chunk.to_bytes(4, "big")
+                       + bytes([1 if sealed else 0]) + hashes)
+
+
+class BlobFailure(Exception):
+    pass
+
+
+class WaitExpired(Exception):
+    """No message began before a wait's own bound (the run's deadline not yet passed)."""
+
+
+class Deadline:
+    """One bound for a whole run: every receive waits at most until it, and an interval timer
+    interrupts a receive that a trickling peer would otherwise stretch."""
+
+    def __init__(self, seconds):
+        import signal
+        self.at = time.time() + seconds
+
+        def expired(signum, frame):
+            raise BlobFailure("timed out after %g s" % seconds)
+        signal.signal(signal.SIGALRM, expired)
+        signal.setitimer(signal.ITIMER_REAL, seconds + 1)
+
+    def recv(self, channel, until=None):
+        """The next message; WaitExpired when none begins before `until` (earlier than the
+        deadline). A message begun is read whole, within the deadline."""
+        import socket
+        wait = min(self.at, until or self.at) - time.time()
+        if not select.select([channel.sock], [], [], max(0, wait))[0]:
+            if until is not None and until < self.at:
+                raise WaitExpired()
+            raise BlobFailure("timed out")
+        channel.sock.settimeout(max(0.1, self.at - time.time()))
+        try:
+            return cbor2.loads(channel.recv())
+        except socket.timeout:
+            raise BlobFailure("timed out")
+
+
+def blobfetch(args):
+    from peerlog_channel import ChannelError
+    if not (args.group and args.key and args.out):
+        raise BlobFailure("blobfetch needs --group, --key and --out")
+    deadline = Deadline(args.timeout or 60)
+    device = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
+    group = group_bytes(args.group)
+    try:
+        channel = connect(args.host, args.port, args.network, device, timeout=max(0.1, deadline.at - time.time()))
+    except (ChannelError, OSError) as e:
+        raise BlobFailure("handshake: %s" % e)
+    send = lambda m: channel.send(dumps(m))
+    receipts, envelopes, batched, runs = {}, {}, set(), set()
+    state = {"hello": None, "caught_up": False}
+
+    def next_message(until=None):
+        """The next blob message, or the first `caught_up` of the group; the rest is background
+        traffic (batches are ingested and credited, pings, credit and vectors ignored, a
+        `blob_get` of the daemon answered with `blob_missing`)."""
+        while True:
+            m = deadline.recv(channel, until)
+            t = m.get("t")
+            if t == "hello":
+                if state["hello"] is not None:
+                    raise BlobFailure("a second hello")
+                state["hello"] = m
+                if 1 not in m["versions"]:
+                    raise BlobFailure("no common version: %s" % m["versions"])
+                if "blobs" not in m["capabilities"]:
+                    raise BlobFailure("the daemon's hello does not list `blobs`: %s" % m["capabilities"])
+                if group not in m["groups"]:
+                    raise BlobFailure("the daemon did not offer the group: %s" % [g.hex() for g in m["groups"]])
+                send({"t": "vector", "group": group, "committed": 0, "authors": []})
+            elif t in ("receipts", "envelopes", "commits"):
+                if state["hello"] is None:
+                    raise BlobFailure("a batch before the daemon's hello")
+                ingest_batch(m, group, receipts, envelopes, batched, runs)
+                send({"t": "credit", "n": 1})
+            elif t == "caught_up":
+                if m["group"] == group and not state["caught_up"]:
+                    state["caught_up"] = True
+                    return m
+            elif t == "blob_get":
+                send({"t": "blob_missing", "blob": m["blob"], "id": m["id"], "reason": "this peer serves no blobs"})
+            elif t == "error":
+                raise BlobFailure("the daemon sent error %s: %s" % (m["code"], m["message"]))
+            elif t == "unshared" and m["group"] == group:
+                raise BlobFailure("the daemon stopped syncing the group: %s" % m["reason"])
+            elif t in ("blob_hashes", "blob_chunk", "blob_missing"):
+                return m
+            # vector, credit, ping, revocations, done, unknown types: not needed here.
+
+    try:
+        send({"t": "hello", "versions": [1], "capabilities": ["commits", "blobs"], "groups": []})
+        send({"t": "credit", "n": 8})
+        # 1. Catch-up: everything the daemon holds of the group, until its caught_up.
+        m = next_message()
+        if m["t"] != "caught_up":
+            raise BlobFailure("a %s before any blob_get" % m["t"])
+        forks = sorted(s for s, cids in envelopes.items() if len(cids) != 1)
+        if forks:
+            raise BlobFailure("seqs with more than one envelope CID (forks): %s" % forks)
+        newest = None
+        for seq in sorted(envelopes):
+            fields = receipts.get(next(iter(envelopes[seq])))
+            if fields is None or fields["type"] != "entity.put" or not isinstance(fields["body"], dict):
+                continue
+            if fields["body"].get("key") == args.key and blob_reference(fields["body"].get("value")) is not None:
+                newest = (seq, blob_reference(fields["body"]["value"]))
+        if newest is None:
+            raise BlobFailure("no committed entity.put of %r holds a blob reference (%d receipts, %d committed)"
+                              % (args.key, len(receipts), len(envelopes)))
+        seq, ref = newest
+        bid, size, chunk = ref["id"], ref["size"], ref["chunk"]
+        if "key" in ref:
+            raise BlobFailure("the blob of %r is sealed (it has a key): this peer reads plaintext blobs only" % args.key)
+        if not (BLOB_CHUNK_RANGE[0] <= chunk <= BLOB_CHUNK_RANGE[1]) or size > BLOB_MAX_SIZE:
+            raise BlobFailure("the reference's layout is out of range: size %d, chunk %d" % (size, chunk))
+        count = blob_chunk_count(size, chunk)
+        if count > BLOB_MAX_CHUNKS:
+            raise BlobFailure("the reference's layout has %d chunks, more than %d" % (count, BLOB_MAX_CHUNKS))
+
+        request, abandoned = [0], set()
+
+        def get(start, n):
+            request[0] += 1
+            send({"t": "blob_get", "group": group, "blob": bid, "id": request[0], "from": start, "count": n})
+            return request[0]
+
+        def answer(rid, until=None, missing_ok=False):
+            """The next blob message answering request `rid` (late answers to abandoned requests
+            are skipped); any other blob message, or `blob_missing` unless `missing_ok`, fails."""
+            while True:
+                m = next_message(until)
+                if m["blob"] == bid and m["id"] in abandoned:
+                    continue
+                if m["blob"] != bid or m["id"] != rid:
+                    raise BlobFailure("a %s for blob %s request %d while waiting for request %d"
+                                      % (m["t"], key_id(m["blob"]), m["id"], rid))
+                if m["t"] == "blob_missing" and not missing_ok:
+                    raise BlobFailure("blob_missing for request %d: %s" % (rid, m["reason"]))
+                return m
+
+        # 2. The chunk hashes, checked against the id with the reference's layout. The daemon's
+        # blob service learns which groups a session syncs on its periodic tick, so a first
+        # `blob_get` right after `caught_up` can be ignored or answered `blob_missing` ("not
+        # synced on this connection"): that one request is asked again (at most HASH_ATTEMPTS
+        # times, 2 s apart, each retry reported on stderr and counted in "retries").
+        retries = 0
+        while True:
+            rid = get(0, 0)
+            try:
+                m = answer(rid, until=time.time() + 2, missing_ok=True)
+                if m["t"] == "blob_hashes":
+                    break
+                if m["t"] != "blob_missing":
+                    raise BlobFailure("a %s answered the hashes request" % m["t"])
+                why = "blob_missing: %s" % m["reason"]
+            except WaitExpired:
+                why = "no answer within 2 s"
+            if retries + 1 >= HASH_ATTEMPTS:
+                raise BlobFailure("the hashes request (%d attempts), last: %s" % (HASH_ATTEMPTS, why))
+            retries += 1
+            abandoned.add(rid)
+            print("blobfetch: hashes request %d: %s; asking again" % (rid, why), file=sys.stderr)
+            try:
+                answer(-1, until=time.time() + 0.5)  # let the daemon tick, ingesting what comes
+            except WaitExpired:
+                pass
+        hashes = m["hashes"]
+        if len(hashes) != 32 * count:
+            raise BlobFailure("%d bytes of hashes, the layout (size %d, chunk %d) has %d chunks"
+                              % (len(hashes), size, chunk, count))
+        if blob_id(size, chunk, False, hashes) != bid:
+            raise BlobFailure("the chunk hashes do not hash to the blob id %s" % key_id(bid))
+
+        # 3. The chunks, each checked for its length and its hash, written in order.
+        import os
+        part = args.out + ".part"
+        digest = hashlib.sha256()
+        try:
+            with open(part, "wb") as f:
+                for start in range(0, count, BLOB_CHUNKS_PER_GET):
+                    n = min(BLOB_CHUNKS_PER_GET, count - start)
+                    rid = get(start, n)
+                    for index in range(start, start + n):
+                        m = answer(rid)
+                        if m["t"] != "blob_chunk" or m["index"] != index:
+                            raise BlobFailure("expected chunk %d of request %d, got %s %s"
+                                              % (index, rid, m["t"], m.get("index")))
+                        data = m["data"]
+                        expected = chunk if index < count - 1 else size - chunk * (count - 1)
+                        if len(data) != expected:
+                            raise BlobFailure("chunk %d has %d bytes, the layout says %d" % (index, len(data), expected))
+                        if blake2b_256(data) != hashes[32 * index:32 * index + 32]:
+                            raise BlobFailure("chunk %d does not match its hash" % index)
+                        f.write(data)
+                        digest.update(data)
+            os.replace(part, args.out)
+        except BaseException:
+            try:
+                os.unlink(part)
+            except OSError:
+                pass
+            raise
+    except (ChannelError, OSError) as e:
+        raise BlobFailure("connection: %s" % e)
+    finally:
+        import signal
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        try:
+            channel.close("done")
+        except Exception:
+            pass
+    print(json.dumps({"blob": key_id(bid), "size": size, "chunks": count, "verified": True,
+                      "sha256": digest.hexdigest(), "seq": seq, "retries": retries}))
+
+
+def blobserve_corrupt(args):
+    import os, socket
+    from peerlog_channel import ChannelError
+    device = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
+    group = group_bytes(args.group)
+    channel = connect(args.host, args.port, args.network, device)
+    send = lambda m: channel.send(dumps(m))
+    send({"t": "hello", "versions": [1], "capabilities": ["commits", "blobs"], "groups": [group]})
+    send({"t": "credit", "n": 8})
+    start = time.time()
+    end = start + args.seconds
+    accepted, closed, error = False, False, None
+    gets = hashes_sent = chunks_sent = 0
+    layouts, asked = {}, []  # blob id -> chunk count, from references seen in the catch-up
+
+    def learn(items):
+        for item in items:
+            try:
+                fields = cbor2.loads(cbor2.loads(item)["receipt"])
+                body = fields["body"]
+                ref = blob_reference(body.get("value")) if fields["type"] == "entity.put" else None
+            except Exception:
+                continue
+            if ref is not None and ref["chunk"] > 0:
+                layouts[ref["id"]] = blob_chunk_count(ref["size"], ref["chunk"])
+
+    try:
+        while time.time() < end:
+            if not select.select([channel.sock], [], [], min(1, max(0, end - time.time())))[0]:
+                continue
+            channel.sock.settimeout(30)  # a message begun arrives whole, or the connection counts as gone
+            m = cbor2.loads(channel.recv())
+            t = m.get("t")
+            if t == "hello" or (t == "vector" and m.get("group") == group):
+                if not accepted:
+                    send({"t": "vector", "group": group, "committed": 0, "authors": []})
+                    accepted = True
+            elif t in ("receipts", "envelopes", "commits"):
+                learn(m.get("receipts", []) if t == "commits" else m["items"] if t == "receipts" else [])
+                send({"t": "credit", "n": 1})
+            elif t == "blob_get":
+                gets += 1
+                if key_id(m["blob"]) not in asked:
+                    asked.append(key_id(m["blob"]))
+                if m["count"] == 0:
+                    n = max(layouts.get(m["blob"], 2), 1)
+                    send({"t": "blob_hashes", "blob": m["blob"], "id": m["id"], "hashes": os.urandom(32 * n)})
+                    hashes_sent += 1
+                else:
+                    for index in range(m["from"], m["from"] + m["count"]):
+                        send({"t": "blob_chunk", "blob": m["blob"], "id": m["id"], "index": index,
+                              "data": os.urandom(1_048_576)})
+                        chunks_sent += 1
+            elif t == "error":
+                error = m["code"]
+            # credit, ping, caught_up, revocations, done, blob answers: nothing to do.
+    except (ChannelError, OSError, socket.timeout):
+        closed = True
+    try:
+        channel.close("done")
+    except Exception:
+        pass
+    print(json.dumps({"gets": gets, "hashes_sent": hashes_sent, "chunks_sent": chunks_sent,
+                      "closed": closed, "error": error, "blobs": asked}))
+
+
 def main(argv):
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["identity", "fetch", "forge", "flood", "silent"])
+    p.add_argument("command", choices=["identity", "fetch", "forge", "flood", "silent", "blobfetch", "blobserve-corrupt"])
     p.add_argument("host", nargs="?")
     p.add_argument("port", nargs="?", type=int)
     p.add_argument("--seed", required=True)
@@ -334,13 +692,18 @@ def main(argv):
     p.add_argument("--from", dest="seq_from", type=int, default=1)
     p.add_argument("--to", dest="seq_to", type=int, default=1)
     p.add_argument("--network", default="")
-    p.add_argument("--timeout", type=float, default=30)
+    p.add_argument("--timeout", type=float, default=None, help="seconds; 30 by default, 60 for blobfetch")
     p.add_argument("--runs", action="store_true", help="fetch: list `envelope_runs` in the hello (batched envelopes)")
     p.add_argument("--victim", help="forge: the identity a forged certificate claims")
     p.add_argument("--batch", type=int, default=10, help="flood: receipts per batch")
     p.add_argument("--max", type=int, default=10_000, help="flood: most receipts sent")
     p.add_argument("--hello", choices=["none", "plain", "keepalive"], default="none", help="silent: what to send")
+    p.add_argument("--key", help="blobfetch: the entity key whose blob to fetch")
+    p.add_argument("--out", help="blobfetch: the file to write")
+    p.add_argument("--seconds", type=float, default=30, help="blobserve-corrupt: how long to stay connected")
     args = p.parse_args(argv)
+    if args.timeout is None:
+        args.timeout = 60 if args.command == "blobfetch" else 30
     if args.command == "identity":
         d = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
         print(json.dumps({"identity": d.identity_id, "device": d.device_id}))
@@ -353,6 +716,16 @@ def main(argv):
         return
     if args.command == "silent":
         silent(args)
+        return
+    if args.command == "blobfetch":
+        try:
+            blobfetch(args)
+        except (BlobFailure, BadSignatureError, ValueError, KeyError, TypeError) as e:
+            print("blobfetch: %s" % (e if isinstance(e, BlobFailure) else "verification failed: %r" % e), file=sys.stderr)
+            sys.exit(1)
+        return
+    if args.command == "blobserve-corrupt":
+        blobserve_corrupt(args)
         return
     try:
         fetch(args)
