@@ -30,6 +30,8 @@ final class BlobTransfers: @unchecked Sendable {
         /// Peers that sent something wrong or said they lack the blob: not asked again.
         var excluded: Set<UInt64> = []
         var nextPeer = 0
+        /// After a chunk could not be written (a full disk): asked for again from then on.
+        var pausedUntil: UInt64?
     }
 
     /// Blobs of at most this many bytes are fetched as soon as a value references them.
@@ -41,6 +43,8 @@ final class BlobTransfers: @unchecked Sendable {
     static let concurrentFetches = 4
     /// A request unanswered this long is asked of another peer (ms).
     static let requestTimeoutMs: UInt64 = 15_000
+    /// How long a fetch waits after a chunk could not be written (ms).
+    static let pauseAfterWriteErrorMs: UInt64 = 5_000
 
     let replica: Replica
     let logger: Logger
@@ -165,8 +169,15 @@ final class BlobTransfers: @unchecked Sendable {
             case .unneeded: break
             }
         } catch {
-            logger.error("cannot write chunk \(index) of blob \(blob): \(error); trying again later")
-            f.inFlight[request] = nil
+            // A full disk (or another write error): nothing half-written counts; the chunks in
+            // flight are dropped and the fetch waits before it asks again, so it does not spin.
+            if f.pausedUntil == nil {
+                logger.error(
+                    "cannot write chunk \(index) of blob \(blob): \(error); pausing its fetch for \(Self.pauseAfterWriteErrorMs / 1000) s"
+                )
+            }
+            f.inFlight = [:]
+            f.pausedUntil = clock() &+ Self.pauseAfterWriteErrorMs
         }
         fetches[blob] = f
     }
@@ -185,7 +196,7 @@ final class BlobTransfers: @unchecked Sendable {
     /// and takes back requests unanswered for `requestTimeoutMs`.
     func pump() {
         let now = clock()
-        if now >= lastScan &+ 250 || fetches.isEmpty && lastScan == 0 {
+        if lastScan == 0 || now >= lastScan &+ 250 {
             lastScan = now
             scan()
         }
@@ -197,6 +208,15 @@ final class BlobTransfers: @unchecked Sendable {
     }
 
     func tick() { queue.async { [self] in pump() } }
+
+    /// Receipts were ingested: values that reference blobs may have arrived; look now rather
+    /// than at the next 250 ms scan.
+    func valuesArrived() {
+        queue.async { [self] in
+            lastScan = 0
+            pump()
+        }
+    }
 
     private func scan() {
         if lastRelayRefresh == 0 || clock() >= lastRelayRefresh &+ 5_000 {
@@ -254,6 +274,11 @@ final class BlobTransfers: @unchecked Sendable {
         if stored.complete {
             fetches[blob] = nil
             return
+        }
+        if let until = f.pausedUntil {
+            guard now >= until else { return }
+            f.pausedUntil = nil
+            logger.info("fetching blob \(blob) again after a write error")
         }
         f.inFlight = f.inFlight.filter { now < $0.value.at &+ Self.requestTimeoutMs }
         let candidates = peers.filter { $0.value.servesBlobs && $0.value.groups.contains(f.group) }.keys.sorted()

@@ -333,6 +333,7 @@ final class NodeHub: @unchecked Sendable {
                     peer: BlobTransfers.Peer(
                         link: link, groups: session.syncedGroups, servesBlobs: session.peerServesBlobs))
             case .event(let event):
+                if case .ingested = event { blobs.valuesArrived() }
                 metrics.record(event)
                 perform(machine.sessionEvent(event, on: id, now: clock()))
             case .ingest, .recordPeerVector:

@@ -220,4 +220,54 @@ struct BlobTests {
         #expect(filesHolding(canary, under: relayHome).isEmpty, "\(filesHolding(canary, under: relayHome))")
         #expect(FileManager.default.contents(atPath: out)?.range(of: Data(canary.utf8)) != nil)
     }
+
+    func freeBytes(_ path: String) -> Int {
+        var s = statvfs()
+        return statvfs(path, &s) == 0 ? Int(s.f_bavail) * Int(s.f_frsize) : -1
+    }
+
+    /// Bob's home is on a small tmpfs that fills in the middle of a fetch: one clear error in his
+    /// daemon's log, nothing corrupt (`check` passes, the blob is not readable), and once space
+    /// is freed the fetch resumes and reads back equal bytes. Needs root (mount).
+    @Test(.enabled(if: getuid() == 0, "mounts a tmpfs (root only)"))
+    func aDiskFullMidFetchSaysSoAndResumesOnceThereIsRoom() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = try makePerson("alice", in: dir)
+        let mountPoint = dir + "/small"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard try TestSupport.run("/bin/mount", ["-t", "tmpfs", "-o", "size=48m", "tmpfs", mountPoint]).status == 0
+        else {
+            Issue.record("cannot mount a tmpfs")
+            return
+        }
+        defer { _ = try? TestSupport.run("/bin/umount", ["-l", mountPoint]) }
+        let b = try makePerson("bob", in: mountPoint)
+        let group = try createGroup(a.home, "films")
+        try expectPeerlog(["group", "add", "--home", a.home, group, b.identity])
+        let da = try DaemonProcess(home: a.home)
+        defer { da.stop() }
+        let db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity])
+        defer { db.stop() }
+        #expect(acceptWhenInvited(b.home, group), "bob never got the invitation: \(db.stderr)")
+        // Leave about 8 MB: room for the receipt, not for the 20 MB blob.
+        let filler = mountPoint + "/filler"
+        let fill = max(0, freeBytes(mountPoint) - 8_000_000)
+        #expect(try TestSupport.run("/usr/bin/fallocate", ["-l", String(fill), filler]).status == 0)
+        let film = try file("film.mkv", count: 20_000_000, canary: "film")
+        try expectPeerlog(["put", "--home", a.home, group, "film", "--value-file", film])
+        #expect(
+            TestSupport.waitUntil(timeout: 60) { db.stderr.contains("cannot write chunk") },
+            "bob's daemon did not say the disk is full: \(db.stderr.suffix(2_000))")
+        #expect(db.stderr.contains("No space left"), "\(db.stderr.suffix(2_000))")
+        let early = try TestSupport.peerlog([
+            "get", "--home", b.home, group, "film", "--out", dir + "/early", "--wait", "1",
+        ])
+        #expect(early.status != 0, "a blob the disk could not hold was read: \(early.stdout)")
+        // Room again: the fetch resumes by itself.
+        try FileManager.default.removeItem(atPath: filler)
+        let out = dir + "/film.out"
+        try expectPeerlog(["get", "--home", b.home, group, "film", "--out", out, "--wait", "120"])
+        #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: film))
+        #expect(try TestSupport.peerlog(["check", "--home", b.home]).status == 0)
+    }
 }

@@ -50,6 +50,32 @@ against a real `peerlog daemon`.
       reference to it came in the catch-up, else 2), count N with N `blob_chunk`s of 1,048,576
       random bytes. Prints {"gets", "hashes_sent", "chunks_sent", "closed" (the daemon ended the
       connection), "error" (its error code, or null), "blobs" (the ids asked for)}.
+  blobprobe HOST PORT --seed HEX --group GROUP_ID --key KEY [--timeout S] [--network ID]
+      edge cases of `blob_get` (§24.3) against a daemon that holds the blob: as the deterministic
+      device, the session and catch-up of `blobfetch` (plaintext or sealed reference), then on
+      the one connection, one request after the other (ids 1, 2, ...), each answer awaited 5 s:
+        1. count 0 (the hashes)                      expected blob_hashes, hashing to the id
+        2. from 2^64-1, count 2 (from+count overflows)     expected blob_missing
+        3. from = the chunk count, count 1 (past the end)  expected blob_missing
+        4. from = chunk count - 1, count 2 (runs past it)  expected blob_missing
+        5. a random 32-byte blob id, count 0               expected blob_missing
+        6. the blob under a random 16-byte group, count 1  expected blob_missing (not synced)
+        7. from 0, count 1                           expected one blob_chunk, index 0, of the
+                                                     layout's length, matching hash 0 of case 1
+      Case 1 is asked again (up to 5 times, 2 s apart, reported on stderr, counted in its
+      "retries") when unanswered or answered blob_missing, as in `blobfetch`. A case expecting
+      blob_missing passes only when that is the whole answer (no chunk before it, nothing
+      after: answers arriving later for a case are listed in its "late" and fail it). Prints
+      {"answers": [{"case", "type" (the answer's type; "closed" when the connection ended
+      instead, with "error": the daemon's error code or null; null when nothing came or the
+      request was not sent), "reason" (blob_missing's reason, "no answer within 5 s", the error
+      message or close reason, or "not sent: the connection had closed"), "expected", "ok"}, ...],
+      "alive" (case 7 answered correctly), "blob", "size", "chunks", "seq", and when the
+      connection closed, "closed" ({"error", "reason"}) and "daemon_up" (a fresh handshake
+      within 5 s got the daemon's hello: false after a crash)}; a failure before the cases
+      (handshake, catch-up, no reference, --timeout, 60 s by default, for the whole run) adds
+      "error". Exit status 0 when every case got its expected answer, else 1 (JSON printed
+      either way).
 """
 import argparse, hashlib, json, select, sys, time
 import cbor2
@@ -438,87 +464,129 @@ class Deadline:
             raise BlobFailure("timed out")
 
 
-def blobfetch(args):
-    from peerlog_channel import ChannelError
-    if not (args.group and args.key and args.out):
-        raise BlobFailure("blobfetch needs --group, --key and --out")
-    deadline = Deadline(args.timeout or 60)
-    device = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
-    group = group_bytes(args.group)
-    try:
-        channel = connect(args.host, args.port, args.network, device, timeout=max(0.1, deadline.at - time.time()))
-    except (ChannelError, OSError) as e:
-        raise BlobFailure("handshake: %s" % e)
-    send = lambda m: channel.send(dumps(m))
-    receipts, envelopes, batched, runs = {}, {}, set(), set()
-    state = {"hello": None, "caught_up": False}
+class BlobPeer:
+    """A blob session with the daemon as the deterministic device (used by `blobfetch` and
+    `blobprobe`): handshake, hello listing `commits` and `blobs`, credit, the group accepted with
+    an empty vector on the daemon's hello, the catch-up ingested and verified as `fetch` does."""
 
-    def next_message(until=None):
+    def __init__(self, args, deadline):
+        from peerlog_channel import ChannelError
+        self.args, self.deadline = args, deadline
+        self.device = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
+        self.group = group_bytes(args.group)
+        try:
+            self.channel = connect(args.host, args.port, args.network, self.device,
+                                   timeout=max(0.1, deadline.at - time.time()))
+        except (ChannelError, OSError) as e:
+            raise BlobFailure("handshake: %s" % e)
+        self.receipts, self.envelopes, self.batched, self.runs = {}, {}, set(), set()
+        self.hello, self.caught_up = None, False
+
+    def send(self, m):
+        self.channel.send(dumps(m))
+
+    def next_message(self, until=None, passthrough=False):
         """The next blob message, or the first `caught_up` of the group; the rest is background
         traffic (batches are ingested and credited, pings, credit and vectors ignored, a
-        `blob_get` of the daemon answered with `blob_missing`)."""
+        `blob_get` of the daemon answered with `blob_missing`). An `error`, or an `unshared`
+        of the group, fails the run, or with `passthrough` is returned."""
+        group = self.group
         while True:
-            m = deadline.recv(channel, until)
+            m = self.deadline.recv(self.channel, until)
             t = m.get("t")
             if t == "hello":
-                if state["hello"] is not None:
+                if self.hello is not None:
                     raise BlobFailure("a second hello")
-                state["hello"] = m
+                self.hello = m
                 if 1 not in m["versions"]:
                     raise BlobFailure("no common version: %s" % m["versions"])
                 if "blobs" not in m["capabilities"]:
                     raise BlobFailure("the daemon's hello does not list `blobs`: %s" % m["capabilities"])
                 if group not in m["groups"]:
                     raise BlobFailure("the daemon did not offer the group: %s" % [g.hex() for g in m["groups"]])
-                send({"t": "vector", "group": group, "committed": 0, "authors": []})
+                self.send({"t": "vector", "group": group, "committed": 0, "authors": []})
             elif t in ("receipts", "envelopes", "commits"):
-                if state["hello"] is None:
+                if self.hello is None:
                     raise BlobFailure("a batch before the daemon's hello")
-                ingest_batch(m, group, receipts, envelopes, batched, runs)
-                send({"t": "credit", "n": 1})
+                ingest_batch(m, group, self.receipts, self.envelopes, self.batched, self.runs)
+                self.send({"t": "credit", "n": 1})
             elif t == "caught_up":
-                if m["group"] == group and not state["caught_up"]:
-                    state["caught_up"] = True
+                if m["group"] == group and not self.caught_up:
+                    self.caught_up = True
                     return m
             elif t == "blob_get":
-                send({"t": "blob_missing", "blob": m["blob"], "id": m["id"], "reason": "this peer serves no blobs"})
+                self.send({"t": "blob_missing", "blob": m["blob"], "id": m["id"], "reason": "this peer serves no blobs"})
             elif t == "error":
+                if passthrough:
+                    return m
                 raise BlobFailure("the daemon sent error %s: %s" % (m["code"], m["message"]))
             elif t == "unshared" and m["group"] == group:
+                if passthrough:
+                    return m
                 raise BlobFailure("the daemon stopped syncing the group: %s" % m["reason"])
             elif t in ("blob_hashes", "blob_chunk", "blob_missing"):
                 return m
             # vector, credit, ping, revocations, done, unknown types: not needed here.
 
-    try:
-        send({"t": "hello", "versions": [1], "capabilities": ["commits", "blobs"], "groups": []})
-        send({"t": "credit", "n": 8})
-        # 1. Catch-up: everything the daemon holds of the group, until its caught_up.
-        m = next_message()
+    def catch_up(self):
+        """Hello and credit, then everything the daemon holds of the group, until its caught_up."""
+        self.send({"t": "hello", "versions": [1], "capabilities": ["commits", "blobs"], "groups": []})
+        self.send({"t": "credit", "n": 8})
+        m = self.next_message()
         if m["t"] != "caught_up":
             raise BlobFailure("a %s before any blob_get" % m["t"])
-        forks = sorted(s for s, cids in envelopes.items() if len(cids) != 1)
+        forks = sorted(s for s, cids in self.envelopes.items() if len(cids) != 1)
         if forks:
             raise BlobFailure("seqs with more than one envelope CID (forks): %s" % forks)
+
+    def newest_reference(self, key):
+        """(seq, reference) of the newest committed `entity.put` of `key` (highest seq) whose
+        value is a blob reference."""
         newest = None
-        for seq in sorted(envelopes):
-            fields = receipts.get(next(iter(envelopes[seq])))
+        for seq in sorted(self.envelopes):
+            fields = self.receipts.get(next(iter(self.envelopes[seq])))
             if fields is None or fields["type"] != "entity.put" or not isinstance(fields["body"], dict):
                 continue
-            if fields["body"].get("key") == args.key and blob_reference(fields["body"].get("value")) is not None:
+            if fields["body"].get("key") == key and blob_reference(fields["body"].get("value")) is not None:
                 newest = (seq, blob_reference(fields["body"]["value"]))
         if newest is None:
             raise BlobFailure("no committed entity.put of %r holds a blob reference (%d receipts, %d committed)"
-                              % (args.key, len(receipts), len(envelopes)))
-        seq, ref = newest
+                              % (key, len(self.receipts), len(self.envelopes)))
+        return newest
+
+    def close(self):
+        try:
+            self.channel.close("done")
+        except Exception:
+            pass
+
+
+def checked_layout(ref):
+    """The chunk count of a reference's layout, or BlobFailure when it is out of range (§24.1)."""
+    size, chunk = ref["size"], ref["chunk"]
+    if not (BLOB_CHUNK_RANGE[0] <= chunk <= BLOB_CHUNK_RANGE[1]) or size > BLOB_MAX_SIZE:
+        raise BlobFailure("the reference's layout is out of range: size %d, chunk %d" % (size, chunk))
+    count = blob_chunk_count(size, chunk)
+    if count > BLOB_MAX_CHUNKS:
+        raise BlobFailure("the reference's layout has %d chunks, more than %d" % (count, BLOB_MAX_CHUNKS))
+    return count
+
+
+def blobfetch(args):
+    from peerlog_channel import ChannelError
+    if not (args.group and args.key and args.out):
+        raise BlobFailure("blobfetch needs --group, --key and --out")
+    deadline = Deadline(args.timeout or 60)
+    peer = BlobPeer(args, deadline)
+    group, send, next_message = peer.group, peer.send, peer.next_message
+    try:
+        # 1. Catch-up: everything the daemon holds of the group, until its caught_up.
+        peer.catch_up()
+        seq, ref = peer.newest_reference(args.key)
         bid, size, chunk = ref["id"], ref["size"], ref["chunk"]
         if "key" in ref:
             raise BlobFailure("the blob of %r is sealed (it has a key): this peer reads plaintext blobs only" % args.key)
-        if not (BLOB_CHUNK_RANGE[0] <= chunk <= BLOB_CHUNK_RANGE[1]) or size > BLOB_MAX_SIZE:
-            raise BlobFailure("the reference's layout is out of range: size %d, chunk %d" % (size, chunk))
-        count = blob_chunk_count(size, chunk)
-        if count > BLOB_MAX_CHUNKS:
-            raise BlobFailure("the reference's layout has %d chunks, more than %d" % (count, BLOB_MAX_CHUNKS))
+        count = checked_layout(ref)
 
         request, abandoned = [0], set()
 
@@ -608,12 +676,188 @@ def blobfetch(args):
     finally:
         import signal
         signal.setitimer(signal.ITIMER_REAL, 0)
+        peer.close()
+    print(json.dumps({"blob": key_id(bid), "size": size, "chunks": count, "verified": True,
+                      "sha256": digest.hexdigest(), "seq": seq, "retries": retries}))
+
+
+PROBE_WAIT = 5  # seconds blobprobe waits for the answer to one request
+
+
+def daemon_answers_handshake(args, seconds=5):
+    """Whether the daemon at HOST PORT still completes a handshake and sends its hello (a fresh
+    connection as the deterministic device), within `seconds`."""
+    from peerlog_channel import ChannelError
+    device = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
+    try:
+        channel = connect(args.host, args.port, args.network, device, timeout=seconds)
+    except (ChannelError, OSError, ValueError):
+        return False
+    try:
+        channel.sock.settimeout(seconds)
+        return cbor2.loads(channel.recv()).get("t") == "hello"
+    except Exception:
+        return False
+    finally:
         try:
             channel.close("done")
         except Exception:
             pass
-    print(json.dumps({"blob": key_id(bid), "size": size, "chunks": count, "verified": True,
-                      "sha256": digest.hexdigest(), "seq": seq, "retries": retries}))
+
+
+def blobprobe(args):
+    """Returns (the JSON summary, whether every case got its expected answer)."""
+    import os, signal
+    from peerlog_channel import ChannelClosed, ChannelError
+    answers, out = [], {"answers": [], "alive": False}
+    out["answers"] = answers
+    if not (args.group and args.key):
+        out["error"] = "blobprobe needs --group and --key"
+        return out, False
+    deadline = Deadline(args.timeout or 60)
+    peer, closed = None, {}  # closed: {"error": code or None, "reason": text} once the connection ended
+    by_id = {}  # request id -> its entry in answers, for answers that come late
+    ignored = set()  # ids of case 1 attempts that were asked again
+    state = {"rid": 0, "hashes": None}
+
+    def ask(case, expected, group, blob, start, n, wait=PROBE_WAIT, keep=True):
+        """Sends one blob_get and collects what answers it: the first message, then (after
+        blob_chunks) the rest up to `n` chunks or a blob_missing. Returns the entry."""
+        entry = {"case": case, "type": None, "reason": None, "expected": expected}
+        if keep:
+            answers.append(entry)
+        if closed:
+            entry["reason"], entry["ok"] = "not sent: the connection had closed", False
+            return entry, []
+        state["rid"] += 1
+        rid = state["rid"]
+        by_id[rid] = entry
+        got, until = [], time.time() + wait
+        try:
+            peer.send({"t": "blob_get", "group": group, "blob": blob, "id": rid, "from": start, "count": n})
+            while True:
+                try:
+                    m = peer.next_message(until, passthrough=True)
+                except WaitExpired:
+                    break
+                t = m["t"]
+                if t == "error":
+                    closed.update(error=m["code"], reason=m["message"])
+                    break
+                if t == "unshared":
+                    entry.setdefault("unshared", []).append(m["reason"])
+                    continue
+                if m["id"] != rid:
+                    if m["id"] not in ignored and m["id"] in by_id:
+                        late = by_id[m["id"]]
+                        late.setdefault("late", []).append(t)
+                        late["ok"] = False
+                    continue
+                got.append(m)
+                if t != "blob_chunk" or len(got) >= n:
+                    break
+        except ChannelClosed as e:
+            closed.update(error=None, reason="close record: %s" % e.reason)
+        except (ChannelError, OSError) as e:
+            closed.update(error=None, reason=str(e) or type(e).__name__)
+        if got:
+            entry["type"] = got[0]["t"]
+            entry["reason"] = got[0].get("reason")
+            if len(got) > 1:
+                entry["then"] = [m["t"] for m in got[1:]]
+        elif closed:
+            entry["type"], entry["error"], entry["reason"] = "closed", closed["error"], closed["reason"]
+        else:
+            entry["reason"] = "no answer within %g s" % wait
+        entry["ok"] = len(got) == 1 and got[0]["t"] == expected
+        return entry, got
+
+    try:
+        peer = BlobPeer(args, deadline)
+        try:
+            peer.catch_up()
+        except (ChannelError, OSError) as e:
+            raise BlobFailure("connection: %s" % e)
+        seq, ref = peer.newest_reference(args.key)
+        bid, size, chunk, sealed = ref["id"], ref["size"], ref["chunk"], "key" in ref
+        count = checked_layout(ref)
+        if count == 0:
+            raise BlobFailure("the blob of %r is empty (no chunks to probe)" % args.key)
+        out.update(blob=key_id(bid), size=size, chunks=count, seq=seq)
+        group = peer.group
+
+        # 1. The hashes. The daemon learns that a session syncs the group on its tick, so (as in
+        # blobfetch) an unanswered or blob_missing first request is asked again, up to
+        # HASH_ATTEMPTS times; the last attempt waits PROBE_WAIT, earlier ones 2 s.
+        for attempt in range(HASH_ATTEMPTS):
+            last = attempt == HASH_ATTEMPTS - 1
+            entry, got = ask(1, "blob_hashes", group, bid, 0, 0, wait=PROBE_WAIT if last else 2, keep=last)
+            if entry["ok"] or closed or last or (got and got[0]["t"] not in ("blob_missing",)):
+                break
+            ignored.add(state["rid"])
+            print("blobprobe: hashes request %d: %s; asking again"
+                  % (state["rid"], "%s: %s" % (entry["type"], entry["reason"]) if entry["type"] else entry["reason"]),
+                  file=sys.stderr)
+        if entry not in answers:
+            answers.append(entry)
+        entry["retries"] = attempt
+        if entry["ok"]:
+            hashes = got[0]["hashes"]
+            if len(hashes) != 32 * count or blob_id(size, chunk, sealed, hashes) != bid:
+                entry["ok"] = False
+                entry["reason"] = "%d hashes that do not hash to the blob id" % (len(hashes) // 32)
+            else:
+                state["hashes"] = hashes
+
+        ask(2, "blob_missing", group, bid, (1 << 64) - 1, 2)           # from + count overflows
+        ask(3, "blob_missing", group, bid, count, 1)                   # just past the end
+        ask(4, "blob_missing", group, bid, count - 1, 2)               # runs past the end
+        ask(5, "blob_missing", group, os.urandom(32), 0, 0)            # an unknown blob
+        ask(6, "blob_missing", os.urandom(16), bid, 0, 1)              # a group not synced
+        entry, got = ask(7, "blob_chunk", group, bid, 0, 1)            # still serving?
+        if entry["ok"]:
+            data, index = got[0]["data"], got[0]["index"]
+            expected = (chunk if count > 1 else size) + (16 if sealed else 0)
+            entry.update(index=index, bytes=len(data))
+            entry["hash_ok"] = state["hashes"] is not None and blake2b_256(data) == state["hashes"][:32]
+            if index != 0 or len(data) != expected or not entry["hash_ok"]:
+                entry["ok"] = False
+                entry["reason"] = ("chunk %d of %d bytes (expected 0, %d bytes), hash %s"
+                                   % (index, len(data), expected, "matches" if entry["hash_ok"] else "does not match"))
+        out["alive"] = entry["ok"]
+        # Late or surplus answers (a blob_missing must come alone, §24.3): a short last look,
+        # within the run's deadline.
+        if not closed:
+            until = min(time.time() + 1, deadline.at - 0.05)
+            try:
+                while time.time() < until:
+                    m = peer.next_message(until, passthrough=True)
+                    if m["t"] == "error":
+                        closed.update(error=m["code"], reason=m["message"])
+                        break
+                    if m["t"] != "unshared" and m["id"] in by_id and m["id"] not in ignored:
+                        by_id[m["id"]].setdefault("late", []).append(m["t"])
+                        by_id[m["id"]]["ok"] = False
+            except WaitExpired:
+                pass
+            except (ChannelError, OSError) as e:
+                closed.update(error=None, reason=str(e))
+    except BlobFailure as e:
+        out["error"] = str(e)
+    except (ChannelError, OSError) as e:
+        out["error"] = "connection: %s" % e
+    except (BadSignatureError, ValueError, KeyError, TypeError) as e:
+        out["error"] = "verification failed: %r" % e
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if peer is not None:
+            peer.close()
+    if closed:
+        out["closed"] = closed
+        # A session closed on purpose leaves the daemon answering; a crash does not.
+        out["daemon_up"] = daemon_answers_handshake(args)
+    ok = "error" not in out and len(answers) == 7 and all(a["ok"] for a in answers) and out["alive"]
+    return out, ok
 
 
 def blobserve_corrupt(args):
@@ -684,7 +928,8 @@ def blobserve_corrupt(args):
 
 def main(argv):
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["identity", "fetch", "forge", "flood", "silent", "blobfetch", "blobserve-corrupt"])
+    p.add_argument("command", choices=["identity", "fetch", "forge", "flood", "silent", "blobfetch", "blobserve-corrupt",
+                                       "blobprobe"])
     p.add_argument("host", nargs="?")
     p.add_argument("port", nargs="?", type=int)
     p.add_argument("--seed", required=True)
@@ -692,18 +937,18 @@ def main(argv):
     p.add_argument("--from", dest="seq_from", type=int, default=1)
     p.add_argument("--to", dest="seq_to", type=int, default=1)
     p.add_argument("--network", default="")
-    p.add_argument("--timeout", type=float, default=None, help="seconds; 30 by default, 60 for blobfetch")
+    p.add_argument("--timeout", type=float, default=None, help="seconds; 30 by default, 60 for blobfetch and blobprobe")
     p.add_argument("--runs", action="store_true", help="fetch: list `envelope_runs` in the hello (batched envelopes)")
     p.add_argument("--victim", help="forge: the identity a forged certificate claims")
     p.add_argument("--batch", type=int, default=10, help="flood: receipts per batch")
     p.add_argument("--max", type=int, default=10_000, help="flood: most receipts sent")
     p.add_argument("--hello", choices=["none", "plain", "keepalive"], default="none", help="silent: what to send")
-    p.add_argument("--key", help="blobfetch: the entity key whose blob to fetch")
+    p.add_argument("--key", help="blobfetch, blobprobe: the entity key whose blob to fetch or probe")
     p.add_argument("--out", help="blobfetch: the file to write")
     p.add_argument("--seconds", type=float, default=30, help="blobserve-corrupt: how long to stay connected")
     args = p.parse_args(argv)
     if args.timeout is None:
-        args.timeout = 60 if args.command == "blobfetch" else 30
+        args.timeout = 60 if args.command in ("blobfetch", "blobprobe") else 30
     if args.command == "identity":
         d = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
         print(json.dumps({"identity": d.identity_id, "device": d.device_id}))
@@ -724,6 +969,10 @@ def main(argv):
             print("blobfetch: %s" % (e if isinstance(e, BlobFailure) else "verification failed: %r" % e), file=sys.stderr)
             sys.exit(1)
         return
+    if args.command == "blobprobe":
+        out, ok = blobprobe(args)
+        print(json.dumps(out))
+        sys.exit(0 if ok else 1)
     if args.command == "blobserve-corrupt":
         blobserve_corrupt(args)
         return
