@@ -95,4 +95,34 @@ struct BlobInteropTests {
         #expect(printed.contains("\"gets\""), "mallory printed \(printed)")
         #expect(!printed.contains("\"gets\": 0"), "bob never asked mallory, so the test proves nothing: \(printed)")
     }
+
+    /// Requests at the edges (`from + count` that overflows, past the last chunk, an unknown blob,
+    /// a group not synced) get `blob_missing` and the session goes on: the Python peer checks each
+    /// answer, then fetches a chunk to prove the daemon is still there. An older daemon died on
+    /// the overflowing one.
+    @Test func requestsAtTheEdgesGetBlobMissingAndTheDaemonStaysUp() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = try makePerson("alice", in: dir)
+        let group = try createGroup(a.home, "docs", plaintext: true)
+        try expectPeerlog(["group", "add", "--home", a.home, group, try identity(seed: "23")])
+        try expectPeerlog([
+            "put", "--home", a.home, group, "photo", "--value-file", try randomFile("p", count: 3_000_000),
+        ])
+        let daemon = try DaemonProcess(home: a.home)
+        defer { daemon.stop() }
+        let run = try TestSupport.spawnAndWait(
+            [
+                TestSupport.python, Self.script, "blobprobe", "127.0.0.1", String(daemon.port), "--seed", "23",
+                "--group",
+                group, "--key", "photo",
+            ], timeout: 120)
+        #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)\n\(daemon.stderr.suffix(2_000))")
+        let summary = try JSON.parse(run.stdout)
+        #expect(summary["alive"] == .bool(true), "\(run.stdout)")
+        guard case .array(let answers)? = summary["answers"] else {
+            Issue.record("no answers: \(run.stdout)")
+            return
+        }
+        #expect(answers.count == 7 && answers.allSatisfy { $0["ok"] == .bool(true) }, "\(run.stdout)")
+    }
 }
