@@ -122,7 +122,10 @@ extension Replica {
         guard bytes.count == blob.layout.storedBytes(ofChunk: index),
             bytes.withUnsafeBytes(BlobLayout.chunkHash)[...] == hashes[(index * 32)..<(index * 32 + 32)]
         else { return .corrupt }
-        try bytes.withUnsafeBytes { try blobFiles.writeChunk($0, of: id, at: blob.layout.storedOffset(ofChunk: index)) }
+        try bytes.withUnsafeBytes {
+            try blobFiles.writeChunk(
+                $0, of: id, at: blob.layout.storedOffset(ofChunk: index), storedSize: blob.layout.storedSize)
+        }
         let held = try store.write { try $0.markBlobChunk(id, index) }
         guard held == blob.layout.chunkCount else { return .written(held: held) }
         try blobFiles.finish(id)

@@ -35,12 +35,25 @@ package struct BlobFiles: Sendable {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw Self.error("cannot create \(directory)") }
     }
 
-    /// Writes one verified chunk of a blob being fetched.
-    package func writeChunk(_ bytes: UnsafeRawBufferPointer, of id: BlobID, at offset: UInt64) throws {
+    /// Writes one verified chunk of a blob being fetched. The part file is given its whole
+    /// size (`storedSize`) when it is created, so a disk too small for the blob says so at the
+    /// first chunk, and the file system allocates it once rather than page by page.
+    package func writeChunk(
+        _ bytes: UnsafeRawBufferPointer, of id: BlobID, at offset: UInt64, storedSize: UInt64
+    ) throws {
         try ensureDirectory()
         let fd = open(partPath(id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Self.error("cannot open \(partPath(id))") }
         defer { close(fd) }
+        var st = stat()
+        if fstat(fd, &st) == 0, st.st_size == 0, storedSize > 0 {
+            let rc = posix_fallocate(fd, 0, off_t(storedSize))
+            if rc == ENOSPC || rc == EDQUOT {
+                _ = ftruncate(fd, 0)
+                errno = rc
+                throw Self.error("cannot make room for \(storedSize) bytes in \(partPath(id))")
+            }
+        }
         try Self.writeAll(fd, bytes, at: offset, path: partPath(id))
     }
 
