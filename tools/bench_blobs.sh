@@ -3,7 +3,9 @@
 # `peerlog put --value-file` on A until B's daemon holds and has checked the whole blob (B
 # connected throughout; blobs up to 64 MiB are fetched as soon as their receipt arrives, larger
 # ones on `blob fetch`), in a plaintext and an encrypted group; then the bytes B reads back are
-# compared. Usage: tools/bench_blobs.sh [SIZES_MB...]   (default: 5 50 1024)
+# compared. Then small writes during a transfer: for WRITES puts on A, the time until B holds
+# each, first with the connection idle, then while B fetches a BIG_MB blob from A over it.
+# Usage: tools/bench_blobs.sh [SIZES_MB...]   (default: 5 50 1024; WRITES=20 BIG_MB=1024)
 # Build: PEERLOG_BIN (default .build/release/peerlog). Loopback only, discovery off; every wait
 # is bounded (300 s).
 set -euo pipefail
@@ -52,3 +54,27 @@ for mb in "${SIZES[@]}"; do
     echo "  $mb MB $kind: put on A until B holds it $total ms (the put itself $put ms; then $rate MB/s)"
   done
 done
+
+# Small writes on a quiet connection, then during a large transfer.
+WRITES=${WRITES:-20}; BIG_MB=${BIG_MB:-1024}
+latency() {  # $1: label; prints p50/p90/max of put-on-A until B holds it
+  : > "$D/lat"
+  for i in $(seq 1 "$WRITES"); do
+    local k="w$1-$i" s e
+    s=$(now)
+    "$PL" put --home "$D/a" "$GP" "$k" "$i" >/dev/null
+    for _ in $(seq 1 2000); do "$PL" get --home "$D/b" "$GP" "$k" >/dev/null 2>&1 && break; sleep 0.005; done
+    e=$(now); echo $(( (e - s) / 1000000 )) >> "$D/lat"
+  done
+  sort -n "$D/lat" | awk -v l="$1" '{a[NR]=$1} END {printf "  a small write, put on A until B holds it, %s: p50 %d ms, p90 %d ms, max %d ms\n", l, a[int((NR+1)/2)], a[int(NR*0.9)], a[NR]}'
+}
+latency "connection idle"
+head -c $((BIG_MB * 1000000)) /dev/urandom > "$D/big"
+"$PL" put --home "$D/a" "$GP" big --value-file "$D/big" >/dev/null
+for _ in $(seq 1 3000); do "$PL" get --home "$D/b" "$GP" big >/dev/null 2>&1 && break; sleep 0.01; done
+"$PL" blob fetch --home "$D/b" "$GP" big --wait 0 >/dev/null
+sleep 0.5
+latency "during a $BIG_MB MB transfer"
+held=$("$PL" blob list --home "$D/b" --json | python3 -c 'import json,sys;print([b for b in json.load(sys.stdin) if b["size"]=='"$((BIG_MB * 1000000))"'][0]["whole"])')
+echo "  (the transfer was whole by the end of those writes: $held)"
+

@@ -104,6 +104,15 @@ public final class NodeMetrics: Sendable {
             gauge("peerlog_group_tentative", labels).record(Int64(group.tentative))
             gauge("peerlog_group_lag", labels).record(Int64(clamping: group.peers.map(\.behind).max() ?? 0))
         }
+        if let blobs = status.blobs {
+            gauge("peerlog_blob_bytes_received", []).record(Int64(clamping: blobs.receivedBytes))
+            gauge("peerlog_blob_bytes_served", []).record(Int64(clamping: blobs.servedBytes))
+            gauge("peerlog_blob_fetches", []).record(Int64(blobs.fetching.count))
+            gauge("peerlog_blob_fetch_bytes_held", []).record(
+                Int64(clamping: blobs.fetching.reduce(0) { $0 + $1.heldBytes }))
+            gauge("peerlog_blob_fetch_bytes_total", []).record(
+                Int64(clamping: blobs.fetching.reduce(0) { $0 + $1.size }))
+        }
         let connected = status.peers.filter { $0.state == .connected }
         for direction in [PeerStatus.Direction.inbound, .outbound] {
             gauge("peerlog_connections", [("direction", direction.rawValue)])

@@ -142,7 +142,7 @@ struct BlobTests {
                 read.status != 0 && read.stderr.contains("not held whole"),
                 "a part file was read as the value: \(read.stderr)")
         }
-        db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address])
+        db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--http", "127.0.0.1:0"])
         let out = dir + "/film.out"
         try expectPeerlog(["get", "--home", b.home, group, "film", "--out", out, "--wait", "120"])
         #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: film))
@@ -153,6 +153,16 @@ struct BlobTests {
             return
         }
         #expect(n > 0 && n <= 100_000_000, "\(n)")
+        // So does /metrics.
+        var page: String?
+        _ = TestSupport.waitUntil(timeout: 20) {
+            guard let range = db.stdout.range(of: "status page on ") else { return false }
+            page = String(db.stdout[range.upperBound...].prefix { !$0.isWhitespace })
+            return true
+        }
+        let metrics = try TestSupport.run("/usr/bin/curl", ["-s", "--max-time", "10", (page ?? "") + "metrics"]).stdout
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix("peerlog_blob_bytes_received ") }
+        #expect(line.flatMap { Double($0.split(separator: " ").last ?? "") } == Double(n), "\(metrics.prefix(3_000))")
     }
 
     /// An encrypted group sequenced by a relay; Alice and Bob are never online together. Alice's
