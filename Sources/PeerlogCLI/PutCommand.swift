@@ -134,7 +134,7 @@ struct Put: AsyncParsableCommand {
             guard bytes.count <= maxValueFileBytes else {
                 throw CLIError(
                     "--value-file \(file) is over \(maxValueFileBytes) bytes, and a value must fit in a \(Peerlog.maxPayloadBytes)-byte (64 KiB) receipt payload; "
-                        + "split it over several keys, or store the data elsewhere and put a reference to it (such as its hash or URL)"
+                        + "give --blob to store it as a blob of any size"
                 )
             }
         }

@@ -137,7 +137,7 @@ public struct Receipt: Hashable, Sendable {
             throw ModelError(
                 .sizeLimitExceeded,
                 "the receipt payload would be \(payload.count) bytes, over the limit of \(maxPayloadBytes) bytes (64 KiB); "
-                    + "split the value over several keys, or store the data elsewhere and put a reference to it (such as its hash or URL)"
+                    + "split the value over several keys, or store it as a blob (any size: `peerlog put --value-file FILE`, `Peerlog.put(_:file:in:)`) and put a reference to it"
             )
         }
         return payload

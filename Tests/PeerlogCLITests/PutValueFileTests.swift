@@ -3,7 +3,8 @@ import PeerlogEncoding
 import PeerlogTestSupport
 import Testing
 
-/// `put --value-file FILE|-`, and the 64 KiB payload limit at its boundary.
+/// `put --value-file FILE|-`, and the 64 KiB payload limit at its boundary (a file over 16 KiB
+/// is a blob: BlobTests).
 /// Plaintext groups: the limit is of the receipt, which sealing makes larger (PROTOCOL §22.3).
 struct PutValueFileTests {
     static let payloadLimit = 65_536
@@ -13,10 +14,11 @@ struct PutValueFileTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (home, _) = try makePerson("v", in: dir)
         try expectPeerlog(["group", "create", "g", "--home", home, "--plaintext"])
+        // From standard input: a value as it is (a file over 16 KiB would be stored as a blob).
         func put(_ length: Int) throws -> TestSupport.ProcessResult {
-            let file = dir + "/value"
-            try Data(repeating: UInt8(ascii: "a"), count: length).write(to: URL(fileURLWithPath: file))
-            return try TestSupport.peerlog(["put", "g", "k", "--value-file", file, "--home", home])
+            try TestSupport.run(
+                TestSupport.peerlogBinary, ["put", "g", "k", "--value-file", "-", "--home", home],
+                input: String(repeating: "a", count: length))
         }
         // The error names the payload size, which tells the size of everything around the value
         // (a text of 256...65,535 bytes has a 3-byte CBOR head, a longer one 5 bytes).
@@ -32,7 +34,7 @@ struct PutValueFileTests {
                 "would be \(Self.payloadLimit + 1) bytes, over the limit of \(Self.payloadLimit) bytes"),
             "\(over.stderr)")
         #expect(
-            over.stderr.contains("split the value") && over.stderr.contains("reference"),
+            over.stderr.contains("split the value") && over.stderr.contains("as a blob"),
             "says what to do instead: \(over.stderr)")
         #expect(over.stderr.split(separator: "\n").count == 1, "one line: \(over.stderr)")
 
