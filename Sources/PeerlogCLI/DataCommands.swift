@@ -8,8 +8,8 @@ struct Get: AsyncParsableCommand {
         abstract: "Print an entity's value (strings as they are, anything else as JSON).",
         discussion: """
             Exit status 1 when the key has no value in the view. A blob's value is written with --out FILE (- for \
-            standard output), fetched first when it is not here yet (waiting up to --wait seconds for the daemon to \
-            fetch it; progress on a terminal); without --out its reference is printed as JSON.
+            standard output), fetched first when it is not here yet (waiting up to --wait seconds for the value to \
+            arrive and the daemon to fetch it; progress on a terminal); without --out its reference is printed as JSON.
             """
     )
     @OptionGroup var home: HomeOptions
@@ -46,6 +46,11 @@ extension Get {
     func writeBlob(to path: String) async throws {
         let peerlog = try await home.open()
         let id = try await group.resolve(in: peerlog)
+        // The value's receipt may still be on its way: wait for it as for the bytes.
+        let deadline = ContinuousClock.now + .seconds(wait)
+        while try await peerlog.entry(key, in: id, view: view.view) == nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
         guard let blob = try await peerlog.blob(key, in: id, view: view.view) else {
             guard try await peerlog.entry(key, in: id, view: view.view) != nil else {
                 throw CLIError("no value for \"\(key)\" in the \(view.view.rawValue) view of \(id)")
