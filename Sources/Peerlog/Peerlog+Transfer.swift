@@ -38,6 +38,11 @@ public struct PeerlogImportReport: Sendable, Hashable {
     public let invalid: Int
     /// The first refusals (at most 100), with the reason.
     public let refusals: [Refusal]
+    /// Blobs taken (docs/PROTOCOL.md §13: written whole after their bytes hashed to their id,
+    /// or held already).
+    public var blobs = 0
+    /// Why blobs were refused (each is counted in `refused` too), at most 100.
+    public var blobRefusals: [String] = []
 
     /// True when every item was taken (nothing refused or ignored): `peerlog import` exits 0
     /// then, 2 otherwise.
@@ -142,11 +147,14 @@ extension Peerlog {
         } catch {
             throw PeerlogError(.storage, "\(error)")
         }
-        return PeerlogImportReport(
+        var report = PeerlogImportReport(
             receipts: tally.receiptLines, envelopes: tally.envelopeLines, stored: tally.stored,
             duplicates: tally.duplicates, committed: tally.committed, ruleRejected: tally.ruleRejected,
             queued: tally.queued, equivocations: tally.equivocations, ignored: tally.ignored, refused: tally.refused,
             invalid: tally.invalid,
             refusals: tally.refusals.map { PeerlogImportReport.Refusal(cid: $0.cid, reason: $0.reason) })
+        report.blobs = tally.blobs
+        report.blobRefusals = tally.blobRefusals
+        return report
     }
 }

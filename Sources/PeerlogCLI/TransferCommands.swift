@@ -55,7 +55,7 @@ struct Import: AsyncParsableCommand {
             ("duplicates", report.duplicates), ("committed", report.committed),
             ("rule_rejected", report.ruleRejected), ("queued", report.queued),
             ("equivocations", report.equivocations), ("ignored", report.ignored), ("refused", report.refused),
-            ("invalid", report.invalid),
+            ("invalid", report.invalid), ("blobs", report.blobs),
         ]
         if output.json {
             let refusals = JSON.array(
@@ -64,15 +64,17 @@ struct Import: AsyncParsableCommand {
                 JSON.object(
                     counts.map { ($0.0, JSON.int($0.1)) } + [
                         ("taken", .bool(report.everythingTaken)), ("refusals", refusals),
+                        ("blob_refusals", .array(report.blobRefusals.map(JSON.string))),
                     ]
                 ).serialized(pretty: true)
             )
         } else {
             printRows(counts.map { ($0.0.replacingOccurrences(of: "_", with: "-"), String($0.1)) })
             for r in report.refusals { print("refused \(r.cid): \(r.reason)") }
-            if report.refused > report.refusals.count {
+            for r in report.blobRefusals { print("refused \(r)") }
+            if report.refused > report.refusals.count + report.blobRefusals.count {
                 print(
-                    "… and \(report.refused - report.refusals.count) more refused (failed signatures: peerlog dead-letters)"
+                    "… and \(report.refused - report.refusals.count - report.blobRefusals.count) more refused (failed signatures: peerlog dead-letters)"
                 )
             }
         }

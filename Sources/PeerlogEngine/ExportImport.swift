@@ -3,6 +3,10 @@ import PeerlogEncoding
 import PeerlogModel
 import PeerlogStore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Line-oriented JSON export of a group (docs/PROTOCOL.md §13): a header line, one line per
 /// receipt (in author-counter order, equivocation evidence after), one line per envelope (in
 /// seq order). Lossless: each line carries the exact container bytes in hex. Both directions
@@ -34,13 +38,16 @@ extension Replica {
             }
             let receiptCount = try db.receiptCount(group: group) + db.equivocationCount(group: group)
             let envelopeCount = try db.envelopeCount(group: group)
+            let blobs = try db.wholeBlobs(for: group).filter { blobFiles.exists($0.id) }
+            let pieces = blobs.reduce(0) { $0 + Self.pieceCount($1.layout) }
             announce(receiptCount, envelopeCount)
-            try emit(
-                JSON.object([
-                    ("format", .string(Self.exportFormat)), ("version", .int(Self.exportVersion)),
-                    ("group", .string(group.string)),
-                    ("receipts", .int(receiptCount)), ("envelopes", .int(envelopeCount)),
-                ]).serialized())
+            var header: [(String, JSON)] = [
+                ("format", .string(Self.exportFormat)), ("version", .int(Self.exportVersion)),
+                ("group", .string(group.string)),
+                ("receipts", .int(receiptCount)), ("envelopes", .int(envelopeCount)),
+            ]
+            if !blobs.isEmpty { header += [("blobs", .int(blobs.count)), ("blob_pieces", .int(pieces))] }
+            try emit(JSON.object(header).serialized())
             var receipts = 0
             func line(_ r: Receipt) throws {
                 try emit(
@@ -61,7 +68,36 @@ extension Replica {
                     ]).serialized())
                 envelopes += 1
             }
+            for blob in blobs { try exportBlob(blob, emit: emit) }
             return (receipts, envelopes)
+        }
+    }
+
+    /// Stored bytes in one `blob_piece` line (64 KiB: its hex fits `maxImportLineBytes`).
+    static let blobPieceBytes = 65_536
+
+    static func pieceCount(_ layout: BlobLayout) -> Int {
+        Int((layout.storedSize + UInt64(blobPieceBytes) - 1) / UInt64(blobPieceBytes))
+    }
+
+    /// A blob's line, then its stored bytes in pieces, in order (docs/PROTOCOL.md §13).
+    private func exportBlob(_ blob: StoredBlob, emit: (String) throws -> Void) throws {
+        let layout = blob.layout
+        try emit(
+            JSON.object([
+                ("kind", .string("blob")), ("blob", .string(blob.id.string)), ("size", .int(layout.size)),
+                ("chunk", .int(layout.chunkBytes)), ("sealed", .bool(layout.sealed)),
+            ]).serialized())
+        var offset: UInt64 = 0
+        while offset < layout.storedSize {
+            let count = Int(min(UInt64(Self.blobPieceBytes), layout.storedSize - offset))
+            let data = try blobFiles.read(blob.id, at: offset, count: count)
+            try emit(
+                JSON.object([
+                    ("kind", .string("blob_piece")), ("blob", .string(blob.id.string)), ("offset", .int(offset)),
+                    ("data", .string(hexString(data))),
+                ]).serialized())
+            offset += UInt64(count)
         }
     }
 
@@ -99,6 +135,12 @@ extension Replica {
             envelopes.removeAll(keepingCapacity: true)
             chunkBytes = 0
         }
+        var blob: BlobImport?
+        func endBlob() throws {
+            guard let b = blob else { return }
+            blob = nil
+            try b.finish(into: self, tally: &tally)
+        }
         try passes(.applying) { line in
             let item: ExportLineChecker.Item?
             do { item = try apply.take(line) } catch { throw Self.changed(error) }
@@ -109,6 +151,15 @@ extension Replica {
             case .envelope(let e)?:
                 envelopes.append(e)
                 chunkBytes += e.encoded.count
+            case .blob(let id, let layout)?:
+                // Blobs come after the log: what references them is in first.
+                try flush()
+                try endBlob()
+                blob = try BlobImport(id: id, layout: layout, group: apply.group, replica: self)
+                return
+            case .blobPiece(_, _, let data)?:
+                try blob?.take(data, replica: self)
+                return
             case nil: return
             }
             if receipts.count + envelopes.count >= limits.importChunkItems || chunkBytes >= limits.importChunkBytes {
@@ -121,6 +172,7 @@ extension Replica {
             throw Self.changed(ReplicaError(.invalidImport, "it holds other lines than when it was checked"))
         }
         try flush()
+        try endBlob()
         tally.receiptLines = found.receipts
         tally.envelopeLines = found.envelopes
         return tally
@@ -146,18 +198,26 @@ struct ExportLineChecker {
     enum Item {
         case receipt(Receipt)
         case envelope(Envelope)
+        case blob(BlobID, BlobLayout)
+        case blobPiece(BlobID, offset: UInt64, data: [UInt8])
     }
 
-    /// Receipt and envelope lines: announced by the header, or found.
+    /// Receipt, envelope, blob and blob piece lines: announced by the header, or found.
     struct Counts: Equatable {
         var receipts = 0
         var envelopes = 0
+        var blobs = 0
+        var blobPieces = 0
     }
 
     let maxLineBytes: Int
     private var number = 0
     private var announced: Counts?
     private var found = Counts()
+    /// The header's group (blobs are kept for it).
+    private(set) var group: GroupID?
+    /// The blob whose pieces are being read, and the next offset expected.
+    private var open: (id: BlobID, layout: BlobLayout, next: UInt64)?
 
     init(maxLineBytes: Int) { self.maxLineBytes = maxLineBytes }
 
@@ -171,16 +231,22 @@ struct ExportLineChecker {
         }
         if line.allSatisfy(\.isWhitespace) { return nil }
         guard announced != nil else {
-            announced = try Self.header(line, at: at)
+            (announced, group) = try Self.header(line, at: at)
             return nil
         }
         let json: JSON
         do { json = try JSON.parse(line) } catch { throw ReplicaError(.invalidImport, "\(at): \(error)") }
+        if json["kind"] == .string("blob") {
+            try closeBlob(at: at)
+            return try blobLine(json, at: at)
+        }
         guard case .string(let kind)? = json["kind"], case .string(let hex)? = json["data"],
             let data = PeerlogCrypto.bytes(fromHex: hex)
         else {
             throw ReplicaError(.invalidImport, "\(at): expected {\"kind\", \"data\"}")
         }
+        if kind == "blob_piece" { return try piece(json, data, at: at) }
+        try closeBlob(at: at)
         do {
             switch kind {
             case "receipt":
@@ -198,16 +264,66 @@ struct ExportLineChecker {
     /// differ from the header's (a file cut off at a line boundary parses: this catches it).
     func finish() throws -> Counts {
         guard let announced else { throw ReplicaError(.invalidImport, "import: the file is empty") }
+        if let open, open.next != open.layout.storedSize {
+            throw ReplicaError(
+                .invalidImport, "import: blob \(open.id) ends at byte \(open.next) of \(open.layout.storedSize)")
+        }
         guard found == announced else {
             throw ReplicaError(
                 .invalidImport,
-                "import: the file is incomplete: the header announces \(announced.receipts) receipts and \(announced.envelopes) envelopes, it holds \(found.receipts) and \(found.envelopes)"
+                "import: the file is incomplete: the header announces \(announced.receipts) receipts, \(announced.envelopes) envelopes, \(announced.blobs) blobs in \(announced.blobPieces) pieces; it holds \(found.receipts), \(found.envelopes), \(found.blobs) and \(found.blobPieces)"
             )
         }
         return found
     }
 
-    private static func header(_ line: String, at: String) throws -> Counts {
+    /// A `blob` line: the blob whose pieces follow.
+    private mutating func blobLine(_ json: JSON, at: String) throws -> Item {
+        guard case .string(let text)? = json["blob"], let id = try? BlobID(string: text),
+            case .number(let sizeText)? = json["size"], let size = UInt64(sizeText),
+            case .number(let chunkText)? = json["chunk"], let chunk = UInt32(chunkText),
+            case .bool(let sealed)? = json["sealed"]
+        else {
+            throw ReplicaError(.invalidImport, "\(at): a blob line has \"blob\", \"size\", \"chunk\" and \"sealed\"")
+        }
+        let layout: BlobLayout
+        do { layout = try BlobLayout(size: size, chunkBytes: chunk, sealed: sealed) } catch {
+            throw ReplicaError(.invalidImport, "\(at): \(error)")
+        }
+        found.blobs += 1
+        open = (id, layout, 0)
+        return .blob(id, layout)
+    }
+
+    /// A `blob_piece` line: the next stored bytes of the open blob, in order.
+    private mutating func piece(_ json: JSON, _ data: [UInt8], at: String) throws -> Item {
+        guard let current = open, json["blob"] == .string(current.id.string),
+            case .number(let offsetText)? = json["offset"], let offset = UInt64(offsetText), offset == current.next,
+            !data.isEmpty, data.count <= Replica.blobPieceBytes,
+            offset + UInt64(data.count) <= current.layout.storedSize
+        else {
+            throw ReplicaError(
+                .invalidImport,
+                "\(at): a blob_piece follows its blob line, in order, with 1…\(Replica.blobPieceBytes) bytes within the blob"
+            )
+        }
+        found.blobPieces += 1
+        open?.next = offset + UInt64(data.count)
+        return .blobPiece(current.id, offset: offset, data: data)
+    }
+
+    /// Before any other line: the open blob's pieces must be complete.
+    private mutating func closeBlob(at: String) throws {
+        guard let current = open else { return }
+        guard current.next == current.layout.storedSize else {
+            throw ReplicaError(
+                .invalidImport, "\(at): blob \(current.id) ends at byte \(current.next) of \(current.layout.storedSize)"
+            )
+        }
+        open = nil
+    }
+
+    private static func header(_ line: String, at: String) throws -> (Counts, GroupID?) {
         let header: JSON
         do { header = try JSON.parse(line) } catch { throw ReplicaError(.invalidImport, "\(at): \(error)") }
         guard header["format"] == .string(Replica.exportFormat) else {
@@ -223,6 +339,69 @@ struct ExportLineChecker {
         else {
             throw ReplicaError(.invalidImport, "\(at): header lacks the receipt and envelope counts")
         }
-        return Counts(receipts: receipts, envelopes: envelopes)
+        // Optional: an export without blobs has neither.
+        var counts = Counts(receipts: receipts, envelopes: envelopes)
+        for (key, path) in [("blobs", \Counts.blobs), ("blob_pieces", \Counts.blobPieces)] {
+            guard let value = header[key] else { continue }
+            guard case .number(let n) = value, let count = Int(n), count >= 0 else {
+                throw ReplicaError(.invalidImport, "\(at): \"\(key)\" must be a count")
+            }
+            counts[keyPath: path] = count
+        }
+        let group: GroupID? = if case .string(let g)? = header["group"] { try? GroupID(string: g) } else { nil }
+        return (counts, group)
+    }
+}
+
+/// One blob of an import being written: its pieces are gathered into chunks, each hashed and
+/// written to a temporary file; at the end the hashes must give the blob's id, and only then
+/// does the file become the blob (docs/PROTOCOL.md §13).
+struct BlobImport {
+    let id: BlobID
+    let layout: BlobLayout
+    let group: GroupID?
+    /// Held whole already: the pieces are read and dropped.
+    let held: Bool
+    let temporary: String
+    var chunk: [UInt8] = []
+    var index = 0
+    var hashes: [UInt8] = []
+
+    init(id: BlobID, layout: BlobLayout, group: GroupID?, replica: Replica) throws {
+        self.id = id
+        self.layout = layout
+        self.group = group
+        held = try replica.storedBlob(id)?.complete == true && replica.blobFiles.exists(id)
+        temporary = replica.blobFiles.directory + "/.import-\(getpid())-\(id.hex)"
+        if !held { unlink(temporary) }
+    }
+
+    mutating func take(_ data: [UInt8], replica: Replica) throws {
+        guard !held else { return }
+        chunk += data
+        while index < layout.chunkCount, chunk.count >= layout.storedBytes(ofChunk: index) {
+            let size = layout.storedBytes(ofChunk: index)
+            try chunk.withUnsafeBytes { b in
+                let stored = UnsafeRawBufferPointer(rebasing: b[0..<size])
+                hashes += BlobLayout.chunkHash(stored)
+                try replica.blobFiles.writeFile(temporary, stored, at: layout.storedOffset(ofChunk: index))
+            }
+            chunk.removeFirst(size)
+            index += 1
+        }
+    }
+
+    func finish(into replica: Replica, tally: inout ImportTally) throws {
+        if held {
+            tally.blobs += 1
+            return
+        }
+        guard index == layout.chunkCount, chunk.isEmpty, layout.id(hashes: hashes) == id else {
+            unlink(temporary)
+            tally.refuseBlob("blob \(id): its bytes do not hash to its id (the file was changed); not kept")
+            return
+        }
+        try replica.adoptImportedBlob(id, layout: layout, hashes: hashes, from: temporary, group: group)
+        tally.blobs += 1
     }
 }

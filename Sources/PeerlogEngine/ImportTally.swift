@@ -36,6 +36,10 @@ public struct ImportTally: Sendable, Hashable {
     public var invalid = 0
     /// The first `ReplicaLimits.maxListedImportRefusals` refusals, in file order.
     public var refusals: [ImportRefusal] = []
+    /// Blobs taken (written, or held already).
+    public var blobs = 0
+    /// Why blobs were refused (each also counted in `refused`), up to `maxListedRefusals`.
+    public var blobRefusals: [String] = []
     /// How many refusals `refusals` lists at most.
     public let maxListedRefusals: Int
 
@@ -44,6 +48,12 @@ public struct ImportTally: Sendable, Hashable {
 
     /// True when every input was taken: nothing refused, nothing ignored.
     public var everythingTaken: Bool { refused == 0 && ignored == 0 }
+
+    /// Counts a refused blob, keeping its reason while the list has room.
+    mutating func refuseBlob(_ reason: String) {
+        refused += 1
+        if blobRefusals.count < maxListedRefusals { blobRefusals.append(reason) }
+    }
 
     /// Adds one ingest call's report.
     mutating func add(_ report: IngestReport) {

@@ -133,6 +133,21 @@ extension Replica {
         return .completed
     }
 
+    /// Takes a blob an import wrote and checked (`temporary` holds its stored bytes, `hashes`
+    /// give its id): it becomes whole here, kept for `group`.
+    package func adoptImportedBlob(
+        _ id: BlobID, layout: BlobLayout, hashes: [UInt8], from temporary: String, group: GroupID?
+    ) throws {
+        try blobFiles.adopt(temporary, as: id)
+        try store.write { db in
+            try db.addBlob(id, layout: layout, hashes: hashes, complete: true, now: clock())
+            // A fetch of it may have started: it is whole now.
+            try db.setBlobHashes(id, hashes)
+            try db.completeBlob(id)
+            if let group { try db.addBlobGroup(id, group) }
+        }
+    }
+
     /// Records that the blob may be served to members of `group` (a fetch for it completed).
     package func addBlobGroup(_ id: BlobID, _ group: GroupID) throws {
         try store.write { try $0.addBlobGroup(id, group) }

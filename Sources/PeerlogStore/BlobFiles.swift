@@ -57,6 +57,32 @@ package struct BlobFiles: Sendable {
         try Self.writeAll(fd, bytes, at: offset, path: partPath(id))
     }
 
+    /// Writes bytes at `offset` of a file in the blob directory (an import's temporary file).
+    package func writeFile(_ path: String, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        try ensureDirectory()
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Self.error("cannot open \(path)") }
+        defer { close(fd) }
+        try Self.writeAll(fd, bytes, at: offset, path: path)
+    }
+
+    /// Makes a checked temporary file the blob `id` (kept as it is when that blob exists), and
+    /// drops a part file a fetch of it left.
+    package func adopt(_ temporary: String, as id: BlobID) throws {
+        try ensureDirectory()
+        let fd = open(temporary, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)  // an empty blob has no bytes written
+        if fd >= 0 {
+            _ = fsync(fd)
+            close(fd)
+        }
+        if exists(id) {
+            unlink(temporary)
+        } else {
+            guard rename(temporary, path(id)) == 0 else { throw Self.error("cannot rename \(temporary)") }
+        }
+        unlink(partPath(id))
+    }
+
     /// Reads `count` stored bytes at `offset`, from the whole file or the part file.
     package func read(_ id: BlobID, at offset: UInt64, count: Int) throws -> [UInt8] {
         var fd = open(path(id), O_RDONLY | O_CLOEXEC)

@@ -280,4 +280,51 @@ struct BlobTests {
         #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: film))
         #expect(try TestSupport.peerlog(["check", "--home", b.home]).status == 0)
     }
+
+    /// `export` carries the group's blobs after its log (docs/PROTOCOL.md §13): Bob, who never
+    /// met Alice, imports the file and reads the photo; a copy with one byte of the photo changed
+    /// imports the log but refuses the blob, and nothing of it is readable.
+    @Test func anExportCarriesItsBlobsAndATamperedOneIsRefused() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = try makePerson("alice", in: dir)
+        let b = try makePerson("bob", in: dir)
+        let c = try makePerson("carol", in: dir)
+        let group = try createGroup(a.home, "album", plaintext: true)
+        let photo = try file("photo.jpg", count: 2_500_000, canary: "photo")
+        try expectPeerlog(["put", "--home", a.home, group, "photo", "--value-file", photo])
+        let export = dir + "/album.export"
+        try expectPeerlog(["export", "--home", a.home, group, export])
+        let text = try String(contentsOfFile: export, encoding: .utf8)
+        let pieces = text.split(separator: "\n").filter { $0.contains("\"kind\":\"blob_piece\"") }
+        #expect(pieces.count == 39, "2,500,000 bytes in 64 KiB pieces: \(pieces.count)")
+
+        let imported = try peerlogJSON(["import", "--home", b.home, export])
+        #expect(imported["blobs"] == .int(1) && imported["taken"] == .bool(true), "\(imported)")
+        let out = dir + "/photo.out"
+        try expectPeerlog(["get", "--home", b.home, group, "photo", "--out", out, "--wait", "0"])
+        #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: photo))
+        // Importing again changes nothing: the blob is held.
+        let again = try peerlogJSON(["import", "--home", b.home, export])
+        #expect(again["blobs"] == .int(1) && again["taken"] == .bool(true), "\(again)")
+
+        // One hex digit of a piece changed: the log is taken, the blob refused.
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let at = try #require(
+            lines.firstIndex { $0.contains("\"kind\":\"blob_piece\"") && $0.contains("\"offset\":65536") })
+        let range = try #require(lines[at].range(of: "\"data\":\""))
+        let digit = lines[at].index(range.upperBound, offsetBy: 10)
+        lines[at].replaceSubrange(digit...digit, with: lines[at][digit] == "0" ? "1" : "0")
+        let tampered = dir + "/tampered.export"
+        try lines.joined(separator: "\n").write(toFile: tampered, atomically: true, encoding: .utf8)
+        let r = try TestSupport.peerlog(["import", "--home", c.home, tampered, "--json"])
+        #expect(r.status == 2, "\(r.stdout)\n\(r.stderr)")
+        let report = try JSON.parse(r.stdout)
+        #expect(report["blobs"] == .int(0) && report["refused"] == .int(1), "\(r.stdout)")
+        #expect(r.stdout.contains("do not hash to its id"), "\(r.stdout)")
+        let refused = try TestSupport.peerlog([
+            "get", "--home", c.home, group, "photo", "--out", dir + "/no", "--wait", "0",
+        ])
+        #expect(refused.status != 0 && refused.stderr.contains("not held whole"), "\(refused.stderr)")
+        #expect(try blobs(c.home).allSatisfy { $0["whole"] == .bool(false) })
+    }
 }
