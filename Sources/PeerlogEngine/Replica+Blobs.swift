@@ -181,13 +181,23 @@ extension Replica {
         try store.write { try $0.setBlobPinned(id, pinned) }
     }
 
-    /// Deletes blobs no current value references and no pin keeps; returns them.
+    /// Deletes the whole blobs no current value references and no pin keeps; returns them. Not
+    /// one being fetched, and not one kept for a group this device relays (it cannot read the
+    /// values that reference them, so it cannot tell).
     package func collectBlobs() throws -> [StoredBlob] {
-        let gone = try store.write { db in
-            let unreferenced = try db.unreferencedBlobs()
-            for b in unreferenced { try db.deleteBlob(b.id) }
-            return unreferenced
+        let candidates = try store.read { try $0.unreferencedBlobs() }
+        var relayed: [GroupID: Bool] = [:]
+        var gone: [StoredBlob] = []
+        for (blob, groups) in candidates {
+            let kept = try groups.contains { g in
+                if let known = relayed[g] { return known }
+                let here = try relaysHere(g)
+                relayed[g] = here
+                return here
+            }
+            if !kept { gone.append(blob) }
         }
+        try store.write { db in for b in gone { try db.deleteBlob(b.id) } }
         for b in gone { blobFiles.remove(b.id) }
         return gone
     }

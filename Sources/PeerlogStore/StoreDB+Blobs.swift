@@ -144,11 +144,21 @@ extension StoreDB {
         try rows("SELECT group_id, key, value FROM blob_refs WHERE blob = ?", [id.bytes.blob]).compactMap(Self.blobUse)
     }
 
-    /// Blobs held that no current value references and that are not pinned.
-    package func unreferencedBlobs() throws -> [StoredBlob] {
+    /// Whole blobs held that no current value references and that are not pinned (one being
+    /// fetched is never among them), with the groups each is kept for.
+    package func unreferencedBlobs() throws -> [(blob: StoredBlob, groups: [GroupID])] {
         try rows(
-            "SELECT * FROM blobs b WHERE pinned = 0 AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.blob = b.id)"
-        ).map(Self.storedBlob)
+            """
+            SELECT * FROM blobs b WHERE pinned = 0 AND complete = 1
+                AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.blob = b.id)
+            """
+        ).map { r in
+            let blob = try Self.storedBlob(r)
+            let groups = try rows("SELECT group_id FROM blob_groups WHERE blob = ?", [blob.id.bytes.blob]).map {
+                try GroupID(bytes: ($0["group_id"] as Data).bytes)
+            }
+            return (blob, groups)
+        }
     }
 
     static func blobUse(_ r: Row) throws -> BlobUse? {

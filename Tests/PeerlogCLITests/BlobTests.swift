@@ -86,6 +86,15 @@ struct BlobTests {
         let videoOut = dir + "/video.out"
         try expectPeerlog(["get", "--home", b.home, group, "video", "--out", videoOut, "--wait", "120"])
         #expect(FileManager.default.contents(atPath: videoOut) == FileManager.default.contents(atPath: video))
+        // Both are values now: gc keeps them. Once the photo's key is deleted, gc takes it.
+        #expect(try expectPeerlog(["blob", "gc", "--home", b.home]).hasPrefix("collected 0 blob(s)"))
+        try expectPeerlog(["delete", "--home", a.home, group, "photo"])
+        #expect(
+            TestSupport.waitUntil(timeout: 60) {
+                (try? TestSupport.peerlog(["blob", "gc", "--home", b.home]).stdout.hasPrefix("collected 1 blob(s)"))
+                    == true
+            }, "the photo's blob was not collected after its key was deleted")
+        #expect(try blobs(b.home).count == 1)
 
         // In an encrypted group no file of either home holds the bytes in the clear.
         if !plaintext {

@@ -46,6 +46,9 @@ import Testing
         chunk1[100] ^= 0xff
         #expect(try bob.replica.acceptBlobChunk(reference.id, index: 1, bytes: chunk1) == .corrupt)
         #expect(try bob.replica.storedBlob(reference.id)?.held == 0)
+        // A blob being fetched is never collected, referenced or not.
+        #expect(try bob.replica.collectBlobs().isEmpty)
+        #expect(try bob.replica.storedBlob(reference.id) != nil)
         for index in [2, 0] {
             let good = try #require(try alice.replica.blobChunk(reference.id, index: index))
             #expect(try bob.replica.acceptBlobChunk(reference.id, index: index, bytes: good) != .corrupt)
@@ -71,6 +74,12 @@ import Testing
         let second = try alice.replica.storeBlob(from: path, in: group)
         #expect(first == second)
         #expect(try alice.replica.storedBlobs().count == 1)
+        // No value references it (it was stored, never put): collected, unless pinned.
+        #expect(try alice.replica.pinBlob(first.id, true))
+        #expect(try alice.replica.collectBlobs().isEmpty)
+        #expect(try alice.replica.pinBlob(first.id, false))
+        #expect(try alice.replica.collectBlobs().map(\.id) == [first.id])
+        #expect(!alice.replica.blobFiles.exists(first.id))
         alice.replica.blobFiles.remove(first.id)
     }
 
