@@ -25,8 +25,9 @@ public struct PeerlogBlob: Sendable, Hashable {
 }
 
 extension Peerlog {
-    /// Values of more bytes than this are stored as blobs by ``put(_:file:in:)`` when the caller
-    /// does not choose (16 KiB): smaller ones cost less as a plain value in the receipt.
+    /// `peerlog put --value-file` stores a file of more bytes than this as a blob (16 KiB): a
+    /// smaller one costs less as a plain value in the receipt. ``put(_:file:in:progress:)``
+    /// always stores a blob.
     public static let blobThresholdBytes = 16_384
 
     /// Sets `key` to the contents of the file at `path` (`-`: standard input), stored as a blob:
