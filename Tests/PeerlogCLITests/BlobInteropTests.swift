@@ -73,7 +73,7 @@ struct BlobInteropTests {
             TestSupport.python,
             [
                 Self.script, "blobserve-corrupt", "127.0.0.1", String(db.port), "--seed", "22", "--group", group,
-                "--seconds", "20",
+                "--seconds", "45",
             ], stdout: report, stderr: dir + "/mallory.err", lifetime: 120)
         defer { hostile.stop(grace: 5) }
         #expect(
@@ -87,7 +87,7 @@ struct BlobInteropTests {
         try expectPeerlog(["get", "--home", b.home, group, "photo", "--out", out, "--wait", "60"])
         #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: file))
         #expect(db.stderr.contains("evidence: peer"), "bob logged no evidence: \(db.stderr.suffix(3_000))")
-        // She stops by herself after 20 s and prints what she was asked.
+        // She stops by herself after 45 s and prints what she was asked.
         #expect(
             hostile.wait(timeout: 60) == 0,
             "mallory: \((try? String(contentsOfFile: dir + "/mallory.err", encoding: .utf8)) ?? "")")
