@@ -56,6 +56,7 @@ final class BlobTransfers: @unchecked Sendable {
     private var nextID: UInt64 = 1
     private var lastScan: UInt64 = 0
     private var lastRelayRefresh: UInt64 = 0
+    private var relayRefreshConnections: Set<UInt64> = []
     /// Groups sequenced by another device's relay, and that relay.
     private var relays: [GroupID: DeviceID] = [:]
     /// Blobs told to each relay connection.
@@ -219,8 +220,12 @@ final class BlobTransfers: @unchecked Sendable {
     }
 
     private func scan() {
-        if lastRelayRefresh == 0 || clock() >= lastRelayRefresh &+ 5_000 {
+        // Which groups a relay sequences changes rarely, and reading it folds every group: again
+        // when the connections change, else once a minute.
+        let connections = Set(peers.keys)
+        if lastRelayRefresh == 0 || connections != relayRefreshConnections || clock() >= lastRelayRefresh &+ 60_000 {
             lastRelayRefresh = clock()
+            relayRefreshConnections = connections
             relays = (try? replica.groupRelays()) ?? relays
         }
         announceToRelays()
