@@ -116,12 +116,15 @@ struct BlobPin: AsyncParsableCommand {
     @OptionGroup var home: HomeOptions
     @Argument(help: "The blob id (from `blob list`).") var blob: String
 
-    func run() async throws {
+    func run() async throws { try await Self.set(blob, pinned: true, in: home) }
+
+    /// Pins or unpins `blob`; one error line when no such blob is held.
+    static func set(_ blob: String, pinned: Bool, in home: HomeOptions) async throws {
         let peerlog = try await home.open()
-        guard try await peerlog.pinBlob(try BlobID(string: blob), true) else {
+        guard try await peerlog.pinBlob(try BlobID(string: blob), pinned) else {
             throw CLIError("no blob \(blob) is held here")
         }
-        print("pinned \(blob)")
+        print("\(pinned ? "pinned" : "unpinned") \(blob)")
     }
 }
 
@@ -131,13 +134,7 @@ struct BlobUnpin: AsyncParsableCommand {
     @OptionGroup var home: HomeOptions
     @Argument(help: "The blob id (from `blob list`).") var blob: String
 
-    func run() async throws {
-        let peerlog = try await home.open()
-        guard try await peerlog.pinBlob(try BlobID(string: blob), false) else {
-            throw CLIError("no blob \(blob) is held here")
-        }
-        print("unpinned \(blob)")
-    }
+    func run() async throws { try await BlobPin.set(blob, pinned: false, in: home) }
 }
 
 struct BlobGC: AsyncParsableCommand {

@@ -119,9 +119,7 @@ extension Replica {
             index < blob.layout.chunkCount
         else { return .unneeded }
         if blob.holds(chunk: index) { return .unneeded }
-        guard bytes.count == blob.layout.storedBytes(ofChunk: index),
-            bytes.withUnsafeBytes(BlobLayout.chunkHash)[...] == hashes[(index * 32)..<(index * 32 + 32)]
-        else { return .corrupt }
+        guard blob.layout.chunk(bytes, index: index, matches: hashes) else { return .corrupt }
         try bytes.withUnsafeBytes {
             try blobFiles.writeChunk(
                 $0, of: id, at: blob.layout.storedOffset(ofChunk: index), storedSize: blob.layout.storedSize)
@@ -155,10 +153,16 @@ extension Replica {
 
     /// Stored bytes of chunk `index` of a blob held (for a peer), nil when not held.
     package func blobChunk(_ id: BlobID, index: Int) throws -> [UInt8]? {
-        guard let blob = try storedBlob(id), index >= 0, index < blob.layout.chunkCount, blob.holds(chunk: index)
-        else { return nil }
+        guard let blob = try storedBlob(id) else { return nil }
+        return try blobChunk(of: blob, index: index)
+    }
+
+    /// Stored bytes of chunk `index` of `blob` as already read from the store (a request for
+    /// several chunks reads its row once), nil when not held.
+    package func blobChunk(of blob: StoredBlob, index: Int) throws -> [UInt8]? {
+        guard index >= 0, index < blob.layout.chunkCount, blob.holds(chunk: index) else { return nil }
         return try blobFiles.read(
-            id, at: blob.layout.storedOffset(ofChunk: index), count: blob.layout.storedBytes(ofChunk: index))
+            blob.id, at: blob.layout.storedOffset(ofChunk: index), count: blob.layout.storedBytes(ofChunk: index))
     }
 
     /// The plaintext of chunk `index` of a whole blob: opened with the reference's key.

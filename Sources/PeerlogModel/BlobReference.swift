@@ -104,6 +104,15 @@ public struct BlobLayout: Hashable, Sendable {
         return h.finalize()
     }
 
+    /// Whether `stored` is chunk `index` as `hashes` (32 bytes a chunk, in order) name it: its
+    /// length is the layout's and its hash the one at its index.
+    public func chunk(_ stored: [UInt8], index: Int, matches hashes: [UInt8]) -> Bool {
+        let at = index * 32
+        guard index >= 0, index < chunkCount, hashes.count >= at + 32, stored.count == storedBytes(ofChunk: index)
+        else { return false }
+        return stored.withUnsafeBytes(Self.chunkHash)[...] == hashes[at..<(at + 32)]
+    }
+
     /// The blob id of this layout and these chunk hashes (32 bytes each, in chunk order):
     /// BLAKE2b-256 of `"peerlog/blob/v1"` ‖ size (8 bytes, big-endian) ‖ chunk size (4 bytes,
     /// big-endian) ‖ sealed (1 byte) ‖ the hashes.

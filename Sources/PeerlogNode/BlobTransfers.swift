@@ -133,12 +133,11 @@ final class BlobTransfers: @unchecked Sendable {
             return missing("chunks \(from) to \(from) + \(count) - 1 are outside the blob's \(chunks)")
         }
         for index in from..<(from + count) {
-            guard let data = try? replica.blobChunk(blob, index: Int(index)) else {
+            guard let data = try? replica.blobChunk(of: stored, index: Int(index)) else {
                 return missing("chunk \(index) is not held")
             }
             // Checked before it is served too: a damaged file is never passed on.
-            let at = Int(index) * 32
-            guard data.withUnsafeBytes(BlobLayout.chunkHash)[...] == hashes[at..<(at + 32)] else {
+            guard stored.layout.chunk(data, index: Int(index), matches: hashes) else {
                 logger.error(
                     "chunk \(index) of blob \(blob) in \(replica.blobFiles.directory) does not match its hash: not served"
                 )
