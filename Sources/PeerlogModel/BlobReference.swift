@@ -48,19 +48,31 @@ public struct BlobLayout: Hashable, Sendable {
     /// Whether chunks are sealed (a blob of an encrypted group).
     public let sealed: Bool
 
-    /// The chunk size this version writes (1 MiB: docs/BENCHMARKS.md, "Blobs").
+    /// The chunk size this version writes for a plaintext blob (1 MiB: docs/BENCHMARKS.md, "Blobs").
     public static let defaultChunkBytes: UInt32 = 1 << 20
+    /// The chunk size this version writes for a sealed blob: 1 MiB less the tag, so every stored
+    /// chunk is 1 MiB and starts on a page boundary of the file (it can be written past the page
+    /// cache).
+    public static let defaultSealedChunkBytes: UInt32 = (1 << 20) - UInt32(ChaChaPoly.tagLength)
+
+    /// The chunk size this version writes.
+    public static func defaultChunkBytes(sealed: Bool) -> UInt32 {
+        sealed ? defaultSealedChunkBytes : defaultChunkBytes
+    }
     /// Smallest and largest chunk sizes a reader accepts (16 KiB, 2 MiB: one chunk and its
     /// message must fit `SyncLimits.maxMessageBytes`).
     public static let chunkBytesRange: ClosedRange<UInt32> = 16_384...2_097_152
     /// The largest blob (64 GiB).
     public static let maxSize: UInt64 = 64 << 30
-    /// The most chunks of one blob (65,536: 64 GiB of 1 MiB chunks), so its hashes (2 MiB) fit
-    /// one message.
-    public static let maxChunks = 65_536
+    /// The most chunks of one blob (65,600: 64 GiB takes 65,536 plaintext chunks of
+    /// `defaultChunkBytes`, 65,538 sealed ones of `defaultSealedChunkBytes`), so its hashes
+    /// (2,099,200 bytes) fit one message.
+    public static let maxChunks = 65_600
 
-    /// A layout; throws a `ModelError` outside the limits above.
-    public init(size: UInt64, chunkBytes: UInt32 = Self.defaultChunkBytes, sealed: Bool) throws {
+    /// A layout; throws a `ModelError` outside the limits above. The chunk size defaults to the
+    /// one this version writes.
+    public init(size: UInt64, chunkBytes: UInt32? = nil, sealed: Bool) throws {
+        let chunkBytes = chunkBytes ?? Self.defaultChunkBytes(sealed: sealed)
         guard size <= Self.maxSize else {
             throw ModelError(
                 .sizeLimitExceeded, "a blob is at most \(Self.maxSize) bytes (64 GiB); this one is \(size)")

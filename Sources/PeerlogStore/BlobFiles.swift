@@ -1,6 +1,7 @@
 import Foundation
 import PeerlogCrypto
 import PeerlogModel
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -38,6 +39,12 @@ package struct BlobFiles: Sendable {
     /// Writes one verified chunk of a blob being fetched. The part file is given its whole
     /// size (`storedSize`) when it is created, so a disk too small for the blob says so at the
     /// first chunk, and the file system allocates it once rather than page by page.
+    ///
+    /// A chunk that starts and ends on a page boundary (every stored chunk but the last, with
+    /// the chunk sizes this version writes) goes past the page cache (`O_DIRECT`): filling fresh
+    /// cache pages costs more CPU than anything else a receiver does (docs/BENCHMARKS.md,
+    /// "Blobs"), and a fetched blob is rarely read at once. A file system without direct I/O
+    /// (tmpfs) takes it through the cache.
     package func writeChunk(
         _ bytes: UnsafeRawBufferPointer, of id: BlobID, at offset: UInt64, storedSize: UInt64
     ) throws {
@@ -54,7 +61,11 @@ package struct BlobFiles: Sendable {
                 throw Self.error("cannot make room for \(storedSize) bytes in \(partPath(id))")
             }
         }
-        try Self.writeAll(fd, bytes, at: offset, path: partPath(id))
+        var done = 0
+        if offset % DirectBuffer.alignment == 0 && bytes.count % Int(DirectBuffer.alignment) == 0 {
+            done = try DirectBuffer.write(bytes, to: partPath(id), at: offset)
+        }
+        try Self.writeAll(fd, UnsafeRawBufferPointer(rebasing: bytes[done...]), at: offset + UInt64(done), path: partPath(id))
     }
 
     /// Writes bytes at `offset` of a file in the blob directory (an import's temporary file).
@@ -123,9 +134,10 @@ package struct BlobFiles: Sendable {
     /// a temporary file, which becomes `blobs/<hex id>` (kept as it is when that blob exists: the
     /// same bytes are stored once). `progress` gets the plaintext bytes read so far.
     package func store(
-        from source: String, key: SecureBytes?, chunkBytes: UInt32 = BlobLayout.defaultChunkBytes,
+        from source: String, key: SecureBytes?, chunkBytes: UInt32? = nil,
         progress: (UInt64) -> Void = { _ in }
     ) throws -> (id: BlobID, layout: BlobLayout, hashes: [UInt8]) {
+        let chunkBytes = chunkBytes ?? BlobLayout.defaultChunkBytes(sealed: key != nil)
         try ensureDirectory()
         let input = source == "-" ? 0 : open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw Self.error("cannot open \(source)") }
@@ -213,5 +225,67 @@ package struct BlobFiles: Sendable {
         let e = errno
         let reason = String(cString: strerror(e))
         return StoreError(e == ENOSPC || e == EDQUOT ? .diskFull : .blobFile, "\(what): \(reason)")
+    }
+}
+
+/// Page-aligned buffers for direct writes (a direct write's memory, offset and length must be
+/// aligned), kept for reuse so a transfer does not fault in fresh pages for every chunk.
+enum DirectBuffer {
+    static let alignment: UInt64 = 4_096
+    /// Linux's `O_DIRECT`, which Glibc's Swift module does not export (it needs `_GNU_SOURCE`).
+    #if arch(arm64) || arch(arm)
+    static let O_DIRECT: Int32 = 0o200000
+    #else
+    static let O_DIRECT: Int32 = 0o40000
+    #endif
+    /// Buffers kept (of at most `keptBytes`); more at once are made and freed.
+    private static let pool = Mutex<[Buffer]>([])
+    /// Memory only one thread uses at a time: out of the pool, or in it.
+    private struct Buffer: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer
+        let capacity: Int
+    }
+    private static let kept = 4
+    private static let keptBytes = 4 << 20
+
+    /// Writes `bytes` at `offset` of the file at `path` past the page cache; returns how many
+    /// bytes it wrote: 0 when the file system refuses direct writes, fewer than all after a
+    /// short write (the rest is not aligned any more). The caller writes the rest through the cache.
+    static func write(_ bytes: UnsafeRawBufferPointer, to path: String, at offset: UInt64) throws -> Int {
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_DIRECT)
+        guard fd >= 0, let base = bytes.baseAddress else { return 0 }
+        defer { close(fd) }
+        var buffer = pool.withLock { $0.popLast() }
+        if let b = buffer, b.capacity < bytes.count {
+            free(b.pointer)
+            buffer = nil
+        }
+        if buffer == nil {
+            var p: UnsafeMutableRawPointer?
+            guard posix_memalign(&p, Int(alignment), bytes.count) == 0, let p else { return 0 }
+            buffer = Buffer(pointer: p, capacity: bytes.count)
+        }
+        let b = buffer!
+        defer {
+            let keep =
+                b.capacity <= keptBytes
+                && pool.withLock { pool in
+                    guard pool.count < kept else { return false }
+                    pool.append(b)
+                    return true
+                }
+            if !keep { free(b.pointer) }
+        }
+        b.pointer.copyMemory(from: base, byteCount: bytes.count)
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, b.pointer + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && errno == EINVAL { return done }
+            guard n > 0 else { throw BlobFiles.error("cannot write \(path)") }
+            done += n
+            if n % Int(alignment) != 0 { return done }
+        }
+        return done
     }
 }

@@ -86,7 +86,17 @@ import Testing
         #expect(throws: ModelError.self) { try BlobLayout(size: BlobLayout.maxSize + 1, sealed: false) }
         #expect(throws: ModelError.self) { try BlobLayout(size: 1, chunkBytes: 16_383, sealed: false) }
         #expect(throws: ModelError.self) { try BlobLayout(size: 1 << 31, chunkBytes: 16_384, sealed: false) }
-        #expect(try BlobLayout(size: BlobLayout.maxSize, sealed: true).chunkCount == BlobLayout.maxChunks)
+        #expect(try BlobLayout(size: BlobLayout.maxSize, sealed: true).chunkCount == 65_538)
+        #expect(try BlobLayout(size: BlobLayout.maxSize, sealed: false).chunkCount == 65_536)
+        #expect(throws: ModelError.self) {
+            try BlobLayout(size: UInt64(BlobLayout.maxChunks) * 16_384 + 1, chunkBytes: 16_384, sealed: false)
+        }
+        #expect(try BlobLayout(size: UInt64(BlobLayout.maxChunks) * 16_384, chunkBytes: 16_384, sealed: false).chunkCount == BlobLayout.maxChunks)
+        // Every stored chunk but the last fills whole pages, sealed or not (direct writes).
+        for sealed in [false, true] {
+            let layout = try BlobLayout(size: 5 << 20, sealed: sealed)
+            #expect(layout.storedBytes(ofChunk: 0) == 1 << 20 && layout.storedOffset(ofChunk: 3) == 3 << 20)
+        }
         #expect(try BlobLayout(size: 0, sealed: false).chunkCount == 0)
     }
 

@@ -392,7 +392,7 @@ def silent(args):
 BLOB_ID_CONTEXT = b"peerlog/blob/v1"
 BLOB_CHUNK_RANGE = (16_384, 2_097_152)
 BLOB_MAX_SIZE = 64 << 30
-BLOB_MAX_CHUNKS = 65_536
+BLOB_MAX_CHUNKS = 65_600
 BLOB_CHUNKS_PER_GET = 16  # maxBlobChunksPerGet (§24.3)
 HASH_ATTEMPTS = 5
 # Seconds a hashes request waits for its answer before it is asked again (§24.3: it is answered
