@@ -97,6 +97,14 @@ public final class Peerlog: Sendable {
         // Change rows compare with the maintained view: build any view an older binary left behind.
         if rebuildViews && replica.store.access == .readWrite { _ = try? replica.buildMissingTentativeViews() }
         replica.subscribe { [signal] _ in signal.fire() }
+        // A daemon of this home in another process learns of the write now, not at its next poll.
+        if replica.store.access == .readWrite {
+            let socketPath = NodeConfiguration().controlSocketPath(home: home)
+            replica.afterEachDelivery { [weak self] in
+                guard let self, running.withLock({ $0 == nil }) else { return }
+                ControlClient.tellWrote(socketPath: socketPath)
+            }
+        }
     }
 
     deinit {

@@ -29,6 +29,8 @@ public final class Replica: Sendable {
     /// Automatic snapshots and compactions that failed, by group, until one succeeds.
     let maintenanceFailures = Mutex<[GroupID: MaintenanceSkipped]>([:])
     private let nextSubscriber = Atomic<Int>(0)
+    /// Called once per delivery, after the subscribers (`afterEachDelivery`).
+    private let deliveryHandlers = Mutex<[@Sendable () -> Void]>([])
 
     /// Opens (or creates) the replica database at `path`. Cheap: nothing is scanned at open.
     /// `access: .readOnly` for a home that cannot be written: reads work, writes throw.
@@ -84,10 +86,17 @@ public final class Replica: Sendable {
     /// Stops calling the handler `subscribe` returned `id` for; an unknown `id` is ignored.
     public func unsubscribe(_ id: Int) { _ = subscribers.withLock { $0.removeValue(forKey: id) } }
 
+    /// Calls `handler` once after the events of each committed write were delivered (however
+    /// many receipts it held): the facade tells a daemon of another process here.
+    package func afterEachDelivery(_ handler: @escaping @Sendable () -> Void) {
+        deliveryHandlers.withLock { $0.append(handler) }
+    }
+
     private func deliver(_ events: [ReplicaEvent]) {
         guard !events.isEmpty else { return }
         let handlers = subscribers.withLock { $0.sorted { $0.key < $1.key }.map(\.value) }
         for event in events { for h in handlers { h(event) } }
+        for h in deliveryHandlers.withLock({ $0 }) { h() }
     }
 
     // MARK: Writes

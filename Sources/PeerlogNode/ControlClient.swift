@@ -36,6 +36,14 @@ public enum ControlClient {
         return reply
     }
 
+    /// Tells the daemon at `socketPath`, if one runs, that this process wrote to its home's store,
+    /// so it offers the writes to its peers now rather than at its next poll (250 ms). Does not
+    /// wait for the answer; nothing happens when no daemon listens.
+    public static func tellWrote(socketPath: String) {
+        guard let socket = try? BlockingSocket(unixPath: socketPath, timeoutSeconds: 1) else { return }
+        try? socket.send(Array((ControlRequest.wrote.line + "\n").utf8))
+    }
+
     /// Whether something answers at the path (a daemon already runs for this home).
     public static func isAnswering(socketPath: String) -> Bool {
         (try? request(.ping, socketPath: socketPath)) != nil

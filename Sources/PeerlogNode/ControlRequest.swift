@@ -1,6 +1,8 @@
 /// One request on a daemon's control socket (`HOME/peerlog.sock`), sent as one line of text:
 ///
 /// - `ping`: `{"ok":true}` when a daemon answers.
+/// - `wrote`: another process (the CLI, an app) wrote to the home's store; the daemon reads it
+///   and offers the writes to its peers now rather than at its next poll. `{"ok":true}`.
 /// - `status`: the `NodeStatus` document.
 /// - `capture start omit-bodies=0|1 max-bytes=N PATH`: starts a capture (N = 0: no rotation;
 ///   PATH absolute, the rest of the line); the reply is the `CaptureStatus`.
@@ -17,6 +19,8 @@
 public enum ControlRequest: Sendable, Hashable {
     /// Whether a daemon answers.
     case ping
+    /// Another process wrote to the store: look now.
+    case wrote
     /// The daemon's `NodeStatus`.
     case status
     /// Start a capture to `path`; `maxBytes` nil: no rotation; `path` must be absolute.
@@ -32,6 +36,7 @@ public enum ControlRequest: Sendable, Hashable {
     public var line: String {
         switch self {
         case .ping: "ping"
+        case .wrote: "wrote"
         case .status: "status"
         case .captureStart(let path, let maxBytes, let omitBodies):
             "capture start omit-bodies=\(omitBodies ? 1 : 0) max-bytes=\(maxBytes ?? 0) \(path)"
@@ -51,6 +56,7 @@ public enum ControlRequest: Sendable, Hashable {
     public static func parse(_ line: String) -> Result<ControlRequest, Invalid> {
         switch line {
         case "ping": return .success(.ping)
+        case "wrote": return .success(.wrote)
         case "status": return .success(.status)
         case _ where line.hasPrefix("capture "): return parseCapture(String(line.dropFirst("capture ".count)))
         case _ where line.hasPrefix("pair open "):
@@ -63,7 +69,7 @@ public enum ControlRequest: Sendable, Hashable {
             return .failure(
                 Invalid(
                     description:
-                        "unknown request \"\(line.prefix(64))\" (known: status, ping, capture start, capture stop, pair open, pair adopt)"
+                        "unknown request \"\(line.prefix(64))\" (known: status, ping, wrote, capture start, capture stop, pair open, pair adopt)"
                 ))
         }
     }

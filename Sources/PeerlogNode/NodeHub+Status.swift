@@ -15,11 +15,19 @@ extension NodeHub {
             return reply(Array(#"{"ok":true}"#.utf8))
         case .success(.status):
             return requestStatus { reply((try? $0.document()) ?? ControlReply.error("cannot encode status")) }
+        case .success(.wrote):
+            reply(Array(#"{"ok":true}"#.utf8))
+            // Many writers at once make one look.
+            guard !lookPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            return queueAsync { [self] in
+                lookPending.store(false, ordering: .releasing)
+                perform([.pollChangeStamp])
+            }
         default: break
         }
         queueAsync { [self] in
             switch parsed {
-            case .success(.ping), .success(.status):
+            case .success(.ping), .success(.status), .success(.wrote):
                 break
             case .success(.captureStart(let path, let maxBytes, let omitBodies)):
                 reply(startCapture(path: path, options: .init(maxBytes: maxBytes, omitBodies: omitBodies)))

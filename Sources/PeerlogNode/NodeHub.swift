@@ -39,6 +39,8 @@ final class NodeHub: @unchecked Sendable {
     private let penalties = Mutex(PeerPenalties())
     /// Blob requests and fetches, on a queue of their own.
     let blobs: BlobTransfers
+    /// A `wrote` from the control socket is waiting for the queue (later ones join it).
+    let lookPending = Atomic<Bool>(false)
 
     /// Where tap records go when a capture runs.
     let capture: CaptureControl
@@ -233,7 +235,7 @@ final class NodeHub: @unchecked Sendable {
     // MARK: Performing
 
     /// Performs the machine's actions in order; some feed it again (observations, session output).
-    private func perform(_ actions: [NodeAction]) {
+    func perform(_ actions: [NodeAction]) {
         for action in actions { perform(action) }
     }
 

@@ -61,11 +61,17 @@ package struct BlobFiles: Sendable {
                 throw Self.error("cannot make room for \(storedSize) bytes in \(partPath(id))")
             }
         }
+        try write(bytes, to: fd, path: partPath(id), at: offset)
+    }
+
+    /// Writes `bytes` at `offset` of `fd` (the file at `path`): past the page cache when they
+    /// fill whole pages and the file system allows it (`DirectBuffer`), else through it.
+    private func write(_ bytes: UnsafeRawBufferPointer, to fd: Int32, path: String, at offset: UInt64) throws {
         var done = 0
         if offset % DirectBuffer.alignment == 0 && bytes.count % Int(DirectBuffer.alignment) == 0 {
-            done = try DirectBuffer.write(bytes, to: partPath(id), at: offset)
+            done = try DirectBuffer.write(bytes, to: path, at: offset)
         }
-        try Self.writeAll(fd, UnsafeRawBufferPointer(rebasing: bytes[done...]), at: offset + UInt64(done), path: partPath(id))
+        try Self.writeAll(fd, UnsafeRawBufferPointer(rebasing: bytes[done...]), at: offset + UInt64(done), path: path)
     }
 
     /// Writes bytes at `offset` of a file in the blob directory (an import's temporary file).
@@ -131,7 +137,7 @@ package struct BlobFiles: Sendable {
 
     /// Cuts a local file into a blob (docs/PROTOCOL.md §24.1): reads `source` (a path; "-" is
     /// standard input) once, seals each chunk under `key` when given, hashes it and writes it to
-    /// a temporary file, which becomes `blobs/<hex id>` (kept as it is when that blob exists: the
+    /// a temporary file (past the page cache, as a fetched chunk), which becomes `blobs/<hex id>` (kept as it is when that blob exists: the
     /// same bytes are stored once). `progress` gets the plaintext bytes read so far.
     package func store(
         from source: String, key: SecureBytes?, chunkBytes: UInt32? = nil,
@@ -170,7 +176,7 @@ package struct BlobFiles: Sendable {
             try buffer.withUnsafeBytes { b in
                 let stored = UnsafeRawBufferPointer(rebasing: b[0..<(n + tag)])
                 hashes += BlobLayout.chunkHash(stored)
-                try Self.writeAll(output, stored, at: offset, path: temporary)
+                try write(stored, to: output, path: temporary, at: offset)
             }
             offset += UInt64(n + tag)
             index += 1

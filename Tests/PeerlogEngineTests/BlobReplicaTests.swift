@@ -91,7 +91,9 @@ import Testing
         #expect(throws: ModelError.self) {
             try BlobLayout(size: UInt64(BlobLayout.maxChunks) * 16_384 + 1, chunkBytes: 16_384, sealed: false)
         }
-        #expect(try BlobLayout(size: UInt64(BlobLayout.maxChunks) * 16_384, chunkBytes: 16_384, sealed: false).chunkCount == BlobLayout.maxChunks)
+        #expect(
+            try BlobLayout(size: UInt64(BlobLayout.maxChunks) * 16_384, chunkBytes: 16_384, sealed: false).chunkCount
+                == BlobLayout.maxChunks)
         // Every stored chunk but the last fills whole pages, sealed or not (direct writes).
         for sealed in [false, true] {
             let layout = try BlobLayout(size: 5 << 20, sealed: sealed)

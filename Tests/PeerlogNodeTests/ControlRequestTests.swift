@@ -32,7 +32,7 @@ struct ControlRequestTests {
         }
         #expect(
             problem("stats")
-                == "unknown request \"stats\" (known: status, ping, capture start, capture stop, pair open, pair adopt)"
+                == "unknown request \"stats\" (known: status, ping, wrote, capture start, capture stop, pair open, pair adopt)"
         )
         #expect(problem("capture pause") == "unknown capture request (known: capture start, capture stop)")
         let usage = "usage: capture start omit-bodies=0|1 max-bytes=N /absolute/path"

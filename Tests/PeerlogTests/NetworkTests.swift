@@ -61,6 +61,37 @@ import Testing
         #expect(throws: (any Error).self) { try BlockingConnect.connect(port: port) }
     }
 
+    /// A script's `peerlog put` is another process with its own `Peerlog` on the daemon's home:
+    /// it tells the daemon (`wrote` on the control socket), which offers the write at once. Ann's
+    /// node polls once an hour here, so without that word Ben would not have it within the wait.
+    @Test func aWriteByAnotherProcessIsOfferedWithoutWaitingForThePoll() async throws {
+        let ann = try await Peerlog.temporary(deviceName: "ann")
+        let ben = try await Peerlog.temporary(deviceName: "ben")
+        let group = try await ann.createGroup(named: "notes")
+        try await ann.invite(ben.identity, to: group)
+        let benSaw = Collector(ben.changes(after: ChangeCursor(rawValue: 0)))
+        var annOptions = options(listen: 0)
+        annOptions.pollInterval = .seconds(3_600)
+        let bound = AsyncStream<PeerAddress?>.makeStream()
+        let annRun = Task { try await ann.run(annOptions) { bound.continuation.yield($0) } }
+        var iterator = bound.stream.makeAsyncIterator()
+        let port = try #require(await iterator.next()??.port)
+        let runs = [annRun, Task { try await ben.run(options(listen: nil, peers: [port], allow: [ann.identity])) }]
+        #expect(
+            await benSaw.wait { c in c.contains { if case .invited(let g, _) = $0.event { g == group } else { false } }
+            })
+        try await ben.acceptInvitation(to: group)
+        try await ben.put("from/ben", "hello", in: group)
+        #expect(await benSaw.wait { _ in benSaw.entities.contains { $0.key == "from/ben" && !$0.isTentative } })
+
+        let script = try await Peerlog.open(home: ann.home, create: false)
+        try await script.put("from/script", "written by another process", in: group)
+        #expect(await benSaw.wait(timeout: .seconds(60)) { _ in benSaw.entities.contains { $0.key == "from/script" } })
+
+        for r in runs { r.cancel() }
+        for r in runs { try await r.value }
+    }
+
     @Test func aSecondRunOnTheSameInstanceIsRefused() async throws {
         let log = try await Peerlog.temporary()
         let first = Task { try await log.run(options(listen: 0)) }
