@@ -154,7 +154,7 @@ extension Peerlog {
 
     func writeBatch(_ operations: [PeerlogOperation], to group: GroupID) throws -> [PeerlogWrite] {
         let ops = Self.groupOperations(operations)
-        return try call {
+        let written = try call {
             try requireHeld(group)
             do { return try replica.appendBatch(ops, to: group).map(PeerlogWrite.init) } catch let e as BatchError {
                 throw PeerlogError(
@@ -162,6 +162,8 @@ extension Peerlog {
                     batchEntry: .init(index: e.index, reason: e.reason))
             }
         }
+        offerNow()
+        return written
     }
 }
 

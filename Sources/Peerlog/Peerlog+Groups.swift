@@ -179,10 +179,12 @@ extension Peerlog {
     // MARK: Internals
 
     func write(_ op: GroupOperation, to group: GroupID) throws -> PeerlogWrite {
-        try call {
+        let written = try call {
             try requireHeld(group)
             return PeerlogWrite(try replica.append(op, to: group))
         }
+        offerNow()
+        return written
     }
 
     func requireHeld(_ group: GroupID) throws {

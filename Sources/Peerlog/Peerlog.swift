@@ -100,8 +100,8 @@ public final class Peerlog: Sendable {
         // A daemon of this home in another process learns of the write now, not at its next poll.
         if replica.store.access == .readWrite {
             let socketPath = NodeConfiguration().controlSocketPath(home: home)
-            replica.afterEachDelivery { [weak self] in
-                guard let self, running.withLock({ $0 == nil }) else { return }
+            replica.afterEachDelivery { [weak self] fromPeer in
+                guard !fromPeer, let self, running.withLock({ $0 == nil }) else { return }
                 ControlClient.tellWrote(socketPath: socketPath)
             }
         }
@@ -117,6 +117,10 @@ public final class Peerlog: Sendable {
     public var deviceID: DeviceID { device.device }
     /// The name other devices see.
     public var deviceName: String { device.certificate.name }
+
+    /// After a write of this app: the node it runs offers it to peers now rather than at its
+    /// next poll (one in another process is told by `afterEachDelivery`).
+    func offerNow() { running.withLock { $0 }?.offerWrites() }
 
     /// Runs `body`, turning lower-level errors into `PeerlogError`s.
     func call<T>(_ code: PeerlogError.Code = .storage, _ body: () throws -> T) throws -> T {

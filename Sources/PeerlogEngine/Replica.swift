@@ -30,7 +30,7 @@ public final class Replica: Sendable {
     let maintenanceFailures = Mutex<[GroupID: MaintenanceSkipped]>([:])
     private let nextSubscriber = Atomic<Int>(0)
     /// Called once per delivery, after the subscribers (`afterEachDelivery`).
-    private let deliveryHandlers = Mutex<[@Sendable () -> Void]>([])
+    private let deliveryHandlers = Mutex<[@Sendable (_ fromPeer: Bool) -> Void]>([])
 
     /// Opens (or creates) the replica database at `path`. Cheap: nothing is scanned at open.
     /// `access: .readOnly` for a home that cannot be written: reads work, writes throw.
@@ -87,16 +87,17 @@ public final class Replica: Sendable {
     public func unsubscribe(_ id: Int) { _ = subscribers.withLock { $0.removeValue(forKey: id) } }
 
     /// Calls `handler` once after the events of each committed write were delivered (however
-    /// many receipts it held): the facade tells a daemon of another process here.
-    package func afterEachDelivery(_ handler: @escaping @Sendable () -> Void) {
+    /// many receipts it held), saying whether a peer sent what was written: the facade tells a
+    /// daemon of another process of its own writes here.
+    package func afterEachDelivery(_ handler: @escaping @Sendable (_ fromPeer: Bool) -> Void) {
         deliveryHandlers.withLock { $0.append(handler) }
     }
 
-    private func deliver(_ events: [ReplicaEvent]) {
+    private func deliver(_ events: [ReplicaEvent], fromPeer: Bool) {
         guard !events.isEmpty else { return }
         let handlers = subscribers.withLock { $0.sorted { $0.key < $1.key }.map(\.value) }
         for event in events { for h in handlers { h(event) } }
-        for h in deliveryHandlers.withLock({ $0 }) { h() }
+        for h in deliveryHandlers.withLock({ $0 }) { h(fromPeer) }
     }
 
     // MARK: Writes
@@ -273,6 +274,7 @@ public final class Replica: Sendable {
     /// Runs a pipeline transaction, settles touched groups, and delivers events after commit.
     func write(_ body: (inout Pipeline) throws -> Void) throws -> IngestReport {
         let now = clock()
+        var fromPeer = false
         var report = try store.write { db in
             var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: sequenceGate != nil)
             try body(&p)
@@ -280,9 +282,10 @@ public final class Replica: Sendable {
             if !p.report.invalid.isEmpty {
                 try db.trimInvalid(peer: p.source, perPeer: limits.maxEvidencePerPeer, total: limits.maxEvidence)
             }
+            fromPeer = p.source != nil
             return p.report
         }
-        deliver(report.events)
+        deliver(report.events, fromPeer: fromPeer)
         gateBacklog.add(report.gated)
         for group in report.rotations.sorted() { try? rotateEpochIfDue(group) }
         for share in report.keyShares {

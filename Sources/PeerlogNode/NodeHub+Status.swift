@@ -17,12 +17,7 @@ extension NodeHub {
             return requestStatus { reply((try? $0.document()) ?? ControlReply.error("cannot encode status")) }
         case .success(.wrote):
             reply(Array(#"{"ok":true}"#.utf8))
-            // Many writers at once make one look.
-            guard !lookPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            return queueAsync { [self] in
-                lookPending.store(false, ordering: .releasing)
-                perform([.pollChangeStamp])
-            }
+            return lookNow()
         default: break
         }
         queueAsync { [self] in
@@ -41,6 +36,16 @@ extension NodeHub {
             case .failure(let invalid):
                 reply(ControlReply.error(invalid.description))
             }
+        }
+    }
+
+    /// Another process, or the app, wrote to the store: read the change stamp now rather than
+    /// at the next poll. Many writes at once make one look.
+    func lookNow() {
+        guard !lookPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queueAsync { [self] in
+            lookPending.store(false, ordering: .releasing)
+            perform([.pollChangeStamp])
         }
     }
 

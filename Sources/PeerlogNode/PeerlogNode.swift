@@ -87,6 +87,9 @@ public final class PeerlogNode: Service, Sendable {
     @discardableResult
     package func stopCapture() -> CaptureStatus? { hub.capture.stop() }
 
+    /// The app wrote to the replica: offer it to peers now rather than at the next poll.
+    package func offerWrites() { hub.lookNow() }
+
     /// What the node is doing now: peers, groups with their lag, discovery, capture.
     /// Built on the hub's queue, like the control socket's answer (the sessions live there).
     /// While the hub is busy (a long catch-up) it is the newest status built (`builtAt`).

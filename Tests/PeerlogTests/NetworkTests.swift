@@ -62,8 +62,9 @@ import Testing
     }
 
     /// A script's `peerlog put` is another process with its own `Peerlog` on the daemon's home:
-    /// it tells the daemon (`wrote` on the control socket), which offers the write at once. Ann's
-    /// node polls once an hour here, so without that word Ben would not have it within the wait.
+    /// it tells the daemon (`wrote` on the control socket), which offers the write at once; an
+    /// app's write beside its own running node is offered at once as well. Ann's node polls once
+    /// an hour here, so without either Ben would not have the write within the wait.
     @Test func aWriteByAnotherProcessIsOfferedWithoutWaitingForThePoll() async throws {
         let ann = try await Peerlog.temporary(deviceName: "ann")
         let ben = try await Peerlog.temporary(deviceName: "ben")
@@ -87,6 +88,9 @@ import Testing
         let script = try await Peerlog.open(home: ann.home, create: false)
         try await script.put("from/script", "written by another process", in: group)
         #expect(await benSaw.wait(timeout: .seconds(60)) { _ in benSaw.entities.contains { $0.key == "from/script" } })
+        // The app's own write, beside its running node, is offered at once too.
+        try await ann.put("from/app", "written beside the node", in: group)
+        #expect(await benSaw.wait(timeout: .seconds(60)) { _ in benSaw.entities.contains { $0.key == "from/app" } })
 
         for r in runs { r.cancel() }
         for r in runs { try await r.value }

@@ -143,7 +143,9 @@ func channelInMemory(megabytes: Int) throws -> (send: Double, receive: Double) {
     return (Double(delivered) / sendSeconds, Double(delivered) / receiveSeconds)
 }
 
-func noiseBench(megabytes: Int) throws {
+/// Prints the Noise figures and returns the channel's bulk rate between 2 processes (bytes/s).
+@discardableResult
+func noiseBench(megabytes: Int) throws -> Double {
     let total = megabytes << 20
     let messages = (total + noiseBenchMessage - 1) / noiseBenchMessage
     let payload = [UInt8](repeating: 0x5a, count: noiseBenchMessage)
@@ -215,4 +217,5 @@ func noiseBench(megabytes: Int) throws {
     figure("  rekeys each way", String(channel.statistics.rekeysOut))
     ratio("Noise bulk / raw ChaCha20-Poly1305", noiseRate / rawRate, target: 0.7)
     ratio("Noise bulk / plain TCP", noiseRate / tcpRate)
+    return noiseRate
 }

@@ -41,6 +41,9 @@ final class ProcessMemory: @unchecked Sendable {
         return lock.withLock { max(lastHWM, maxSampled) }
     }
 
+    /// The largest `VmRSS` sampled since this sampler started (the high-water mark may be older).
+    var sampledPeak: Int { lock.withLock { maxSampled } }
+
     func stop() { lock.withLock { running = false } }
 
     /// The "kB" fields of /proc/PID/status, in bytes.

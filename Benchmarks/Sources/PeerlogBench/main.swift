@@ -97,6 +97,14 @@ if which == "events" {
         count: args.count > 1 ? Int(args[1]) ?? 20_000 : 20_000, rounds: args.count > 2 ? Int(args[2]) ?? 5 : 5)
     exit(0)
 }
+if which == "blobs" {
+    // `blobs [SIZES_MB] [--big MiB] [--writes N]`: issue 34's figures (BlobBench.swift).
+    let big = option("--big").flatMap(Int.init) ?? 1_024
+    let writes = option("--writes").flatMap(Int.init) ?? 200
+    let sizes = args.count > 1 ? args[1].split(separator: ",").compactMap { Int($0) } : [5, 50]
+    try await blobBench(sizes: sizes, bigMiB: big, writes: writes)
+    exit(0)
+}
 if which == "ingest" {
     // `ingest N [--single]`: the committed ingest alone (for callgrind).
     try ingestProfileBench(count: args.count > 1 ? Int(args[1]) ?? 10_000 : 10_000, single: args.contains("--single"))
