@@ -31,7 +31,8 @@ extension Peerlog {
     public static let blobThresholdBytes = 16_384
 
     /// Sets `key` to the contents of the file at `path` (`-`: standard input), stored as a blob:
-    /// read once, cut into chunks, sealed under a fresh key in an encrypted group, and referenced
+    /// cut into chunks, sealed in an encrypted group (under a key derived from the bytes and the
+    /// group's epoch key, so the same file put twice in one epoch is stored once), and referenced
     /// from the value. The write commits and syncs like any other; peers fetch the bytes after it.
     /// `progress` gets the bytes read so far.
     @discardableResult

@@ -11,22 +11,36 @@ extension Replica {
         BlobFiles(besideStoreAt: store.path, memoryKey: ObjectIdentifier(store).hashValue)
     }
 
-    /// Stores the file at `source` ("-": standard input) as a blob for `group`, sealed under a
-    /// fresh key when the group is encrypted, and returns the reference to put as a value. The
-    /// same bytes stored twice in a plaintext group are one blob.
+    /// Stores the file at `source` ("-": standard input) as a blob for `group`, sealed when the
+    /// group is encrypted, and returns the reference to put as a value. The same bytes stored
+    /// twice in a plaintext group are one blob; in an encrypted group too, within one epoch
+    /// (`blobKey`).
     package func storeBlob(
         from source: String, in group: GroupID, progress: (UInt64) -> Void = { _ in }
     ) throws -> BlobReference {
         guard let state = try state(of: group, view: .tentative) else {
             throw ReplicaError(.groupNotFound, "this device holds no group \(group)")
         }
-        let key = state.encryption == nil ? nil : SecureBytes(randomCount: ChaChaPoly.keyLength)
+        let key = try blobKey(for: source, in: group, state: state)
         let stored = try blobFiles.store(from: source, key: key, progress: progress)
         try store.write { db in
             try db.addBlob(stored.id, layout: stored.layout, hashes: stored.hashes, complete: true, now: clock())
             try db.addBlobGroup(stored.id, group)
         }
         return try BlobReference(id: stored.id, layout: stored.layout, key: key)
+    }
+
+    /// The key a blob of `source` is sealed under in `group`; nil in a plaintext group. A file
+    /// gets a key derived from its bytes and the newest epoch key held (docs/PROTOCOL.md §24.1),
+    /// so members that put the same bytes in the same epoch make one blob; standard input (read
+    /// once) and a device that holds no epoch key yet get a random one.
+    func blobKey(for source: String, in group: GroupID, state: GroupState) throws -> SecureBytes? {
+        guard let encryption = state.encryption else { return nil }
+        let held = try store.read { try KeyringStorage.keys(group: group, db: $0, local: local) }
+        guard source != "-", let epoch = encryption.validKeys.reversed().lazy.compactMap({ held[$0] }).first else {
+            return SecureBytes(randomCount: ChaChaPoly.keyLength)
+        }
+        return try BlobFiles.convergentKey(of: source, secret: epoch.blobSecret)
     }
 
     /// What this device holds of a blob, nil when nothing.

@@ -36,6 +36,14 @@ public struct EpochKey: Sendable, Equatable, CustomStringConvertible {
 
     /// The key's secret bytes.
     public let secret: SecureBytes
+
+    /// The secret blob keys of this epoch derive from (docs/PROTOCOL.md §24.1): BLAKE2b-256 of
+    /// `"peerlog/blob-secret/v1"` keyed with the epoch key, so no blob key is the epoch key.
+    public var blobSecret: SecureBytes {
+        let h = try! BLAKE2b(length: 32, key: secret)
+        h.update(Array("peerlog/blob-secret/v1".utf8))
+        return SecureBytes(h.finalize())
+    }
     /// The key's public name.
     public let id: EpochKeyID
 

@@ -193,6 +193,25 @@ package struct BlobFiles: Sendable {
         return (id, layout, hashes)
     }
 
+    /// The key a sealed blob of the file at `path` gets, so the same bytes put twice in a group
+    /// (in one epoch) make one blob (docs/PROTOCOL.md §24.1): BLAKE2b-256 keyed with `secret`
+    /// (the group's blob secret of its newest epoch) over `"peerlog/blob-key/v1"` and the file's
+    /// bytes, read once.
+    package static func convergentKey(of path: String, secret: SecureBytes) throws -> SecureBytes {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw error("cannot open \(path)") }
+        defer { close(fd) }
+        let h = try BLAKE2b(length: ChaChaPoly.keyLength, key: secret)
+        h.update(Array("peerlog/blob-key/v1".utf8))
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = try readFull(fd, into: &buffer, count: buffer.count, path: path)
+            buffer.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+            if n < buffer.count { break }
+        }
+        return SecureBytes(h.finalize())
+    }
+
     /// Reads a whole blob's chunk hashes from its file (to serve them, or check the file).
     package func hashes(of id: BlobID, layout: BlobLayout) throws -> [UInt8] {
         var hashes = [UInt8]()

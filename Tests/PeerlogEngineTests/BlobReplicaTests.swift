@@ -11,9 +11,9 @@ import Testing
 /// and what a peer sends is checked against the blob id before a byte of it is written.
 @Suite struct BlobReplicaTests {
     /// A file of `count` bytes (chunk-sized runs of one byte each), in a new directory.
-    func file(count: Int) throws -> String {
+    func file(count: Int, seed: Int = 0) throws -> String {
         let dir = try TestSupport.temporaryDirectory()
-        let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 / 1_000 &+ $0 % 7) }
+        let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 / 1_000 &+ $0 % 7 &+ seed) }
         try Data(bytes).write(to: URL(fileURLWithPath: dir + "/f"))
         return dir + "/f"
     }
@@ -80,6 +80,53 @@ import Testing
         #expect(try alice.replica.collectBlobs().map(\.id) == [first.id])
         #expect(!alice.replica.blobFiles.exists(first.id))
         try? FileManager.default.removeItem(atPath: alice.replica.blobFiles.directory)
+    }
+
+    /// In an encrypted group the key derives from the bytes and the epoch key (§24.1): the same
+    /// file twice is one blob (and stays sealed); after a rotation it is another; other bytes are
+    /// another; standard input, read once, gets a random key.
+    @Test func theSameBytesPutTwiceInAnEncryptedGroupAreOneBlobWithinAnEpoch() throws {
+        let alice = try TestReplica("alice")
+        let group = try alice.replica.createGroup(name: "album", encryption: GroupEncryptionSettings(history: false))
+        let path = try file(count: 100_000)
+        let other = try file(count: 100_000, seed: 1)
+        defer {
+            for p in [path, other] {
+                try? FileManager.default.removeItem(atPath: (p as NSString).deletingLastPathComponent)
+            }
+            try? FileManager.default.removeItem(atPath: alice.replica.blobFiles.directory)
+        }
+        let first = try alice.replica.storeBlob(from: path, in: group)
+        let second = try alice.replica.storeBlob(from: path, in: group)
+        #expect(first.key != nil && first.layout.sealed)
+        #expect(first == second)
+        #expect(try alice.replica.storedBlobs().count == 1)
+        #expect(try alice.replica.storeBlob(from: other, in: group).id != first.id)
+        // The stored chunks are not the plaintext.
+        let stored = try #require(try alice.replica.blobChunk(first.id, index: 0))
+        let plain = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(Array(stored.prefix(64)) != Array(plain.prefix(64)))
+        #expect(try alice.replica.blobPlaintext(first, chunk: 0) == plain)
+        try alice.replica.rotateEpochKey(of: group)
+        let rotated = try alice.replica.storeBlob(from: path, in: group)
+        #expect(rotated.id != first.id && rotated.key != first.key)
+        #expect(try alice.replica.blobPlaintext(rotated, chunk: 0) == plain)
+    }
+
+    /// PROTOCOL.md §24.1's example of the key derivation, computed independently (Python's
+    /// hashlib): an implementation that derives keys the same way dedupes with this one.
+    @Test func theBlobKeyDerivationMatchesTheProtocolExample() throws {
+        let epoch = try EpochKey(secret: SecureBytes([UInt8](repeating: 1, count: 32)))
+        #expect(
+            hexString(epoch.blobSecret.withUnsafeBytes { Array($0) })
+                == "9c8db0dfb7b49252d548aef393aa025b82afa3d295c97ebcd70c183d9639499e")
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: dir + "/hello"))
+        let key = try BlobFiles.convergentKey(of: dir + "/hello", secret: epoch.blobSecret)
+        #expect(
+            hexString(key.withUnsafeBytes { Array($0) })
+                == "763a6e7f43f087807b37a6fc9e45ea19d1cf0538cad8af9a8d27fbb4297ecec3")
     }
 
     @Test func layoutLimitsAreChecked() throws {
