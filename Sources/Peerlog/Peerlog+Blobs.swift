@@ -22,6 +22,10 @@ public struct PeerlogBlob: Sendable, Hashable {
     public let isPinned: Bool
     /// Whether its chunks are sealed (a blob of an encrypted group).
     public let isSealed: Bool
+    /// Whether it was put or imported here (kept until no value references it), not fetched.
+    public let isLocal: Bool
+    /// Whether the cache evicted it: fetched again only when read (``fetchBlob(_:in:)``).
+    public let isEvicted: Bool
 }
 
 extension Peerlog {
@@ -63,7 +67,7 @@ extension Peerlog {
             throw PeerlogError(.invalidValue, "the value of \"\(key)\" in group \(group) is not a blob")
         }
         return try call {
-            try replica.beginBlob(reference, for: group)
+            try replica.wantBlob(reference, for: group)
             return Self.blob(reference, try replica.storedBlob(reference.id))
         }
     }
@@ -86,6 +90,8 @@ extension Peerlog {
             }
             defer { if fd != 1 { close(fd) } }
             for index in 0..<reference.layout.chunkCount {
+                // In use while read: no cache eviction or collection takes it meanwhile.
+                if index % 32 == 0 { replica.touchBlob(reference.id) }
                 let plain = try replica.blobPlaintext(reference, chunk: index)
                 var done = 0
                 while done < plain.count {
@@ -112,6 +118,7 @@ extension Peerlog {
             }
             var data = Data(capacity: Int(reference.layout.size))
             for index in 0..<reference.layout.chunkCount {
+                if index % 32 == 0 { replica.touchBlob(reference.id) }
                 data.append(contentsOf: try replica.blobPlaintext(reference, chunk: index))
             }
             return data
@@ -123,7 +130,9 @@ extension Peerlog {
         try call { try replica.pinBlob(id, pinned) }
     }
 
-    /// Deletes the blobs held here that no current value references and no pin keeps.
+    /// Deletes the blobs held here that no value references (committed or tentative) and no pin
+    /// keeps, except those used in the last 10 s (a write may be about to reference one). A
+    /// running node does this by itself for blobs unreferenced for 24 hours.
     public func collectBlobs() async throws -> [PeerlogBlob] {
         try call { try replica.collectBlobs().map { Self.blob(nil, $0) } }
     }
@@ -136,6 +145,7 @@ extension Peerlog {
         let layout = stored?.layout ?? reference!.layout
         return PeerlogBlob(
             id: stored?.id ?? reference!.id, size: layout.size, heldBytes: stored?.heldBytes ?? 0,
-            isHeld: stored?.complete ?? false, isPinned: stored?.pinned ?? false, isSealed: layout.sealed)
+            isHeld: stored?.complete ?? false, isPinned: stored?.pinned ?? false, isSealed: layout.sealed,
+            isLocal: stored?.local ?? false, isEvicted: stored?.evicted ?? false)
     }
 }

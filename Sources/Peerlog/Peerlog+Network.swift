@@ -19,9 +19,14 @@ public struct NetworkOptions: Sendable {
     public var discovery = true
     /// Only devices presenting the same network id connect (default: Peerlog's own).
     public var networkID: String?
-    /// How often the node looks for writes by other processes (the CLI) to push them; writes
-    /// through this `Peerlog` are looked for as often.
+    /// How often the node looks for writes by other processes to push them. Writes through this
+    /// `Peerlog`, and by `peerlog` commands on the same home, are pushed at once.
     public var pollInterval: Duration = .milliseconds(250)
+    /// The most bytes of blobs fetched from peers the node keeps (16 GiB); over it the least
+    /// recently used are evicted, and fetched again when read. Blobs put here are not counted.
+    public var blobCacheBytes: UInt64 = 16 << 30
+    /// How long a blob no value references is kept before the node deletes it (24 hours).
+    public var blobGrace: Duration = .seconds(86_400)
     /// How long a connection may carry nothing before it is closed (10 s…1 h; default 90 s). The
     /// node sends a keepalive every third of it, so a peer that vanished (a closed lid, a cable
     /// pulled) is noticed within it (docs/PROTOCOL.md §15.2.12).
@@ -69,6 +74,8 @@ public struct NetworkOptions: Sendable {
         c.discovery = discovery
         if let networkID { c.channel.networkID = networkID }
         c.pollInterval = pollInterval
+        c.blobCacheBytes = blobCacheBytes
+        c.blobGrace = blobGrace
         c.controlSocket = controlSocket
         c.logLevel = logLevel
         c.metrics = metrics
@@ -84,6 +91,8 @@ public struct NetworkOptions: Sendable {
         discovery = c.discovery
         networkID = c.channel.networkID == NodeConfiguration().channel.networkID ? nil : c.channel.networkID
         pollInterval = c.pollInterval
+        blobCacheBytes = c.blobCacheBytes
+        blobGrace = c.blobGrace
         controlSocket = c.controlSocket
         logLevel = c.logLevel
         metrics = c.metrics

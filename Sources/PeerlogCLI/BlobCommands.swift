@@ -23,7 +23,8 @@ struct BlobCommand: AsyncParsableCommand {
 
 struct BlobList: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "List the blobs held here: id, size, bytes held, pinned, sealed.")
+        commandName: "list",
+        abstract: "List the blobs held here: id, size, bytes held (or evicted), put here or fetched, pinned, sealed.")
     @OptionGroup var home: HomeOptions
     @Flag(help: "Print a JSON array.") var json = false
 
@@ -37,7 +38,9 @@ struct BlobList: AsyncParsableCommand {
         printTable(
             blobs.map {
                 [
-                    $0.id.string, String($0.size), $0.isHeld ? "whole" : "\($0.heldBytes) held",
+                    $0.id.string, String($0.size),
+                    $0.isHeld ? "whole" : $0.isEvicted ? "evicted" : "\($0.heldBytes) held",
+                    $0.isLocal ? "put here" : "fetched",
                     $0.isPinned ? "pinned" : "",
                     $0.isSealed ? "sealed" : "",
                 ]
@@ -106,6 +109,7 @@ struct BlobFetch: AsyncParsableCommand {
         .object([
             ("id", .string(b.id.string)), ("size", .int(b.size)), ("held", .int(b.heldBytes)),
             ("whole", .bool(b.isHeld)), ("pinned", .bool(b.isPinned)), ("sealed", .bool(b.isSealed)),
+            ("local", .bool(b.isLocal)), ("evicted", .bool(b.isEvicted)),
         ])
     }
 }

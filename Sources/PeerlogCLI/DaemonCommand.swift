@@ -59,6 +59,17 @@ struct Daemon: AsyncParsableCommand {
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "The most MB of blobs fetched from peers to keep; over it the least recently used are evicted and fetched again when read (default 16384).",
+            valueName: "MB"))
+    var blobCache: UInt64?
+
+    @Option(
+        help: ArgumentHelp(
+            "Hours a blob no value references is kept before it is deleted (default 24).", valueName: "hours"))
+    var blobGrace: UInt64?
+
     @OptionGroup var capture: DaemonCaptureOptions
 
     @OptionGroup var httpOptions: HTTPOptions
@@ -77,6 +88,14 @@ struct Daemon: AsyncParsableCommand {
         }
         if let network { options.networkID = network }
         if noDiscovery { options.discovery = false }
+        if let blobCache {
+            guard blobCache <= 1 << 40 else { throw CLIError("--blob-cache is at most \(1 << 40) MB") }
+            options.blobCacheBytes = blobCache * 1_000_000
+        }
+        if let blobGrace {
+            guard blobGrace <= 24 * 365 else { throw CLIError("--blob-grace is at most \(24 * 365) hours") }
+            options.blobGrace = .seconds(blobGrace * 3_600)
+        }
         if let logLevel {
             options.logLevel = try NodeConfiguration.logLevel(
                 named: logLevel, setting: "--log-level", failure: { CLIError($0) })

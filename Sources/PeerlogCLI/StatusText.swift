@@ -55,8 +55,12 @@ enum StatusText {
                     "  \(r.invalid ? "INVALID " : "")\(r.cid) of group \(r.group)\(claims) from \(r.from)  \(duration(now > r.at ? now - r.at : 0)) ago: \(r.reason)\n"
             }
         }
-        if let blobs = s.blobs, !blobs.fetching.isEmpty || blobs.receivedBytes > 0 || blobs.servedBytes > 0 {
+        if let blobs = s.blobs,
+            !blobs.fetching.isEmpty || blobs.receivedBytes > 0 || blobs.servedBytes > 0 || blobs.heldBytes > 0
+        {
             out += "blobs: \(blobs.receivedBytes) bytes received, \(blobs.servedBytes) served since start\n"
+            out +=
+                "  \(blobs.heldBytes) bytes held, \(blobs.cachedBytes) of them fetched (cache limit \(blobs.cacheLimitBytes))\n"
             for f in blobs.fetching {
                 let share = f.size == 0 ? 100 : Int(f.heldBytes * 100 / f.size)
                 out += "  fetching \(f.blob) of group \(f.group): \(f.heldBytes) of \(f.size) bytes (\(share)%)\n"

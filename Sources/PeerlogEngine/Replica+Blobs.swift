@@ -24,7 +24,7 @@ extension Replica {
         let key = try blobKey(for: source, in: group, state: state)
         let stored = try blobFiles.store(from: source, key: key, progress: progress)
         try store.write { db in
-            try db.addBlob(stored.id, layout: stored.layout, hashes: stored.hashes, complete: true, now: clock())
+            try db.addLocalBlob(stored.id, layout: stored.layout, hashes: stored.hashes, now: clock())
             try db.addBlobGroup(stored.id, group)
         }
         return try BlobReference(id: stored.id, layout: stored.layout, key: key)
@@ -54,6 +54,15 @@ extension Replica {
         try store.read { try $0.blobsWanted(limit: limit) }
     }
 
+    /// Bytes of the whole blobs held, and of those fetched from peers (the cache).
+    package func blobBytesHeld() throws -> (whole: UInt64, cached: UInt64) {
+        try store.read { (try $0.wholeBlobBytes(), try $0.cachedBlobBytes()) }
+    }
+
+    /// The blobs current values reference that this device has no record of (what a node
+    /// would start to prefetch), in order.
+    package func wantedBlobIDs() throws -> [BlobID] { try blobsWanted().map(\.reference.id).sorted() }
+
     /// Current values that reference `id`.
     package func blobUses(_ id: BlobID) throws -> [BlobUse] { try store.read { try $0.blobUses(id) } }
 
@@ -71,9 +80,23 @@ extension Replica {
     /// Starts fetching blob `id` of `layout` for `group` (a relay told of it by a member).
     package func beginBlob(_ id: BlobID, layout: BlobLayout, for group: GroupID) throws {
         try store.write { db in
-            try db.addBlob(id, layout: layout, hashes: nil, complete: false, now: clock())
+            try db.addBlob(id, layout: layout, now: clock())
             try db.addBlobGroup(id, group)
         }
+    }
+
+    /// A reader asked for the blob: fetched for `group` when not held, also after an eviction.
+    package func wantBlob(_ reference: BlobReference, for group: GroupID) throws {
+        try store.write { db in
+            try db.addBlob(reference.id, layout: reference.layout, now: clock())
+            try db.unevictBlob(reference.id)
+            try db.addBlobGroup(reference.id, group)
+        }
+    }
+
+    /// The blob was read now (best effort: a read-only store keeps the older time).
+    package func touchBlob(_ id: BlobID) {
+        try? store.write { try $0.touchBlob(id, now: clock()) }
     }
 
     /// Blobs not held whole, each with a group it is fetched for.
@@ -141,7 +164,10 @@ extension Replica {
         let held = try store.write { try $0.markBlobChunk(id, index) }
         guard held == blob.layout.chunkCount else { return .written(held: held) }
         try blobFiles.finish(id)
-        try store.write { try $0.completeBlob(id) }
+        try store.write { db in
+            try db.completeBlob(id)
+            try db.touchBlob(id, now: clock())
+        }
         return .completed
     }
 
@@ -152,10 +178,8 @@ extension Replica {
     ) throws {
         try blobFiles.adopt(temporary, as: id)
         try store.write { db in
-            try db.addBlob(id, layout: layout, hashes: hashes, complete: true, now: clock())
-            // A fetch of it may have started: it is whole now.
-            try db.setBlobHashes(id, hashes)
-            try db.completeBlob(id)
+            // A fetch of it may have started, or it was evicted: it is whole now, and this device's.
+            try db.addLocalBlob(id, layout: layout, hashes: hashes, now: clock())
             if let group { try db.addBlobGroup(id, group) }
         }
     }
@@ -199,24 +223,67 @@ extension Replica {
         try store.write { try $0.setBlobPinned(id, pinned) }
     }
 
-    /// Deletes the whole blobs no current value references and no pin keeps; returns them. Not
-    /// one being fetched, and not one kept for a group this device relays (it cannot read the
-    /// values that reference them, so it cannot tell).
-    package func collectBlobs() throws -> [StoredBlob] {
-        let candidates = try store.read { try $0.unreferencedBlobs() }
+    /// Deletes the whole blobs that no value references, committed or tentative, since
+    /// `graceMs` or longer, and that no pin keeps; returns them (docs/PROTOCOL.md §24.6). Never
+    /// one being fetched, one put, read or fetched in the last `BlobRetention.inUseMs` (a write
+    /// may be about to reference it), nor one kept for a group this device relays (it cannot
+    /// read the values that reference them, so it cannot tell).
+    package func collectBlobs(graceMs: UInt64 = 0) throws -> [StoredBlob] {
+        let now = clock()
+        try store.write { try $0.markUnreferencedBlobs(now: now) }
+        let candidates = try store.read {
+            try $0.collectableBlobs(
+                unreferencedBy: now &- min(graceMs, now), usedBy: now &- min(BlobRetention.inUseMs, now))
+        }
+        let gone = try notRelayed(candidates)
+        try store.write { db in for b in gone { try db.deleteBlob(b.id) } }
+        for b in gone { blobFiles.remove(b.id) }
+        return gone
+    }
+
+    /// Evicts fetched blobs, least recently used first, until the whole ones fetched here take
+    /// at most `cacheBytes`; returns them. Never one put or imported here, one a pin keeps, one
+    /// used in the last `BlobRetention.inUseMs`, or one kept for a group this device relays. An
+    /// evicted blob is fetched again when a reader asks for it.
+    package func evictBlobs(toFit cacheBytes: UInt64) throws -> [StoredBlob] {
+        var over = try store.read { try $0.cachedBlobBytes() }
+        guard over > cacheBytes else { return [] }
+        over -= cacheBytes
+        let now = clock()
+        var evicted: [StoredBlob] = []
+        let candidates = try store.read {
+            try $0.evictionCandidates(usedBy: now &- min(BlobRetention.inUseMs, now), limit: 1_000)
+        }
+        for blob in try notRelayed(candidates) {
+            guard over > 0 else { break }
+            try store.write { try $0.evictBlob(blob.id) }
+            blobFiles.remove(blob.id)
+            evicted.append(blob)
+            over -= min(over, blob.layout.size)
+        }
+        return evicted
+    }
+
+    /// The blobs of `candidates` not kept for a group this device relays.
+    private func notRelayed(_ candidates: [(blob: StoredBlob, groups: [GroupID])]) throws -> [StoredBlob] {
         var relayed: [GroupID: Bool] = [:]
-        var gone: [StoredBlob] = []
-        for (blob, groups) in candidates {
-            let kept = try groups.contains { g in
+        return try candidates.filter { _, groups in
+            try !groups.contains { g in
                 if let known = relayed[g] { return known }
                 let here = try relaysHere(g)
                 relayed[g] = here
                 return here
             }
-            if !kept { gone.append(blob) }
-        }
-        try store.write { db in for b in gone { try db.deleteBlob(b.id) } }
-        for b in gone { blobFiles.remove(b.id) }
-        return gone
+        }.map(\.blob)
     }
+}
+
+/// How long blobs are kept (docs/PROTOCOL.md §24.6).
+package enum BlobRetention {
+    /// A blob put, read or fetched this recently is in use: never collected or evicted (10 s).
+    package static let inUseMs: UInt64 = 10_000
+    /// A blob no value references is collected after this long by a running node (24 h).
+    package static let graceMs: UInt64 = 24 * 3_600_000
+    /// The fetched blobs a running node keeps, by default (16 GiB).
+    package static let cacheBytes: UInt64 = 16 << 30
 }

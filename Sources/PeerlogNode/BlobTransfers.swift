@@ -34,6 +34,12 @@ final class BlobTransfers: @unchecked Sendable {
         var pausedUntil: UInt64?
     }
 
+    /// What the node keeps (docs/PROTOCOL.md §24.6), applied once a minute.
+    struct Keeping: Sendable {
+        var cacheBytes = BlobRetention.cacheBytes
+        var graceMs = BlobRetention.graceMs
+    }
+
     /// Blobs of at most this many bytes are fetched as soon as a value references them.
     static let prefetchBytes: UInt64 = 64 << 20
     /// Chunks one request asks for, and chunks in flight per blob (the window).
@@ -49,6 +55,7 @@ final class BlobTransfers: @unchecked Sendable {
     let replica: Replica
     let logger: Logger
     let clock: @Sendable () -> UInt64
+    let keeping: Keeping
     private let queue = DispatchQueue(label: "peerlog.node.blobs")
     // Queue-confined.
     private var peers: [UInt64: Peer] = [:]
@@ -62,15 +69,27 @@ final class BlobTransfers: @unchecked Sendable {
     /// Blobs told to each relay connection.
     private var announcements: [UInt64: Set<BlobID>] = [:]
     private var publishedAt: UInt64 = 0
+    private var keptAt: UInt64 = 0
+    /// When each blob served lately was last marked used (at most every 5 s), so the cache and
+    /// collection leave a blob alone while peers fetch it.
+    private var servedAt: [BlobID: UInt64] = [:]
+    /// The blob bytes held, as `keep` last counted them (status).
+    private var heldBytes: (whole: UInt64, cached: UInt64) = (0, 0)
+    /// A fetch completed since: count them again at the next status.
+    private var heldChanged = true
     /// Bytes of chunks written and served since start (status).
     private(set) var received: UInt64 = 0
     private(set) var served: UInt64 = 0
-    private let published = Mutex(BlobsStatus(fetching: [], receivedBytes: 0, servedBytes: 0))
+    private let published = Mutex(
+        BlobsStatus(
+            fetching: [], receivedBytes: 0, servedBytes: 0, heldBytes: 0, cachedBytes: 0,
+            cacheLimitBytes: BlobRetention.cacheBytes))
 
-    init(replica: Replica, logger: Logger, clock: @escaping @Sendable () -> UInt64) {
+    init(replica: Replica, logger: Logger, clock: @escaping @Sendable () -> UInt64, keeping: Keeping = .init()) {
         self.replica = replica
         self.logger = logger
         self.clock = clock
+        self.keeping = keeping
     }
 
     /// The connections and the groups their sessions sync now (from the hub, on its ticks).
@@ -128,6 +147,11 @@ final class BlobTransfers: @unchecked Sendable {
             return send(.hashes(blob: blob, id: request, hashes: hashes), to: peer)
         }
         guard let hashes = stored.hashes else { return missing("its chunk hashes are not held yet") }
+        let now = clock()
+        if now >= servedAt[blob, default: 0] &+ 5_000 {
+            servedAt[blob] = now
+            replica.touchBlob(blob)
+        }
         let chunks = UInt64(stored.layout.chunkCount)
         guard from < chunks, count <= chunks - from else {
             return missing("chunks \(from) to \(from) + \(count) - 1 are outside the blob's \(chunks)")
@@ -162,6 +186,7 @@ final class BlobTransfers: @unchecked Sendable {
             case .completed:
                 received += UInt64(data.count)
                 fetches[blob] = nil
+                heldChanged = true
                 logger.info("blob \(blob) of group \(f.group) is whole (\(f.layout.size) bytes)")
                 return
             case .written:
@@ -201,6 +226,10 @@ final class BlobTransfers: @unchecked Sendable {
             scan()
         }
         for blob in fetches.keys.sorted() { advance(blob, now: now) }
+        if keptAt == 0 || now >= keptAt &+ 60_000 {
+            keptAt = now
+            keep()
+        }
         if now >= publishedAt &+ 200 || fetches.isEmpty {
             publishedAt = now
             publishStatus()
@@ -326,6 +355,29 @@ final class BlobTransfers: @unchecked Sendable {
         }
     }
 
+    /// Deletes blobs no value has referenced for the grace period and evicts fetched ones over
+    /// the cache size, least recently used first (never one being fetched or served).
+    private func keep() {
+        servedAt = servedAt.filter { clock() < $0.value &+ 60_000 }
+        do {
+            let gone = try replica.collectBlobs(graceMs: keeping.graceMs)
+            if !gone.isEmpty {
+                logger.info(
+                    "deleted \(gone.count) blob(s), \(gone.reduce(0) { $0 + $1.layout.size }) bytes, that no value has referenced for \(keeping.graceMs / 1_000) s"
+                )
+            }
+            let evicted = try replica.evictBlobs(toFit: keeping.cacheBytes)
+            if !evicted.isEmpty {
+                logger.info(
+                    "evicted \(evicted.count) fetched blob(s), \(evicted.reduce(0) { $0 + $1.layout.size }) bytes, least recently used first: the cache holds at most \(keeping.cacheBytes) bytes"
+                )
+            }
+            heldBytes = try replica.blobBytesHeld()
+        } catch {
+            logger.error("cannot collect or evict blobs: \(error)")
+        }
+    }
+
     /// The transfers as `pump` last left them (read without waiting for the queue).
     func status() -> BlobsStatus { published.withLock { $0 } }
 
@@ -335,7 +387,13 @@ final class BlobTransfers: @unchecked Sendable {
                 blob: f.id.string, group: f.group.string, size: f.layout.size,
                 heldBytes: (try? replica.storedBlob(f.id))??.heldBytes ?? 0, requests: f.inFlight.count)
         }
-        let status = BlobsStatus(fetching: fetching, receivedBytes: received, servedBytes: served)
+        if heldChanged {
+            heldChanged = false
+            heldBytes = (try? replica.blobBytesHeld()) ?? heldBytes
+        }
+        let status = BlobsStatus(
+            fetching: fetching, receivedBytes: received, servedBytes: served, heldBytes: heldBytes.whole,
+            cachedBytes: heldBytes.cached, cacheLimitBytes: keeping.cacheBytes)
         published.withLock { $0 = status }
     }
 }

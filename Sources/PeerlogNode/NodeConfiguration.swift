@@ -34,6 +34,11 @@ public struct NodeConfiguration: Sendable {
     public var limits = NodeLimits()
     /// How often the node looks for writes made by other processes (the CLI) to push them.
     public var pollInterval: Duration = .milliseconds(250)
+    /// The most bytes of blobs fetched from peers this home keeps (16 GiB): over it, the least
+    /// recently used are evicted (fetched again when read). Blobs put here are not counted.
+    public var blobCacheBytes: UInt64 = BlobRetention.cacheBytes
+    /// How long a blob no value references is kept before it is deleted (24 hours).
+    public var blobGrace: Duration = .seconds(BlobRetention.graceMs / 1_000)
     /// One tick of elected sequencers (§18): elections time out after 6–12 ticks, leaders
     /// send heartbeats every 2.
     public var electionTick: Duration = .milliseconds(100)

@@ -86,7 +86,7 @@ final class NodeHub: @unchecked Sendable {
         replica: Replica, device: LocalDevice, allow: Set<IdentityID>, openAdmission: Bool = false, logger: Logger,
         cadence: NodeStateMachine.Cadence = .init(), clock: @escaping @Sendable () -> UInt64 = WallClock.nowMillis,
         executor: Executor = .queue(DispatchQueue(label: "peerlog.node.hub")), metrics: NodeMetrics = NodeMetrics(),
-        syncLimits: SyncLimits = SyncLimits()
+        syncLimits: SyncLimits = SyncLimits(), blobKeeping: BlobTransfers.Keeping = .init()
     ) {
         self.syncLimits = syncLimits
         self.metrics = metrics
@@ -96,7 +96,7 @@ final class NodeHub: @unchecked Sendable {
         self.clock = clock
         self.executor = executor
         self.capture = CaptureControl(logger: logger)
-        self.blobs = BlobTransfers(replica: replica, logger: logger, clock: clock)
+        self.blobs = BlobTransfers(replica: replica, logger: logger, clock: clock, keeping: blobKeeping)
         self.election = ElectedSequencerDriver(replica: replica, seed: UInt64.random(in: 0...UInt64.max))
         let admission = NodeAdmission(configured: allow.union([device.identity]), open: openAdmission)
         self.admission = Mutex(admission)

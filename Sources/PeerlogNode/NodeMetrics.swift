@@ -108,6 +108,9 @@ public final class NodeMetrics: Sendable {
             gauge("peerlog_blob_bytes_received", []).record(Int64(clamping: blobs.receivedBytes))
             gauge("peerlog_blob_bytes_served", []).record(Int64(clamping: blobs.servedBytes))
             gauge("peerlog_blob_fetches", []).record(Int64(blobs.fetching.count))
+            gauge("peerlog_blob_bytes_held", []).record(Int64(clamping: blobs.heldBytes))
+            gauge("peerlog_blob_cache_bytes", []).record(Int64(clamping: blobs.cachedBytes))
+            gauge("peerlog_blob_cache_limit_bytes", []).record(Int64(clamping: blobs.cacheLimitBytes))
             gauge("peerlog_blob_fetch_bytes_held", []).record(
                 Int64(clamping: blobs.fetching.reduce(0) { $0 + $1.heldBytes }))
             gauge("peerlog_blob_fetch_bytes_total", []).record(

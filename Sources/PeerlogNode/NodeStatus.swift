@@ -55,6 +55,12 @@ public struct BlobsStatus: Codable, Sendable, Equatable {
     public var receivedBytes: UInt64
     /// Bytes of chunks served to peers since the daemon started.
     public var servedBytes: UInt64
+    /// Bytes of the whole blobs held here.
+    public var heldBytes: UInt64
+    /// Of those, bytes of blobs fetched from peers (the cache).
+    public var cachedBytes: UInt64
+    /// The most the cache keeps before it evicts (`NodeConfiguration.blobCacheBytes`).
+    public var cacheLimitBytes: UInt64
 }
 
 /// One blob being fetched.

@@ -67,7 +67,9 @@ public final class PeerlogNode: Service, Sendable {
         hub = NodeHub(
             replica: self.replica, device: device, allow: configuration.allow,
             openAdmission: configuration.openAdmission, logger: logger, cadence: cadence,
-            metrics: configuration.metrics ?? NodeMetrics(), syncLimits: configuration.syncLimits)
+            metrics: configuration.metrics ?? NodeMetrics(), syncLimits: configuration.syncLimits,
+            blobKeeping: .init(
+                cacheBytes: configuration.blobCacheBytes, graceMs: NodeHub.milliseconds(configuration.blobGrace)))
         dialers = configuration.peers.map { Dialer(address: $0) }
         pairing = PairingHost(
             grants: PairingGrants(device: device, replica: self.replica), logger: logger,

@@ -17,6 +17,7 @@ enum Migrations {
         m.registerMigration("0011_offline_limits", migrate: Migration0011.migrate)
         m.registerMigration("0012_evidence_caps", migrate: Migration0012.migrate)
         m.registerMigration("0013_blobs", migrate: Migration0013.migrate)
+        m.registerMigration("0014_blob_cache", migrate: Migration0014.migrate)
         return m
     }
 }

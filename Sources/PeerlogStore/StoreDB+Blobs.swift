@@ -16,6 +16,10 @@ package struct StoredBlob: Sendable, Hashable {
     /// Every chunk held: the file is renamed to its final name.
     package let complete: Bool
     package let pinned: Bool
+    /// Put or imported here (never evicted), not fetched.
+    package let local: Bool
+    /// Evicted from the cache: fetched again only when a reader asks.
+    package let evicted: Bool
 
     package func holds(chunk index: Int) -> Bool {
         complete || (index / 8 < have.count && have[index / 8] & (1 << (index % 8)) != 0)
@@ -49,20 +53,112 @@ extension StoreDB {
         return StoredBlob(
             id: try BlobID(bytes: (r["id"] as Data).bytes), layout: layout, hashes: (r["hashes"] as Data?)?.bytes,
             have: (r["have"] as Data).bytes, held: Int(r["held"] as Int64), complete: r["complete"] as Int64 != 0,
-            pinned: r["pinned"] as Int64 != 0)
+            pinned: r["pinned"] as Int64 != 0, local: r["local"] as Int64 != 0, evicted: r["evicted"] as Int64 != 0)
     }
 
-    /// Records a blob this device starts to hold (nothing when it is known already).
-    package func addBlob(_ id: BlobID, layout: BlobLayout, hashes: [UInt8]?, complete: Bool, now: UInt64) throws {
+    /// Records a blob this device starts to fetch (nothing when it is known already).
+    package func addBlob(_ id: BlobID, layout: BlobLayout, now: UInt64) throws {
         try execute(
             """
-            INSERT OR IGNORE INTO blobs (id, size, chunk_bytes, sealed, hashes, have, held, complete, added_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT OR IGNORE INTO blobs (id, size, chunk_bytes, sealed, have, added_at, used_at)
+                VALUES (?, ?, ?, ?, X'', ?, ?)
             """,
-            [
-                id.bytes.blob, layout.size.sql, Int64(layout.chunkBytes), layout.sealed ? 1 : 0, hashes?.blob,
-                Data(), complete ? layout.chunkCount : 0, complete ? 1 : 0, now.sql,
-            ])
+            [id.bytes.blob, layout.size.sql, Int64(layout.chunkBytes), layout.sealed ? 1 : 0, now.sql, now.sql])
+    }
+
+    /// Records a blob put or imported here whole: this device's own (never evicted), used now;
+    /// also when a fetch of it had started or it had been evicted.
+    package func addLocalBlob(_ id: BlobID, layout: BlobLayout, hashes: [UInt8], now: UInt64) throws {
+        try addBlob(id, layout: layout, now: now)
+        try execute(
+            """
+            UPDATE blobs SET hashes = ?, complete = 1, have = X'', held = ?, local = 1, evicted = 0, used_at = ?
+                WHERE id = ?
+            """, [hashes.blob, Int64(layout.chunkCount), now.sql, id.bytes.blob])
+    }
+
+    /// A reader asked for the blob: fetched again if it was evicted.
+    package func unevictBlob(_ id: BlobID) throws {
+        try execute("UPDATE blobs SET evicted = 0 WHERE id = ? AND evicted = 1", [id.bytes.blob])
+    }
+
+    /// The blob was read, put or fetched now (the cache evicts the least recently used first).
+    package func touchBlob(_ id: BlobID, now: UInt64) throws {
+        try execute("UPDATE blobs SET used_at = ? WHERE id = ? AND used_at < ?", [now.sql, id.bytes.blob, now.sql])
+    }
+
+    /// Marks the blobs no value references, committed or tentative, as unreferenced since `now`
+    /// (kept when marked before), and clears the mark of those referenced again.
+    package func markUnreferencedBlobs(now: UInt64) throws {
+        let tentative = """
+            SELECT substr(value, 21, 32) FROM overlay_entities
+                WHERE value IS NOT NULL AND substr(value, 1, 14) = \(Migration0013.referencePrefix)
+            """
+        try execute(
+            """
+            UPDATE blobs SET unreferenced_since = NULL WHERE unreferenced_since IS NOT NULL
+                AND (EXISTS (SELECT 1 FROM blob_refs r WHERE r.blob = blobs.id) OR id IN (\(tentative)))
+            """)
+        try execute(
+            """
+            UPDATE blobs SET unreferenced_since = ? WHERE unreferenced_since IS NULL
+                AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.blob = blobs.id) AND id NOT IN (\(tentative))
+            """, [now.sql])
+    }
+
+    /// Whole blobs unpinned, unreferenced since `unreferencedBy` or earlier and not used since
+    /// `usedBy`, each with the groups it was kept for.
+    package func collectableBlobs(
+        unreferencedBy: UInt64, usedBy: UInt64
+    ) throws -> [(
+        blob: StoredBlob, groups: [GroupID]
+    )] {
+        try withGroups(
+            rows(
+                """
+                SELECT * FROM blobs WHERE pinned = 0 AND complete = 1 AND unreferenced_since <= ? AND used_at <= ?
+                """, [unreferencedBy.sql, usedBy.sql]))
+    }
+
+    /// Bytes of the whole blobs held here.
+    package func wholeBlobBytes() throws -> UInt64 {
+        UInt64(sql: try int("SELECT IFNULL(SUM(size), 0) FROM blobs WHERE complete = 1") ?? 0)
+    }
+
+    /// Bytes of the whole blobs fetched here (the cache; blobs put here are not in it).
+    package func cachedBlobBytes() throws -> UInt64 {
+        UInt64(sql: try int("SELECT IFNULL(SUM(size), 0) FROM blobs WHERE complete = 1 AND local = 0") ?? 0)
+    }
+
+    /// Whole fetched blobs no pin keeps and not used since `usedBy`, least recently used first,
+    /// each with its groups.
+    package func evictionCandidates(usedBy: UInt64, limit: Int) throws -> [(blob: StoredBlob, groups: [GroupID])] {
+        try withGroups(
+            rows(
+                """
+                SELECT * FROM blobs WHERE complete = 1 AND local = 0 AND pinned = 0 AND used_at <= ?
+                    ORDER BY used_at, id LIMIT ?
+                """, [usedBy.sql, limit]))
+    }
+
+    /// The blob's file is gone from the cache: its row stays (so the values that reference it do
+    /// not fetch it again) until a reader asks for it.
+    package func evictBlob(_ id: BlobID) throws {
+        try execute(
+            """
+            UPDATE blobs SET evicted = 1, complete = 0, held = 0, have = X'', unreferenced_since = NULL
+                WHERE id = ?
+            """, [id.bytes.blob])
+    }
+
+    private func withGroups(_ rows: [Row]) throws -> [(blob: StoredBlob, groups: [GroupID])] {
+        try rows.map { r in
+            let blob = try Self.storedBlob(r)
+            let groups = try self.rows("SELECT group_id FROM blob_groups WHERE blob = ?", [blob.id.bytes.blob]).map {
+                try GroupID(bytes: ($0["group_id"] as Data).bytes)
+            }
+            return (blob, groups)
+        }
     }
 
     package func setBlobHashes(_ id: BlobID, _ hashes: [UInt8]) throws {
@@ -123,7 +219,7 @@ extension StoreDB {
         try rows(
             """
             SELECT b.*, (SELECT g.group_id FROM blob_groups g WHERE g.blob = b.id LIMIT 1) AS fetch_group
-                FROM blobs b WHERE b.complete = 0 LIMIT ?
+                FROM blobs b WHERE b.complete = 0 AND b.evicted = 0 LIMIT ?
             """, [limit]
         ).compactMap { r in
             guard let group = (r["fetch_group"] as Data?).flatMap({ try? GroupID(bytes: $0.bytes) }) else { return nil }
@@ -146,21 +242,6 @@ extension StoreDB {
 
     /// Whole blobs held that no current value references and that are not pinned (one being
     /// fetched is never among them), with the groups each is kept for.
-    package func unreferencedBlobs() throws -> [(blob: StoredBlob, groups: [GroupID])] {
-        try rows(
-            """
-            SELECT * FROM blobs b WHERE pinned = 0 AND complete = 1
-                AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.blob = b.id)
-            """
-        ).map { r in
-            let blob = try Self.storedBlob(r)
-            let groups = try rows("SELECT group_id FROM blob_groups WHERE blob = ?", [blob.id.bytes.blob]).map {
-                try GroupID(bytes: ($0["group_id"] as Data).bytes)
-            }
-            return (blob, groups)
-        }
-    }
-
     static func blobUse(_ r: Row) throws -> BlobUse? {
         guard let value = try? CBORDecoder().decode((r["value"] as Data).bytes),
             let reference = BlobReference(value: value)

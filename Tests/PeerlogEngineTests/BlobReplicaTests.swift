@@ -73,6 +73,9 @@ import Testing
         let second = try alice.replica.storeBlob(from: path, in: group)
         #expect(first == second)
         #expect(try alice.replica.storedBlobs().count == 1)
+        // Just put: in use (a write may be about to reference it), so not collected yet.
+        #expect(try alice.replica.collectBlobs().isEmpty)
+        alice.clock.advance(BlobRetention.inUseMs)
         // No value references it (it was stored, never put): collected, unless pinned.
         #expect(try alice.replica.pinBlob(first.id, true))
         #expect(try alice.replica.collectBlobs().isEmpty)
@@ -127,6 +130,87 @@ import Testing
         #expect(
             hexString(key.withUnsafeBytes { Array($0) })
                 == "763a6e7f43f087807b37a6fc9e45ea19d1cf0538cad8af9a8d27fbb4297ecec3")
+    }
+
+    /// Collection (§24.6): a blob that a value references, committed or only tentative (a
+    /// member's write the sequencer has not ordered), is never collected; one unreferenced is
+    /// collected once it stayed so for the grace period; a pin keeps it.
+    @Test func collectionNeverTakesABlobAValueReferences() throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob", clock: alice.clock)
+        let group = try groupWith(owner: alice, members: [bob])
+        let paths = try (0..<3).map { try file(count: 50_000, seed: 10 + $0) }
+        defer {
+            for p in paths { try? FileManager.default.removeItem(atPath: (p as NSString).deletingLastPathComponent) }
+            for r in [alice, bob] { try? FileManager.default.removeItem(atPath: r.replica.blobFiles.directory) }
+        }
+        let refs = try paths.map { try bob.replica.storeBlob(from: $0, in: group) }
+        // Bob's writes stay tentative: Alice (the sequencer) has not seen them.
+        try bob.replica.append(.entityPut(key: "a", value: refs[0].cbor), to: group)
+        try bob.replica.append(.entityPut(key: "b", value: refs[1].cbor), to: group)
+        let grace: UInt64 = 3_600_000
+        alice.clock.advance(BlobRetention.inUseMs)
+        #expect(try bob.replica.collectBlobs(graceMs: grace).isEmpty, "unreferenced only since now")
+        alice.clock.advance(grace)
+        #expect(try bob.replica.collectBlobs(graceMs: grace).map(\.id) == [refs[2].id])
+        // Committed now; then "b" points elsewhere: its blob goes after the grace, "a"'s stays.
+        try bob.send(group, to: alice)
+        try alice.send(group, to: bob)
+        #expect(try bob.get("a", group, .committed) == refs[0].cbor)
+        try bob.replica.append(.entityPut(key: "b", value: "plain"), to: group)
+        alice.clock.advance(grace)
+        #expect(try bob.replica.collectBlobs(graceMs: grace).isEmpty, "the committed value still references it")
+        try bob.send(group, to: alice)
+        try alice.send(group, to: bob)
+        #expect(try bob.replica.collectBlobs(graceMs: grace).isEmpty, "unreferenced only since now")
+        alice.clock.advance(grace)
+        #expect(try bob.replica.pinBlob(refs[1].id, true))
+        #expect(try bob.replica.collectBlobs(graceMs: grace).isEmpty, "pinned")
+        #expect(try bob.replica.pinBlob(refs[1].id, false))
+        #expect(try bob.replica.collectBlobs(graceMs: grace).map(\.id) == [refs[1].id])
+        #expect(try bob.replica.storedBlob(refs[0].id)?.complete == true)
+        #expect(bob.replica.blobFiles.exists(refs[0].id) && !bob.replica.blobFiles.exists(refs[1].id))
+    }
+
+    /// The cache (§24.6): over its size, fetched blobs go least recently used first; never one
+    /// put here, one pinned or one just used. An evicted blob is not fetched again by itself
+    /// (its value still references it) until a reader asks.
+    @Test func theCacheEvictsFetchedBlobsLeastRecentlyUsedFirst() throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob", clock: alice.clock)
+        let group = try groupWith(owner: alice, members: [bob])
+        let paths = try (0..<4).map { try file(count: 100_000, seed: 20 + $0) }
+        defer {
+            for p in paths { try? FileManager.default.removeItem(atPath: (p as NSString).deletingLastPathComponent) }
+            for r in [alice, bob] { try? FileManager.default.removeItem(atPath: r.replica.blobFiles.directory) }
+        }
+        let refs = try paths.map { try alice.replica.storeBlob(from: $0, in: group) }
+        for (i, r) in refs.enumerated() { try alice.replica.append(.entityPut(key: "k\(i)", value: r.cbor), to: group) }
+        try alice.send(group, to: bob)
+        // Bob fetches the first three, one a minute; pins the first; puts the fourth himself.
+        for r in refs[0..<3] {
+            try bob.replica.beginBlob(r, for: group)
+            #expect(try bob.replica.acceptBlobHashes(r.id, #require(try alice.replica.storedBlob(r.id)?.hashes)))
+            let chunk = try #require(try alice.replica.blobChunk(r.id, index: 0))
+            #expect(try bob.replica.acceptBlobChunk(r.id, index: 0, bytes: chunk) == .completed)
+            alice.clock.advance(60_000)
+        }
+        _ = try bob.replica.storeBlob(from: paths[3], in: group)
+        #expect(try bob.replica.pinBlob(refs[0].id, true))
+        #expect(try bob.replica.wantedBlobIDs() == [])
+        // Room for one fetched blob: the oldest unpinned (refs[1]) goes, then refs[2] would
+        // fit. Reading refs[1]... it is gone; a reader's fetch wants it again.
+        #expect(try bob.replica.evictBlobs(toFit: 250_000).map(\.id) == [refs[1].id])
+        #expect(try bob.replica.evictBlobs(toFit: 250_000).isEmpty)
+        #expect(try bob.replica.storedBlob(refs[1].id)?.evicted == true)
+        #expect(!bob.replica.blobFiles.exists(refs[1].id))
+        #expect(try bob.replica.incompleteBlobs().isEmpty && bob.replica.wantedBlobIDs() == [])
+        // Nothing fits: every unpinned fetched one goes, the pinned one and Bob's own stay.
+        #expect(try bob.replica.evictBlobs(toFit: 0).map(\.id) == [refs[2].id])
+        #expect(try bob.replica.storedBlob(refs[0].id)?.complete == true)
+        #expect(try bob.replica.storedBlob(refs[3].id)?.complete == true)
+        try bob.replica.wantBlob(refs[1], for: group)
+        #expect(try bob.replica.incompleteBlobs().map(\.blob.id) == [refs[1].id])
     }
 
     @Test func layoutLimitsAreChecked() throws {
