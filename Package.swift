@@ -227,6 +227,7 @@ let package = Package(
             name: "PeerlogTests",
             dependencies: [
                 "Peerlog", "PeerlogStore", "PeerlogModel", "PeerlogCLI", "PeerlogNotes", "PeerlogTestSupport",
+                "PeerlogEngine", "PeerlogEncoding", "PeerlogCrypto",
             ]),
         // Depends on the executable so `swift test` builds the binary it runs.
         .testTarget(

@@ -24,7 +24,7 @@ public struct PeerlogBlob: Sendable, Hashable {
     public let isSealed: Bool
     /// Whether it was put or imported here (kept until no value references it), not fetched.
     public let isLocal: Bool
-    /// Whether the cache evicted it: fetched again only when read (``fetchBlob(_:in:)``).
+    /// Whether the cache evicted it: fetched again only when read (``Peerlog/fetchBlob(_:in:)``).
     public let isEvicted: Bool
 }
 
@@ -103,6 +103,49 @@ extension Peerlog {
                     done += n
                 }
             }
+        }
+    }
+
+    /// The value of blob `key` as it arrives: its chunks in order, each as soon as it is here
+    /// and checked, before the whole blob is. Asks for the blob as ``fetchBlob(_:in:)`` does (a
+    /// running node fetches it). Throws `blobUnavailable` when no chunk arrived for
+    /// `stallTimeout` (no connected peer serves it, or no node runs), `blobNotHeld`-free: a
+    /// partial blob streams what it has.
+    public func blobChunks(
+        _ key: String, in group: GroupID, view: View = .tentative, stallTimeout: Duration = .seconds(60)
+    ) -> AsyncThrowingStream<Data, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    guard let reference = try await reference(key, in: group, view: view) else {
+                        throw PeerlogError(.invalidValue, "the value of \"\(key)\" in group \(group) is not a blob")
+                    }
+                    if (try call { try replica.storedBlob(reference.id)?.complete }) != true,
+                        replica.store.access == .readWrite
+                    {
+                        try call { try replica.wantBlob(reference, for: group) }
+                    }
+                    var progress = ContinuousClock.now
+                    for index in 0..<reference.layout.chunkCount {
+                        while (try call { try replica.storedBlob(reference.id)?.holds(chunk: index) }) != true {
+                            guard ContinuousClock.now - progress < stallTimeout else {
+                                throw PeerlogError(
+                                    .blobUnavailable,
+                                    "no chunk of blob \(reference.id) of \"\(key)\" arrived for \(stallTimeout) (chunk \(index) of \(reference.layout.chunkCount) next): no connected peer serves it"
+                                )
+                            }
+                            try await Task.sleep(for: .milliseconds(20))
+                        }
+                        progress = .now
+                        if index % 32 == 0 { replica.touchBlob(reference.id) }
+                        continuation.yield(Data(try call { try replica.blobPlaintext(reference, chunk: index) }))
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
         }
     }
 

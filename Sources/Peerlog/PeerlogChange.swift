@@ -44,6 +44,9 @@ public struct PeerlogChange: Sendable, Hashable {
         case invited(group: GroupID, receipt: CID)
         /// The group was deleted.
         case groupDeleted(group: GroupID)
+        /// A blob fetched (or imported) for the group is whole here now: the values that
+        /// reference it read (``Peerlog/blobData(_:in:view:)``).
+        case blobHeld(group: GroupID, blob: BlobID)
         /// Changes between the previous cursor and this one were pruned before they were read
         /// (the consumer was further behind than `ReplicaLimits.changeLogRetention`): reload
         /// the state you show. Changes after this cursor follow as usual.
@@ -55,7 +58,7 @@ public struct PeerlogChange: Sendable, Hashable {
         switch event {
         case .entity(let e): e.group
         case .committed(let g, _), .reordered(let g, _), .rejected(let g, _, _), .membershipChanged(let g),
-            .invited(let g, _), .groupDeleted(let g):
+            .invited(let g, _), .groupDeleted(let g), .blobHeld(let g, _):
             g
         case .gap: nil
         }
@@ -122,6 +125,9 @@ extension PeerlogChange {
             guard let cid = row.cid else { return nil }
             event = .invited(group: g, receipt: cid)
         case .deleted?: event = .groupDeleted(group: g)
+        case .blob?:
+            guard let blob = row.key.flatMap({ try? BlobID(string: $0) }) else { return nil }
+            event = .blobHeld(group: g, blob: blob)
         case nil: return nil
         }
     }

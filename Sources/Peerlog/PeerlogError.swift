@@ -25,7 +25,7 @@ public struct PeerlogError: CodedError {
             case home, groupNotFound, ambiguousGroupName, groupDeleted, notAMember, notPermitted, groupFull
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
             case pairing, wrongPassphrase, epochKeyMissing, snapshotUnavailable, offlineLimit
-            case logIncomplete, snapshotRefused, diskFull, blobNotHeld, blobUnreadable
+            case logIncomplete, snapshotRefused, diskFull, blobNotHeld, blobUnreadable, blobUnavailable
         }
 
         private let base: Base
@@ -95,6 +95,8 @@ public struct PeerlogError: CodedError {
         public static let blobNotHeld = Code(.blobNotHeld)
         /// A blob held here does not open with the key its reference carries.
         public static let blobUnreadable = Code(.blobUnreadable)
+        /// No part of a blob arrived for a while: no connected peer serves it (or no node runs).
+        public static let blobUnavailable = Code(.blobUnavailable)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }

@@ -23,6 +23,8 @@ struct ViewKey: Hashable, Comparable {
 /// The kinds of change-log rows (docs/PROTOCOL.md §10.4).
 public enum ChangeLogKind: String, Sendable, CaseIterable {
     case invited, members, entity, reordered, committed, rejected, deleted
+    /// A blob fetched or imported for the group is whole here (`key`: its id's text form).
+    case blob
 }
 
 /// Bits of an `entity` row's `flags`.

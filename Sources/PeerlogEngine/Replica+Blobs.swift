@@ -167,8 +167,17 @@ extension Replica {
         try store.write { db in
             try db.completeBlob(id)
             try db.touchBlob(id, now: clock())
+            try Self.logBlobHeld(id, in: db.blobGroups(id), db: db, now: clock())
         }
         return .completed
+    }
+
+    /// A `blob` change-log row per group (docs/PROTOCOL.md §10.4): the values that reference
+    /// the blob read now.
+    static func logBlobHeld(_ id: BlobID, in groups: [GroupID], db: StoreDB, now: UInt64) throws {
+        for g in groups {
+            _ = try db.appendChange(ChangeLogRow(group: g, kind: ChangeLogKind.blob.rawValue, key: id.string, at: now))
+        }
     }
 
     /// Takes a blob an import wrote and checked (`temporary` holds its stored bytes, `hashes`
@@ -180,7 +189,10 @@ extension Replica {
         try store.write { db in
             // A fetch of it may have started, or it was evicted: it is whole now, and this device's.
             try db.addLocalBlob(id, layout: layout, hashes: hashes, now: clock())
-            if let group { try db.addBlobGroup(id, group) }
+            if let group {
+                try db.addBlobGroup(id, group)
+                try Self.logBlobHeld(id, in: [group], db: db, now: clock())
+            }
         }
     }
 

@@ -104,6 +104,8 @@ package struct BlobFiles: Sendable {
     package func read(_ id: BlobID, at offset: UInt64, count: Int) throws -> [UInt8] {
         var fd = open(path(id), O_RDONLY | O_CLOEXEC)
         if fd < 0 { fd = open(partPath(id), O_RDONLY | O_CLOEXEC) }
+        // The last chunk may have renamed the part file between the two opens.
+        if fd < 0 { fd = open(path(id), O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { throw Self.error("cannot open blob \(id)") }
         defer { close(fd) }
         var out = [UInt8](repeating: 0, count: count)

@@ -200,6 +200,13 @@ extension StoreDB {
             "INSERT OR IGNORE INTO blob_groups (blob, group_id) VALUES (?, ?)", [id.bytes.blob, group.bytes.blob])
     }
 
+    /// The groups the blob was put or fetched for.
+    package func blobGroups(_ id: BlobID) throws -> [GroupID] {
+        try rows("SELECT group_id FROM blob_groups WHERE blob = ? ORDER BY group_id", [id.bytes.blob]).map {
+            try GroupID(bytes: ($0["group_id"] as Data).bytes)
+        }
+    }
+
     package func blobServes(_ id: BlobID, in group: GroupID) throws -> Bool {
         try int("SELECT 1 FROM blob_groups WHERE blob = ? AND group_id = ?", [id.bytes.blob, group.bytes.blob]) != nil
     }
