@@ -4,8 +4,9 @@
 # connected throughout; blobs up to 64 MiB are fetched as soon as their receipt arrives, larger
 # ones on `blob fetch`), in a plaintext and an encrypted group; then the bytes B reads back are
 # compared. Then small writes during a transfer: for WRITES puts on A, the time until B holds
-# each, first with the connection idle, then while B fetches a BIG_MB blob from A over it.
-# Usage: tools/bench_blobs.sh [SIZES_MB...]   (default: 5 50 1024; WRITES=20 BIG_MB=1024)
+# each, first with the connection idle, then while B fetches a BIG_MB blob from A over it. Last,
+# B is killed with SIGKILL halfway through a RESUME_MB fetch and restarted: the bytes A sends twice.
+# Usage: tools/bench_blobs.sh [SIZES_MB...]   (default: 5 50 1024; WRITES=20 BIG_MB=1024 RESUME_MB=BIG_MB)
 # Build: PEERLOG_BIN (default .build/release/peerlog). Loopback only, discovery off; every wait
 # is bounded (300 s).
 set -euo pipefail
@@ -78,3 +79,30 @@ latency "during a $BIG_MB MB transfer"
 held=$("$PL" blob list --home "$D/b" --json | python3 -c 'import json,sys;print([b for b in json.load(sys.stdin) if b["size"]=='"$((BIG_MB * 1000000))"'][0]["whole"])')
 echo "  (the transfer was whole by the end of those writes: $held)"
 
+
+# Resume after kill -9: B fetches a RESUME_MB blob from A; at half, B is killed with SIGKILL and
+# started again; once whole, A's served bytes less the blob's size are the bytes sent twice.
+RESUME_MB=${RESUME_MB:-$BIG_MB}
+status_json() { "$PL" status --home "$1" --json 2>/dev/null; }
+served() { status_json "$D/a" | python3 -c 'import json,sys;print(json.load(sys.stdin)["blobs"]["servedBytes"])'; }
+head -c $((RESUME_MB * 1000000)) /dev/urandom > "$D/resume"
+"$PL" put --home "$D/a" "$GP" resume --value-file "$D/resume" >/dev/null
+for _ in $(seq 1 3000); do "$PL" get --home "$D/b" "$GP" resume >/dev/null 2>&1 && break; sleep 0.01; done
+before=$(served)
+"$PL" blob fetch --home "$D/b" "$GP" resume --wait 0 >/dev/null
+half=$((RESUME_MB * 500000))
+for _ in $(seq 1 30000); do
+  h=$(status_json "$D/b" | python3 -c 'import json,sys;f=json.load(sys.stdin)["blobs"]["fetching"];print(f[0]["heldBytes"] if f else 0)' 2>/dev/null || echo 0)
+  [ "${h:-0}" -ge "$half" ] && break
+  sleep 0.01
+done
+kill -9 "${pids[1]}"; wait "${pids[1]}" 2>/dev/null || true
+held_at_kill=$("$PL" blob list --home "$D/b" --json | python3 -c 'import json,sys;print([b for b in json.load(sys.stdin) if b["size"]=='"$((RESUME_MB * 1000000))"'][0]["held"])')
+"$PL" daemon --home "$D/b" --listen 127.0.0.1:$((PA + 1)) --peer 127.0.0.1:$PA --allow "$AID" --no-discovery >>"$D/b.log" 2>&1 & pids[1]=$!
+"$PL" blob fetch --home "$D/b" "$GP" resume --wait 300 >/dev/null
+sent=$(( $(served) - before ))
+python3 -c "
+size=$RESUME_MB*1000000; sent=$sent; held=$held_at_kill
+print(f'  resume after kill -9 of the receiver at {held/size:.0%}: {sent - size} bytes sent twice ({(sent - size) / 1048576:.1f} MiB; target <= 8 MiB)')"
+"$PL" get --home "$D/b" "$GP" resume --out "$D/out" >/dev/null
+cmp -s "$D/resume" "$D/out" || { echo "  resume: bytes differ" >&2; exit 1; }

@@ -42,9 +42,11 @@ final class BlobTransfers: @unchecked Sendable {
 
     /// Blobs of at most this many bytes are fetched as soon as a value references them.
     static let prefetchBytes: UInt64 = 64 << 20
-    /// Chunks one request asks for, and chunks in flight per blob (the window).
+    /// Chunks one request asks for, and chunks in flight per blob (the window: what a receiver
+    /// killed mid-transfer is sent again, 8 MiB; far above a LAN's or a relay's bandwidth-delay
+    /// product, so it does not bound the rate).
     static let chunksPerGet = 4
-    static let window = 16
+    static let window = 8
     /// Blobs fetched at once.
     static let concurrentFetches = 4
     /// A request unanswered this long is asked of another peer (ms).
