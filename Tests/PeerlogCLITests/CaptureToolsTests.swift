@@ -213,6 +213,10 @@ struct CaptureToolsTests {
         let b = try person("bob")
         try ok(["group", "add", "--home", a.home, group, b.identity])
         try ok(["put", "--home", a.home, group, "k", "\"\(secret)\""])
+        // A blob of the secret: its chunks are omitted too.
+        let doc = dir + "/doc.txt"
+        try Data(String(repeating: secret + "\n", count: 1_000).utf8).write(to: URL(fileURLWithPath: doc))
+        try ok(["put", "--home", a.home, group, "doc", "--value-file", doc])
         let da = try DaemonProcess(home: a.home)
         let file = dir + "/running.pcapng"
         let start = try TestSupport.peerlog(["capture", "start", "--home", a.home, "--omit-bodies", file])
@@ -224,6 +228,10 @@ struct CaptureToolsTests {
             TestSupport.waitUntil(timeout: 30) {
                 committed(b.home, group) != nil && committed(b.home, group) == committed(a.home, group)
             })
+        #expect(
+            TestSupport.waitUntil(timeout: 60) {
+                (try? TestSupport.peerlog(["blob", "list", "--home", b.home]).stdout.contains("whole")) == true
+            }, "bob did not fetch the blob")
         let stopped = try ok(["capture", "stop", "--home", a.home])
         #expect(stopped.contains("records in \(file)"), "\(stopped)")
         let again = try TestSupport.peerlog(["capture", "stop", "--home", a.home])
@@ -232,7 +240,21 @@ struct CaptureToolsTests {
         da.stop()
         let bytes = try #require(FileManager.default.contents(atPath: file))
         #expect(!String(decoding: bytes, as: UTF8.self).contains(secret), "bodies omitted")
-        #expect(try showJSON(file).contains { $0["bodies_omitted"] == .bool(true) && $0["type"] == .string("commits") })
+        let records = try showJSON(file)
+        #expect(records.contains { $0["bodies_omitted"] == .bool(true) && $0["type"] == .string("commits") })
+        #expect(
+            records.contains { $0["bodies_omitted"] == .bool(true) && $0["type"] == .string("blob_chunk") },
+            "\(records.compactMap { $0["type"] })")
+        // The dissector names the blob messages and says the chunk's bytes were left out.
+        let tshark = try TestSupport.run(
+            "/usr/bin/tshark",
+            [
+                "-X", "lua_script:" + TestSupport.repoRoot + "/tools/wireshark/peerlog.lua", "-r", file, "-T", "fields",
+                "-e", "_ws.col.Info",
+            ])
+        #expect(tshark.status == 0, "tshark: \(tshark.stderr)")
+        #expect(tshark.stdout.contains("blob_get") && tshark.stdout.contains("blob_hashes"), "\(tshark.stdout)")
+        #expect(tshark.stdout.contains("blob_chunk") && tshark.stdout.contains("bytes, omitted"), "\(tshark.stdout)")
         let replay = try TestSupport.peerlog(["replay", file, "--into", dir + "/r"])
         #expect(replay.status != 0 && replay.stderr.contains("bodies omitted"), "\(replay.stderr)")
     }

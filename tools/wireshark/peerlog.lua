@@ -423,6 +423,33 @@ local function dissect_message(tree, tvb, data, omitted)
     add_receipt(tree, tvb, raw("anchor_receipt"), omitted)
     local keys = (get(m, "keys") or { v = {} }).v
     info = info .. " " .. bytes .. " bytes, " .. #keys .. " key receipts"
+  elseif t:sub(1, 5) == "blob_" then
+    -- docs/PROTOCOL.md §24.3: blob_get, blob_hashes, blob_chunk, blob_missing, blob_have.
+    local blob = id_of(get(m, "blob"))
+    tree:add(f.field, tvb, "blob: " .. blob)
+    tree:add(f.request_id, tvb, num_of(get(m, "id")))
+    info = info .. " " .. blob:sub(1, 9) .. "…"
+    if t == "blob_get" then
+      tree:add(f.field, tvb, "from: " .. num_of(get(m, "from")) .. ", count: " .. num_of(get(m, "count")))
+      info = info .. " from=" .. num_of(get(m, "from")) .. " count=" .. num_of(get(m, "count"))
+    elseif t == "blob_hashes" then
+      local hashes = get(m, "hashes")
+      local n = hashes and hashes.k == "bytes" and math.floor(#hashes.v / 32) or 0
+      tree:add(f.field, tvb, "hashes: " .. n)
+      info = info .. " " .. n .. " hashes"
+    elseif t == "blob_chunk" then
+      local data = get(m, "data")
+      local bytes = data and data.k == "bytes" and #data.v or 0
+      local omitted = get(m, "omitted")
+      local size = omitted and (num_of(omitted) .. " bytes, omitted") or (bytes .. " bytes")
+      tree:add(f.field, tvb, "index: " .. num_of(get(m, "index")) .. ", data: " .. size)
+      info = info .. " index=" .. num_of(get(m, "index")) .. " " .. size
+    elseif t == "blob_missing" then
+      tree:add(f.field, tvb, "reason: " .. (text_of(get(m, "reason")) or "?"))
+    elseif t == "blob_have" then
+      tree:add(f.field, tvb, "size: " .. num_of(get(m, "size")) .. ", chunk: " .. num_of(get(m, "chunk")))
+      info = info .. " size=" .. num_of(get(m, "size"))
+    end
   elseif t == "unshared" then
     tree:add(f.field, tvb, "reason: " .. (text_of(get(m, "reason")) or "?"))
     info = info .. " " .. (text_of(get(m, "reason")) or "?")
