@@ -166,6 +166,19 @@ package struct RecordView: Sendable {
             if let granted = m["granted"]?.boolValue { text += " granted=\(granted)" }
             if let success = m["success"]?.boolValue { text += " success=\(success) match=\(u("match"))" }
             return text
+        case "blob_get", "blob_hashes", "blob_chunk", "blob_missing", "blob_have":
+            let blob = (m["blob"]?.bytesValue.flatMap { try? BlobID(bytes: $0) }?.string).map { String($0.prefix(9)) }
+            var text = "blob=\(blob ?? "?")… id=\(u("id"))"
+            switch type {
+            case "blob_get": text += " from=\(u("from")) count=\(u("count"))"
+            case "blob_hashes": text += " hashes=\((m["hashes"]?.bytesValue?.count ?? 0) / 32)"
+            case "blob_chunk":
+                let size = m["omitted"]?.unsignedValue.map { "\($0) bytes omitted" }
+                text += " index=\(u("index")) \(size ?? "\(m["data"]?.bytesValue?.count ?? 0) bytes")"
+            case "blob_missing": text += " reason=\(m["reason"]?.textValue ?? "?")"
+            default: text += " size=\(u("size")) chunk=\(u("chunk"))"
+            }
+            return text
         default: return ""
         }
     }

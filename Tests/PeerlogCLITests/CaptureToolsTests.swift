@@ -243,8 +243,10 @@ struct CaptureToolsTests {
         let records = try showJSON(file)
         #expect(records.contains { $0["bodies_omitted"] == .bool(true) && $0["type"] == .string("commits") })
         #expect(
-            records.contains { $0["bodies_omitted"] == .bool(true) && $0["type"] == .string("blob_chunk") },
-            "\(records.compactMap { $0["type"] })")
+            records.contains {
+                $0["bodies_omitted"] == .bool(true) && $0["type"] == .string("blob_chunk")
+                    && "\($0["detail"] ?? .null)".contains("bytes omitted")
+            }, "\(records.compactMap { $0["detail"] })")
         // The dissector names the blob messages and says the chunk's bytes were left out.
         let tshark = try TestSupport.run(
             "/usr/bin/tshark",
