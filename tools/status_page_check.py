@@ -118,10 +118,24 @@ def check_page(args):
                 return values.pop() if len(values) == 1 and not lagging else None
             converged = wait_for("all nodes converged on the page", marks)
             time.sleep(2.5)  # a few more samples, so the chart has a line
+        blob_held = None
+        if args.blob_write:
+            # A blob put on another node: this node fetches it, and the page shows the bytes held.
+            def held():
+                return int(driver.find_element(By.ID, "blobs-summary").get_attribute("data-held") or 0)
+            held_before = held()
+            write = subprocess.run(shlex.split(args.blob_write), capture_output=True, text=True, timeout=60)
+            if write.returncode != 0:
+                fail(f"the blob write failed ({write.returncode}): {write.stderr.strip()}")
+            held_after = wait_for("the bytes held to grow on the page",
+                                  lambda: (lambda h: h if h > held_before else None)(held()), timeout=60)
+            if "held" not in driver.find_element(By.ID, "blobs-summary").text:
+                fail("the blobs summary does not say what is held")
+            blob_held = [held_before, held_after]
         if args.screenshot:
             driver.save_screenshot(args.screenshot)
         print(json.dumps({"before": before, "after": after, "updates": [updates_before, updates_after],
-                          "converged": converged}))
+                          "converged": converged, "blobHeld": blob_held}))
     finally:
         driver.quit()
 
@@ -272,6 +286,7 @@ def main():
     page.add_argument("--write", required=True, help="a command that writes on another node")
     page.add_argument("--then", help="a command to run --then-times more, after the live check")
     page.add_argument("--then-times", type=int, default=5)
+    page.add_argument("--blob-write", help="a command that puts a blob on another node, after the rest")
     page.add_argument("--screenshot")
     page.add_argument("--converged", nargs="*", default=[])
     for name in ("metrics", "abuse", "fetch"):

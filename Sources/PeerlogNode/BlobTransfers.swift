@@ -245,6 +245,7 @@ final class BlobTransfers: @unchecked Sendable {
     func valuesArrived() {
         queue.async { [self] in
             lastScan = 0
+            heldChanged = true
             pump()
         }
     }

@@ -272,7 +272,12 @@ final class NodeHub: @unchecked Sendable {
             route(election.tick())
         case .pollChangeStamp:
             checkRevocations()
-            if let stamp = try? replica.changeStamp() { perform(machine.changeStampObserved(stamp)) }
+            if let stamp = try? replica.changeStamp() {
+                let actions = machine.changeStampObserved(stamp)
+                // A write by another process (a blob put, say): the blob transfers look too.
+                if !actions.isEmpty { blobs.valuesArrived() }
+                perform(actions)
+            }
         case .tickSessions(let ids, let now):
             for id in ids {
                 if let session = sessions[id] { perform(session.tick(now: now), on: id) }

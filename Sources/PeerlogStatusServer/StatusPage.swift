@@ -59,6 +59,9 @@ enum StatusPage {
             <tbody></tbody></table></section>
           <section><h2>Commits per second</h2><svg id="chart" viewBox="0 0 600 160" preserveAspectRatio="none"></svg>
             <div class="mute" id="chart-note"></div></section>
+          <section id="blobs-card"><h2>Files and blobs</h2><div class="mute" id="blobs-summary"></div>
+            <table id="blobs"><thead><tr><th>blob</th><th>progress</th><th>held</th><th>rate</th></tr></thead>
+            <tbody></tbody></table></section>
           <section><h2>Recently closed connections</h2>
             <table id="closed"><thead><tr><th>when</th><th>peer</th><th>why</th></tr></thead><tbody></tbody></table></section>
         </main>
@@ -157,6 +160,33 @@ enum StatusPage {
           for (const c of recent) body.append(el("tr", {}, el("td", { class: "mute" }, ago(c.at)), el("td", {}, c.device ? peerLabel(c.device) : c.address), el("td", {}, c.reason)));
         }
 
+        // Blob fetches: a bar each, with the rate differenced between documents.
+        const blobSeen = {};
+        function bytes(n) {
+          return n >= 1e9 ? (n / 1e9).toFixed(2) + " GB" : n >= 1e6 ? (n / 1e6).toFixed(1) + " MB" : n >= 1e3 ? (n / 1e3).toFixed(1) + " kB" : n + " B";
+        }
+        function renderBlobs(s) {
+          const b = s.blobs || { fetching: [], heldBytes: 0, cachedBytes: 0, cacheLimitBytes: 0, receivedBytes: 0, servedBytes: 0 };
+          const summary = $("blobs-summary");
+          summary.dataset.held = String(b.heldBytes || 0);
+          summary.textContent = bytes(b.heldBytes || 0) + " held, " + bytes(b.cachedBytes || 0) + " of them fetched (cache limit " + bytes(b.cacheLimitBytes || 0) + ") · " + bytes(b.receivedBytes) + " received, " + bytes(b.servedBytes) + " served since start";
+          const body = $("blobs").tBodies[0];
+          body.replaceChildren();
+          if (b.fetching.length === 0) body.append(el("tr", {}, el("td", { colspan: 4, class: "empty" }, "no fetch in progress")));
+          const now = Date.now();
+          for (const f of b.fetching) {
+            const pct = f.size === 0 ? 100 : Math.floor(100 * f.heldBytes / f.size);
+            const last = blobSeen[f.blob];
+            const rate = last && now > last.t ? Math.max(0, (f.heldBytes - last.held) * 1000 / (now - last.t)) : null;
+            blobSeen[f.blob] = { t: now, held: f.heldBytes };
+            body.append(el("tr", { "data-blob": f.blob },
+              el("td", {}, el("div", { class: "mono" }, short(f.blob)), el("div", { class: "mono mute" }, "group " + short(f.group))),
+              el("td", {}, el("div", { class: "bar" + (pct >= 100 ? " done" : "") }, el("i", { style: "width:" + pct + "%" }))),
+              el("td", { class: "held" }, bytes(f.heldBytes) + " / " + bytes(f.size) + " (" + pct + "%)"),
+              el("td", { class: "mute" }, rate == null ? "…" : bytes(rate) + "/s")));
+          }
+        }
+
         // Commits per second: the sum of committed marks, differenced between documents.
         const series = [];
         let previous = null;
@@ -187,7 +217,7 @@ enum StatusPage {
         }
 
         function render(s) {
-          renderHeader(s); renderPeers(s); renderGroups(s); renderClosed(s); sample(s);
+          renderHeader(s); renderPeers(s); renderGroups(s); renderBlobs(s); renderClosed(s); sample(s);
           document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
         }
 

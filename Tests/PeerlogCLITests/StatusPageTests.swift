@@ -79,13 +79,24 @@ struct StatusPageTests {
         defer { for d in daemons { d.stop() } }
         let urls = try daemons.map(pageURL)
         let shot = dir + "/status-page.png"
+        let photo = dir + "/photo.bin"
+        try Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }).write(to: URL(fileURLWithPath: photo))
         let page = try check(
             [
                 "page", urls[0], "--group", group, "--peer", try device(homes[1]), "--peer", try device(homes[2]),
                 "--write", "\(TestSupport.peerlogBinary) put --home \(homes[1]) \(group) seen-live yes",
                 "--then", "\(TestSupport.peerlogBinary) put --home \(homes[2]) \(group) more yes", "--then-times", "6",
+                "--blob-write",
+                "\(TestSupport.peerlogBinary) put --home \(homes[1]) \(group) photo --value-file \(photo)",
                 "--screenshot", shot, "--converged", urls[1], urls[2],
-            ], timeout: 180)
+            ], timeout: 240)
+        if case .array(let held)? = page["blobHeld"], held.count == 2, let before = number(held[0]),
+            let after = number(held[1])
+        {
+            #expect(after >= before + 300_000, "the page shows the fetched blob held: \(before) → \(after)")
+        } else {
+            Issue.record("no blob figures in the page report \(page)")
+        }
         guard let before = number(page["before"]), let after = number(page["after"]),
             let converged = number(page["converged"])
         else { throw TestSupport.ProcessError(description: "unexpected page report \(page)") }
@@ -103,7 +114,8 @@ struct StatusPageTests {
         let api = try check(["fetch", urls[0] + "api/status"])
         let cli = try peerlogJSON(["status", "--home", homes[0]])
         #expect(keys(api) == keys(cli) && api["device"] == cli["device"] && api["identity"] == cli["identity"])
-        #expect(committed(api, group) == committed(cli, group) && committed(api, group) == converged)
+        // The blob's write came after the convergence: one more commit.
+        #expect(committed(api, group) == committed(cli, group) && committed(api, group) == converged + 1)
 
         // /metrics parses with Prometheus' own parser and counts what happened.
         let metrics = try check(["metrics", urls[0]])
@@ -119,7 +131,7 @@ struct StatusPageTests {
         #expect(sample(metrics, "peerlog_sync_round_trips", "peerlog_sync_round_trips_total{}") >= 1)
         #expect(
             sample(metrics, "peerlog_group_committed_seq", #"peerlog_group_committed_seq{"group": "\#(group)"}"#)
-                == converged)
+                == converged + 1)
         let live =
             sample(metrics, "peerlog_connections", #"peerlog_connections{"direction": "inbound"}"#)
             + sample(metrics, "peerlog_connections", #"peerlog_connections{"direction": "outbound"}"#)
