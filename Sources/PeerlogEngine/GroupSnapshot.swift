@@ -41,9 +41,12 @@ public struct GroupSnapshot: Sendable, Hashable {
         }
     }
 
-    /// Most bytes of an encoded snapshot: it travels in one sync message with its anchor
-    /// (docs/PROTOCOL.md §23.3), so a group whose state is bigger keeps replaying its log.
-    public static let maxEncodedBytes = 4_063_232
+    /// Most bytes of an encoded snapshot (256 MiB): a group whose state is bigger makes none and
+    /// keeps replaying its log (docs/PROTOCOL.md §23.1).
+    public static let maxEncodedBytes = 256 << 20
+    /// Most bytes of a snapshot sent inside its `snapshot` message; a bigger one is sent as a
+    /// blob the message references (docs/PROTOCOL.md §23.3).
+    public static let maxInlineBytes = 4_063_232
 
     /// The deterministic CBOR encoding (§23.1).
     public var encoded: [UInt8] {

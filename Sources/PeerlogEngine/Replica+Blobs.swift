@@ -30,6 +30,58 @@ extension Replica {
         return try BlobReference(id: stored.id, layout: stored.layout, key: key)
     }
 
+    /// Stores an encoded snapshot of `group` as a blob to send (docs/PROTOCOL.md §23.3): sealed
+    /// in an encrypted group under a key derived from the bytes and the newest epoch key (so
+    /// every peer that bootstraps from it is served one blob), served to the group's members,
+    /// never announced to a relay, collected like any blob no value references.
+    func storeSnapshotBlob(_ encoded: [UInt8], in group: GroupID) throws -> BlobReference {
+        guard let state = try state(of: group, view: .committed) else {
+            throw ReplicaError(.groupNotFound, "this device holds no group \(group)")
+        }
+        var key: SecureBytes?
+        if let encryption = state.encryption {
+            let held = try store.read { try KeyringStorage.keys(group: group, db: $0, local: local) }
+            if let epoch = encryption.validKeys.reversed().lazy.compactMap({ held[$0] }).first {
+                key = BlobFiles.convergentKey(of: encoded, secret: epoch.blobSecret)
+            } else {
+                key = SecureBytes(randomCount: ChaChaPoly.keyLength)
+            }
+        }
+        let stored = try blobFiles.store(bytes: encoded, key: key)
+        try store.write { db in
+            try db.addLocalBlob(stored.id, layout: stored.layout, hashes: stored.hashes, now: clock())
+            try db.markSnapshotBlob(stored.id)
+            try db.addBlobGroup(stored.id, group)
+        }
+        return try BlobReference(id: stored.id, layout: stored.layout, key: key)
+    }
+
+    /// Starts fetching the blob of a snapshot a peer sent for `group` (nothing when held).
+    package func beginSnapshotBlob(_ reference: BlobReference, for group: GroupID) throws {
+        try store.write { db in
+            try db.addBlob(reference.id, layout: reference.layout, now: clock())
+            try db.unevictBlob(reference.id)
+            try db.markSnapshotBlob(reference.id)
+            try db.addBlobGroup(reference.id, group)
+        }
+    }
+
+    /// The whole plaintext of a blob held whole (a snapshot's bytes), at most `maxBytes`.
+    package func blobBytes(_ reference: BlobReference, maxBytes: Int) throws -> [UInt8] {
+        guard reference.layout.size <= UInt64(maxBytes) else {
+            throw ReplicaError(
+                .blobUnreadable, "blob \(reference.id) is \(reference.layout.size) bytes, over the \(maxBytes) expected"
+            )
+        }
+        guard try storedBlob(reference.id)?.complete == true else {
+            throw ReplicaError(.blobNotHeld, "blob \(reference.id) is not held whole here")
+        }
+        var out = [UInt8]()
+        out.reserveCapacity(Int(reference.layout.size))
+        for index in 0..<reference.layout.chunkCount { out += try blobPlaintext(reference, chunk: index) }
+        return out
+    }
+
     /// The key a blob of `source` is sealed under in `group`; nil in a plaintext group. A file
     /// gets a key derived from its bytes and the newest epoch key held (docs/PROTOCOL.md §24.1),
     /// so members that put the same bytes in the same epoch make one blob; standard input (read

@@ -35,8 +35,11 @@ public struct SnapshotInfo: Sendable, Hashable {
 /// and its committed `group.sequencer_changed` receipts up to it with theirs (how a receiver walks
 /// from the authority it has committed to the one that signed the anchor).
 public struct SnapshotBundle: Sendable, Hashable {
-    /// The encoded snapshot.
+    /// The encoded snapshot; empty when it travels as `blob`.
     public let snapshot: [UInt8]
+    /// The blob holding the encoded snapshot, for one over `GroupSnapshot.maxInlineBytes`
+    /// (docs/PROTOCOL.md §23.3); nil when it is inline.
+    public let blob: BlobReference?
     /// The envelope container at the snapshot's seq.
     public let anchorEnvelope: [UInt8]
     /// The receipt container that envelope names.
@@ -50,9 +53,10 @@ public struct SnapshotBundle: Sendable, Hashable {
     /// A bundle of these parts.
     public init(
         snapshot: [UInt8], anchorEnvelope: [UInt8], anchorReceipt: [UInt8], keyHistory: [[[UInt8]]],
-        authorityHistory: [[[UInt8]]] = []
+        authorityHistory: [[[UInt8]]] = [], blob: BlobReference? = nil
     ) {
         self.snapshot = snapshot
+        self.blob = blob
         self.anchorEnvelope = anchorEnvelope
         self.anchorReceipt = anchorReceipt
         self.keyHistory = keyHistory
@@ -152,8 +156,24 @@ extension Replica {
     /// is none, the peer is not that far behind, or the peer's identity is not an active or
     /// pending member in this replica's tentative view (a relay never gets one: it would hold
     /// every value).
+    ///
+    /// With `blobs` (the peer reads snapshots sent as blobs), a snapshot over
+    /// `GroupSnapshot.maxInlineBytes` is stored as a blob served to the group's members (sealed
+    /// in an encrypted group; the same snapshot makes the same blob within an epoch) and the
+    /// bundle references it; without, such a bundle holds the bytes (too big to send).
     public func bootstrapBundle(
-        of group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool
+        of group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool, blobs: Bool = false
+    ) throws -> SnapshotBundle? {
+        guard let bundle = try inlineBootstrapBundle(group, peer, peerCommitted, peerHoldsNothing) else { return nil }
+        guard blobs, bundle.snapshot.count > GroupSnapshot.maxInlineBytes else { return bundle }
+        return SnapshotBundle(
+            snapshot: [], anchorEnvelope: bundle.anchorEnvelope, anchorReceipt: bundle.anchorReceipt,
+            keyHistory: bundle.keyHistory, authorityHistory: bundle.authorityHistory,
+            blob: try storeSnapshotBlob(bundle.snapshot, in: group))
+    }
+
+    private func inlineBootstrapBundle(
+        _ group: GroupID, _ peer: IdentityID, _ peerCommitted: UInt64, _ peerHoldsNothing: Bool
     ) throws -> SnapshotBundle? {
         try store.read { db in
             let floor = try db.floor(group: group)?.seq ?? 0

@@ -58,6 +58,8 @@ final class BlobTransfers: @unchecked Sendable {
     let logger: Logger
     let clock: @Sendable () -> UInt64
     let keeping: Keeping
+    /// Called (on the transfers' queue) when a fetch completes: the hub's snapshots wait on it.
+    var onWhole: (@Sendable () -> Void)?
     private let queue = DispatchQueue(label: "peerlog.node.blobs")
     // Queue-confined.
     private var peers: [UInt64: Peer] = [:]
@@ -189,6 +191,7 @@ final class BlobTransfers: @unchecked Sendable {
                 received += UInt64(data.count)
                 fetches[blob] = nil
                 heldChanged = true
+                onWhole?()
                 logger.info("blob \(blob) of group \(f.group) is whole (\(f.layout.size) bytes)")
                 return
             case .written:

@@ -28,7 +28,7 @@ final class NodeHub: @unchecked Sendable {
     let syncLimits: SyncLimits
     let logger: Logger
     private let executor: Executor
-    private let clock: @Sendable () -> UInt64
+    let clock: @Sendable () -> UInt64
     /// The machine's admission, copied for event loops deciding handshakes.
     private let admission: Mutex<NodeAdmission>
     /// The devices with a live connection, as the hub last published them (`isConnected`).
@@ -72,6 +72,8 @@ final class NodeHub: @unchecked Sendable {
     let election: ElectedSequencerDriver
     private var links: [UInt64: ConnectionRef] = [:]
     private var sessions: [UInt64: SyncSession] = [:]
+    /// Snapshot ingests held until their blob is here (NodeHub+SnapshotBlobs).
+    var awaitingSnapshotBlobs: [SnapshotAwaitingBlob] = []
     /// Items each device's ended sessions moved, per group, so `status` counts a peer's
     /// traffic since the daemon started and a reconnection (a tie-break, a closed lid) does
     /// not zero it. At most `pastTrafficDevices` devices are kept.
@@ -131,6 +133,8 @@ final class NodeHub: @unchecked Sendable {
     // MARK: Lifecycle
 
     func start() {
+        // Set before any blob traffic: a snapshot sent as a blob waits for it.
+        blobs.onWhole = { [weak self] in self?.queueAsync { [weak self] in self?.settleSnapshotBlobs() } }
         sync {
             let now = clock()
             perform(machine.start(now: now, stamp: (try? replica.changeStamp()) ?? []))
@@ -163,7 +167,11 @@ final class NodeHub: @unchecked Sendable {
     func tickNow() {
         perform(machine.tick(now: clock()))
         publishBlobPeers()
+        settleSnapshotBlobs()
     }
+
+    /// Connection `id`'s session, nil once it ended.
+    func session(_ id: UInt64) -> SyncSession? { sessions[id] }
 
     /// Tells the blob transfers which groups each live session syncs now.
     private func publishBlobPeers() {
@@ -314,8 +322,12 @@ final class NodeHub: @unchecked Sendable {
     }
 
     /// Performs one session's output: bytes go to its connection, events to the machine.
-    private func perform(_ actions: [SyncAction], on id: UInt64) {
-        // The session's writes (what the peer sent, its vectors) go to the replica first.
+    func perform(_ actions: [SyncAction], on id: UInt64) {
+        // A snapshot sent as a blob waits for its blob; the rest of the session's writes (what
+        // the peer sent, its vectors) go to the replica first.
+        let actions =
+            awaitingSnapshotBlobs.isEmpty && !actions.contains(where: \.holdsSnapshotBlob)
+            ? actions : holdSnapshotBlobs(actions, on: id)
         let settled = sessions[id]?.settle(actions, with: replica) ?? actions
         // A forger is refused before its session's "error" leaves: it cannot redial in between.
         let closes = settled.contains { if case .close = $0 { true } else { false } }

@@ -145,11 +145,35 @@ package struct BlobFiles: Sendable {
         from source: String, key: SecureBytes?, chunkBytes: UInt32? = nil,
         progress: (UInt64) -> Void = { _ in }
     ) throws -> (id: BlobID, layout: BlobLayout, hashes: [UInt8]) {
-        let chunkBytes = chunkBytes ?? BlobLayout.defaultChunkBytes(sealed: key != nil)
-        try ensureDirectory()
         let input = source == "-" ? 0 : open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw Self.error("cannot open \(source)") }
         defer { if input != 0 { close(input) } }
+        return try store(named: source, key: key, chunkBytes: chunkBytes, progress: progress) { buffer, count in
+            try Self.readFull(input, into: &buffer, count: count, path: source)
+        }
+    }
+
+    /// Stores `bytes` as a blob (a snapshot to send), as `store(from:key:)` stores a file.
+    package func store(bytes: [UInt8], key: SecureBytes?) throws -> (id: BlobID, layout: BlobLayout, hashes: [UInt8]) {
+        var offset = 0
+        return try store(named: "a snapshot", key: key, chunkBytes: nil) { buffer, count in
+            let n = min(count, bytes.count - offset)
+            buffer.withUnsafeMutableBytes { out in
+                bytes.withUnsafeBytes { out.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
+            }
+            offset += n
+            return n
+        }
+    }
+
+    /// The chunking, sealing, hashing and writing of `store`; `read` fills the buffer's start
+    /// with up to `count` bytes and returns how many (fewer only at the end).
+    private func store(
+        named source: String, key: SecureBytes?, chunkBytes: UInt32?, progress: (UInt64) -> Void = { _ in },
+        read: (inout [UInt8], Int) throws -> Int
+    ) throws -> (id: BlobID, layout: BlobLayout, hashes: [UInt8]) {
+        let chunkBytes = chunkBytes ?? BlobLayout.defaultChunkBytes(sealed: key != nil)
+        try ensureDirectory()
         let temporary = directory + "/.incoming-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard output >= 0 else { throw Self.error("cannot create \(temporary)") }
@@ -165,7 +189,7 @@ package struct BlobFiles: Sendable {
         var offset: UInt64 = 0
         var index = 0
         while true {
-            let n = try Self.readFull(input, into: &buffer, count: Int(chunkBytes), path: source)
+            let n = try read(&buffer, Int(chunkBytes))
             if n == 0 { break }
             size += UInt64(n)
             guard size <= BlobLayout.maxSize else {
@@ -211,6 +235,14 @@ package struct BlobFiles: Sendable {
             buffer.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
             if n < buffer.count { break }
         }
+        return SecureBytes(h.finalize())
+    }
+
+    /// `convergentKey(of:secret:)` of bytes in memory.
+    package static func convergentKey(of bytes: [UInt8], secret: SecureBytes) -> SecureBytes {
+        let h = try! BLAKE2b(length: ChaChaPoly.keyLength, key: secret)
+        h.update(Array("peerlog/blob-key/v1".utf8))
+        h.update(bytes)
         return SecureBytes(h.finalize())
     }
 

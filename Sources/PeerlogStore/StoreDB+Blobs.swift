@@ -77,6 +77,11 @@ extension StoreDB {
             """, [hashes.blob, Int64(layout.chunkCount), now.sql, id.bytes.blob])
     }
 
+    /// The blob holds a snapshot sent or received as a blob (§23.3): never announced to a relay.
+    package func markSnapshotBlob(_ id: BlobID) throws {
+        try execute("UPDATE blobs SET snapshot = 1 WHERE id = ?", [id.bytes.blob])
+    }
+
     /// A reader asked for the blob: fetched again if it was evicted.
     package func unevictBlob(_ id: BlobID) throws {
         try execute("UPDATE blobs SET evicted = 0 WHERE id = ? AND evicted = 1", [id.bytes.blob])
@@ -234,10 +239,13 @@ extension StoreDB {
         }
     }
 
-    /// Whole blobs held for `group`.
+    /// Whole blobs held for `group` (to tell its relay), snapshots sent as blobs left out.
     package func wholeBlobs(for group: GroupID) throws -> [StoredBlob] {
         try rows(
-            "SELECT b.* FROM blob_groups g JOIN blobs b ON b.id = g.blob WHERE g.group_id = ? AND b.complete = 1",
+            """
+            SELECT b.* FROM blob_groups g JOIN blobs b ON b.id = g.blob
+                WHERE g.group_id = ? AND b.complete = 1 AND b.snapshot = 0
+            """,
             [group.bytes.blob]
         ).map(Self.storedBlob)
     }

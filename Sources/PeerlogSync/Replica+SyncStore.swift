@@ -8,8 +8,9 @@ extension Replica: SyncStore {}
 extension Replica {
     /// The newest snapshot for a peer that holds nothing of the group or less than the floor.
     public func syncBootstrap(
-        group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool
+        group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool, blobs: Bool
     ) throws -> SnapshotBundle? {
-        try bootstrapBundle(of: group, for: peer, peerCommitted: peerCommitted, peerHoldsNothing: peerHoldsNothing)
+        try bootstrapBundle(
+            of: group, for: peer, peerCommitted: peerCommitted, peerHoldsNothing: peerHoldsNothing, blobs: blobs)
     }
 }

@@ -118,13 +118,28 @@ extension SyncMessage {
             let keys = try pairs("keys")
             // Optional: a sender from before it sends none (§23.3).
             let authority = fields["authority"] == nil ? [] : try pairs("authority")
+            // The snapshot itself, or the blob that holds a bigger one (§23.3): exactly one.
+            var blob: BlobReference?
+            if let value = fields["snapshot_blob"] {
+                guard fields["snapshot"] == nil else {
+                    throw .malformed("a snapshot has \"snapshot\" or \"snapshot_blob\", not both")
+                }
+                guard let reference = BlobReference(value: value),
+                    reference.layout.size <= UInt64(GroupSnapshot.maxEncodedBytes)
+                else {
+                    throw .malformed(
+                        "\"snapshot_blob\" must be a blob reference (§24.2) of at most \(GroupSnapshot.maxEncodedBytes) bytes"
+                    )
+                }
+                blob = reference
+            }
             return .snapshot(
                 group: try f.group(),
                 SnapshotBundle(
-                    snapshot: try bytes("snapshot", max: GroupSnapshot.maxEncodedBytes),
+                    snapshot: blob == nil ? try bytes("snapshot", max: GroupSnapshot.maxInlineBytes) : [],
                     anchorEnvelope: try bytes("anchor", max: Envelope.maxEncodedBytes),
                     anchorReceipt: try bytes("anchor_receipt", max: Receipt.maxEncodedBytes), keyHistory: keys,
-                    authorityHistory: authority))
+                    authorityHistory: authority, blob: blob))
         case "request":
             let g = try f.group()
             let id = try f.uint("id")

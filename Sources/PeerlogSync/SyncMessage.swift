@@ -181,7 +181,11 @@ public enum SyncMessage: Hashable, Sendable {
         case .revocations(let items): m["items"] = .array(items.map(CBOR.bytes))
         case .snapshot(let g, let b):
             m["group"] = .bytes(g.bytes)
-            m["snapshot"] = .bytes(b.snapshot)
+            if let blob = b.blob {
+                m["snapshot_blob"] = blob.cbor
+            } else {
+                m["snapshot"] = .bytes(b.snapshot)
+            }
             m["anchor"] = .bytes(b.anchorEnvelope)
             m["anchor_receipt"] = .bytes(b.anchorReceipt)
             m["keys"] = .array(b.keyHistory.map { .array($0.map(CBOR.bytes)) })

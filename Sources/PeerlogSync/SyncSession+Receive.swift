@@ -80,14 +80,21 @@ extension SyncSession {
                 throw SyncFailure("protocol", "a second \"snapshot\" for group \(g) in one session")
             }
             groups[g]!.snapshotReceived = true
-            awaitingIngest = PendingIngest(
+            let pending = PendingIngest(
                 group: g, receipts: [], firstEnvelopeSeq: nil, lastEnvelopeSeq: nil, items: 1, size: size,
                 snapshot: true)
-            out.append(
-                .ingest(
-                    SyncIngest(
-                        group: g, receipts: [], envelopes: [], from: peer.device, sender: peer.identity,
-                        snapshot: bundle, trustedForBootstrap: trustsPeerForBootstrap)))
+            let ingest = SyncIngest(
+                group: g, receipts: [], envelopes: [], from: peer.device, sender: peer.identity,
+                snapshot: bundle, trustedForBootstrap: trustsPeerForBootstrap)
+            if bundle.blob != nil {
+                // Its bytes are a blob: the node fetches it, then `snapshotBlobFetched` ingests
+                // it. The session goes on meanwhile; the peer waits for this group's vector.
+                groups[g]!.deferredSnapshot = (pending, ingest)
+                out.append(.ingest(ingest))
+                return
+            }
+            awaitingIngest = pending
+            out.append(.ingest(ingest))
         case .request(let g, let id, let what):
             guard groups[g] != nil else { throw SyncFailure("protocol", "request for group \(g), which is not synced") }
             guard outstandingAnswers < limits.maxOutstandingRequests else {
@@ -144,6 +151,9 @@ extension SyncSession {
         peerServesBlobs = capabilities.contains(Self.blobsCapability)
         peerReadsRuns = capabilities.contains(Self.envelopeRunsCapability)
         peerReadsSnapshots = capabilities.contains(Self.snapshotsCapability)
+        peerReadsSnapshotBlobs =
+            peerReadsSnapshots && capabilities.contains(Self.snapshotBlobsCapability)
+            && capabilities.contains(Self.blobsCapability) && offersBlobs
         peerReadsEncrypted = capabilities.contains(Self.encryptedGroupsCapability)
         peerKeepsAlive = capabilities.contains(Self.keepaliveCapability)
         guard let common = versions.filter(Self.versions.contains).max() else {

@@ -98,7 +98,7 @@ extension SyncSession {
         if s.dirty, peerReadsSnapshots, !s.snapshotSent,
             let bundle = try store.syncBootstrap(
                 group: g, for: peer.identity, peerCommitted: s.planned.committed,
-                peerHoldsNothing: s.planned.committed == 0 && s.planned.authors.isEmpty)
+                peerHoldsNothing: s.planned.committed == 0 && s.planned.authors.isEmpty, blobs: peerReadsSnapshotBlobs)
         {
             let message = SyncMessage.snapshot(group: g, bundle)
             s.snapshotSent = true

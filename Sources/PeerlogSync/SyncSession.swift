@@ -33,6 +33,9 @@ public final class SyncSession {
     /// Hello capability: "I answer and send blob messages" (§24.3). Blob requests go only to
     /// peers that list it.
     public static let blobsCapability = "blobs"
+    /// Hello capability: "I take a `snapshot` whose bytes are a blob (`snapshot_blob`, §23.3)
+    /// and fetch it". Offered with `snapshots` and `blobs`.
+    public static let snapshotBlobsCapability = "snapshot_blobs"
 
     enum Phase { case idle, started, open, closed }
 
@@ -97,6 +100,8 @@ public final class SyncSession {
     var peerReadsRuns = false
     /// The peer listed `snapshots` in its hello.
     var peerReadsSnapshots = false
+    /// The peer's hello lists `snapshot_blobs`: a snapshot too big for a message goes as a blob.
+    var peerReadsSnapshotBlobs = false
     /// Whether our hello lists `snapshots` (off only to act as a peer from before snapshots).
     public var offersSnapshots = true
     /// Whether our hello lists `encrypted_groups` (off only to act as a peer from before them).
@@ -146,6 +151,7 @@ public final class SyncSession {
                 (offersEnvelopeRuns, Self.envelopeRunsCapability), (offersSnapshots, Self.snapshotsCapability),
                 (offersEncryptedGroups, Self.encryptedGroupsCapability), (offersKeepalive, Self.keepaliveCapability),
                 (offersBlobs, Self.blobsCapability),
+                (offersBlobs && offersSnapshots, Self.snapshotBlobsCapability),
             ]
             let capabilities = offers.filter(\.0).map(\.1)
             send(
@@ -192,6 +198,23 @@ public final class SyncSession {
             try pump(into: &out)
         }
         return out
+    }
+
+    /// The blob of a snapshot the peer sent as one (an `.ingest` whose bundle has a `blob`,
+    /// which the driver does not ingest) was fetched: its `bytes` (nil when it could not be,
+    /// which refuses it) are ingested now, as an inline snapshot would have been. Nothing when
+    /// no such snapshot waits for `group`.
+    public func snapshotBlobFetched(group: GroupID, bytes: [UInt8]?) -> [SyncAction] {
+        requireNoIngestPending()
+        guard phase != .closed, let deferred = groups[group]?.deferredSnapshot, let b = deferred.ingest.snapshot
+        else { return [] }
+        groups[group]!.deferredSnapshot = nil
+        awaitingIngest = deferred.pending
+        var ingest = deferred.ingest
+        ingest.snapshot = SnapshotBundle(
+            snapshot: bytes ?? [], anchorEnvelope: b.anchorEnvelope, anchorReceipt: b.anchorReceipt,
+            keyHistory: b.keyHistory, authorityHistory: b.authorityHistory)
+        return [.ingest(ingest)]
     }
 
     /// The driver must answer `.ingest` before anything else: what follows depends on it.

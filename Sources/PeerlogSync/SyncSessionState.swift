@@ -94,6 +94,9 @@ struct GroupSync {
     var snapshotSent = false
     /// A snapshot came from the peer: it may send one per session and group, answering our vector.
     var snapshotReceived = false
+    /// A snapshot sent as a blob (§23.3), waiting for the node to fetch the blob: its ingest
+    /// starts with `SyncSession.snapshotBlobFetched(group:bytes:)`.
+    var deferredSnapshot: (pending: PendingIngest, ingest: SyncIngest)?
     var awaitingVector = false
     /// When (a tick's `now`) the peer last showed it is answering this group's requests: a
     /// batch of the group or a `done`.

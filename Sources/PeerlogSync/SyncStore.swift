@@ -33,14 +33,14 @@ public protocol SyncStore: AnyObject, Sendable {
     /// A snapshot to start the peer (of identity `peer`) from (§23.3): when it holds nothing of
     /// the group, or less than this replica's floor, and is a member. Nil: send the log.
     func syncBootstrap(
-        group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool
+        group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool, blobs: Bool
     ) throws -> SnapshotBundle?
 }
 
 extension SyncStore {
     /// None: a store without snapshots sends the log.
     public func syncBootstrap(
-        group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool
+        group: GroupID, for peer: IdentityID, peerCommitted: UInt64, peerHoldsNothing: Bool, blobs: Bool
     ) throws -> SnapshotBundle? { nil }
 
     /// None: a store that keeps no revocations sends none.

@@ -163,3 +163,11 @@ public struct RejectedItem: Sendable, Equatable {
     /// Its signature or certificate failed: a forgery or corruption, recorded as evidence.
     public let invalid: Bool
 }
+
+extension SyncAction {
+    /// An ingest of a snapshot sent as a blob (§23.3): the node fetches the blob first.
+    public var holdsSnapshotBlob: Bool {
+        if case .ingest(let batch) = self { return batch.snapshot?.blob != nil }
+        return false
+    }
+}

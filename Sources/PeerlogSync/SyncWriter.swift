@@ -29,6 +29,10 @@ extension SyncSession {
         out.reserveCapacity(actions.count)
         for action in actions {
             switch action {
+            case .ingest(let batch) where batch.snapshot?.blob != nil:
+                // A snapshot sent as a blob: a driver that fetches blobs takes it out first (the
+                // node does). Here it is refused, and the session asks for the log.
+                out += settle(snapshotBlobFetched(group: batch.group, bytes: nil), with: writer)
             case .ingest(let batch):
                 let outcome = Result {
                     guard let bundle = batch.snapshot, let sender = batch.sender else {

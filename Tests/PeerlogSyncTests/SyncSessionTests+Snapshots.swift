@@ -79,6 +79,49 @@ import Testing
         #expect(try peers[2].hashes(g).committed == peers[0].hashes(g).committed)
     }
 
+    /// A state over `GroupSnapshot.maxInlineBytes`: the snapshot goes as a blob reference
+    /// (`snapshot_blob`), never as bytes; a driver that fetches no blobs (this mesh) refuses it
+    /// and the receiver takes the log. The node's fetch is tested with real daemons
+    /// (SnapshotBlobTests).
+    @Test func aSnapshotOver4MiBGoesAsABlobReference() throws {
+        var limits = ReplicaLimits()
+        limits.snapshotInterval = 0
+        let peers = [try Peer("alice", limits: limits), try Peer("bob"), try Peer("carol")]
+        let g = try sharedGroup(Array(peers.prefix(2)))
+        for i in 0..<72 {
+            peers[0].clock.advance(1)
+            try peers[0].replica.append(
+                .entityPut(key: "photo/\(i)", value: .text(String(repeating: "x", count: 60_000))), to: g)
+        }
+        try peers[0].replica.append(.memberAdded(identity: peers[2].identity, role: .member), to: g)
+        let made = try peers[0].replica.makeSnapshot(of: g)
+        #expect(made.bytes > GroupSnapshot.maxInlineBytes)
+        let mesh = Mesh(peers)
+        var sent: [SyncMessage] = []
+        mesh.rewrite = { m in
+            if case .snapshot = m { sent.append(m) }
+            return m
+        }
+        let (_, c) = mesh.connect(0, 2)
+        mesh.pump()
+        guard case .snapshot(_, let bundle)? = sent.first else {
+            Issue.record("no snapshot message was sent")
+            return
+        }
+        #expect(bundle.snapshot.isEmpty && bundle.blob != nil)
+        #expect(bundle.blob.map { $0.layout.size == UInt64(made.bytes) } == true)
+        // On the wire: decodes to the same; with both fields it is malformed.
+        let wire = sent[0].encoded()
+        #expect(wire.count < 100_000)
+        #expect(try SyncMessage.decode(wire, limits: .init()) == sent[0])
+        guard case .map(var fields) = try CBORDecoder.decodeStrict(wire) else { return }
+        fields[.text("snapshot")] = .bytes([1, 2, 3])
+        #expect(throws: SyncCodecError.self) {
+            try SyncMessage.decode(CBOREncoder.encode(.map(fields)), limits: .init())
+        }
+        try expectLogInstead(mesh, end: c, peers, g, refusedFor: "snapshot refused")
+    }
+
     @Test func aRefusedSnapshotFallsBackToTheLog() throws {
         let (peers, g) = try setUp(interval: 500, writes: 600, keys: 10)
         let mesh = Mesh(peers)
