@@ -49,6 +49,10 @@ final class BlobTransfers: @unchecked Sendable {
     static let window = 8
     /// Blobs fetched at once.
     static let concurrentFetches = 4
+    /// Chunk bytes one connection may have queued to send (48 MiB: an honest asker keeps at
+    /// most `window` chunks of `concurrentFetches` blobs in flight); a request past it is
+    /// answered `blob_missing`.
+    static let maxBacklogBytes = 48 << 20
     /// A request unanswered this long is asked of another peer (ms).
     static let requestTimeoutMs: UInt64 = 15_000
     /// How long a fetch waits after a chunk could not be written (ms).
@@ -151,6 +155,9 @@ final class BlobTransfers: @unchecked Sendable {
             return send(.hashes(blob: blob, id: request, hashes: hashes), to: peer)
         }
         guard let hashes = stored.hashes else { return missing("its chunk hashes are not held yet") }
+        guard peer.link.bulkBacklog.bytes.load(ordering: .relaxed) < Self.maxBacklogBytes else {
+            return missing("over \(Self.maxBacklogBytes) bytes of chunks are queued for this connection already")
+        }
         let now = clock()
         if now >= servedAt[blob, default: 0] &+ 5_000 {
             servedAt[blob] = now
@@ -220,7 +227,14 @@ final class BlobTransfers: @unchecked Sendable {
         )
     }
 
-    private func send(_ m: BlobMessage, to peer: Peer) { peer.link.send(SyncMessage.blob(m).encoded()) }
+    /// Chunks and hashes (the bulk) go behind receipts, vectors and elections on the connection.
+    private func send(_ m: BlobMessage, to peer: Peer) {
+        let bytes = SyncMessage.blob(m).encoded()
+        switch m {
+        case .chunk, .hashes: peer.link.sendBulk(bytes)
+        default: peer.link.send(bytes)
+        }
+    }
 
     /// Picks up new wants (at most every 250 ms), asks for hashes and chunks within the window,
     /// and takes back requests unanswered for `requestTimeoutMs`.

@@ -124,8 +124,58 @@ final class PeerHandler: ChannelDuplexHandler {
     /// Called by the hub (through the event loop) with one sync message to send. The frames are
     /// sealed straight into the buffer NIO writes, and flushed once for every message the hub
     /// queued meanwhile, so NIO hands the kernel several frames per `writev(2)`.
-    func send(_ message: [UInt8]) {
-        guard !finished, let context else { return }
+    /// Blob chunks waiting for the connection (docs/PROTOCOL.md §24.3): written only while
+    /// fewer than `bulkWindowBytes` of them are in NIO's outbound buffer, so receipts, vectors and
+    /// election messages (`send`) queue behind at most that much bulk, however large the transfer.
+    private var bulk: [[UInt8]] = []
+    private var bulkHead = 0
+    private var bulkInFlight = 0
+    /// Queued and in-flight bulk bytes, read by the blob transfers to refuse requests past a bound.
+    let bulkBacklog = BulkBacklog()
+    /// Bulk bytes written and not yet taken by the socket (2 MiB: two chunks keep the link busy).
+    static let bulkWindowBytes = 2 << 20
+
+    /// Sends a bulk message (a blob chunk) after every message `send` queues, up to the window.
+    func sendBulk(_ message: [UInt8]) {
+        guard !finished, context != nil else { return }
+        bulkBacklog.bytes.add(message.count, ordering: .relaxed)
+        bulk.append(message)
+        pumpBulk()
+    }
+
+    private func pumpBulk() {
+        while bulkHead < bulk.count, bulkInFlight < Self.bulkWindowBytes, !finished, let context {
+            let message = bulk[bulkHead]
+            bulk[bulkHead] = []
+            bulkHead += 1
+            let size = message.count
+            bulkInFlight += size
+            let promise = context.eventLoop.makePromise(of: Void.self)
+            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            promise.futureResult.whenComplete { _ in
+                let handler = loopBound.value
+                handler.bulkInFlight -= size
+                handler.bulkBacklog.bytes.subtract(size, ordering: .relaxed)
+                handler.pumpBulk()
+            }
+            send(message, promise: promise)
+        }
+        if bulkHead == bulk.count {
+            bulk.removeAll(keepingCapacity: bulk.count < 64)
+            bulkHead = 0
+        } else if bulkHead > 1_024 {
+            bulk.removeFirst(bulkHead)
+            bulkHead = 0
+        }
+    }
+
+    func send(_ message: [UInt8]) { send(message, promise: nil) }
+
+    private func send(_ message: [UInt8], promise: EventLoopPromise<Void>?) {
+        guard !finished, let context else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
         do {
             let length = SecureChannel.wireLength(ofMessage: message.count)
             var buffer = context.channel.allocator.buffer(capacity: length)
@@ -135,12 +185,16 @@ final class PeerHandler: ChannelDuplexHandler {
                 failure = sealed.actions
                 return sealed.written
             }
-            guard failure.isEmpty else { return perform(failure) }
+            guard failure.isEmpty else {
+                promise?.fail(ChannelError.ioOnClosedChannel)
+                return perform(failure)
+            }
             hub.metrics.bytes(sent: buffer.readableBytes)
             tapped(.outbound, message)
-            context.write(wrapOutboundOut(buffer), promise: nil)
+            context.write(wrapOutboundOut(buffer), promise: promise)
             flushSoon(context)
         } catch {
+            promise?.fail(error)
             perform(channel.close(reason: "cannot send: \(error)"))
         }
     }
@@ -232,6 +286,8 @@ final class PeerHandler: ChannelDuplexHandler {
                         info: NodeConnection(
                             id: id, outbound: outbound, remote: remote, peer: certificate, since: WallClock.nowMillis()),
                         send: { bytes in eventLoop.execute { loopBound.value.send(bytes) } },
+                        sendBulk: { bytes in eventLoop.execute { loopBound.value.sendBulk(bytes) } },
+                        bulkBacklog: bulkBacklog,
                         close: { reason in eventLoop.execute { loopBound.value.close(reason: reason.description) } }
                     ))
             case .deliver(let message):

@@ -69,7 +69,7 @@ func blobBench(sizes: [Int], bigMiB: Int, writes: Int) async throws {
     func file(megabytes: Int, name: String) throws -> String {
         let path = scratch + "/" + name
         var bytes = [UInt8](repeating: 0, count: 1 << 20)
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         for _ in 0..<megabytes {
             for i in stride(from: 0, to: bytes.count, by: 8) {
