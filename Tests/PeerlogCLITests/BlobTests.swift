@@ -108,6 +108,63 @@ struct BlobTests {
     /// Bob's daemon is killed (SIGKILL) in the middle of fetching a 100 MB blob: the chunks it had
     /// written stay, the part file is never the value, and after a restart it fetches the rest and
     /// reads back equal bytes.
+    /// Two peers hold the blob: Carol's daemon asks both for chunks at once, and each serves part
+    /// of it (its status counts the bytes it served).
+    @Test func twoPeersServeOneBlobAtOnce() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = try makePerson("alice", in: dir)
+        let b = try makePerson("bob", in: dir)
+        let c = try makePerson("carol", in: dir)
+        let group = try createGroup(a.home, "album", plaintext: false)
+        for m in [b, c] { try expectPeerlog(["group", "add", "--home", a.home, group, m.identity]) }
+        let da = try DaemonProcess(home: a.home)
+        let db = try DaemonProcess(home: b.home, arguments: ["--peer", da.address, "--allow", a.identity])
+        defer {
+            da.stop()
+            db.stop()
+        }
+        #expect(acceptWhenInvited(b.home, group), "bob never got the invitation: \(db.stderr)")
+        // Over the prefetch size, so each daemon fetches it only when asked.
+        let photo = try file("photo.jpg", count: 70_000_000, canary: "CANARY-TWO-PEERS")
+        try expectPeerlog(["put", "--home", a.home, group, "photo", "--value-file", photo])
+        #expect(
+            TestSupport.waitUntil(timeout: 60) {
+                (try? TestSupport.peerlog(["get", "--home", b.home, group, "photo"]).status) == 0
+            })
+        try expectPeerlog(["blob", "fetch", "--home", b.home, group, "photo", "--wait", "120"])
+        func served(_ home: String) -> Double? {
+            guard case .number(let n)? = try? peerlogJSON(["status", "--home", home])["blobs"]?["servedBytes"] else {
+                return nil
+            }
+            return Double(n)
+        }
+        let before = (alice: served(a.home) ?? 0, bob: served(b.home) ?? 0)
+        let dc = try DaemonProcess(
+            home: c.home, arguments: ["--peer", da.address, "--peer", db.address, "--allow", a.identity])
+        defer { dc.stop() }
+        #expect(acceptWhenInvited(c.home, group), "carol never got the invitation: \(dc.stderr)")
+        // Both sessions of Carol's daemon sync the group before she asks.
+        func syncingPeers() -> Int {
+            guard case .array(let groups)? = try? peerlogJSON(["status", "--home", c.home])["groups"] else { return 0 }
+            for g in groups where g["id"] == .string(group) {
+                if case .array(let peers)? = g["peers"] { return peers.count }
+            }
+            return 0
+        }
+        #expect(TestSupport.waitUntil(timeout: 60) { syncingPeers() == 2 }, "carol syncs with \(syncingPeers()) peers")
+        #expect(
+            TestSupport.waitUntil(timeout: 60) {
+                (try? TestSupport.peerlog(["get", "--home", c.home, group, "photo"]).status) == 0
+            })
+        try expectPeerlog(["blob", "fetch", "--home", c.home, group, "photo", "--wait", "120"])
+        let out = dir + "/photo.out"
+        try expectPeerlog(["get", "--home", c.home, group, "photo", "--out", out])
+        #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: photo))
+        let after = (alice: served(a.home) ?? 0, bob: served(b.home) ?? 0)
+        #expect(after.alice > before.alice && after.bob > before.bob, "served: \(before) → \(after)")
+        #expect(after.alice - before.alice + after.bob - before.bob >= 70_000_000)
+    }
+
     @Test func aFetchKilledMidwayResumesAfterARestart() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let a = try makePerson("alice", in: dir)
