@@ -108,6 +108,16 @@ public struct NodeConfiguration: Sendable {
                         throw fail("idle-timeout must be 10...3600 seconds")
                     }
                     idleTimeout = .seconds(seconds)
+                case "blob-cache":
+                    guard let mb = UInt64(value), mb <= 1 << 40 else {
+                        throw fail("blob-cache must be 0...\(1 << 40) MB")
+                    }
+                    blobCacheBytes = mb * 1_000_000
+                case "blob-grace":
+                    guard let hours = UInt64(value), hours <= 24 * 365 else {
+                        throw fail("blob-grace must be 0...\(24 * 365) hours")
+                    }
+                    blobGrace = .seconds(hours * 3_600)
                 default: throw fail("unknown key \"\(key)\"")
                 }
             } catch let error as NodeError {

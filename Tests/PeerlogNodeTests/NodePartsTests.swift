@@ -97,7 +97,10 @@ struct ConfigurationFileTests {
             allow = \(identity)
             network = lab
             log-level = debug
+            blob-cache = 2000
+            blob-grace = 48
             """)
+        #expect(c.blobCacheBytes == 2_000_000_000 && c.blobGrace == .seconds(48 * 3_600))
         #expect(c.listen == PeerAddress(host: "0.0.0.0", port: 7400))
         #expect(c.peers == [PeerAddress(host: "10.0.0.2", port: 7300), PeerAddress(host: "::1", port: 7301)])
         #expect(c.allow == [identity])
@@ -118,6 +121,9 @@ struct ConfigurationFileTests {
             Issue.record("accepted a bad address")
         } catch let e as NodeError {
             #expect(e.code == .invalidConfiguration && e.configurationLine == 3 && e.detail.contains("nowhere"), "\(e)")
+        }
+        for bad in ["blob-cache = -1", "blob-cache = lots", "blob-grace = 9000"] {
+            #expect(throws: NodeError.self) { _ = try load(bad) }
         }
         do {
             _ = try load("log-level = loud")
