@@ -83,6 +83,11 @@ struct RelayRun: AsyncParsableCommand {
     var postgres: String?
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel = "info"
+    @Option(
+        help: ArgumentHelp(
+            "The most MB of members' blobs to keep (default 65536); a blob past it is not taken, and members keep serving it.",
+            valueName: "MB"))
+    var blobQuota: UInt64?
     @OptionGroup var httpOptions: HTTPOptions
 
     static let defaultPort = 7350
@@ -95,6 +100,10 @@ struct RelayRun: AsyncParsableCommand {
         settings.openAdmission = open
         for text in allow { settings.allow.insert(try parseIdentity(text)) }
         settings.logLevel = level
+        if let blobQuota {
+            guard blobQuota <= 1 << 40 else { throw CLIError("--blob-quota is at most \(1 << 40) MB") }
+            settings.relayBlobQuotaBytes = blobQuota * 1_000_000
+        }
         let page = try httpOptions.prepare(program: "peerlog relay")
         settings.metrics = page?.metrics.node
         bootstrapLogging(level: level)

@@ -38,6 +38,8 @@ final class BlobTransfers: @unchecked Sendable {
     struct Keeping: Sendable {
         var cacheBytes = BlobRetention.cacheBytes
         var graceMs = BlobRetention.graceMs
+        /// As a relay, the most blob bytes held (`NodeConfiguration.relayBlobQuotaBytes`).
+        var relayQuotaBytes: UInt64 = 64 << 30
     }
 
     /// Blobs of at most this many bytes are fetched as soon as a value references them.
@@ -83,6 +85,8 @@ final class BlobTransfers: @unchecked Sendable {
     private var servedAt: [BlobID: UInt64] = [:]
     /// The blob bytes held, as `keep` last counted them (status).
     private var heldBytes: (whole: UInt64, cached: UInt64) = (0, 0)
+    /// Blobs refused for the relay quota (logged once each).
+    private var overQuota: Set<BlobID> = []
     /// A fetch completed since: count them again at the next status.
     private var heldChanged = true
     /// Bytes of chunks written and served since start (status).
@@ -313,6 +317,15 @@ final class BlobTransfers: @unchecked Sendable {
         guard peers[id]?.groups.contains(group) == true, (try? replica.relaysHere(group)) == true else { return }
         do {
             if try replica.storedBlob(blob) == nil {
+                let held = try replica.blobBytesHeld().whole
+                guard held + layout.size <= keeping.relayQuotaBytes else {
+                    if overQuota.insert(blob).inserted {
+                        logger.warning(
+                            "not keeping blob \(blob) of group \(group) (\(layout.size) bytes): this relay holds \(held) bytes of blobs and its quota is \(keeping.relayQuotaBytes); members serve it themselves"
+                        )
+                    }
+                    return
+                }
                 try replica.beginBlob(blob, layout: layout, for: group)
             } else {
                 try replica.addBlobGroup(blob, group)

@@ -37,6 +37,9 @@ public struct NodeConfiguration: Sendable {
     /// The most bytes of blobs fetched from peers this home keeps (16 GiB): over it, the least
     /// recently used are evicted (fetched again when read). Blobs put here are not counted.
     public var blobCacheBytes: UInt64 = BlobRetention.cacheBytes
+    /// As a relay: the most bytes of blobs held (64 GiB). A member's `blob_have` past it is not
+    /// taken (logged once per blob); the members keep serving that blob themselves.
+    public var relayBlobQuotaBytes: UInt64 = 64 << 30
     /// How long a blob no value references is kept before it is deleted (24 hours).
     public var blobGrace: Duration = .seconds(BlobRetention.graceMs / 1_000)
     /// One tick of elected sequencers (§18): elections time out after 6–12 ticks, leaders

@@ -69,7 +69,8 @@ public final class PeerlogNode: Service, Sendable {
             openAdmission: configuration.openAdmission, logger: logger, cadence: cadence,
             metrics: configuration.metrics ?? NodeMetrics(), syncLimits: configuration.syncLimits,
             blobKeeping: .init(
-                cacheBytes: configuration.blobCacheBytes, graceMs: NodeHub.milliseconds(configuration.blobGrace)))
+                cacheBytes: configuration.blobCacheBytes, graceMs: NodeHub.milliseconds(configuration.blobGrace),
+                relayQuotaBytes: configuration.relayBlobQuotaBytes))
         dialers = configuration.peers.map { Dialer(address: $0) }
         pairing = PairingHost(
             grants: PairingGrants(device: device, replica: self.replica), logger: logger,

@@ -231,6 +231,34 @@ struct BlobTests {
         #expect(line.flatMap { Double($0.split(separator: " ").last ?? "") } == Double(n), "\(metrics.prefix(3_000))")
     }
 
+    /// A relay keeps members' blobs only up to its quota: past it, a member's `blob_have` is
+    /// logged and not taken, and the relay holds nothing of the blob.
+    @Test func aRelayTakesNoBlobPastItsQuota() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let relayHome = dir + "/relay"
+        try expectPeerlog(["relay", "init", "--home", relayHome, "--name", "small-relay"])
+        let relayKey = try expectPeerlog(["relay", "key", "--home", relayHome])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let port = try TestSupport.freePort()
+        let a = try makePerson("alice", in: dir)
+        let relay = try DaemonProcess(
+            home: relayHome, listenPort: port, arguments: ["--allow", a.identity, "--blob-quota", "1"],
+            command: ["relay", "run"])
+        defer { relay.stop() }
+        let group = try createGroup(a.home, "album")
+        try expectPeerlog(["group", "sequencer", "--home", a.home, group, "relay", "127.0.0.1:\(port)", relayKey])
+        let da = try DaemonProcess(home: a.home)
+        defer { da.stop() }
+        let photo = try file("photo.jpg", count: 3_000_000, canary: "CANARY-QUOTA")
+        try expectPeerlog(["put", "--home", a.home, group, "photo", "--value-file", photo])
+        #expect(
+            TestSupport.waitUntil(timeout: 60) { relay.stderr.contains("not keeping blob") },
+            "the relay did not refuse the blob: \(relay.stderr.suffix(2_000))")
+        #expect(relay.stderr.contains("quota is 1000000"), "\(relay.stderr.suffix(2_000))")
+        let held = try blobs(relayHome)
+        #expect(held.isEmpty, "the relay holds \(held)")
+    }
+
     /// An encrypted group sequenced by a relay; Alice and Bob are never online together. Alice's
     /// daemon tells the relay of her blob, the relay fetches and keeps it without reading it, and
     /// Bob fetches it from the relay: equal bytes, and the canary inside is in no file of the relay.
