@@ -1,3 +1,4 @@
+import Foundation
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
@@ -87,6 +88,8 @@ import Testing
         var limits = ReplicaLimits()
         limits.snapshotInterval = 0
         let peers = [try Peer("alice", limits: limits), try Peer("bob"), try Peer("carol")]
+        // The snapshot's blob goes to the in-memory stores' blob directory: removed after.
+        defer { for p in peers { try? FileManager.default.removeItem(atPath: p.replica.blobFiles.directory) } }
         let g = try sharedGroup(Array(peers.prefix(2)))
         for i in 0..<72 {
             peers[0].clock.advance(1)
