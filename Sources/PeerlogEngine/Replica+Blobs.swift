@@ -38,15 +38,10 @@ extension Replica {
         guard let state = try state(of: group, view: .committed) else {
             throw ReplicaError(.groupNotFound, "this device holds no group \(group)")
         }
-        var key: SecureBytes?
-        if let encryption = state.encryption {
-            let held = try store.read { try KeyringStorage.keys(group: group, db: $0, local: local) }
-            if let epoch = encryption.validKeys.reversed().lazy.compactMap({ held[$0] }).first {
-                key = BlobFiles.convergentKey(of: encoded, secret: epoch.blobSecret)
-            } else {
-                key = SecureBytes(randomCount: ChaChaPoly.keyLength)
-            }
-        }
+        let key =
+            try newestEpochKey(group, state).map { epoch in
+                BlobFiles.convergentKey(of: encoded, secret: epoch.blobSecret)
+            } ?? (state.encryption == nil ? nil : SecureBytes(randomCount: ChaChaPoly.keyLength))
         let stored = try blobFiles.store(bytes: encoded, key: key)
         try store.write { db in
             try db.addLocalBlob(stored.id, layout: stored.layout, hashes: stored.hashes, now: clock())
@@ -54,16 +49,6 @@ extension Replica {
             try db.addBlobGroup(stored.id, group)
         }
         return try BlobReference(id: stored.id, layout: stored.layout, key: key)
-    }
-
-    /// Starts fetching the blob of a snapshot a peer sent for `group` (nothing when held).
-    package func beginSnapshotBlob(_ reference: BlobReference, for group: GroupID) throws {
-        try store.write { db in
-            try db.addBlob(reference.id, layout: reference.layout, now: clock())
-            try db.unevictBlob(reference.id)
-            try db.markSnapshotBlob(reference.id)
-            try db.addBlobGroup(reference.id, group)
-        }
     }
 
     /// The whole plaintext of a blob held whole (a snapshot's bytes), at most `maxBytes`.
@@ -87,12 +72,19 @@ extension Replica {
     /// so members that put the same bytes in the same epoch make one blob; standard input (read
     /// once) and a device that holds no epoch key yet get a random one.
     func blobKey(for source: String, in group: GroupID, state: GroupState) throws -> SecureBytes? {
-        guard let encryption = state.encryption else { return nil }
-        let held = try store.read { try KeyringStorage.keys(group: group, db: $0, local: local) }
-        guard source != "-", let epoch = encryption.validKeys.reversed().lazy.compactMap({ held[$0] }).first else {
+        guard state.encryption != nil else { return nil }
+        guard source != "-", let epoch = try newestEpochKey(group, state) else {
             return SecureBytes(randomCount: ChaChaPoly.keyLength)
         }
         return try BlobFiles.convergentKey(of: source, secret: epoch.blobSecret)
+    }
+
+    /// The newest epoch key in use that this device holds for an encrypted group (what blob keys
+    /// derive from); nil in a plaintext group or when none is held yet.
+    private func newestEpochKey(_ group: GroupID, _ state: GroupState) throws -> EpochKey? {
+        guard let encryption = state.encryption else { return nil }
+        let held = try store.read { try KeyringStorage.keys(group: group, db: $0, local: local) }
+        return encryption.validKeys.reversed().lazy.compactMap { held[$0] }.first
     }
 
     /// What this device holds of a blob, nil when nothing.
@@ -138,10 +130,12 @@ extension Replica {
     }
 
     /// A reader asked for the blob: fetched for `group` when not held, also after an eviction.
-    package func wantBlob(_ reference: BlobReference, for group: GroupID) throws {
+    /// `snapshot`: it holds a snapshot a peer sent as a blob (never announced to a relay).
+    package func wantBlob(_ reference: BlobReference, for group: GroupID, snapshot: Bool = false) throws {
         try store.write { db in
             try db.addBlob(reference.id, layout: reference.layout, now: clock())
             try db.unevictBlob(reference.id)
+            if snapshot { try db.markSnapshotBlob(reference.id) }
             try db.addBlobGroup(reference.id, group)
         }
     }

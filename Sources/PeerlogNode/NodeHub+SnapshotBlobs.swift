@@ -25,7 +25,7 @@ extension NodeHub {
         actions.filter { action in
             guard case .ingest(let batch) = action, let reference = batch.snapshot?.blob else { return true }
             do {
-                try replica.beginSnapshotBlob(reference, for: batch.group)
+                try replica.wantBlob(reference, for: batch.group, snapshot: true)
             } catch {
                 logger.error("cannot fetch the snapshot blob \(reference.id) of group \(batch.group): \(error)")
             }

@@ -325,9 +325,7 @@ final class NodeHub: @unchecked Sendable {
     func perform(_ actions: [SyncAction], on id: UInt64) {
         // A snapshot sent as a blob waits for its blob; the rest of the session's writes (what
         // the peer sent, its vectors) go to the replica first.
-        let actions =
-            awaitingSnapshotBlobs.isEmpty && !actions.contains(where: \.holdsSnapshotBlob)
-            ? actions : holdSnapshotBlobs(actions, on: id)
+        let actions = actions.contains(where: \.holdsSnapshotBlob) ? holdSnapshotBlobs(actions, on: id) : actions
         let settled = sessions[id]?.settle(actions, with: replica) ?? actions
         // A forger is refused before its session's "error" leaves: it cannot redial in between.
         let closes = settled.contains { if case .close = $0 { true } else { false } }

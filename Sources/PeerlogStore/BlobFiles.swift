@@ -227,8 +227,7 @@ package struct BlobFiles: Sendable {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw error("cannot open \(path)") }
         defer { close(fd) }
-        let h = try BLAKE2b(length: ChaChaPoly.keyLength, key: secret)
-        h.update(Array("peerlog/blob-key/v1".utf8))
+        let h = convergentHasher(secret)
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let n = try readFull(fd, into: &buffer, count: buffer.count, path: path)
@@ -240,10 +239,16 @@ package struct BlobFiles: Sendable {
 
     /// `convergentKey(of:secret:)` of bytes in memory.
     package static func convergentKey(of bytes: [UInt8], secret: SecureBytes) -> SecureBytes {
-        let h = try! BLAKE2b(length: ChaChaPoly.keyLength, key: secret)
-        h.update(Array("peerlog/blob-key/v1".utf8))
+        let h = convergentHasher(secret)
         h.update(bytes)
         return SecureBytes(h.finalize())
+    }
+
+    /// Keyed BLAKE2b-256 with the label absorbed: the plaintext follows.
+    private static func convergentHasher(_ secret: SecureBytes) -> BLAKE2b {
+        let h = try! BLAKE2b(length: ChaChaPoly.keyLength, key: secret)
+        h.update(Array("peerlog/blob-key/v1".utf8))
+        return h
     }
 
     /// Reads a whole blob's chunk hashes from its file (to serve them, or check the file).

@@ -159,10 +159,7 @@ extension StoreDB {
     private func withGroups(_ rows: [Row]) throws -> [(blob: StoredBlob, groups: [GroupID])] {
         try rows.map { r in
             let blob = try Self.storedBlob(r)
-            let groups = try self.rows("SELECT group_id FROM blob_groups WHERE blob = ?", [blob.id.bytes.blob]).map {
-                try GroupID(bytes: ($0["group_id"] as Data).bytes)
-            }
-            return (blob, groups)
+            return (blob, try blobGroups(blob.id))
         }
     }
 

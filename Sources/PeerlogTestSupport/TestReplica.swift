@@ -59,6 +59,15 @@ public struct TestReplica: Sendable {
     /// Everything this replica holds of a group: receipts (in author-counter order, evidence
     /// included) and committed envelopes (in seq order); below a floor (§23.2), what is left.
     public func holdings(_ group: GroupID) throws -> (receipts: [Receipt], envelopes: [Envelope]) {
+        try Self.holdings(group, of: replica)
+    }
+
+    /// What `replica` holds of `group`, as `holdings(_:)` reads it (for a `Peerlog`'s replica).
+    public static func holdings(
+        _ group: GroupID, of replica: Replica
+    ) throws -> (
+        receipts: [Receipt], envelopes: [Envelope]
+    ) {
         var receipts = [Receipt]()
         var envelopes = [Envelope]()
         try replica.export(group: group, partial: true) { line in

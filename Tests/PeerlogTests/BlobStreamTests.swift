@@ -13,17 +13,8 @@ import Testing
 /// Two `Peerlog`s pass receipts and chunks by hand (no network), so what Bob holds is exact.
 @Suite struct BlobStreamTests {
     func send(_ group: GroupID, from: Peerlog, to: Peerlog) throws {
-        var receipts = [Receipt]()
-        var envelopes = [Envelope]()
-        try from.replica.export(group: group, partial: true) { line in
-            let json = try JSON.parse(line)
-            guard case .string(let kind)? = json["kind"], case .string(let hex)? = json["data"],
-                let data = bytes(fromHex: hex)
-            else { return }
-            if kind == "receipt" { receipts.append(try Receipt(encoded: data)) }
-            if kind == "envelope" { envelopes.append(try Envelope(encoded: data)) }
-        }
-        _ = try to.replica.ingest(receipts: receipts, envelopes: envelopes)
+        let h = try TestReplica.holdings(group, of: from.replica)
+        _ = try to.replica.ingest(receipts: h.receipts, envelopes: h.envelopes)
     }
 
     @Test(arguments: [false, true])
