@@ -32,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // SHA-256 with the CPU's SHA extensions (BoringSSL): blob chunk hashes and receipt CIDs.
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // The daemon's and relay's --http status page and /metrics (only the CLI links them).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
@@ -51,7 +53,8 @@ let package = Package(
         // system's dns_sd on macOS. No pkgConfig: avahi's adds -D_REENTRANT, which SwiftPM refuses.
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
         // Base layer.
-        .target(name: "PeerlogCrypto", dependencies: ["CSodium"]),
+        .target(
+            name: "PeerlogCrypto", dependencies: ["CSodium", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "PeerlogEncoding", dependencies: ["PeerlogCrypto"], linkerSettings: [.linkedLibrary("m")]),
         // Core layer.
         .target(name: "PeerlogModel", dependencies: ["PeerlogCrypto", "PeerlogEncoding"]),

@@ -20,6 +20,8 @@ public struct HMAC<H: HashFunction> {
 
     /// Feeds more message bytes.
     public func update(_ bytes: [UInt8]) { inner.update(bytes) }
+    /// Feeds more message bytes.
+    public func update(_ bytes: UnsafeRawBufferPointer) { inner.update(bytes) }
 
     /// The MAC, `H.digestLength` bytes. Single use: call neither `update` nor `finalize` afterwards.
     public func finalize() -> [UInt8] {

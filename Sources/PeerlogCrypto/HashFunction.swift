@@ -26,31 +26,6 @@ extension HashFunction {
     }
 }
 
-/// SHA-256 (FIPS 180-4).
-public final class SHA256: HashFunction {
-    /// 32 bytes of output.
-    public static let digestLength = 32
-    /// 64-byte blocks.
-    public static let blockLength = 64
-    private var state = crypto_hash_sha256_state()
-    /// A hasher with no input yet.
-    public init() {
-        Sodium.ensureInitialized()
-        crypto_hash_sha256_init(&state)
-    }
-    /// Feeds more input, of any length.
-    public func update(_ bytes: UnsafeRawBufferPointer) {
-        _ = crypto_hash_sha256_update(
-            &state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
-    }
-    /// The 32-byte digest. Ends the hasher: call neither `update` nor `finalize` afterwards.
-    public func finalize() -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: Self.digestLength)
-        crypto_hash_sha256_final(&state, &out)
-        return out
-    }
-}
-
 /// SHA-512 (FIPS 180-4).
 public final class SHA512: HashFunction {
     /// 64 bytes of output.

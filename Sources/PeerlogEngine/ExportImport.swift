@@ -87,6 +87,7 @@ extension Replica {
             JSON.object([
                 ("kind", .string("blob")), ("blob", .string(blob.id.string)), ("size", .int(layout.size)),
                 ("chunk", .int(layout.chunkBytes)), ("sealed", .bool(layout.sealed)),
+                ("format", .int(layout.format.rawValue)),
             ]).serialized())
         var offset: UInt64 = 0
         while offset < layout.storedSize {
@@ -286,8 +287,18 @@ struct ExportLineChecker {
         else {
             throw ReplicaError(.invalidImport, "\(at): a blob line has \"blob\", \"size\", \"chunk\" and \"sealed\"")
         }
+        // No "format": a file exported before the second format (BLAKE2b).
+        let format: BlobFormat?
+        switch json["format"] {
+        case nil: format = .blake2b
+        case .number(let text)?: format = UInt8(text).flatMap(BlobFormat.init(rawValue:))
+        default: format = nil
+        }
+        guard let format else {
+            throw ReplicaError(.invalidImport, "\(at): a blob line's \"format\" is 1 or 2 (docs/PROTOCOL.md §24.1)")
+        }
         let layout: BlobLayout
-        do { layout = try BlobLayout(size: size, chunkBytes: chunk, sealed: sealed) } catch {
+        do { layout = try BlobLayout(size: size, chunkBytes: chunk, sealed: sealed, format: format) } catch {
             throw ReplicaError(.invalidImport, "\(at): \(error)")
         }
         found.blobs += 1
@@ -383,7 +394,7 @@ struct BlobImport {
             let size = layout.storedBytes(ofChunk: index)
             try chunk.withUnsafeBytes { b in
                 let stored = UnsafeRawBufferPointer(rebasing: b[0..<size])
-                hashes += BlobLayout.chunkHash(stored)
+                hashes += layout.chunkHash(stored)
                 try replica.blobFiles.writeFile(temporary, stored, at: layout.storedOffset(ofChunk: index))
             }
             chunk.removeFirst(size)

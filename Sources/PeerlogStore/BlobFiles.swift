@@ -201,7 +201,7 @@ package struct BlobFiles: Sendable {
             }
             try buffer.withUnsafeBytes { b in
                 let stored = UnsafeRawBufferPointer(rebasing: b[0..<(n + tag)])
-                hashes += BlobLayout.chunkHash(stored)
+                hashes += BlobLayout.chunkHash(stored, format: .current)
                 try write(stored, to: output, path: temporary, at: offset)
             }
             offset += UInt64(n + tag)
@@ -220,9 +220,9 @@ package struct BlobFiles: Sendable {
     }
 
     /// The key a sealed blob of the file at `path` gets, so the same bytes put twice in a group
-    /// (in one epoch) make one blob (docs/PROTOCOL.md §24.1): BLAKE2b-256 keyed with `secret`
-    /// (the group's blob secret of its newest epoch) over `"peerlog/blob-key/v1"` and the file's
-    /// bytes, read once.
+    /// (in one epoch) make one blob (docs/PROTOCOL.md §24.1): HMAC-SHA-256 under `secret` (the
+    /// group's blob secret of its newest epoch) of `"peerlog/blob-key/v2"` and the file's bytes,
+    /// read once.
     package static func convergentKey(of path: String, secret: SecureBytes) throws -> SecureBytes {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw error("cannot open \(path)") }
@@ -244,10 +244,12 @@ package struct BlobFiles: Sendable {
         return SecureBytes(h.finalize())
     }
 
-    /// Keyed BLAKE2b-256 with the label absorbed: the plaintext follows.
-    private static func convergentHasher(_ secret: SecureBytes) -> BLAKE2b {
-        let h = try! BLAKE2b(length: ChaChaPoly.keyLength, key: secret)
-        h.update(Array("peerlog/blob-key/v1".utf8))
+    /// HMAC-SHA-256 under the blob secret with the label absorbed: the plaintext follows. (The
+    /// first format's keys were keyed BLAKE2b, at a third of the rate; a reader never derives a
+    /// key, so only deduplication across the change is lost.)
+    private static func convergentHasher(_ secret: SecureBytes) -> HMAC<SHA256> {
+        let h = secret.withUnsafeBytes { HMAC<SHA256>(key: $0) }
+        h.update(Array("peerlog/blob-key/v2".utf8))
         return h
     }
 
@@ -257,7 +259,7 @@ package struct BlobFiles: Sendable {
         hashes.reserveCapacity(layout.chunkCount * 32)
         for i in 0..<layout.chunkCount {
             let chunk = try read(id, at: layout.storedOffset(ofChunk: i), count: layout.storedBytes(ofChunk: i))
-            hashes += chunk.withUnsafeBytes(BlobLayout.chunkHash)
+            hashes += chunk.withUnsafeBytes(layout.chunkHash)
         }
         return hashes
     }

@@ -18,6 +18,7 @@ enum Migrations {
         m.registerMigration("0012_evidence_caps", migrate: Migration0012.migrate)
         m.registerMigration("0013_blobs", migrate: Migration0013.migrate)
         m.registerMigration("0014_blob_cache", migrate: Migration0014.migrate)
+        m.registerMigration("0015_blob_format", migrate: Migration0015.migrate)
         return m
     }
 }

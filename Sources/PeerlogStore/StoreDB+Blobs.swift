@@ -47,9 +47,13 @@ extension StoreDB {
     }
 
     static func storedBlob(_ r: Row) throws -> StoredBlob {
+        guard let format = UInt8(exactly: r["format"] as Int64).flatMap(BlobFormat.init(rawValue:)) else {
+            throw StoreError(
+                .unknownStoredValue, "blob format \(r["format"] as Int64) is not one this version reads (1, 2)")
+        }
         let layout = try BlobLayout(
             size: UInt64(sql: r["size"]), chunkBytes: UInt32(r["chunk_bytes"] as Int64),
-            sealed: r["sealed"] as Int64 != 0)
+            sealed: r["sealed"] as Int64 != 0, format: format)
         return StoredBlob(
             id: try BlobID(bytes: (r["id"] as Data).bytes), layout: layout, hashes: (r["hashes"] as Data?)?.bytes,
             have: (r["have"] as Data).bytes, held: Int(r["held"] as Int64), complete: r["complete"] as Int64 != 0,
@@ -60,10 +64,13 @@ extension StoreDB {
     package func addBlob(_ id: BlobID, layout: BlobLayout, now: UInt64) throws {
         try execute(
             """
-            INSERT OR IGNORE INTO blobs (id, size, chunk_bytes, sealed, have, added_at, used_at)
-                VALUES (?, ?, ?, ?, X'', ?, ?)
+            INSERT OR IGNORE INTO blobs (id, size, chunk_bytes, sealed, format, have, added_at, used_at)
+                VALUES (?, ?, ?, ?, ?, X'', ?, ?)
             """,
-            [id.bytes.blob, layout.size.sql, Int64(layout.chunkBytes), layout.sealed ? 1 : 0, now.sql, now.sql])
+            [
+                id.bytes.blob, layout.size.sql, Int64(layout.chunkBytes), layout.sealed ? 1 : 0,
+                Int64(layout.format.rawValue), now.sql, now.sql,
+            ])
     }
 
     /// Records a blob put or imported here whole: this device's own (never evicted), used now;

@@ -53,11 +53,18 @@ public enum BlobMessage: Hashable, Sendable {
         case .missing(let b, let id, let reason):
             ["blob": .bytes(b.bytes), "id": .unsigned(id), "reason": .text(reason)]
         case .have(let g, let b, let layout):
-            [
-                "group": .bytes(g.bytes), "blob": .bytes(b.bytes), "id": .unsigned(0), "size": .unsigned(layout.size),
-                "chunk": .unsigned(UInt64(layout.chunkBytes)), "sealed": .bool(layout.sealed),
-            ]
+            Self.haveFields(g, b, layout)
         }
+    }
+
+    /// `blob_have`'s fields: `format` only past the first format (§24.3).
+    static func haveFields(_ g: GroupID, _ b: BlobID, _ layout: BlobLayout) -> [String: CBOR] {
+        var f: [String: CBOR] = [
+            "group": .bytes(g.bytes), "blob": .bytes(b.bytes), "id": .unsigned(0), "size": .unsigned(layout.size),
+            "chunk": .unsigned(UInt64(layout.chunkBytes)), "sealed": .bool(layout.sealed),
+        ]
+        if layout.format != .blake2b { f["format"] = .unsigned(UInt64(layout.format.rawValue)) }
+        return f
     }
 
     /// The types this version reads.
@@ -99,8 +106,17 @@ public enum BlobMessage: Hashable, Sendable {
                 throw .malformed("\"group\" must be bstr(16)")
             }
             let chunk = try uint("chunk")
+            // No "format": the first format (BLAKE2b), which is never written as 1.
+            var format = BlobFormat.blake2b
+            if f["format"] != nil {
+                guard let n = UInt8(exactly: try uint("format")), n != 1, let named = BlobFormat(rawValue: n) else {
+                    throw .malformed("\"format\" must be 2 (§24.1)")
+                }
+                format = named
+            }
             guard let sealed = try value("sealed").boolValue, chunk <= UInt64(UInt32.max),
-                let layout = try? BlobLayout(size: try uint("size"), chunkBytes: UInt32(chunk), sealed: sealed)
+                let layout = try? BlobLayout(
+                    size: try uint("size"), chunkBytes: UInt32(chunk), sealed: sealed, format: format)
             else { throw .malformed("\"size\", \"chunk\" and \"sealed\" must be a valid blob layout (§24.1)") }
             return .have(group: group, blob: blob, layout: layout)
         case "blob_chunk":

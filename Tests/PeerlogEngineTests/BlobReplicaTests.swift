@@ -129,7 +129,7 @@ import Testing
         let key = try BlobFiles.convergentKey(of: dir + "/hello", secret: epoch.blobSecret)
         #expect(
             hexString(key.withUnsafeBytes { Array($0) })
-                == "763a6e7f43f087807b37a6fc9e45ea19d1cf0538cad8af9a8d27fbb4297ecec3")
+                == "7e4e017e9fad6d56b6ae188c3c3c6947631bbc53ec2f74403c732f2d610f37cf")
     }
 
     /// Collection (§24.6): a blob that a value references, committed or only tentative (a
@@ -241,11 +241,39 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try Data("hello".utf8).write(to: URL(fileURLWithPath: dir + "/hello"))
         let reference = try alice.replica.storeBlob(from: dir + "/hello", in: group)
-        #expect(reference.id.string == "bqagxwamrktb6ckzq2f37traip3llwsuzsu6cvz6hvqh3bodp2meq")
+        #expect(reference.id.string == "bhuqaol77mxv3t4m5uxottzcpgi5gbfovlgpqkwdmpyaqhlzughuq")
         #expect(
             hexString(CBOREncoder.encode(reference.cbor))
-                == "a16c706565726c6f672e626c6f62a36269645820800d7b019154c3e12b30d177f9c4087ed6bb4a99953c2ae7c7ac0fb0b86fd3096473697a6505656368756e6b1a00100000"
+                == "a16c706565726c6f672e626c6f62a462696458203d20072fff65ebb9f19da5dd39e44f323a6095d5599f05586c7e0103af3431e96473697a6505656368756e6b1a0010000066666f726d617402"
         )
         try? FileManager.default.removeItem(atPath: alice.replica.blobFiles.directory)
+    }
+
+    /// The first format (BLAKE2b, no `format` field) is still read and checked: PROTOCOL.md
+    /// §24.5's example of it; a `format` of 1 (never written) or 3 (unknown) is no reference.
+    @Test func theFirstFormatIsStillReadAndChecked() throws {
+        let old = TestSupport.bytes(
+            hex:
+                "a16c706565726c6f672e626c6f62a36269645820800d7b019154c3e12b30d177f9c4087ed6bb4a99953c2ae7c7ac0fb0b86fd3096473697a6505656368756e6b1a00100000"
+        )
+        let reference = try #require(BlobReference(value: try CBORDecoder.decodeStrict(old)))
+        #expect(reference.layout.format == .blake2b && reference.layout.size == 5)
+        let hashes = Array("hello".utf8).withUnsafeBytes(reference.layout.chunkHash)
+        #expect(hexString(hashes) == "324dcf027dd4a30a932c441f365a25e86b173defa4b8e58948253471b81b72cf")
+        #expect(reference.layout.id(hashes: hashes) == reference.id)
+        #expect(reference.layout.chunk(Array("hello".utf8), index: 0, matches: hashes))
+        #expect(CBOREncoder.encode(reference.cbor) == old)
+        // The same bytes in the current format hash otherwise: a layout's format is part of its id.
+        let current = try BlobLayout(size: 5, sealed: false)
+        #expect(current.id(hashes: Array("hello".utf8).withUnsafeBytes(current.chunkHash)) != reference.id)
+        // The store keeps the format (a row from before migration 0015 reads as format 1).
+        let alice = try TestReplica("alice")
+        try alice.replica.store.write { try $0.addBlob(reference.id, layout: reference.layout, now: 1) }
+        #expect(try alice.replica.storedBlob(reference.id)?.layout == reference.layout)
+        for format in [1, 3] as [UInt64] {
+            var map = try #require(CBORDecoder.decodeStrict(old).mapValue?[.text(BlobReference.marker)]?.mapValue)
+            map[.text("format")] = .unsigned(format)
+            #expect(BlobReference(value: .map([.text(BlobReference.marker): .map(map)])) == nil)
+        }
     }
 }

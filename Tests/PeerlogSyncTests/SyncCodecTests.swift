@@ -168,3 +168,26 @@ struct SyncCodecTests {
         #expect(try SyncMessage.decode(withExtra, limits: .init()) == .credit(2))
     }
 }
+
+extension SyncCodecTests {
+    /// `blob_have` carries the layout's format (PROTOCOL.md §24.3): 2 as a field, format 1 as
+    /// none; a `format` of 1 (never written) or 3 (unknown) is refused.
+    @Test func blobHaveCarriesTheFormat() throws {
+        let blob = try BlobID(bytes: [UInt8](repeating: 3, count: 32))
+        for format in BlobFormat.allCases {
+            let layout = try BlobLayout(size: 5 << 20, sealed: format == .sha256, format: format)
+            let m = SyncMessage.blob(.have(group: Self.g, blob: blob, layout: layout))
+            let bytes = m.encoded()
+            #expect(try SyncMessage.decode(bytes, limits: .init()) == m)
+            #expect(try CBORDecoder.decodeStrict(bytes)["format"] == (format == .sha256 ? .unsigned(2) : nil))
+        }
+        for bad in [1, 3] as [UInt64] {
+            let layout = try BlobLayout(size: 5 << 20, sealed: false)
+            var fields = try #require(
+                CBORDecoder.decodeStrict(SyncMessage.blob(.have(group: Self.g, blob: blob, layout: layout)).encoded())
+                    .mapValue)
+            fields[.text("format")] = .unsigned(bad)
+            Self.reject(.map(fields), "malformed", "format \(bad)")
+        }
+    }
+}

@@ -389,7 +389,9 @@ def silent(args):
     print(json.dumps({"closed_after": closed_after, "error": error, "pings": pings}))
 
 
-BLOB_ID_CONTEXT = b"peerlog/blob/v1"
+# §24.1: a blob's format fixes its chunk hash and id: 1 (no "format" field) BLAKE2b-256 with
+# "peerlog/blob/v1", 2 SHA-256 with "peerlog/blob/v2".
+BLOB_ID_CONTEXTS = {1: b"peerlog/blob/v1", 2: b"peerlog/blob/v2"}
 BLOB_CHUNK_RANGE = (16_384, 2_097_152)
 BLOB_MAX_SIZE = 64 << 30
 BLOB_MAX_CHUNKS = 65_600
@@ -400,8 +402,13 @@ HASH_ATTEMPTS = 5
 HASH_WAIT = 20
 
 
-def blake2b_256(data):
-    return hashlib.blake2b(data, digest_size=32).digest()
+def chunk_hash(data, fmt):
+    """§24.1: the hash of a stored chunk in format `fmt`."""
+    return hashlib.sha256(data).digest() if fmt == 2 else hashlib.blake2b(data, digest_size=32).digest()
+
+
+def blob_format(ref):
+    return ref.get("format", 1)
 
 
 def blob_reference(value):
@@ -409,7 +416,9 @@ def blob_reference(value):
     if not isinstance(value, dict) or set(value) != {"peerlog.blob"}:
         return None
     ref = value["peerlog.blob"]
-    if not isinstance(ref, dict) or set(ref) - {"key"} != {"id", "size", "chunk"}:
+    if not isinstance(ref, dict) or set(ref) - {"key", "format"} != {"id", "size", "chunk"}:
+        return None
+    if "format" in ref and ref["format"] != 2:  # absent: the first format; 1 is never written
         return None
     if not (isinstance(ref["id"], bytes) and len(ref["id"]) == 32):
         return None
@@ -424,10 +433,10 @@ def blob_chunk_count(size, chunk):
     return (size + chunk - 1) // chunk
 
 
-def blob_id(size, chunk, sealed, hashes):
-    """§24.1: BLAKE2b-256 of "peerlog/blob/v1" ‖ size (u64 BE) ‖ chunk (u32 BE) ‖ sealed ‖ hashes."""
-    return blake2b_256(BLOB_ID_CONTEXT + size.to_bytes(8, "big") + chunk.to_bytes(4, "big")
-                       + bytes([1 if sealed else 0]) + hashes)
+def blob_id(size, chunk, sealed, hashes, fmt):
+    """§24.1: the format's hash of its context ‖ size (u64 BE) ‖ chunk (u32 BE) ‖ sealed ‖ hashes."""
+    return chunk_hash(BLOB_ID_CONTEXTS[fmt] + size.to_bytes(8, "big") + chunk.to_bytes(4, "big")
+                      + bytes([1 if sealed else 0]) + hashes, fmt)
 
 
 class BlobFailure(Exception):
@@ -644,7 +653,7 @@ def blobfetch(args):
         if len(hashes) != 32 * count:
             raise BlobFailure("%d bytes of hashes, the layout (size %d, chunk %d) has %d chunks"
                               % (len(hashes), size, chunk, count))
-        if blob_id(size, chunk, False, hashes) != bid:
+        if blob_id(size, chunk, False, hashes, blob_format(ref)) != bid:
             raise BlobFailure("the chunk hashes do not hash to the blob id %s" % key_id(bid))
 
         # 3. The chunks, each checked for its length and its hash, written in order.
@@ -665,7 +674,7 @@ def blobfetch(args):
                         expected = chunk if index < count - 1 else size - chunk * (count - 1)
                         if len(data) != expected:
                             raise BlobFailure("chunk %d has %d bytes, the layout says %d" % (index, len(data), expected))
-                        if blake2b_256(data) != hashes[32 * index:32 * index + 32]:
+                        if chunk_hash(data, blob_format(ref)) != hashes[32 * index:32 * index + 32]:
                             raise BlobFailure("chunk %d does not match its hash" % index)
                         f.write(data)
                         digest.update(data)
@@ -808,7 +817,7 @@ def blobprobe(args):
         entry["retries"] = attempt
         if entry["ok"]:
             hashes = got[0]["hashes"]
-            if len(hashes) != 32 * count or blob_id(size, chunk, sealed, hashes) != bid:
+            if len(hashes) != 32 * count or blob_id(size, chunk, sealed, hashes, blob_format(ref)) != bid:
                 entry["ok"] = False
                 entry["reason"] = "%d hashes that do not hash to the blob id" % (len(hashes) // 32)
             else:
@@ -824,7 +833,8 @@ def blobprobe(args):
             data, index = got[0]["data"], got[0]["index"]
             expected = (chunk if count > 1 else size) + (16 if sealed else 0)
             entry.update(index=index, bytes=len(data))
-            entry["hash_ok"] = state["hashes"] is not None and blake2b_256(data) == state["hashes"][:32]
+            entry["hash_ok"] = (state["hashes"] is not None
+                                and chunk_hash(data, blob_format(ref)) == state["hashes"][:32])
             if index != 0 or len(data) != expected or not entry["hash_ok"]:
                 entry["ok"] = False
                 entry["reason"] = ("chunk %d of %d bytes (expected 0, %d bytes), hash %s"
