@@ -1,3 +1,5 @@
+import PeerlogModel
+
 /// Wire constants of the channel (docs/PROTOCOL.md §14).
 public enum ChannelWire {
     /// The Noise protocol name (§14.1).
@@ -12,8 +14,9 @@ public enum ChannelWire {
     public static let tagLength = 16
     /// Data bytes per transport frame: the frame minus the AEAD tag and the record-type byte.
     public static let maxRecordData = maxFrameLength - tagLength - 1
-    /// Bounds a handshake frame: msg2 carries e, encrypted s, and a certificate of at most 512 bytes.
-    public static let maxHandshakeFrameLength = 32 + (32 + tagLength) + 512 + tagLength
+    /// Bounds a handshake frame: msg2 carries e, encrypted s, and a payload of at most 593 bytes
+    /// (`HandshakePayload`: a certificate of at most 512 bytes and the device key's proof): 689.
+    public static let maxHandshakeFrameLength = 32 + (32 + tagLength) + HandshakePayload.maxEncodedBytes + tagLength
 
     /// The first byte of a transport record (§14.4).
     public enum RecordType: UInt8, Sendable {

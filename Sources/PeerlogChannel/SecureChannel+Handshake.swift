@@ -2,7 +2,7 @@ import PeerlogModel
 import PeerlogNoise
 
 extension SecureChannel {
-    /// XX: msg1 (empty payload) →, ← msg2 (responder certificate), msg3 (initiator certificate) →.
+    /// XX: msg1 (empty payload) →, ← msg2 (responder's certificate and proof), msg3 (initiator's) →.
     mutating func receiveHandshake(_ body: [UInt8]) -> [ChannelAction] {
         let payload: [UInt8]
         do { payload = try handshake.readMessage(body) } catch let error as NoiseError
@@ -17,7 +17,9 @@ extension SecureChannel {
             guard payload.isEmpty else {
                 return fail(.protocolError("handshake failed: message 1 must have an empty payload"))
             }
-            do { return [.write(frames([try handshake.writeMessage(payload: device.certificate.encoded)]))] } catch {
+            do {
+                return [.write(frames([try handshake.writeMessage(payload: HandshakePayload(device: device).encoded)]))]
+            } catch {
                 return fail(.protocolError("handshake failed: \(error)"))
             }
         case .responder:
@@ -35,7 +37,7 @@ extension SecureChannel {
             case .failure(let rejection): return fail(rejection.reason)
             }
             let msg3: [UInt8]
-            do { msg3 = try handshake.writeMessage(payload: device.certificate.encoded) } catch {
+            do { msg3 = try handshake.writeMessage(payload: HandshakePayload(device: device).encoded) } catch {
                 return fail(.protocolError("handshake failed: \(error)"))
             }
             establishCiphers()
@@ -45,16 +47,20 @@ extension SecureChannel {
 
     struct Rejection: Error { let reason: ChannelCloseReason }
 
-    /// Decodes and verifies the peer's certificate, binds it to the Noise static key, then asks `authorize`.
+    /// Decodes and verifies the peer's certificate, binds it to the Noise static key, checks the
+    /// device key's proof, then asks `authorize`.
     private func authenticate(_ payload: [UInt8]) -> Result<DeviceCertificate, Rejection> {
         let reason: ChannelCloseReason
         do {
-            let certificate = try DeviceCertificate(encoded: payload)
+            let presented = try HandshakePayload(encoded: payload)
+            let certificate = try DeviceCertificate(encoded: presented.certificate)
             let who = "device \(certificate.device)"
             if case .invalid(let why) = certificate.verify() {
                 reason = .unauthorized("\(who): \(why)")
             } else if certificate.noiseKey != handshake.remoteStaticKey {
                 reason = .unauthorized("\(who): static key does not match its certificate")
+            } else if !presented.proves(certificate) {
+                reason = .unauthorized("\(who): the device key's proof does not verify")
             } else if case .deny(let why) = authorize(certificate) {
                 reason = .unauthorized("\(who): \(why)")
             } else {

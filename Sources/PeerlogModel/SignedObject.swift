@@ -14,6 +14,9 @@ public enum SignatureContext: String, Sendable, CaseIterable {
     case envelopeRun = "peerlog/envelope-run/v1"
     /// Device revocations (§3.6), signed by the identity.
     case revocation = "peerlog/revocation/v1"
+    /// A device's proof, in the channel handshake, that it holds its device key (§14.3): signed by
+    /// the device over its identity and Noise static key.
+    case deviceNoise = "peerlog/device-noise/v1"
 
     /// The bytes a signature covers: the context's ASCII ‖ 0x00 ‖ `payload` (docs/PROTOCOL.md §3).
     public func message(for payload: [UInt8]) -> [UInt8] { Array(rawValue.utf8) + [0] + payload }

@@ -1,7 +1,7 @@
 /// What a guest sends first on a pairing connection (docs/PROTOCOL.md §20.9): the magic
 /// `"PLPAIR"`, the preamble version 1 as two bytes, and the code's nameplate as a 16-bit
 /// big-endian integer, 10 bytes in all. It lets a host serve pairing on the port its Noise
-/// peers use: a Noise handshake's first byte is the high byte of a length of at most 608, never
+/// peers use: a Noise handshake's first byte is the high byte of a length of at most 689, never
 /// `P` (0x50), so the first byte tells the two apart.
 public enum PairingPreamble {
     /// `"PLPAIR"` then version 1 (`00 01`).

@@ -128,7 +128,7 @@ struct RawInitiator {
             throw TestSupport.ProcessError(description: "no msg2: \(reply)")
         }
         _ = try handshake.readMessage(Array(msg2.dropFirst(2)))
-        let msg3 = try handshake.writeMessage(payload: device.certificate.encoded)
+        let msg3 = try handshake.writeMessage(payload: HandshakePayload(device: device).encoded)
         (send, receive) = try handshake.split()
         return responder.receive(Self.frame(msg3))
     }

@@ -176,22 +176,63 @@ import Testing
             identityKey: alice.identityKey!, device: alice.device, noiseKey: otherKey.publicKey,
             name: "alice", createdAt: 1_700_000_000_000)
         #expect(wrongCertificate.verify() == .valid)
-        var b = SecureChannel(role: .responder, device: Devices.bob, authorize: Devices.allowAll)
-        var raw = try RawInitiator()
-        var handshake = raw.handshake
-        // Replays the raw handshake but puts the mismatching certificate in msg3.
-        let msg1 = try handshake.writeMessage(payload: [])
-        guard case .write(let msg2) = b.receive(RawInitiator.frame(msg1)).first else {
-            Issue.record("no msg2")
-            return
-        }
-        _ = try handshake.readMessage(Array(msg2.dropFirst(2)))
-        let msg3 = try handshake.writeMessage(payload: wrongCertificate.encoded)
-        let actions = b.receive(RawInitiator.frame(msg3))
+        let payload = HandshakePayload(
+            certificate: wrongCertificate.encoded,
+            proof: alice.signingKey.signature(for: Array("unused".utf8)))
         #expect(
-            actions.last == .closed(.unauthorized("device \(alice.device): static key does not match its certificate")))
+            try msg3Refusal(payload.encoded)
+                == .unauthorized("device \(alice.device): static key does not match its certificate"))
+    }
+
+    /// PROTOCOL.md §14.3: an identity that issues itself a certificate naming another device's id
+    /// (with its own Noise key, so the handshake completes) cannot sign for that device's key; the
+    /// responder refuses it before asking `authorize`, which here would let anyone in.
+    @Test func aCertificateNamingAnotherDevicesIdIsRefusedWithoutItsKey() throws {
+        let mallory = Devices.alice  // an admitted identity, whose initiator runs the handshake
+        let victim = ReassemblyBudgetChannelTests.carol
+        let forged = try DeviceCertificate.issue(
+            identityKey: mallory.identityKey!, device: victim.device, noiseKey: mallory.noiseKey.publicKey,
+            name: "carol", createdAt: 1_700_000_000_000)
+        #expect(forged.verify() == .valid)
+        // Signed with Mallory's own device key: the one she holds.
+        let unprovable = HandshakePayload(
+            certificate: forged.encoded,
+            proof: mallory.signingKey.signature(
+                for: SignatureContext.deviceNoise.message(
+                    for: forged.identity.bytes + forged.noiseKey.rawRepresentation)))
+        #expect(!unprovable.proves(forged))
+        #expect(
+            try msg3Refusal(unprovable.encoded)
+                == .unauthorized("device \(victim.device): the device key's proof does not verify"))
+        // Carol's genuine proof is over her own identity and Noise key, so it does not carry over.
+        let borrowed = HandshakePayload(certificate: forged.encoded, proof: HandshakePayload(device: victim).proof)
+        #expect(
+            try msg3Refusal(borrowed.encoded)
+                == .unauthorized("device \(victim.device): the device key's proof does not verify"))
+        // A bare certificate (a version before the proof) gets a protocol error saying so.
+        let bare = try msg3Refusal(mallory.certificate.encoded)
+        if case .protocolError(let why) = bare {
+            #expect(why.contains("without the device key's proof"))
+        } else {
+            Issue.record("a bare certificate was refused as \(String(describing: bare)), not a protocol error")
+        }
+        // The genuine payload passes: the harness's own handshake.
+        var b = SecureChannel(role: .responder, device: Devices.bob, authorize: Devices.allowAll)
+        var raw = try RawInitiator(device: mallory)
+        #expect(try raw.handshake(with: &b) == [.established(mallory.certificate)])
+    }
+
+    /// Bob (responder) reads `payload` as Alice's msg3; the reason he closes with.
+    private func msg3Refusal(_ payload: [UInt8]) throws -> ChannelCloseReason? {
+        var b = SecureChannel(role: .responder, device: Devices.bob, authorize: Devices.allowAll)
+        var handshake = try RawInitiator(device: Devices.alice).handshake
+        let msg1 = try handshake.writeMessage(payload: [])
+        guard case .write(let msg2) = b.receive(RawInitiator.frame(msg1)).first else { return nil }
+        _ = try handshake.readMessage(Array(msg2.dropFirst(2)))
+        let actions = b.receive(RawInitiator.frame(try handshake.writeMessage(payload: payload)))
         #expect(!ChannelPair.established(actions))
-        raw.handshake = handshake
+        guard case .closed(let reason) = actions.last else { return nil }
+        return reason
     }
 
     @Test func badFramesCloseTheConnection() throws {
@@ -208,7 +249,7 @@ import Testing
         #expect(zero.receive([0, 0, 1, 2]) == [.closed(.protocolError("zero-length frame"))])
 
         var oversized = SecureChannel(role: .responder, device: Devices.bob, authorize: Devices.allowAll)
-        #expect(oversized.receive([0xff, 0xff]) == [.closed(.protocolError("frame of 65535 bytes exceeds 608 bytes"))])
+        #expect(oversized.receive([0xff, 0xff]) == [.closed(.protocolError("frame of 65535 bytes exceeds 689 bytes"))])
         #expect(oversized.bufferedBytes == 0)
         #expect(oversized.receive([1, 2, 3]) == [])
 

@@ -16,11 +16,13 @@ from noise.connection import NoiseConnection, Keypair
 
 PROTOCOL = b"Noise_XX_25519_ChaChaPoly_BLAKE2b"
 CTX_CERT = b"peerlog/certificate/v1\x00"
+CTX_DEVICE_NOISE = b"peerlog/device-noise/v1\x00"
 MAX_FRAME = 65535
 TAG = 16
 MAX_RECORD_DATA = MAX_FRAME - TAG - 1  # 65518
 MESSAGE, FRAGMENT, LAST_FRAGMENT, CLOSE = 0, 1, 2, 3
 MAX_CERTIFICATE = 512
+MAX_HANDSHAKE_PAYLOAD = 593  # §14.3: {"cert": bstr(≤ 512), "proof": bstr(64)}
 
 
 def key_id(public_key: bytes) -> str:
@@ -42,6 +44,9 @@ class Device:
         payload = dumps({"v": 1, "identity": bytes(identity.verify_key), "device": bytes(device.verify_key),
                          "noise": bytes(noise.public_key), "name": name, "created": created})
         self.certificate = dumps({"certificate": payload, "sig": identity.sign(CTX_CERT + payload).signature})
+        # §14.3: the device key's proof over the identity and the Noise key, beside the certificate.
+        proof = device.sign(CTX_DEVICE_NOISE + bytes(identity.verify_key) + bytes(noise.public_key)).signature
+        self.handshake_payload = dumps({"cert": self.certificate, "proof": proof})
 
     @classmethod
     def generate(cls, name="python-peer", created=None):
@@ -72,6 +77,21 @@ class ChannelClosed(ChannelError):
     def __init__(self, reason):
         super().__init__("closed by peer: " + reason)
         self.reason = reason
+
+
+def verify_handshake_payload(payload: bytes, remote_static: bytes) -> dict:
+    """§14.3: decodes {"cert", "proof"}, checks the certificate, then the device key's proof."""
+    if len(payload) > MAX_HANDSHAKE_PAYLOAD:
+        raise ChannelError("handshake payload too large")
+    outer = cbor2.loads(payload)
+    if not isinstance(outer, dict) or set(outer) != {"cert", "proof"}:
+        raise ChannelError("malformed handshake payload (a version before the device key's proof?)")
+    fields = verify_certificate(outer["cert"], remote_static)
+    try:
+        VerifyKey(fields["device"]).verify(CTX_DEVICE_NOISE + fields["identity"] + fields["noise"], outer["proof"])
+    except Exception:
+        raise ChannelError("device %s: the device key's proof does not verify" % key_id(fields["device"]))
+    return fields
 
 
 def verify_certificate(container: bytes, remote_static: bytes) -> dict:
@@ -188,17 +208,17 @@ def handshake(sock, device: Device, network_id="", authorize=None, **options) ->
     noise.start_handshake()
     Channel._write_frame(sock, noise.write_message(b""))
     try:
-        certificate = bytes(noise.read_message(Channel._read_frame(sock)))
+        payload = bytes(noise.read_message(Channel._read_frame(sock)))
     except ChannelError:
         raise
     except Exception as e:
         raise ChannelError("handshake failed: decrypt failed (wrong network id or corrupted message): %s" % e)
     remote_static = noise.noise_protocol.handshake_state.rs.public_bytes
-    peer = verify_certificate(certificate, remote_static)
+    peer = verify_handshake_payload(payload, remote_static)
     if authorize is not None and not authorize(peer):
         sock.close()  # no msg3: the responder never learns who we are
         raise ChannelError("device %s: identity not authorized" % key_id(peer["device"]))
-    Channel._write_frame(sock, noise.write_message(device.certificate))
+    Channel._write_frame(sock, noise.write_message(device.handshake_payload))
     return Channel(sock, noise, peer, **options)
 
 
