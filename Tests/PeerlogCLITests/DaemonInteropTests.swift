@@ -101,6 +101,42 @@ struct DaemonInteropTests {
         #expect(daemon.isRunning)
     }
 
+    /// PROTOCOL.md §14.3: an identity the daemon admits (a member of its group) that presents a
+    /// certificate naming another device's id is refused at the handshake with the reason, and the
+    /// daemon stays up; the same identity as its own device is let in (so the test can fail).
+    @Test func aMemberClaimingAnotherDevicesIdIsRefused() throws {
+        let home = dir + "/fay"
+        _ = try ok(["init", "--home", home, "--name", "fay"])
+        _ = try ok(["init", "--home", dir + "/gus", "--name", "gus"])
+        let created = try JSON.parse(try ok(["group", "create", "--home", home, "list", "--json"]))
+        let emitted = try JSON.parse(try TestSupport.python("peerlog_channel.py", ["--emit-certificate", "--seed", "2d"]))
+        guard case .string(let group)? = created["id"], case .string(let identity)? = emitted["identity"],
+            case .string(let gus)? = try JSON.parse(try ok(["id", "--home", dir + "/gus", "--json"]))["device"]
+        else {
+            Issue.record("no group, python identity or device id")
+            return
+        }
+        _ = try ok(["group", "add", "--home", home, group, identity])
+        let daemon = try DaemonProcess(home: home)
+        defer { daemon.stop() }
+        func connect(_ extra: [String]) throws -> TestSupport.ProcessResult {
+            try TestSupport.run(
+                TestSupport.python,
+                [TestSupport.repoRoot + "/tools/interop/peerlog_channel.py", "--seed", "2d", "--expect", "1"] + extra
+                    + ["connect", "127.0.0.1", String(daemon.port)])
+        }
+        let honest = try connect([])
+        #expect(honest.status == 0, "\(honest.stderr)")
+        #expect(honest.stdout.contains("\"message\""), "\(honest.stdout)")
+        let forged = try connect(["--claim-device", gus])
+        #expect(forged.status != 0)
+        #expect(forged.stderr.contains("device \(gus): the device key's proof does not verify"), "\(forged.stderr)")
+        #expect(
+            TestSupport.waitUntil(timeout: 10) { daemon.stderr.contains("the device key's proof does not verify") },
+            "\(daemon.stderr)")
+        #expect(daemon.isRunning)
+    }
+
     /// A peer from before encrypted groups (this Python peer lists no `encrypted_groups`) is
     /// offered an encrypted group only to be told, with `unshared`, why it cannot have it; it is
     /// sent no receipt of it (docs/PROTOCOL.md §22.5).

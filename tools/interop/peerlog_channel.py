@@ -30,6 +30,12 @@ def key_id(public_key: bytes) -> str:
     return "b" + base64.b32encode(public_key).decode().lower().rstrip("=")
 
 
+def key_bytes(text: str) -> bytes:
+    """The 32 bytes of a key id's text form."""
+    body = text[1:].upper()
+    return base64.b32decode(body + "=" * (-len(body) % 8))
+
+
 def dumps(value):
     # Peerlog maps have text keys only; for those cbor2's canonical order is Peerlog's deterministic order.
     return cbor2.dumps(value, canonical=True)
@@ -38,10 +44,14 @@ def dumps(value):
 class Device:
     """Identity key, device signing key, X25519 Noise static key and the certificate binding them."""
 
-    def __init__(self, identity: SigningKey, device: SigningKey, noise: PrivateKey, name="python-peer", created=None):
+    def __init__(self, identity: SigningKey, device: SigningKey, noise: PrivateKey, name="python-peer", created=None,
+                 claimed_device: bytes = None):
+        """`claimed_device`: a hostile peer's certificate names that device id instead of its own
+        (its identity signs it; its proof can only be signed with its own device key, §14.3)."""
         self.identity, self.device, self.noise = identity, device, noise
         created = int(time.time() * 1000) if created is None else created
-        payload = dumps({"v": 1, "identity": bytes(identity.verify_key), "device": bytes(device.verify_key),
+        named = claimed_device if claimed_device is not None else bytes(device.verify_key)
+        payload = dumps({"v": 1, "identity": bytes(identity.verify_key), "device": named,
                          "noise": bytes(noise.public_key), "name": name, "created": created})
         self.certificate = dumps({"certificate": payload, "sig": identity.sign(CTX_CERT + payload).signature})
         # §14.3: the device key's proof over the identity and the Noise key, beside the certificate.
@@ -53,10 +63,11 @@ class Device:
         return cls(SigningKey.generate(), SigningKey.generate(), PrivateKey.generate(), name, created)
 
     @classmethod
-    def deterministic(cls, seed: bytes, name: str, created: int):
+    def deterministic(cls, seed: bytes, name: str, created: int, claimed_device: bytes = None):
         def derive(label):
             return hashlib.blake2b(b"peerlog-test-key/" + label.encode() + b"/" + seed, digest_size=32).digest()
-        return cls(SigningKey(derive("identity")), SigningKey(derive("device")), PrivateKey(derive("noise")), name, created)
+        return cls(SigningKey(derive("identity")), SigningKey(derive("device")), PrivateKey(derive("noise")), name, created,
+                   claimed_device)
 
     @property
     def identity_id(self):
@@ -241,10 +252,15 @@ def main(argv):
     parser.add_argument("--send", action="append", default=[])
     parser.add_argument("--expect", type=int, default=0)
     parser.add_argument("--close", default="bye")
+    parser.add_argument("--claim-device", help="a device id (b…) for the certificate to name instead of ours: a forgery")
     parser.add_argument("command", nargs="*")
     args = parser.parse_args(argv)
-    device = (Device.deterministic(bytes.fromhex(args.seed), args.name, args.created) if args.seed
-              else Device.generate(args.name, args.created))
+    claimed = key_bytes(args.claim_device) if args.claim_device else None
+    if args.seed:
+        device = Device.deterministic(bytes.fromhex(args.seed), args.name, args.created, claimed)
+    else:
+        device = Device(SigningKey.generate(), SigningKey.generate(), PrivateKey.generate(), args.name, args.created,
+                        claimed)
     if args.emit_certificate:
         print(json.dumps({"certificate": device.certificate.hex(), "identity": device.identity_id, "device": device.device_id}))
         return
