@@ -109,7 +109,8 @@ struct DaemonInteropTests {
         _ = try ok(["init", "--home", home, "--name", "fay"])
         _ = try ok(["init", "--home", dir + "/gus", "--name", "gus"])
         let created = try JSON.parse(try ok(["group", "create", "--home", home, "list", "--json"]))
-        let emitted = try JSON.parse(try TestSupport.python("peerlog_channel.py", ["--emit-certificate", "--seed", "2d"]))
+        let emitted = try JSON.parse(
+            try TestSupport.python("peerlog_channel.py", ["--emit-certificate", "--seed", "2d"]))
         guard case .string(let group)? = created["id"], case .string(let identity)? = emitted["identity"],
             case .string(let gus)? = try JSON.parse(try ok(["id", "--home", dir + "/gus", "--json"]))["device"]
         else {
