@@ -71,7 +71,7 @@ let package = Package(
         .target(
             name: "PeerlogSync",
             dependencies: [
-                "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer",
+                "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "PeerlogSequencer",
             ]),
         .target(name: "PeerlogDiscovery", dependencies: ["CDNSSD"]),
         // Pairing by short code: code format, CPace exchange state machines, typed payloads (no I/O).
@@ -107,7 +107,6 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -130,7 +129,7 @@ let package = Package(
         .target(
             name: "PeerlogRelayPostgres",
             dependencies: [
-                "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
+                "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -22,7 +22,6 @@ let package = Package(
                 .product(name: "PeerlogEncoding", package: "Peerlog"),
                 .product(name: "PeerlogModel", package: "Peerlog"),
                 .product(name: "PeerlogEngine", package: "Peerlog"),
-                .product(name: "PeerlogNoise", package: "Peerlog"),
                 .product(name: "PeerlogChannel", package: "Peerlog"),
                 .product(name: "PeerlogSync", package: "Peerlog"),
                 .product(name: "PeerlogNode", package: "Peerlog"),

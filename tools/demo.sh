@@ -158,8 +158,8 @@ pl status --home "$(home 2)" | sed -n '/^groups/,$p'
 
 step "Where to look next"
 cat <<TEXT
-  peerlog status / peers / log / state-hash   (README.md: The CLI)
-  peerlog put G K --value-file F / get --out   files of any size (README.md: Files and photos)
+  peerlog status / peers / log / state-hash   (docs/CLI.md)
+  peerlog put G K --value-file F / get --out   files of any size (docs/CLI.md: Files and photos)
   docs/PROTOCOL.md §14-§15                     the secure channel and the sync protocol
   bash tools/walkthrough.sh                    identities, signed receipts, groups carried as files
   swift run peerlog-notes --help               Examples/Notes: a shared to-do list on \`import Peerlog\`

@@ -66,3 +66,12 @@ func residentMiB() -> Double {
     else { return 0 }
     return kb / 1024
 }
+
+/// CPU seconds (user + system) used so far by this process (`RUSAGE_SELF`) or by its children
+/// that have been waited for (`RUSAGE_CHILDREN`).
+func cpuSeconds(_ who: __rusage_who = RUSAGE_SELF) -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(who.rawValue), &usage)
+    func s(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return s(usage.ru_utime) + s(usage.ru_stime)
+}

@@ -145,7 +145,18 @@ func channelInMemory(megabytes: Int) throws -> (send: Double, receive: Double) {
 
 /// Prints the Noise figures and returns the channel's bulk rate between 2 processes (bytes/s).
 @discardableResult
-func noiseBench(megabytes: Int) throws -> Double {
+func noiseBench(megabytes: Int) throws -> Double { try noiseBulk(megabytes: megabytes).rate }
+
+/// The channel's bulk rate between 2 processes and the CPU both spent on it.
+struct NoiseBulk {
+    /// Bytes per second.
+    let rate: Double
+    /// CPU seconds (user + system) of both processes per GiB moved.
+    let cpuPerGiB: Double
+}
+
+/// Prints the Noise figures; returns the bulk rate between 2 processes and its CPU cost.
+func noiseBulk(megabytes: Int) throws -> NoiseBulk {
     let total = megabytes << 20
     let messages = (total + noiseBenchMessage - 1) / noiseBenchMessage
     let payload = [UInt8](repeating: 0x5a, count: noiseBenchMessage)
@@ -173,6 +184,7 @@ func noiseBench(megabytes: Int) throws -> Double {
     tcpChild.waitUntilExit()
     let tcpRate = Double(messages * noiseBenchMessage) / tcpSeconds
 
+    let childCPUBefore = cpuSeconds(RUSAGE_CHILDREN)
     let (child, port) = try startSink("noise-sink", total: messages * noiseBenchMessage)
     let socket = try BlockingSocket.connect(port: port)
     let (sender, _) = try benchDevices()
@@ -180,6 +192,7 @@ func noiseBench(megabytes: Int) throws -> Double {
     try pump(channel.start(), socket)
     while !channel.isEstablished { try pump(channel.receive(try socket.read()), socket) }
     let frameBytes = SecureChannel.wireLength(ofMessage: noiseBenchMessage)
+    let selfCPUBefore = cpuSeconds()
     let batch = UnsafeMutableRawBufferPointer.allocate(byteCount: noiseBenchBatch * frameBytes, alignment: 16)
     defer { batch.deallocate() }
     let noiseSeconds = try timed {
@@ -204,10 +217,15 @@ func noiseBench(megabytes: Int) throws -> Double {
             acked = try !pump(channel.receive(bytes), socket).isEmpty
         }
     }
+    let selfCPU = cpuSeconds() - selfCPUBefore
     try pump(channel.close(reason: "done"), socket)
     socket.close()
     child.waitUntilExit()
     let noiseRate = Double(messages * noiseBenchMessage) / noiseSeconds
+    // The sink's whole life (its start-up included: a few ms) and the sender's sending.
+    let cpuPerGiB =
+        (selfCPU + cpuSeconds(RUSAGE_CHILDREN) - childCPUBefore)
+        / (Double(messages * noiseBenchMessage) / Double(1 << 30))
     figure("ChaCha20-Poly1305 seal, \(noiseBenchMessage) B", String(format: "%.2f GB/s", rawRate / 1e9))
     let memory = try channelInMemory(megabytes: 32)
     figure("channel send in memory (seal + frame into one buffer)", String(format: "%.2f GB/s", memory.send / 1e9))
@@ -217,5 +235,6 @@ func noiseBench(megabytes: Int) throws -> Double {
     figure("  rekeys each way", String(channel.statistics.rekeysOut))
     ratio("Noise bulk / raw ChaCha20-Poly1305", noiseRate / rawRate, target: 0.7)
     ratio("Noise bulk / plain TCP", noiseRate / tcpRate)
-    return noiseRate
+    figure("  CPU per GiB, both processes", String(format: "%.2f s", cpuPerGiB))
+    return NoiseBulk(rate: noiseRate, cpuPerGiB: cpuPerGiB)
 }
