@@ -2,6 +2,7 @@ import Foundation
 import PeerlogChannel
 import PeerlogCrypto
 import PeerlogModel
+import Synchronization
 
 /// The opt-in key log (docs/PROTOCOL.md §17.5), like TLS's SSLKEYLOGFILE: one line per
 /// connection, written by both sides when `PEERLOG_KEYLOGFILE` names a file:
@@ -87,7 +88,8 @@ package enum KeyLogFile {
         ProcessInfo.processInfo.environment[KeyLogEntry.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    private static let lock = NSLock()
+    /// One append at a time in this process (O_APPEND keeps lines whole across processes).
+    private static let appending = Mutex(())
 
     /// Logs one established connection if the key log is on; errors are returned, not thrown
     /// (a key log must never break a connection).
@@ -100,8 +102,10 @@ package enum KeyLogFile {
     /// Appends `lines` to the key log at `path` in one write (created with mode 0600); the
     /// problem as one line, or nil. Epoch key lines (`peerlog group keys --append`) go the same way.
     package static func append(lines: [String], to path: String) -> String? {
-        lock.lock()
-        defer { lock.unlock() }
+        appending.withLock { _ in appendUnlocked(lines: lines, to: path) }
+    }
+
+    private static func appendUnlocked(lines: [String], to path: String) -> String? {
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         guard fd >= 0 else { return "cannot open key log \(path): \(String(cString: strerror(errno)))" }
         defer { close(fd) }

@@ -2,6 +2,7 @@ import Foundation
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
+import Synchronization
 
 /// `peerlog replay FILE --into HOME`: feeds one connection's recorded inbound messages into a
 /// fresh sync session and replica, in file order, with the replica's clock set to each
@@ -145,21 +146,12 @@ package struct OfflineReplay {
 }
 
 /// The replica's clock during a replay: the time of the record being fed.
-package final class ReplayClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var millis: UInt64 = 0
+package final class ReplayClock: Sendable {
+    private let millis = Mutex<UInt64>(0)
     /// A clock that reads 0 until set.
     package init() {}
     /// Sets the time, in milliseconds since the Unix epoch.
-    package func set(_ value: UInt64) {
-        lock.lock()
-        millis = value
-        lock.unlock()
-    }
+    package func set(_ value: UInt64) { millis.withLock { $0 = value } }
     /// The time last set, in milliseconds since the Unix epoch: the replica's clock.
-    package func now() -> UInt64 {
-        lock.lock()
-        defer { lock.unlock() }
-        return millis
-    }
+    package func now() -> UInt64 { millis.withLock { $0 } }
 }

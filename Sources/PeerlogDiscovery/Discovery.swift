@@ -1,5 +1,6 @@
 // DNS-SD registration and browsing of `_peerlog._tcp` (avahi's compatibility library on Linux).
 import Foundation
+import Synchronization
 
 /// Advertises one service and/or browses one service type on a dedicated thread.
 ///
@@ -10,9 +11,8 @@ package final class Discovery: @unchecked Sendable {
     private let browse: Bool
     private let type: String
     private let handler: @Sendable (DiscoveryEvent) -> Void
-    private let lock = NSLock()
-    private var control: LoopControl?
-    private var thread: Thread?
+    /// The running loop's control and thread; nil when stopped.
+    private let running = Mutex<(control: LoopControl, thread: Thread)?>(nil)
 
     package init(
         advertise: ServiceAdvertisement?, browse: Bool, type: String = PeerlogDNSSD.type,
@@ -30,26 +30,24 @@ package final class Discovery: @unchecked Sendable {
     /// reported as `.unavailable` and retried every 10 s until `stop()`.
     package func start() {
         Discovery.silenceCompatWarning
-        lock.lock()
-        defer { lock.unlock() }
-        guard thread == nil, let control = LoopControl() else { return }
-        let loop = DiscoveryLoop(advertise: advertise, browse: browse, type: type, emit: handler, control: control)
-        let thread = Thread { loop.run() }
-        thread.name = "peerlog-discovery"
-        self.control = control
-        self.thread = thread
-        thread.start()
+        running.withLock { running in
+            guard running == nil, let control = LoopControl() else { return }
+            let loop = DiscoveryLoop(
+                advertise: advertise, browse: browse, type: type, emit: handler, control: control)
+            let thread = Thread { loop.run() }
+            thread.name = "peerlog-discovery"
+            running = (control, thread)
+            thread.start()
+        }
     }
 
     /// Deregisters, stops browsing and waits for the thread to finish. Idempotent.
     package func stop() {
-        lock.lock()
-        let control = self.control
-        let thread = self.thread
-        self.control = nil
-        self.thread = nil
-        lock.unlock()
-        guard let control, let thread else { return }
+        let taken = running.withLock { running in
+            defer { running = nil }
+            return running
+        }
+        guard let (control, thread) = taken else { return }
         control.requestStop()
         // From the handler (our own thread) waiting would deadlock: the loop exits on its own.
         if Thread.current !== thread { control.waitUntilFinished() }
@@ -65,8 +63,7 @@ package final class Discovery: @unchecked Sendable {
 final class LoopControl: @unchecked Sendable {
     let wakeRead: Int32
     private let wakeWrite: Int32
-    private let lock = NSLock()
-    private var stopped = false
+    private let stopped = Mutex(false)
     private let finished = DispatchSemaphore(value: 0)
 
     init?() {
@@ -85,16 +82,10 @@ final class LoopControl: @unchecked Sendable {
         close(wakeWrite)
     }
 
-    var stopRequested: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopped
-    }
+    var stopRequested: Bool { stopped.withLock { $0 } }
 
     func requestStop() {
-        lock.lock()
-        stopped = true
-        lock.unlock()
+        stopped.withLock { $0 = true }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
     }
