@@ -178,7 +178,7 @@ public final class PeerlogNode: Service, Sendable {
         hub.pairingOpen.withLock { $0 = { [self] in await answerPairingOpen($0) } }
         hub.pairingAdopt.withLock { $0 = { [self] in adopt($0) } }
         hub.onGroupOperations.withLock { $0 = { [self] in acceptInvitations() } }
-        hub.start()
+        await hub.start()
         let discovery = configuration.discovery ? startDiscovery(lan) : nil
         logger.info(
             "device \(device.device) (\(device.certificate.name)) listening on \(boundAddress.withLock { $0 }?.description ?? "nothing (dial only)"), control socket \(controlPath)"
@@ -205,7 +205,7 @@ public final class PeerlogNode: Service, Sendable {
             relays.stopAll()
             for dialer in dialers { dialer.stop() }
             // A close record on every connection; a dialer's run ends with its connection.
-            hub.stop()
+            await hub.stop()
             await closeConnections()
             tasks.cancelAll()
         }

@@ -74,7 +74,7 @@ final class NodeHarness {
                 clock: { clock.now() }, executor: .inline)
             nodes.append(Node(device: device, replica: replica, hub: hub))
         }
-        for node in nodes { node.hub.start() }
+        for node in nodes { node.hub.startInline() }
     }
 
     /// Node `i` dials node `j`; both hubs hear `established` (as after a handshake each one's

@@ -94,7 +94,7 @@ struct NodeHarnessTests {
         for i in 0..<5 { try harness.nodes[1].replica.append(.entityPut(key: "k\(i)", value: .int(1)), to: g) }
         harness.advance(300)
         func fromB() -> Int {
-            let status = harness.nodes[0].hub.statusNow()
+            let status = harness.nodes[0].hub.buildStatus()
             let group = status.groups.first { $0.id == g.string }
             return group?.peers.first { $0.device == harness.nodes[1].device.device.string }?.itemsReceivedTotal ?? -1
         }

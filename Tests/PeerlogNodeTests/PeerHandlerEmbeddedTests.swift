@@ -26,7 +26,7 @@ struct PeerHandlerEmbeddedTests {
         let hub = NodeHub(
             replica: Replica(store: try Store(), device: server), device: server, allow: allow, logger: logger,
             executor: .inline, metrics: metrics)
-        hub.start()
+        hub.startInline()
         let admission = ConnectionAdmission(limits: NodeLimits(), fileDescriptorLimit: 1024)
         let handler = PeerHandler(
             id: 1, outbound: false, hub: hub, configuration: ChannelConfiguration(), admission: admission, tap: nil,

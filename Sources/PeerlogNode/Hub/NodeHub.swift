@@ -20,6 +20,8 @@ final class NodeHub: @unchecked Sendable {
         /// The calling thread, at once; no timer (the caller calls `tick()`). For tests that
         /// pump nodes into each other without sockets.
         case inline
+
+        var isInline: Bool { if case .inline = self { true } else { false } }
     }
 
     let replica: Replica
@@ -112,9 +114,17 @@ final class NodeHub: @unchecked Sendable {
         }
     }
 
-    private func sync<T>(_ body: () -> T) -> T {
+    /// Runs `body` on the executor and returns when it has run, without blocking the caller's
+    /// thread (a task's cooperative thread must not wait on the hub's queue).
+    private func onExecutor(_ body: @escaping @Sendable () -> Void) async {
         switch executor {
-        case .queue(let queue): queue.sync(execute: body)
+        case .queue(let queue):
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                queue.async {
+                    body()
+                    done.resume()
+                }
+            }
         case .inline: body()
         }
     }
@@ -132,14 +142,32 @@ final class NodeHub: @unchecked Sendable {
 
     // MARK: Lifecycle
 
-    func start() {
+    /// Starts the hub: the machine, a revocation check, a first status and the tick timer.
+    func start() async {
+        beginStart()
+        await onExecutor { [self] in startOnExecutor() }
+        endStart()
+    }
+
+    /// `start()` for a hub whose executor is inline (tests drive it and its clock by hand).
+    func startInline() {
+        precondition(executor.isInline, "startInline() is for inline hubs; call start()")
+        beginStart()
+        startOnExecutor()
+        endStart()
+    }
+
+    private func beginStart() {
         // Set before any blob traffic: a snapshot sent as a blob waits for it.
         blobs.onWhole = { [weak self] in self?.queueAsync { [weak self] in self?.settleSnapshotBlobs() } }
-        sync {
-            let now = clock()
-            perform(machine.start(now: now, stamp: (try? replica.changeStamp()) ?? []))
-            checkRevocations()
-        }
+    }
+
+    private func startOnExecutor() {
+        perform(machine.start(now: clock(), stamp: (try? replica.changeStamp()) ?? []))
+        checkRevocations()
+    }
+
+    private func endStart() {
         // A first status, so a request while the hub is busy has one to answer with.
         requestStatus { _ in }
         guard case .queue(let queue) = executor else { return }
@@ -155,8 +183,9 @@ final class NodeHub: @unchecked Sendable {
         UInt64(max(0, d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000))
     }
 
-    func stop() {
-        sync {
+    /// Stops the timer and closes every connection with a close record.
+    func stop() async {
+        await onExecutor { [self] in
             timer?.cancel()
             timer = nil
             perform(machine.stop())
@@ -431,9 +460,6 @@ final class NodeHub: @unchecked Sendable {
     // MARK: Status helpers (executor-confined)
 
     func queueAsync(_ body: @escaping @Sendable () -> Void) { async(body) }
-
-    /// The status, built on the hub's queue (callers are never on it).
-    func statusNow() -> NodeStatus { sync { buildStatus() } }
 
     /// The status, built on the hub's queue, or the newest one built when the hub is busy for
     /// longer than `StatusRequests.patience` (`StatusRequests`). `deliver` is called once, off
