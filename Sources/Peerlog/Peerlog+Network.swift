@@ -22,6 +22,9 @@ public struct NetworkOptions: Sendable {
     /// How often the node looks for writes by other processes to push them. Writes through this
     /// `Peerlog`, and by `peerlog` commands on the same home, are pushed at once.
     public var pollInterval: Duration = .milliseconds(250)
+    /// One tick of the elected sequencers, and of the node's other timed work (tests stretch it
+    /// to show what happens without ticks).
+    package var electionTick: Duration = .milliseconds(100)
     /// The most bytes of blobs fetched from peers the node keeps (16 GiB); over it the least
     /// recently used are evicted, and fetched again when read. Blobs put here are not counted.
     public var blobCacheBytes: UInt64 = 16 << 30
@@ -74,6 +77,7 @@ public struct NetworkOptions: Sendable {
         c.discovery = discovery
         if let networkID { c.channel.networkID = networkID }
         c.pollInterval = pollInterval
+        c.electionTick = electionTick
         c.blobCacheBytes = blobCacheBytes
         c.blobGrace = blobGrace
         c.controlSocket = controlSocket

@@ -96,6 +96,43 @@ import Testing
         for r in runs { try await r.value }
     }
 
+    /// A value that references a blob is fetched as soon as it arrives, not at the node's next
+    /// tick: Ben's node never ticks here (its poll and election ticks are an hour), so before the
+    /// blob transfers learned the connections on each ingest they waited for a tick to ask.
+    @Test func aBlobIsFetchedWithoutWaitingForATick() async throws {
+        let ann = try await Peerlog.temporary(deviceName: "ann")
+        let ben = try await Peerlog.temporary(deviceName: "ben")
+        let group = try await ann.createGroup(named: "photos", encrypted: false)
+        try await ann.invite(ben.identity, to: group)
+        let benSaw = Collector(ben.changes(after: ChangeCursor(rawValue: 0)))
+        let bound = AsyncStream<PeerAddress?>.makeStream()
+        let annRun = Task { try await ann.run(options(listen: 0)) { bound.continuation.yield($0) } }
+        var iterator = bound.stream.makeAsyncIterator()
+        let port = try #require(await iterator.next()??.port)
+        var benOptions = options(listen: nil, peers: [port], allow: [ann.identity])
+        benOptions.pollInterval = .seconds(3_600)
+        benOptions.electionTick = .seconds(3_600)
+        let runs = [annRun, Task { try await ben.run(benOptions) }]
+        #expect(
+            await benSaw.wait { c in c.contains { if case .invited(let g, _) = $0.event { g == group } else { false } }
+            })
+        try await ben.acceptInvitation(to: group)
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let photo = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) })
+        try photo.write(to: URL(fileURLWithPath: dir + "/photo"))
+        try await ann.put("photo", file: dir + "/photo", in: group)
+        var held = false
+        for _ in 0..<600 where !held {
+            held = try await ben.blob("photo", in: group)?.isHeld == true
+            if !held { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(held, "Ben never fetched the blob without a tick")
+        if held { #expect(try await ben.blobData("photo", in: group) == photo) }
+        for r in runs { r.cancel() }
+        for r in runs { try await r.value }
+    }
+
     @Test func aSecondRunOnTheSameInstanceIsRefused() async throws {
         let log = try await Peerlog.temporary()
         let first = Task { try await log.run(options(listen: 0)) }

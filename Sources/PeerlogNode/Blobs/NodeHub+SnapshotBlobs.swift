@@ -35,7 +35,7 @@ extension NodeHub {
             awaitingSnapshotBlobs.append(
                 SnapshotAwaitingBlob(
                     connection: id, batch: batch, reference: reference, heldChunks: 0, progressAt: clock()))
-            blobs.valuesArrived()
+            wakeBlobs()
             return false
         }
     }

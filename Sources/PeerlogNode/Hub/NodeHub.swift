@@ -203,6 +203,14 @@ final class NodeHub: @unchecked Sendable {
     func session(_ id: UInt64) -> SyncSession? { sessions[id] }
 
     /// Tells the blob transfers which groups each live session syncs now.
+    /// Values that reference blobs may have arrived: the blob transfers get the connections as
+    /// they are now (not as the last tick left them: a value that arrives right after a session
+    /// opened is fetched at once, not a tick later) and look for new wants.
+    func wakeBlobs() {
+        publishBlobPeers()
+        blobs.valuesArrived()
+    }
+
     private func publishBlobPeers() {
         var peers: [UInt64: BlobTransfers.Peer] = [:]
         for c in machine.liveConnections {
@@ -312,7 +320,7 @@ final class NodeHub: @unchecked Sendable {
             if let stamp = try? replica.changeStamp() {
                 let actions = machine.changeStampObserved(stamp)
                 // A write by another process (a blob put, say): the blob transfers look too.
-                if !actions.isEmpty { blobs.valuesArrived() }
+                if !actions.isEmpty { wakeBlobs() }
                 perform(actions)
             }
         case .tickSessions(let ids, let now):
@@ -379,7 +387,7 @@ final class NodeHub: @unchecked Sendable {
                     peer: BlobTransfers.Peer(
                         link: link, groups: session.syncedGroups, servesBlobs: session.peerServesBlobs))
             case .event(let event):
-                if case .ingested = event { blobs.valuesArrived() }
+                if case .ingested = event { wakeBlobs() }
                 metrics.record(event)
                 perform(machine.sessionEvent(event, on: id, now: clock()))
             case .ingest, .recordPeerVector:
