@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import PeerlogSequencer
 
 /// Helpers shared by the test targets: paths, a seeded RNG, and running real processes
@@ -135,8 +136,24 @@ public enum TestSupport {
         let path = NSTemporaryDirectory() + "peerlog-test-" + UUID().uuidString
         try FileManager.default.createDirectory(
             atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        removeAtExit(path)
         return path
     }
+
+    /// Removes `path` when the test process exits (suites are structs: they have no `deinit` to
+    /// clean up in), unless `PEERLOG_KEEP_TEST_DIRS` is set to look at what a failed test left.
+    public static func removeAtExit(_ path: String) {
+        _ = registerCleanup
+        createdPaths.withLock { $0.append(path) }
+    }
+
+    private static let createdPaths = Mutex<[String]>([])
+    private static let registerCleanup: Void = {
+        atexit {
+            guard ProcessInfo.processInfo.environment["PEERLOG_KEEP_TEST_DIRS"] == nil else { return }
+            for path in TestSupport.createdPaths.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+        }
+    }()
 
     /// Lowercase hex, two digits per byte, no separators.
     public static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }

@@ -4,6 +4,7 @@ import PeerlogChannel
 import PeerlogEncoding
 import PeerlogModel
 import PeerlogSync
+import PeerlogTestSupport
 
 enum Fixtures {
     static let alice = try! LocalDevice.deterministic(
@@ -27,7 +28,9 @@ enum Fixtures {
 
     static func temporaryFile(_ name: String) -> String {
         let dir = FileManager.default.temporaryDirectory.path + "/peerlog-capture-tests-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        if (try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)) != nil {
+            TestSupport.removeAtExit(dir)
+        }
         return dir + "/" + name
     }
 
