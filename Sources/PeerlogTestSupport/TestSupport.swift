@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import PeerlogSequencer
+import Synchronization
 
 /// Helpers shared by the test targets: paths, a seeded RNG, and running real processes
 /// (the Python interop peers and the built `peerlog` binary).
