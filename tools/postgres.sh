@@ -3,10 +3,12 @@
 #   bash tools/postgres.sh [start|stop|url|status]
 # Installs Debian's postgresql when no server binaries are present, keeps its own cluster in
 # $PEERLOG_PG_DIR (default /tmp/peerlog-postgres), listens on 127.0.0.1:$PEERLOG_PG_PORT
-# (default 55432) and nowhere else, trusts local connections, and has a database `peerlog`.
+# (default 15432: below the kernel's ephemeral ports, 32768-60999, so no test's outgoing
+# connection or port-0 listener can hold it) and nowhere else, trusts local connections, and has
+# a database `peerlog`.
 set -euo pipefail
 dir="${PEERLOG_PG_DIR:-/tmp/peerlog-postgres}"
-port="${PEERLOG_PG_PORT:-55432}"
+port="${PEERLOG_PG_PORT:-15432}"
 url="postgres://postgres@127.0.0.1:${port}/peerlog"
 
 bindir() {
@@ -38,10 +40,16 @@ running() {
   [ -f "$dir/data/PG_VERSION" ] && as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1
 }
 
+answers() { psql "postgres://postgres@127.0.0.1:${port}/postgres" -XAtqc "SELECT 1" >/dev/null 2>&1; }
+
 start() {
   install_server
   local bin; bin=$(bindir)
-  if running; then echo "$url"; return; fi
+  if running; then
+    if answers; then echo "$url"; return; fi
+    # A server of this cluster on another port (an earlier default): restart it on ours.
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+  fi
   if [ ! -f "$dir/data/PG_VERSION" ]; then
     rm -rf "$dir"
     mkdir -p "$dir"
@@ -58,8 +66,24 @@ start() {
     } >>"$dir/data/postgresql.conf"
     printf 'local all all trust\nhost all all 127.0.0.1/32 trust\n' >"$dir/data/pg_hba.conf"
   fi
-  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 start >/dev/null \
-    || { echo "postgres: the server did not start (see $dir/server.log):" >&2; tail -5 "$dir/server.log" >&2; exit 1; }
+  # The port and addresses are given on each start, so a cluster made by an earlier version of
+  # this script follows them too. A port another process still holds for a moment (a test's
+  # socket closing) is tried again for up to 20 s.
+  local attempt
+  for attempt in $(seq 1 10); do
+    if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+        -o "-p $port -h 127.0.0.1 -k $dir" start >/dev/null; then
+      break
+    fi
+    if [ "$attempt" -lt 10 ] && tail -5 "$dir/server.log" | grep -q "Address already in use"; then
+      echo "postgres: 127.0.0.1:$port is in use; trying again in 2 s" >&2
+      sleep 2
+      continue
+    fi
+    echo "postgres: the server did not start (see $dir/server.log):" >&2
+    tail -5 "$dir/server.log" >&2
+    exit 1
+  done
   for _ in $(seq 1 150); do
     if psql "postgres://postgres@127.0.0.1:${port}/postgres" -XAtqc "SELECT 1" >/dev/null 2>&1; then break; fi
     sleep 0.2
