@@ -85,7 +85,7 @@ start() {
     exit 1
   done
   for _ in $(seq 1 150); do
-    if psql "postgres://postgres@127.0.0.1:${port}/postgres" -XAtqc "SELECT 1" >/dev/null 2>&1; then break; fi
+    if answers; then break; fi
     sleep 0.2
   done
   if ! psql "postgres://postgres@127.0.0.1:${port}/postgres" -XAtqc "SELECT 1 FROM pg_database WHERE datname = 'peerlog'" | grep -q 1; then

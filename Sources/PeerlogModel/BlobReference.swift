@@ -49,6 +49,22 @@ public enum BlobFormat: UInt8, Hashable, Sendable, CaseIterable {
     /// The format this version writes.
     public static let current = BlobFormat.sha256
 
+    /// The `format` field of a reference or `blob_have` (§24.2, §24.3): absent in the first
+    /// format, else the number.
+    public var wireField: CBOR? { self == .blake2b ? nil : .unsigned(UInt64(rawValue)) }
+
+    /// The format a reference's or `blob_have`'s `format` field names: absent is the first
+    /// format; nil for 1 (never written) and unknown numbers.
+    public init?(wireField field: CBOR?) {
+        guard let field else {
+            self = .blake2b
+            return
+        }
+        guard let n = field.unsignedValue, n != 1, let byte = UInt8(exactly: n), let format = Self(rawValue: byte)
+        else { return nil }
+        self = format
+    }
+
     /// A hasher of chunks and ids: 32 bytes of output.
     func hasher() -> any HashFunction {
         switch self {
@@ -203,7 +219,7 @@ public struct BlobReference: Hashable, Sendable {
             "id": .bytes(id.bytes), "size": .unsigned(layout.size), "chunk": .unsigned(UInt64(layout.chunkBytes)),
         ]
         if let key { m["key"] = .bytes(key.withUnsafeBytes { Array($0) }) }
-        if layout.format != .blake2b { m["format"] = .unsigned(UInt64(layout.format.rawValue)) }
+        m["format"] = layout.format.wireField
         return .textMap([Self.marker: .textMap(m)])
     }
 
@@ -218,19 +234,12 @@ public struct BlobReference: Hashable, Sendable {
         let keyBytes = m[.text("key")]?.bytesValue
         let formatField = m[.text("format")]
         guard m.count == 3 + (keyBytes == nil ? 0 : 1) + (formatField == nil ? 0 : 1),
-            let format = Self.format(formatField),
+            let format = BlobFormat(wireField: formatField),
             let layout = try? BlobLayout(
                 size: size, chunkBytes: UInt32(chunk), sealed: keyBytes != nil, format: format),
             let reference = try? BlobReference(id: id, layout: layout, key: keyBytes.map { SecureBytes($0) })
         else { return nil }
         self = reference
-    }
-
-    /// The format a `format` field names: absent is the first format; 1 is never written.
-    static func format(_ field: CBOR?) -> BlobFormat? {
-        guard let field else { return .blake2b }
-        guard let n = field.unsignedValue, n != 1, n <= UInt64(UInt8.max) else { return nil }
-        return BlobFormat(rawValue: UInt8(n))
     }
 
     /// Equal ids, layouts and keys.

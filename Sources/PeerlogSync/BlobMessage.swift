@@ -63,7 +63,7 @@ public enum BlobMessage: Hashable, Sendable {
             "group": .bytes(g.bytes), "blob": .bytes(b.bytes), "id": .unsigned(0), "size": .unsigned(layout.size),
             "chunk": .unsigned(UInt64(layout.chunkBytes)), "sealed": .bool(layout.sealed),
         ]
-        if layout.format != .blake2b { f["format"] = .unsigned(UInt64(layout.format.rawValue)) }
+        f["format"] = layout.format.wireField
         return f
     }
 
@@ -106,13 +106,8 @@ public enum BlobMessage: Hashable, Sendable {
                 throw .malformed("\"group\" must be bstr(16)")
             }
             let chunk = try uint("chunk")
-            // No "format": the first format (BLAKE2b), which is never written as 1.
-            var format = BlobFormat.blake2b
-            if f["format"] != nil {
-                guard let n = UInt8(exactly: try uint("format")), n != 1, let named = BlobFormat(rawValue: n) else {
-                    throw .malformed("\"format\" must be 2 (§24.1)")
-                }
-                format = named
+            guard let format = BlobFormat(wireField: f["format"]) else {
+                throw .malformed("\"format\" must be 2 (§24.1)")
             }
             guard let sealed = try value("sealed").boolValue, chunk <= UInt64(UInt32.max),
                 let layout = try? BlobLayout(

@@ -31,7 +31,7 @@ def key_id(public_key: bytes) -> str:
 
 
 def key_bytes(text: str) -> bytes:
-    """The 32 bytes of a key id's text form."""
+    """The bytes of an id's text form ("b" + lowercase base32, no padding): keys, groups."""
     body = text[1:].upper()
     return base64.b32decode(body + "=" * (-len(body) % 8))
 

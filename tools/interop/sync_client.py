@@ -84,7 +84,7 @@ from nacl.exceptions import BadSignatureError
 from multiformats import CID, multihash
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from peerlog_channel import Device, connect, dumps, key_id  # noqa: E402
+from peerlog_channel import Device, connect, dumps, key_bytes, key_id  # noqa: E402
 
 CTX_CERT = b"peerlog/certificate/v1\x00"
 CTX_RECEIPT = b"peerlog/receipt/v1\x00"
@@ -185,9 +185,7 @@ def ingest_batch(m, group, receipts, envelopes, batched, runs):
 
 def group_bytes(text):
     """A group id as `peerlog` prints it: "b" + RFC 4648 base32, lower case, no padding."""
-    import base64
-    body = text[1:].upper()
-    return base64.b32decode(body + "=" * (-len(body) % 8))
+    return key_bytes(text)
 
 
 def fetch(args):

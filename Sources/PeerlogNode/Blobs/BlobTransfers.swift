@@ -107,11 +107,16 @@ final class BlobTransfers: @unchecked Sendable {
     /// The connections and the groups their sessions sync now (from the hub, on its ticks).
     func publish(_ peers: [UInt64: Peer]) {
         queue.async { [self] in
-            self.peers = peers
-            for (id, f) in fetches {
-                fetches[id]?.inFlight = f.inFlight.filter { peers[$0.value.peer] != nil }
-            }
+            take(peers)
             pump()
+        }
+    }
+
+    /// Requests in flight to a connection that is gone are taken back.
+    private func take(_ peers: [UInt64: Peer]) {
+        self.peers = peers
+        for (id, f) in fetches {
+            fetches[id]?.inFlight = f.inFlight.filter { peers[$0.value.peer] != nil }
         }
     }
 
@@ -262,9 +267,10 @@ final class BlobTransfers: @unchecked Sendable {
     func tick() { queue.async { [self] in pump() } }
 
     /// Receipts were ingested: values that reference blobs may have arrived; look now rather
-    /// than at the next 250 ms scan.
-    func valuesArrived() {
+    /// than at the next 250 ms scan, with `peers` the connections as they are now.
+    func valuesArrived(peers: [UInt64: Peer]) {
         queue.async { [self] in
+            take(peers)
             lastScan = 0
             heldChanged = true
             pump()

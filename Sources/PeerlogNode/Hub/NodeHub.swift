@@ -202,23 +202,22 @@ final class NodeHub: @unchecked Sendable {
     /// Connection `id`'s session, nil once it ended.
     func session(_ id: UInt64) -> SyncSession? { sessions[id] }
 
-    /// Tells the blob transfers which groups each live session syncs now.
     /// Values that reference blobs may have arrived: the blob transfers get the connections as
     /// they are now (not as the last tick left them: a value that arrives right after a session
     /// opened is fetched at once, not a tick later) and look for new wants.
-    func wakeBlobs() {
-        publishBlobPeers()
-        blobs.valuesArrived()
-    }
+    func wakeBlobs() { blobs.valuesArrived(peers: blobPeers()) }
 
-    private func publishBlobPeers() {
+    /// Tells the blob transfers which groups each live session syncs now.
+    private func publishBlobPeers() { blobs.publish(blobPeers()) }
+
+    private func blobPeers() -> [UInt64: BlobTransfers.Peer] {
         var peers: [UInt64: BlobTransfers.Peer] = [:]
         for c in machine.liveConnections {
             guard let session = sessions[c.id], let link = links[c.id] else { continue }
             peers[c.id] = BlobTransfers.Peer(
                 link: link, groups: session.syncedGroups, servesBlobs: session.peerServesBlobs)
         }
-        blobs.publish(peers)
+        return peers
     }
 
     // MARK: Connection events (from event loops)
