@@ -42,21 +42,23 @@ extension Peerlog {
     @discardableResult
     public func put(
         _ key: String, file path: String, in group: GroupID,
-        progress: @Sendable (UInt64) -> Void = { _ in }
+        progress: @escaping @Sendable (UInt64) -> Void = { _ in }
     ) async throws -> PeerlogWrite {
-        let reference = try call(.file) { try replica.storeBlob(from: path, in: group, progress: progress) }
-        return try write(.entityPut(key: key, value: reference.cbor), to: group)
+        let reference = try await call(.file) { [self] in
+            try replica.storeBlob(from: path, in: group, progress: progress)
+        }
+        return try await write(.entityPut(key: key, value: reference.cbor), to: group)
     }
 
     /// The blob `key`'s value references, as held here; nil when the value is not a blob (or absent).
     public func blob(_ key: String, in group: GroupID, view: View = .tentative) async throws -> PeerlogBlob? {
         guard let reference = try await reference(key, in: group, view: view) else { return nil }
-        return try call { try Self.blob(reference, replica.storedBlob(reference.id)) }
+        return try await call { [self] in try Self.blob(reference, replica.storedBlob(reference.id)) }
     }
 
     /// Every blob held here, whole or in part.
     public func blobs() async throws -> [PeerlogBlob] {
-        try call { try replica.storedBlobs().map { Self.blob(nil, $0) } }
+        try await call { [self] in try replica.storedBlobs().map { Self.blob(nil, $0) } }
     }
 
     /// Asks for the blob of `key` to be fetched (a running node fetches it from peers that hold
@@ -66,7 +68,7 @@ extension Peerlog {
         guard let reference = try await reference(key, in: group, view: .tentative) else {
             throw PeerlogError(.invalidValue, "the value of \"\(key)\" in group \(group) is not a blob")
         }
-        return try call {
+        return try await call { [self] in
             try replica.wantBlob(reference, for: group)
             return Self.blob(reference, try replica.storedBlob(reference.id))
         }
@@ -78,7 +80,7 @@ extension Peerlog {
         guard let reference = try await reference(key, in: group, view: view) else {
             throw PeerlogError(.invalidValue, "the value of \"\(key)\" in group \(group) is not a blob")
         }
-        try call(.file) {
+        try await call(.file) { [self] in
             guard try replica.storedBlob(reference.id)?.complete == true else {
                 throw ReplicaError(
                     .blobNotHeld,
@@ -120,14 +122,16 @@ extension Peerlog {
                     guard let reference = try await reference(key, in: group, view: view) else {
                         throw PeerlogError(.invalidValue, "the value of \"\(key)\" in group \(group) is not a blob")
                     }
-                    if (try call { try replica.storedBlob(reference.id)?.complete }) != true,
+                    if (try await call { [self] in try replica.storedBlob(reference.id)?.complete }) != true,
                         replica.store.access == .readWrite
                     {
-                        try call { try replica.wantBlob(reference, for: group) }
+                        try await call { [self] in try replica.wantBlob(reference, for: group) }
                     }
                     var progress = ContinuousClock.now
                     for index in 0..<reference.layout.chunkCount {
-                        while (try call { try replica.storedBlob(reference.id)?.holds(chunk: index) }) != true {
+                        while (try await call { [self] in try replica.storedBlob(reference.id)?.holds(chunk: index) })
+                            != true
+                        {
                             guard ContinuousClock.now - progress < stallTimeout else {
                                 throw PeerlogError(
                                     .blobUnavailable,
@@ -138,7 +142,8 @@ extension Peerlog {
                         }
                         progress = .now
                         if index % 32 == 0 { replica.touchBlob(reference.id) }
-                        continuation.yield(Data(try call { try replica.blobPlaintext(reference, chunk: index) }))
+                        continuation.yield(
+                            Data(try await call { [self] in try replica.blobPlaintext(reference, chunk: index) }))
                     }
                     continuation.finish()
                 } catch {
@@ -155,7 +160,7 @@ extension Peerlog {
         guard let reference = try await reference(key, in: group, view: view) else {
             throw PeerlogError(.invalidValue, "the value of \"\(key)\" in group \(group) is not a blob")
         }
-        return try call {
+        return try await call { [self] in
             guard try replica.storedBlob(reference.id)?.complete == true else {
                 throw ReplicaError(.blobNotHeld, "blob \(reference.id) of \"\(key)\" is not held whole here yet")
             }
@@ -170,14 +175,14 @@ extension Peerlog {
 
     /// Pins (keeps) or unpins a blob held here; false when none has that id.
     public func pinBlob(_ id: BlobID, _ pinned: Bool = true) async throws -> Bool {
-        try call { try replica.pinBlob(id, pinned) }
+        try await call { [self] in try replica.pinBlob(id, pinned) }
     }
 
     /// Deletes the blobs held here that no value references (committed or tentative) and no pin
     /// keeps, except those used in the last 10 s (a write may be about to reference one). A
     /// running node does this by itself for blobs unreferenced for 24 hours.
     public func collectBlobs() async throws -> [PeerlogBlob] {
-        try call { try replica.collectBlobs().map { Self.blob(nil, $0) } }
+        try await call { [self] in try replica.collectBlobs().map { Self.blob(nil, $0) } }
     }
 
     func reference(_ key: String, in group: GroupID, view: View) async throws -> BlobReference? {

@@ -52,7 +52,7 @@ extension Peerlog {
     /// equals a replay of the stored log, the maintained tentative view a fold of the
     /// tentative receipts, and the kept counts of waiting receipts a count. Reads only, so it works on a read-only home.
     public func check() async throws -> PeerlogCheckReport {
-        try call {
+        try await call { [self] in
             let integrity = try replica.store.integrityCheck()
             var groups = [PeerlogCheckReport.Group]()
             for group in try replica.groupIDs() {

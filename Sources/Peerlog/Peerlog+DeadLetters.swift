@@ -41,7 +41,7 @@ public struct PeerlogInvalidReceipt: Sendable, Hashable {
 extension Peerlog {
     /// Receipts and envelopes given up on after retries.
     public func deadLetters() async throws -> [PeerlogDeadLetter] {
-        try call {
+        try await call { [self] in
             try replica.deadLetters().map {
                 PeerlogDeadLetter(
                     kind: $0.kind.rawValue, group: $0.group, cid: $0.cid, retries: $0.retryCount, reason: $0.reason,
@@ -52,7 +52,7 @@ extension Peerlog {
 
     /// Receipts refused as invalid (forgeries), the newest `limit` first.
     public func invalidReceipts(limit: Int = 1_000) async throws -> [PeerlogInvalidReceipt] {
-        try call {
+        try await call { [self] in
             try replica.invalidReceipts(limit: limit).map {
                 PeerlogInvalidReceipt(
                     group: $0.group, cid: $0.cid, author: $0.author, identity: $0.identity, peer: $0.peer,

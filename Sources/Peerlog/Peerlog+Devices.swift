@@ -39,7 +39,7 @@ extension Peerlog {
     /// The devices of this identity this replica knows of (this one, linked ones, and those seen
     /// in receipts or at handshakes), oldest first, with whether each is revoked.
     public func devices() async throws -> [PeerlogDeviceRecord] {
-        try call {
+        try await call { [self] in
             try replica.identityDevices().map {
                 PeerlogDeviceRecord(
                     name: $0.certificate.name, device: $0.certificate.device.string, created: $0.certificate.createdAt,
@@ -94,6 +94,6 @@ extension Peerlog {
     /// Whether this device was revoked by its identity (a revocation of it reached this
     /// replica): the reason peers give, or nil.
     public func revokedReason() async throws -> String? {
-        try call { try replica.revocation(of: device.device)?.reason }
+        try await call { [self] in try replica.revocation(of: device.device)?.reason }
     }
 }

@@ -28,19 +28,19 @@ extension Peerlog {
     @discardableResult
     public func put<T: Encodable>(_ key: String, _ value: T, in group: GroupID) async throws -> PeerlogWrite {
         let cbor = try ValueMapping.encode(value, key: key)
-        return try write(.entityPut(key: key, value: cbor), to: group)
+        return try await write(.entityPut(key: key, value: cbor), to: group)
     }
 
     /// Sets `key` to a raw value.
     @discardableResult
     public func put(_ key: String, cbor value: CBOR, in group: GroupID) async throws -> PeerlogWrite {
-        try write(.entityPut(key: key, value: value), to: group)
+        try await write(.entityPut(key: key, value: value), to: group)
     }
 
     /// Deletes `key`.
     @discardableResult
     public func delete(_ key: String, in group: GroupID) async throws -> PeerlogWrite {
-        try write(.entityDelete(key: key), to: group)
+        try await write(.entityDelete(key: key), to: group)
     }
 
     /// Writes many keys in one transaction: each its own signed receipt, one commit for all.
@@ -56,14 +56,14 @@ extension Peerlog {
                 try e.value.map { .put(key: e.key, value: try ValueMapping.encode($0, key: e.key)) }
                     ?? .delete(key: e.key))
         }
-        return try writeBatch(ops, to: group)
+        return try await writeBatch(ops, to: group)
     }
 
     /// Writes raw operations in one transaction, like `putBatch`. When one is refused nothing
     /// is written, and the error's `batchEntry` says which (its index in `operations`) and why.
     @discardableResult
     public func putBatch(_ operations: [PeerlogOperation], in group: GroupID) async throws -> [PeerlogWrite] {
-        try writeBatch(operations, to: group)
+        try await writeBatch(operations, to: group)
     }
 
     /// The value of `key` decoded as `T`, or nil when the view holds no such key.
@@ -75,13 +75,13 @@ extension Peerlog {
 
     /// The entry of `key`, or nil when the view holds no such key.
     public func entry(_ key: String, in group: GroupID, view: View = .tentative) async throws -> PeerlogEntry? {
-        try call { try replica.entity(key, in: group, view: view).map(Self.entry) }
+        try await call { [self] in try replica.entity(key, in: group, view: view).map(Self.entry) }
     }
 
     /// Every entry whose key starts with `prefix` (all when empty), in key order.
     public func entries(in group: GroupID, prefix: String = "", view: View = .tentative) async throws -> [PeerlogEntry]
     {
-        try call {
+        try await call { [self] in
             try requireHeld(group)
             return try replica.entities(in: group, view: view).filter { $0.key.hasPrefix(prefix) }.sorted {
                 $0.key < $1.key
@@ -97,7 +97,7 @@ extension Peerlog {
     /// The group's log: committed receipts in seq order, then (tentative view) the waiting ones
     /// in the tentative order.
     public func log(of group: GroupID, view: View = .tentative) async throws -> [PeerlogLogItem] {
-        try call {
+        try await call { [self] in
             try requireHeld(group)
             let items = try replica.log(of: group, view: view)
             let opened = try replica.openedBodies(of: items.map(\.receipt), in: group)
@@ -116,7 +116,7 @@ extension Peerlog {
     /// The group's state hash in `view`: replicas holding the same receipts have the same
     /// hashes (compare them to tell whether two devices agree).
     public func stateHash(of group: GroupID, view: View = .tentative) async throws -> [UInt8] {
-        try call {
+        try await call { [self] in
             try requireHeld(group)
             return try replica.stateHash(of: group, view: view)
         }
@@ -133,7 +133,7 @@ extension Peerlog {
     /// checked whole before it is written in several batches (`peerlog put --batch`).
     package func checkBatch(_ operations: [PeerlogOperation], in group: GroupID) async throws {
         let ops = Self.groupOperations(operations)
-        try call {
+        try await call { [self] in
             try requireHeld(group)
             do { try replica.checkBatch(ops, to: group) } catch let e as BatchError {
                 throw PeerlogError(
@@ -152,9 +152,9 @@ extension Peerlog {
         }
     }
 
-    func writeBatch(_ operations: [PeerlogOperation], to group: GroupID) throws -> [PeerlogWrite] {
+    func writeBatch(_ operations: [PeerlogOperation], to group: GroupID) async throws -> [PeerlogWrite] {
         let ops = Self.groupOperations(operations)
-        let written = try call {
+        let written = try await call { [self] in
             try requireHeld(group)
             do { return try replica.appendBatch(ops, to: group).map(PeerlogWrite.init) } catch let e as BatchError {
                 throw PeerlogError(

@@ -16,7 +16,7 @@ extension Peerlog {
         named name: String, maxMembers: Int = Peerlog.defaultMaxMembers, encrypted: Bool = true,
         keepsHistory: Bool = false
     ) async throws -> GroupID {
-        try call {
+        try await call { [self] in
             try replica.createGroup(
                 name: name, maxMembers: maxMembers,
                 encryption: encrypted ? GroupEncryptionSettings(history: keepsHistory) : nil)
@@ -28,7 +28,7 @@ extension Peerlog {
     /// themselves; call it to rotate on a schedule of your own.
     @discardableResult
     public func rotateKey(of group: GroupID) async throws -> PeerlogWrite {
-        try call {
+        try await call { [self] in
             try requireHeld(group)
             return PeerlogWrite(try replica.rotateEpochKey(of: group))
         }
@@ -36,7 +36,7 @@ extension Peerlog {
 
     /// Whether `group` is end-to-end encrypted and where its keys stand on this device.
     public func encryption(of group: GroupID) async throws -> GroupEncryptionStatus {
-        try call {
+        try await call { [self] in
             let e = try replica.state(of: group, view: .tentative)?.encryption
             return GroupEncryptionStatus(
                 encrypted: e != nil, epoch: e?.epoch ?? 0, history: e?.history ?? false,
@@ -48,19 +48,19 @@ extension Peerlog {
     /// The epoch keys this device holds (of `group`, or of every group), for `peerlog group keys`
     /// (docs/PROTOCOL.md §17.6). Secret: whoever holds them reads the groups.
     package func heldEpochKeys(of group: GroupID? = nil) async throws -> [(group: GroupID, key: EpochKey)] {
-        try call { try replica.heldEpochKeys(of: group) }
+        try await call { [self] in try replica.heldEpochKeys(of: group) }
     }
 
     /// Every group held here, by id; also groups whose creation has not arrived yet (only
     /// receipts waiting for it), which `groups()` leaves out.
     public func groupIDs() async throws -> [GroupID] {
-        try call { try replica.groupIDs() }
+        try await call { [self] in try replica.groupIDs() }
     }
 
     /// The id of a group held here, given as a user types it: its id, or its name when no
     /// other group has it.
     public func groupID(_ idOrName: String) async throws -> GroupID {
-        try call {
+        try await call { [self] in
             let id: GroupID
             do { id = try replica.resolveGroup(idOrName) } catch let e as ReplicaError {
                 throw PeerlogError(PeerlogError.Code(engine: e.code), "\(e)")
@@ -75,7 +75,7 @@ extension Peerlog {
     /// How far `group` is ordered here: its committed seq and the writes waiting for its
     /// sequencer (known even before the group's creation arrives).
     public func progress(of group: GroupID) async throws -> PeerlogProgress {
-        try call {
+        try await call { [self] in
             PeerlogProgress(
                 committedSeq: try replica.committedSeq(of: group), tentativeCount: try replica.tentativeCount(of: group)
             )
@@ -85,12 +85,13 @@ extension Peerlog {
     /// The status of the node running on this home in another process (`peerlog daemon`), asked
     /// through its control socket `HOME/peerlog.sock`; nil when nothing answers there.
     public func daemonStatus() async -> NodeStatus? {
-        try? ControlClient.status(socketPath: NodeConfiguration().controlSocketPath(home: home))
+        let socket = NodeConfiguration().controlSocketPath(home: home)
+        return try? await Self.blocking { try ControlClient.status(socketPath: socket) }
     }
 
     /// Every group held here, by id.
     public func groups() async throws -> [PeerlogGroup] {
-        try call { try replica.groupIDs().compactMap { try summary($0) } }
+        try await call { [self] in try replica.groupIDs().compactMap { try summary($0) } }
     }
 
     /// Groups this identity was invited to and has not answered (accept, or `leave` to decline).
@@ -100,7 +101,7 @@ extension Peerlog {
 
     /// The group with this id, or this name when exactly one group has it.
     public func group(_ idOrName: String) async throws -> PeerlogGroup {
-        try call {
+        try await call { [self] in
             let id: GroupID
             do { id = try replica.resolveGroup(idOrName) } catch let e as ReplicaError {
                 throw PeerlogError(PeerlogError.Code(engine: e.code), "\(e)")
@@ -115,12 +116,12 @@ extension Peerlog {
     /// The group `id` as `view` shows it, or nil when it is not held here (or its creation has
     /// not arrived in that view yet).
     public func group(_ id: GroupID, view: View = .tentative) async throws -> PeerlogGroup? {
-        try call { try summary(id, view: view) }
+        try await call { [self] in try summary(id, view: view) }
     }
 
     /// Members of `group`, added or invited, with their status.
     public func members(of group: GroupID, view: View = .tentative) async throws -> [PeerlogMember] {
-        try call {
+        try await call { [self] in
             try requireHeld(group)
             return try replica.members(of: group, view: view).map {
                 var seq: UInt64?
@@ -135,51 +136,51 @@ extension Peerlog {
     @discardableResult
     public func invite(_ identity: IdentityID, to group: GroupID, as role: Role = .member) async throws -> PeerlogWrite
     {
-        try write(.memberAdded(identity: identity, role: role), to: group)
+        try await write(.memberAdded(identity: identity, role: role), to: group)
     }
 
     /// Accepts this identity's invitation to `group` (it arrived by sync or in an export).
     @discardableResult
     public func acceptInvitation(to group: GroupID) async throws -> PeerlogWrite {
-        try write(.inviteAccepted, to: group)
+        try await write(.inviteAccepted, to: group)
     }
 
     /// Leaves `group` (or declines its invitation).
     @discardableResult
-    public func leave(_ group: GroupID) async throws -> PeerlogWrite { try write(.memberLeft, to: group) }
+    public func leave(_ group: GroupID) async throws -> PeerlogWrite { try await write(.memberLeft, to: group) }
 
     /// Removes `identity` from `group`.
     @discardableResult
     public func remove(_ identity: IdentityID, from group: GroupID) async throws -> PeerlogWrite {
-        try write(.memberRemoved(identity: identity), to: group)
+        try await write(.memberRemoved(identity: identity), to: group)
     }
 
     /// Gives `identity` another role in `group`.
     @discardableResult
     public func setRole(_ role: Role, of identity: IdentityID, in group: GroupID) async throws -> PeerlogWrite {
-        try write(.roleChanged(identity: identity, role: role), to: group)
+        try await write(.roleChanged(identity: identity, role: role), to: group)
     }
 
     /// Renames `group`.
     @discardableResult
     public func rename(_ group: GroupID, to name: String) async throws -> PeerlogWrite {
-        try write(.renamed(name: name), to: group)
+        try await write(.renamed(name: name), to: group)
     }
 
     /// Hands ordering of `group` to `authority` (this device alone, a relay, or elected voters).
     @discardableResult
     public func setSequencer(of group: GroupID, to authority: SequencerAuthority) async throws -> PeerlogWrite {
-        try write(.sequencerChanged(authority), to: group)
+        try await write(.sequencerChanged(authority), to: group)
     }
 
     /// Deletes `group` for every member once committed: its entities go, its log stays as evidence.
     @discardableResult
-    public func deleteGroup(_ group: GroupID) async throws -> PeerlogWrite { try write(.deleted, to: group) }
+    public func deleteGroup(_ group: GroupID) async throws -> PeerlogWrite { try await write(.deleted, to: group) }
 
     // MARK: Internals
 
-    func write(_ op: GroupOperation, to group: GroupID) throws -> PeerlogWrite {
-        let written = try call {
+    func write(_ op: GroupOperation, to group: GroupID) async throws -> PeerlogWrite {
+        let written = try await call { [self] in
             try requireHeld(group)
             return PeerlogWrite(try replica.append(op, to: group))
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PeerlogNode
+import Synchronization
 
 /// How a `Peerlog` node connects: the same settings as `peerlog daemon` and its
 /// `daemon.conf` (docs/TOOLS.md).
@@ -119,22 +120,32 @@ extension Peerlog {
     }
 
     /// What the running node is doing (peers, each group's committed seq and tentative count,
-    /// discovery); nil while `run` is not running.
-    public var networkStatus: NodeStatus? { running.withLock { $0 }?.status }
+    /// discovery); nil while `run` is not running. Built on the node's queue and awaited: no
+    /// thread waits for it.
+    public var networkStatus: NodeStatus? {
+        get async {
+            guard let node = running.withLock({ $0 }) else { return nil }
+            return await node.currentStatus()
+        }
+    }
 
     /// `networkStatus` every `interval` while this stream is iterated (nothing while the node
     /// is not running). Ends when the iterating task is cancelled.
     public func statusUpdates(every interval: Duration = .seconds(1)) -> AsyncStream<NodeStatus> {
-        AsyncStream { continuation in
-            let task = Task {
-                while !Task.isCancelled {
-                    // Awaited, not the blocking `networkStatus`: no cooperative thread waits on the hub.
-                    if let node = self.running.withLock({ $0 }) { continuation.yield(await node.currentStatus()) }
-                    try? await Task.sleep(for: interval)
+        let started = Mutex(false)
+        return AsyncStream(unfolding: { [self] in
+            // The first status at once, then one per interval; a stopped node yields nothing.
+            while !Task.isCancelled {
+                let waits = started.withLock { started in
+                    defer { started = true }
+                    return started
                 }
-                continuation.finish()
+                if waits {
+                    do { try await Task.sleep(for: interval) } catch { return nil }
+                }
+                if let status = await networkStatus { return status }
             }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+            return nil
+        })
     }
 }

@@ -6,7 +6,7 @@ extension Peerlog {
     /// writes waiting for a seq and the oldest one's age, against the limits. A write that would
     /// pass them fails with ``PeerlogError/Code/offlineLimit`` and writes nothing.
     public func offlineHeadroom(of group: GroupID) async throws -> OfflineHeadroom {
-        try call {
+        try await call { [self] in
             try requireHeld(group)
             return try replica.offlineHeadroom(of: group)
         }
@@ -16,6 +16,8 @@ extension Peerlog {
     /// `maxWaiting` (0 or more) of its writes waiting for a seq, none older than `maxAgeMillis`. nil
     /// keeps the default for that limit (100,000 writes, 30 days); two nils remove the override.
     public func setOfflineLimits(maxWaiting: Int?, maxAgeMillis: UInt64?, of group: GroupID) async throws {
-        try call { try replica.setOfflineLimits(maxWaiting: maxWaiting, maxAgeMillis: maxAgeMillis, of: group) }
+        try await call { [self] in
+            try replica.setOfflineLimits(maxWaiting: maxWaiting, maxAgeMillis: maxAgeMillis, of: group)
+        }
     }
 }

@@ -163,8 +163,10 @@ extension Peerlog {
         do {
             if let node = running.withLock({ $0 }) { return try await node.openPairing(request) }
             let socket = try NetworkOptions.daemon(home: home).configuration.controlSocketPath(home: home)
-            return try ControlClient.decode(
-                PairingTicket.self, try ControlClient.request(.pairOpen(request), socketPath: socket))
+            return try await Self.blocking {
+                try ControlClient.decode(
+                    PairingTicket.self, try ControlClient.request(.pairOpen(request), socketPath: socket))
+            }
         } catch let error as PeerlogError {
             throw error
         } catch {

@@ -94,21 +94,22 @@ extension Peerlog {
         group: GroupID, to path: String, progress: (@Sendable (PeerlogTransferProgress) -> Void)? = nil
     ) async throws -> PeerlogExportCounts {
         if FileIO.exists(path) { throw PeerlogError(.file, "\(path) already exists; refusing to overwrite it") }
-        let file: NewFile
-        do { file = try NewFile(path: path, mode: 0o644) } catch { throw Self.fileError(error) }
-        var total = 0
-        var lines = 0
-        let counts = try call {
+        let (counts, lines) = try await call { [self] in
             try requireHeld(group)
-            return try replica.export(group: group, announce: { total = 1 + $0 + $1 }) { line in
+            let file: NewFile
+            do { file = try NewFile(path: path, mode: 0o644) } catch { throw Self.fileError(error) }
+            var total = 0
+            var lines = 0
+            let counts = try replica.export(group: group, announce: { total = 1 + $0 + $1 }) { line in
                 do { try file.write(line: line) } catch { throw Self.fileError(error) }
                 lines += 1
                 if let progress, lines % Self.progressEveryLines == 0 {
                     progress(PeerlogTransferProgress(phase: .exporting, completed: lines, total: total))
                 }
             }
+            do { try file.commit() } catch { throw Self.fileError(error) }
+            return (counts, lines)
         }
-        do { try file.commit() } catch { throw Self.fileError(error) }
         progress?(PeerlogTransferProgress(phase: .exporting, completed: lines, total: lines))
         return PeerlogExportCounts(receipts: counts.receipts, envelopes: counts.envelopes)
     }

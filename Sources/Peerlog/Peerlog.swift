@@ -42,21 +42,27 @@ public final class Peerlog: Sendable {
     public static func open(
         home: String = Peerlog.defaultHome, deviceName: String? = nil, create: Bool = true, rebuildViews: Bool = true
     ) async throws -> Peerlog {
-        try Peerlog(home: home, deviceName: deviceName, create: create, removesHome: false, rebuildViews: rebuildViews)
+        try await blocking {
+            try Peerlog(
+                home: home, deviceName: deviceName, create: create, removesHome: false, rebuildViews: rebuildViews)
+        }
     }
 
     /// A replica in a new temporary folder with a new identity, deleted when the instance is
     /// released: for tests and previews.
     public static func temporary(deviceName: String = "preview") async throws -> Peerlog {
         let home = NSTemporaryDirectory() + "peerlog-" + UUID().uuidString
-        return try Peerlog(home: home, deviceName: deviceName, create: true, removesHome: true)
+        return try await blocking { try Peerlog(home: home, deviceName: deviceName, create: true, removesHome: true) }
     }
 
     /// The home for reading only (the CLI's `get`, `log`, `status`…): when its store was never
     /// created, an empty replica in memory stands in, so reading creates no file.
     package static func openForReading(home: String, rebuildViews: Bool = true) async throws -> Peerlog {
-        try Peerlog(
-            home: home, deviceName: nil, create: false, removesHome: false, rebuildViews: rebuildViews, readsOnly: true)
+        try await blocking {
+            try Peerlog(
+                home: home, deviceName: nil, create: false, removesHome: false, rebuildViews: rebuildViews,
+                readsOnly: true)
+        }
     }
 
     init(
@@ -122,8 +128,31 @@ public final class Peerlog: Sendable {
     /// next poll (one in another process is told by `afterEachDelivery`).
     func offerNow() { running.withLock { $0 }?.offerWrites() }
 
+    /// Where facade calls run their SQLite work: GCD threads, never the cooperative pool that the
+    /// app's tasks and the node run on (a blocked cooperative thread is one of two on a 2-core
+    /// machine). Concurrent, as the store is: reads run side by side (WAL, a reader pool), and the
+    /// store's one writer orders writes, so a read never waits behind a long blob write here.
+    private static let work = DispatchQueue(label: "peerlog.facade", qos: .userInitiated, attributes: .concurrent)
+
+    /// Runs `body` on `work` and awaits it, turning lower-level errors into `PeerlogError`s.
+    func call<T: Sendable>(
+        _ code: PeerlogError.Code = .storage, _ body: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        try await Self.blocking { try Self.mapped(code, body) }
+    }
+
+    /// Runs blocking work (SQLite, a control-socket round trip) on `work` and awaits it.
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { done in work.async { done.resume(with: Result { try body() }) } }
+    }
+
+    /// Runs `body` here and now (for the few synchronous members), mapping errors as `call` does.
+    func callNow<T>(_ code: PeerlogError.Code = .storage, _ body: () throws -> T) throws -> T {
+        try Self.mapped(code, body)
+    }
+
     /// Runs `body`, turning lower-level errors into `PeerlogError`s.
-    func call<T>(_ code: PeerlogError.Code = .storage, _ body: () throws -> T) throws -> T {
+    private static func mapped<T>(_ code: PeerlogError.Code, _ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as PeerlogError { throw error } catch let error as ReplicaError {
             throw PeerlogError(PeerlogError.Code(engine: error.code), error.description)
         } catch {

@@ -19,7 +19,7 @@ extension Peerlog {
 
     /// The cursor of the newest change so far: start a stream here to skip history.
     public func latestChangeCursor() async throws -> ChangeCursor {
-        try call { ChangeCursor(rawValue: try replica.changeLogBounds().last) }
+        try await call { [self] in ChangeCursor(rawValue: try replica.changeLogBounds().last) }
     }
 }
 
@@ -56,15 +56,15 @@ public struct PeerlogChanges: AsyncSequence, Sendable {
                 }
                 if Task.isCancelled { return nil }
                 let seen = peerlog.signal.generation
-                if try fill() { continue }
+                if try await fill() { continue }
                 await peerlog.signal.wait(after: seen, timeout: PeerlogChanges.pollInterval)
             }
         }
 
         /// Reads the next page after the cursor; false when there is nothing new.
-        private mutating func fill() throws -> Bool {
+        private mutating func fill() async throws -> Bool {
             let replica = peerlog.replica
-            let (first, last) = try peerlog.call { try replica.changeLogBounds() }
+            let (first, last) = try await peerlog.call { try replica.changeLogBounds() }
             guard let after = cursor else {
                 cursor = last  // no cursor given: from now on
                 return false
@@ -77,7 +77,8 @@ public struct PeerlogChanges: AsyncSequence, Sendable {
                 buffer = [PeerlogChange(cursor: ChangeCursor(rawValue: last), at: 0, event: .gap)]
                 return true
             }
-            let rows = try peerlog.call {
+            let group = group
+            let rows = try await peerlog.call {
                 try replica.changes(after: after, group: group, limit: PeerlogChanges.pageSize)
             }
             guard let newest = rows.last else {

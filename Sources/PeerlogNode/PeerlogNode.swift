@@ -93,21 +93,10 @@ public final class PeerlogNode: Service, Sendable {
     /// The app wrote to the replica: offer it to peers now rather than at the next poll.
     package func offerWrites() { hub.lookNow() }
 
-    /// What the node is doing now: peers, groups with their lag, discovery, capture.
-    /// Built on the hub's queue, like the control socket's answer (the sessions live there).
-    /// While the hub is busy (a long catch-up) it is the newest status built (`builtAt`).
-    public var status: NodeStatus {
-        let box = Mutex<NodeStatus?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        hub.requestStatus { status in
-            box.withLock { $0 = status }
-            done.signal()
-        }
-        done.wait()
-        return box.withLock { $0 }!
-    }
-
-    /// `status`, without blocking the calling thread.
+    /// What the node is doing now: peers, groups with their lag, discovery, capture. Built on the
+    /// hub's queue, like the control socket's answer (the sessions live there), and awaited
+    /// without blocking a thread. While the hub is busy (a long catch-up) it is the newest status
+    /// built (`builtAt`).
     public func currentStatus() async -> NodeStatus {
         await withCheckedContinuation { done in hub.requestStatus { done.resume(returning: $0) } }
     }
