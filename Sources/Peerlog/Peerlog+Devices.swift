@@ -67,7 +67,7 @@ extension Peerlog {
             revocation = try replica.revoke(device: device)
             groups = try replica.announce(revocation)
         } catch let error as RevocationError {
-            throw PeerlogError(.refused, error.message)
+            throw PeerlogError(.refused, error.detail)
         } catch {
             throw PeerlogError(.storage, "\(error)")
         }

@@ -141,9 +141,14 @@ public final class Peerlog: Sendable {
         try await Self.blocking { try Self.mapped(code, body) }
     }
 
-    /// Runs blocking work (SQLite, a control-socket round trip) on `work` and awaits it.
+    /// Runs blocking work (SQLite, a control-socket round trip) on `work` and awaits it. `body` (and
+    /// the instance it holds) is let go before the caller resumes: a CLI command that returns and
+    /// exits must close the store itself, or SQLite leaves its -wal file behind.
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { done in work.async { done.resume(with: Result { try body() }) } }
+        let work = WorkItem(body)
+        return try await withCheckedThrowingContinuation { done in
+            Self.work.async { done.resume(with: work.run()) }
+        }
     }
 
     /// Runs `body` here and now (for the few synchronous members), mapping errors as `call` does.
@@ -158,5 +163,17 @@ public final class Peerlog: Sendable {
         } catch {
             throw PeerlogError(code, "\(error)")
         }
+    }
+}
+
+/// One piece of blocking work, run once; it drops its closure as it runs.
+private final class WorkItem<T: Sendable>: Sendable {
+    private let body: Mutex<(@Sendable () throws -> T)?>
+
+    init(_ body: @escaping @Sendable () throws -> T) { self.body = Mutex(body) }
+
+    func run() -> Result<T, any Error> {
+        guard let body = body.withLock({ $0.take() }) else { preconditionFailure("a work item runs once") }
+        return Result { try body() }
     }
 }

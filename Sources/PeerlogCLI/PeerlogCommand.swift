@@ -46,22 +46,20 @@ struct PeerlogCommand: AsyncParsableCommand {
 }
 
 /// A failure reported to the user as one line (ArgumentParser prints it and exits with 1).
-/// The CLI's one error type, in the shape of `SequencerError`: a ``code``, where it was raised,
+/// The CLI's one error type, a `CodedFailure`: a code, where it was raised,
 /// and equality on the code only; the line itself is the user's.
-struct CLIError: CodedError {
-    /// What went wrong; compare against the static members.
-    typealias Code = ErrorCode<CLIError>
+typealias CLIError = CodedFailure<CLIDomain>
 
-    let code: Code
-    let description: String
-    let file: String
-    let line: Int
+/// The domain of `CLIError`.
+enum CLIDomain: ErrorDomain {
+    /// Its detail is a whole sentence.
+    static var wording: ErrorWording { .detail }
+}
 
+extension CodedFailure where Domain == CLIDomain {
+    /// A failure whose line is `message`.
     init(_ message: String, code: Code = .failed, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        description = message
-        self.file = file
-        self.line = line
+        self.init(code, message, file: file, line: line)
     }
 }
 

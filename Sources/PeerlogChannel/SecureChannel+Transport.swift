@@ -33,9 +33,9 @@ extension SecureChannel {
     }
 
     private func checkSendable(_ count: Int) throws {
-        guard state != .closed else { throw ChannelError.closed() }
-        guard state == .established else { throw ChannelError.notEstablished() }
-        guard count > 0 else { throw ChannelError.emptyMessage() }
+        guard state != .closed else { throw ChannelError(.closed) }
+        guard state == .established else { throw ChannelError(.notEstablished) }
+        guard count > 0 else { throw ChannelError(.emptyMessage) }
         guard count <= configuration.maxMessageBytes else {
             throw ChannelError.messageTooLarge(size: count, limit: configuration.maxMessageBytes)
         }
@@ -80,7 +80,7 @@ extension SecureChannel {
     mutating func sealFrame(
         _ type: ChannelWire.RecordType, _ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer
     ) throws -> Int {
-        guard var cipher = sendCipher else { throw ChannelError.notEstablished() }
+        guard var cipher = sendCipher else { throw ChannelError(.notEstablished) }
         let bodyLength = 1 + data.count + ChannelWire.tagLength
         out.storeBytes(of: UInt8(bodyLength >> 8), as: UInt8.self)
         out.storeBytes(of: UInt8(bodyLength & 0xff), toByteOffset: 1, as: UInt8.self)

@@ -1,30 +1,10 @@
-/// The one error type of `PeerlogCrypto`, in the shape of ``CodedError``: a ``code`` (an
-/// ``ErrorCode``, so codes can be added), where it was raised, and equality on the code only.
-/// Descriptions never contain key material.
-public struct CryptoError: CodedError {
-    /// The codes of this module (the static members of `ErrorCode where Domain == CryptoError`).
-    public typealias Code = ErrorCode<CryptoError>
+/// The one error type of `PeerlogCrypto` (a ``CodedFailure``): a code (an ``ErrorCode``, so codes
+/// can be added), where it was raised, and equality on the code only. Details never contain key
+/// material.
+public typealias CryptoError = CodedFailure<CryptoDomain>
 
-    /// The kind of failure.
-    public let code: Code
-    /// Extra context for logs; never secret.
-    public let detail: String
-    /// Where the error was raised.
-    public let file: String
-    /// Where the error was raised.
-    public let line: Int
-
-    /// An error with `code`, optional non-secret `detail`, and where it was raised.
-    public init(_ code: Code, _ detail: String = "", file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.detail = detail
-        self.file = file
-        self.line = line
-    }
-
-    /// The code, then the detail if there is one.
-    public var description: String { detail.isEmpty ? code.description : "\(code): \(detail)" }
-}
+/// The domain of ``CryptoError``.
+public enum CryptoDomain: ErrorDomain {}
 
 extension ErrorCode where Domain == CryptoError {
     /// A key had the wrong number of bytes.

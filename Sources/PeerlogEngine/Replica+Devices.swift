@@ -13,27 +13,12 @@ public struct IdentityDeviceRecord: Sendable, Equatable {
 }
 
 /// Why a revocation was refused.
-public struct RevocationError: CodedError {
-    /// What went wrong; compare against the static members.
-    public typealias Code = ErrorCode<RevocationError>
-    /// The kind of failure.
-    public let code: Code
-    /// A sentence for people.
-    public let message: String
-    /// Where the error was raised.
-    public let file: String
-    /// Where the error was raised.
-    public let line: Int
+public typealias RevocationError = CodedFailure<RevocationDomain>
 
-    init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.message = message
-        self.file = file
-        self.line = line
-    }
-
-    /// The message.
-    public var description: String { message }
+/// The domain of ``RevocationError``.
+public enum RevocationDomain: ErrorDomain {
+    /// Its detail is a whole sentence.
+    public static var wording: ErrorWording { .detail }
 }
 
 extension ErrorCode where Domain == RevocationError {

@@ -185,34 +185,19 @@ public struct MemberView: Hashable, Sendable {
 /// Switch on ``code`` (a `switch` over the static members, with a `default:`: codes may be
 /// added); ``detail`` is one sentence for people. Equality is on ``code`` only. Descriptions
 /// hold ids, names and counts, never keys, values or SQL arguments.
-public struct ReplicaError: CodedError {
-    /// What went wrong; compare against the static members.
-    public typealias Code = ErrorCode<ReplicaError>
+public typealias ReplicaError = CodedFailure<ReplicaDomain>
 
-    /// The kind of failure.
-    public let code: Code
-    /// One sentence for people: what failed and, where it helps, what to do.
-    public let detail: String
-    /// Where the error was raised.
-    public let file: String
-    /// Where the error was raised.
-    public let line: Int
+/// The domain of ``ReplicaError``.
+public enum ReplicaDomain: ErrorDomain {
+    /// Its detail is a whole sentence.
+    public static var wording: ErrorWording { .detail }
+}
 
-    /// An error of `code` saying `detail`.
-    public init(_ code: Code, _ detail: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.detail = detail
-        self.file = file
-        self.line = line
-    }
-
+extension CodedFailure where Domain == ReplicaDomain {
     /// The refusal of a group's rules, with its code and reason.
     public init(_ violation: RuleViolation, file: String = #fileID, line: Int = #line) {
         self.init(violation.code, violation.reason, file: file, line: line)
     }
-
-    /// The sentence for people (the detail); the code is ``code``.
-    public var description: String { detail }
 }
 
 extension ErrorCode where Domain == ReplicaError {

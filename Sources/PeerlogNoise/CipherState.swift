@@ -22,7 +22,7 @@ public struct NoiseCipherState: Sendable {
 
     /// A keyed CipherState at a chosen nonce, for tests (e.g. the nonce limit).
     public init(key: [UInt8], nonce: UInt64 = 0) throws {
-        guard key.count == ChaChaPoly.keyLength else { throw NoiseError.missingKey("cipher key must be 32 bytes") }
+        guard key.count == ChaChaPoly.keyLength else { throw NoiseError(.missingKey, "cipher key must be 32 bytes") }
         self.key = SecureBytes(key)
         self.nonce = nonce
     }
@@ -38,11 +38,11 @@ public struct NoiseCipherState: Sendable {
     /// exceed 65535 bytes or the nonce is exhausted.
     public mutating func encrypt(ad: [UInt8] = [], _ plaintext: [UInt8]) throws -> [UInt8] {
         guard let key else {
-            guard plaintext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
+            guard plaintext.count <= noiseMaxMessageLength else { throw NoiseError(.messageTooLong) }
             return plaintext
         }
-        guard plaintext.count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
+        guard plaintext.count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError(.messageTooLong) }
+        guard nonce < UInt64.max else { throw NoiseError(.nonceExhausted) }
         let out = try ChaChaPoly.seal(plaintext, key: key, nonce: Self.nonceBytes(nonce), authenticating: ad)
         nonce += 1
         return out
@@ -53,14 +53,14 @@ public struct NoiseCipherState: Sendable {
     /// `NoiseError` when the input exceeds 65535 bytes, the nonce is exhausted or the tag does not
     /// verify.
     public mutating func decrypt(ad: [UInt8] = [], _ ciphertext: [UInt8]) throws -> [UInt8] {
-        guard ciphertext.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
+        guard ciphertext.count <= noiseMaxMessageLength else { throw NoiseError(.messageTooLong) }
         guard let key else { return ciphertext }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
+        guard nonce < UInt64.max else { throw NoiseError(.nonceExhausted) }
         let plaintext: [UInt8]
         do {
             plaintext = try ChaChaPoly.open(ciphertext, key: key, nonce: Self.nonceBytes(nonce), authenticating: ad)
         } catch {
-            throw NoiseError.decryptFailed()
+            throw NoiseError(.decryptFailed)
         }
         nonce += 1
         return plaintext
@@ -69,9 +69,9 @@ public struct NoiseCipherState: Sendable {
     /// ENCRYPT with empty associated data, in place: `buffer[range]` becomes ciphertext and the
     /// tag goes into the 16 bytes after it. Same nonce rules as `encrypt`.
     public mutating func encrypt(inPlace buffer: inout [UInt8], range: Range<Int>) throws {
-        guard let key else { throw NoiseError.missingKey("in-place encryption needs a key") }
-        guard range.count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
+        guard let key else { throw NoiseError(.missingKey, "in-place encryption needs a key") }
+        guard range.count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError(.messageTooLong) }
+        guard nonce < UInt64.max else { throw NoiseError(.nonceExhausted) }
         try ChaChaPoly.sealInPlace(&buffer, range: range, key: key, nonce: Self.nonceBytes(nonce))
         nonce += 1
     }
@@ -80,11 +80,11 @@ public struct NoiseCipherState: Sendable {
     /// `range.count - 16` bytes of the range. A failure leaves the nonce unchanged (the buffer
     /// is zeroed, so callers that might retry keep their own copy).
     public mutating func decrypt(inPlace buffer: inout [UInt8], range: Range<Int>) throws {
-        guard let key else { throw NoiseError.missingKey("in-place decryption needs a key") }
-        guard range.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
+        guard let key else { throw NoiseError(.missingKey, "in-place decryption needs a key") }
+        guard range.count <= noiseMaxMessageLength else { throw NoiseError(.messageTooLong) }
+        guard nonce < UInt64.max else { throw NoiseError(.nonceExhausted) }
         do { try ChaChaPoly.openInPlace(&buffer, range: range, key: key, nonce: Self.nonceBytes(nonce)) } catch {
-            throw NoiseError.decryptFailed()
+            throw NoiseError(.decryptFailed)
         }
         nonce += 1
     }
@@ -92,9 +92,9 @@ public struct NoiseCipherState: Sendable {
     /// ENCRYPT with empty associated data over `count` bytes at `text`, in place, the tag
     /// written into the 16 bytes after them: the pointer form of `encrypt(inPlace:range:)`.
     public mutating func encrypt(inPlace text: UnsafeMutableRawPointer, count: Int) throws {
-        guard let key else { throw NoiseError.missingKey("in-place encryption needs a key") }
-        guard count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
+        guard let key else { throw NoiseError(.missingKey, "in-place encryption needs a key") }
+        guard count + Self.tagLength <= noiseMaxMessageLength else { throw NoiseError(.messageTooLong) }
+        guard nonce < UInt64.max else { throw NoiseError(.nonceExhausted) }
         try ChaChaPoly.sealInPlace(text, count: count, key: key, nonce: nonce)
         nonce += 1
     }
@@ -102,11 +102,11 @@ public struct NoiseCipherState: Sendable {
     /// DECRYPT with empty associated data from `sealed` into `plaintext` (`sealed.count - 16`
     /// bytes; the ciphertext is left as it was). A failure leaves the nonce unchanged.
     public mutating func decrypt(_ sealed: UnsafeRawBufferPointer, into plaintext: UnsafeMutableRawPointer) throws {
-        guard let key else { throw NoiseError.missingKey("decryption into a buffer needs a key") }
-        guard sealed.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
-        guard nonce < UInt64.max else { throw NoiseError.nonceExhausted() }
+        guard let key else { throw NoiseError(.missingKey, "decryption into a buffer needs a key") }
+        guard sealed.count <= noiseMaxMessageLength else { throw NoiseError(.messageTooLong) }
+        guard nonce < UInt64.max else { throw NoiseError(.nonceExhausted) }
         do { try ChaChaPoly.open(sealed, into: plaintext, key: key, nonce: nonce) } catch {
-            throw NoiseError.decryptFailed()
+            throw NoiseError(.decryptFailed)
         }
         nonce += 1
     }

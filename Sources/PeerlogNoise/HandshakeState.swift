@@ -42,9 +42,9 @@ public struct NoiseHandshake: Sendable {
         for (token, ours) in definition.initiatorPre.map({ ($0, initiator) })
             + definition.responderPre.map({ ($0, !initiator) })
         {
-            guard token == .s else { throw NoiseError.unsupportedProtocol(noiseProtocol.name) }
+            guard token == .s else { throw NoiseError(.unsupportedProtocol, noiseProtocol.name) }
             guard let key = ours ? s?.publicKey : rs else {
-                throw NoiseError.missingKey(ours ? "local static" : "remote static")
+                throw NoiseError(.missingKey, ours ? "local static" : "remote static")
             }
             symmetric.mixHash(key.rawRepresentation)
         }
@@ -53,7 +53,7 @@ public struct NoiseHandshake: Sendable {
             definition.messages.enumerated().contains { i, tokens in
                 (i % 2 == 0) == initiator && tokens.contains(.s)
             } || (initiator ? definition.initiatorPre : definition.responderPre).contains(.s)
-        if usesLocalStatic && s == nil { throw NoiseError.missingKey("local static") }
+        if usesLocalStatic && s == nil { throw NoiseError(.missingKey, "local static") }
     }
 
     /// True once every message of the pattern has been written or read; then call `split()`.
@@ -74,8 +74,8 @@ public struct NoiseHandshake: Sendable {
     /// aborted, the message would exceed 65535 bytes, or a DH result is all zero; any error but
     /// the turn check aborts the handshake.
     public mutating func writeMessage(payload: [UInt8]) throws -> [UInt8] {
-        guard !aborted else { throw NoiseError.handshakeAborted() }
-        guard isMyTurn else { throw NoiseError.messageOutOfTurn() }
+        guard !aborted else { throw NoiseError(.handshakeAborted) }
+        guard isMyTurn else { throw NoiseError(.messageOutOfTurn) }
         var next = self
         do {
             let out = try next.write(payload: payload)
@@ -93,8 +93,8 @@ public struct NoiseHandshake: Sendable {
     /// docs/PROTOCOL.md §14.1) or the peer's key has low order; any error but the turn check
     /// aborts the handshake.
     public mutating func readMessage(_ message: [UInt8]) throws -> [UInt8] {
-        guard !aborted else { throw NoiseError.handshakeAborted() }
-        guard !isComplete, !isMyTurn else { throw NoiseError.messageOutOfTurn() }
+        guard !aborted else { throw NoiseError(.handshakeAborted) }
+        guard !isComplete, !isMyTurn else { throw NoiseError(.messageOutOfTurn) }
         var next = self
         do {
             let payload = try next.read(message)
@@ -108,8 +108,8 @@ public struct NoiseHandshake: Sendable {
 
     /// The transport CipherStates, oriented for this side.
     public mutating func split() throws -> (send: NoiseCipherState, receive: NoiseCipherState) {
-        guard !aborted else { throw NoiseError.handshakeAborted() }
-        guard isComplete else { throw NoiseError.handshakeNotComplete() }
+        guard !aborted else { throw NoiseError(.handshakeAborted) }
+        guard isComplete else { throw NoiseError(.handshakeNotComplete) }
         let (c1, c2) = symmetric.split()
         return initiator ? (c1, c2) : (c2, c1)
     }
@@ -125,23 +125,23 @@ public struct NoiseHandshake: Sendable {
                 out += key.publicKey.rawRepresentation
                 symmetric.mixHash(key.publicKey.rawRepresentation)
             case .s:
-                guard let s else { throw NoiseError.missingKey("local static") }
+                guard let s else { throw NoiseError(.missingKey, "local static") }
                 out += try symmetric.encryptAndHash(s.publicKey.rawRepresentation)
             default:
                 try mixDH(token)
             }
         }
         out += try symmetric.encryptAndHash(payload)
-        guard out.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
+        guard out.count <= noiseMaxMessageLength else { throw NoiseError(.messageTooLong) }
         index += 1
         return out
     }
 
     private mutating func read(_ message: [UInt8]) throws -> [UInt8] {
-        guard message.count <= noiseMaxMessageLength else { throw NoiseError.messageTooLong() }
+        guard message.count <= noiseMaxMessageLength else { throw NoiseError(.messageTooLong) }
         var rest = message[...]
         func take(_ n: Int) throws -> [UInt8] {
-            guard rest.count >= n else { throw NoiseError.messageTooShort() }
+            guard rest.count >= n else { throw NoiseError(.messageTooShort) }
             defer { rest = rest.dropFirst(n) }
             return Array(rest.prefix(n))
         }
@@ -158,7 +158,7 @@ public struct NoiseHandshake: Sendable {
                 try mixDH(token)
             }
         }
-        if symmetric.hasKey && rest.count < NoiseCipherState.tagLength { throw NoiseError.messageTooShort() }
+        if symmetric.hasKey && rest.count < NoiseCipherState.tagLength { throw NoiseError(.messageTooShort) }
         let payload = try symmetric.decryptAndHash(Array(rest))
         index += 1
         return payload
@@ -174,9 +174,9 @@ public struct NoiseHandshake: Sendable {
         case .se: (local, remote) = initiator ? (s, re) : (e, rs)
         case .e, .s: preconditionFailure("not a DH token")
         }
-        guard let local, let remote else { throw NoiseError.missingKey("DH key for \(token)") }
+        guard let local, let remote else { throw NoiseError(.missingKey, "DH key for \(token)") }
         let shared: SecureBytes
-        do { shared = try local.sharedSecret(with: remote) } catch { throw NoiseError.lowOrderPublicKey() }
+        do { shared = try local.sharedSecret(with: remote) } catch { throw NoiseError(.lowOrderPublicKey) }
         var ikm = shared.copyBytes()
         defer { SecureBytes.zero(&ikm) }
         symmetric.mixKey(ikm)

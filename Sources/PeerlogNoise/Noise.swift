@@ -6,82 +6,36 @@ import PeerlogCrypto
 /// The largest Noise message (handshake or transport), spec §3.
 public let noiseMaxMessageLength = 65535
 
-/// The one error type of `PeerlogNoise`, in the shape of `SequencerError`: a ``code`` to
-/// compare against the static members of ``Code`` (which can grow without breaking clients),
+/// The one error type of `PeerlogNoise`, a `CodedFailure`: a code to
+/// compare against the static members of `Code` (which can grow without breaking clients),
 /// where it was raised, and equality on the code only. Descriptions never hold key material.
-public struct NoiseError: CodedError {
-    /// What went wrong; compare against the static members.
-    public typealias Code = ErrorCode<NoiseError>
+public typealias NoiseError = CodedFailure<NoiseDomain>
 
-    /// The kind of failure.
-    public let code: Code
-    /// The sentence for people (never key material).
-    public let description: String
-    /// Where the error was raised.
-    public let file: String
-    /// Where the error was raised.
-    public let line: Int
-
-    init(_ code: Code, _ description: String, file: String, line: Int) {
-        self.code = code
-        self.description = description
-        self.file = file
-        self.line = line
-    }
-
-    package static func decryptFailed(file: String = #fileID, line: Int = #line) -> Self {
-        Self(.decryptFailed, "decrypt failed", file: file, line: line)
-    }
-    package static func nonceExhausted(file: String = #fileID, line: Int = #line) -> Self {
-        Self(.nonceExhausted, "nonce exhausted", file: file, line: line)
-    }
-    package static func lowOrderPublicKey(file: String = #fileID, line: Int = #line) -> Self {
-        Self(.lowOrderPublicKey, "low-order public key", file: file, line: line)
-    }
-    package static func messageTooShort(file: String = #fileID, line: Int = #line) -> Self {
-        Self(.messageTooShort, "handshake message too short", file: file, line: line)
-    }
-    package static func messageOutOfTurn(file: String = #fileID, line: Int = #line) -> Self {
-        Self(.messageOutOfTurn, "message out of turn", file: file, line: line)
-    }
-    package static func messageTooLong(file: String = #fileID, line: Int = #line) -> Self {
-        Self(.messageTooLong, "message longer than 65535 bytes", file: file, line: line)
-    }
-    package static func unsupportedProtocol(_ name: String, file: String = #fileID, line: Int = #line) -> Self {
-        Self(.unsupportedProtocol, "unsupported Noise protocol \"\(name)\"", file: file, line: line)
-    }
-    package static func missingKey(_ which: String, file: String = #fileID, line: Int = #line) -> Self {
-        Self(.missingKey, "missing key: \(which)", file: file, line: line)
-    }
-    package static func handshakeNotComplete(file: String = #fileID, line: Int = #line) -> Self {
-        Self(.handshakeNotComplete, "handshake not complete", file: file, line: line)
-    }
-    package static func handshakeAborted(file: String = #fileID, line: Int = #line) -> Self {
-        Self(.handshakeAborted, "handshake aborted after an earlier failure", file: file, line: line)
-    }
-}
+/// The domain of ``NoiseError``.
+public enum NoiseDomain: ErrorDomain {}
 
 extension ErrorCode where Domain == NoiseError {
     /// AEAD decryption failed: wrong key, nonce, associated data or tag.
-    public static let decryptFailed = Self("decryptFailed")
+    public static let decryptFailed = Self("decryptFailed", description: "decrypt failed")
     /// The cipher's nonce reached 2^64-1; the session must end.
-    public static let nonceExhausted = Self("nonceExhausted")
+    public static let nonceExhausted = Self("nonceExhausted", description: "nonce exhausted")
     /// A peer's Diffie-Hellman key is a low-order point.
-    public static let lowOrderPublicKey = Self("lowOrderPublicKey")
+    public static let lowOrderPublicKey = Self("lowOrderPublicKey", description: "low-order public key")
     /// A handshake message is shorter than its pattern requires.
-    public static let messageTooShort = Self("messageTooShort")
+    public static let messageTooShort = Self("messageTooShort", description: "handshake message too short")
     /// A handshake message was written or read when it was the other side's turn.
-    public static let messageOutOfTurn = Self("messageOutOfTurn")
+    public static let messageOutOfTurn = Self("messageOutOfTurn", description: "message out of turn")
     /// A message is longer than 65535 bytes.
-    public static let messageTooLong = Self("messageTooLong")
+    public static let messageTooLong = Self("messageTooLong", description: "message longer than 65535 bytes")
     /// A protocol name this implementation does not support.
-    public static let unsupportedProtocol = Self("unsupportedProtocol")
+    public static let unsupportedProtocol = Self("unsupportedProtocol", description: "unsupported Noise protocol")
     /// A key the pattern needs was not given.
-    public static let missingKey = Self("missingKey")
+    public static let missingKey = Self("missingKey", description: "missing key")
     /// `split()` before the handshake completed.
-    public static let handshakeNotComplete = Self("handshakeNotComplete")
+    public static let handshakeNotComplete = Self("handshakeNotComplete", description: "handshake not complete")
     /// A previous step of this handshake failed; a failed handshake cannot continue.
-    public static let handshakeAborted = Self("handshakeAborted")
+    public static let handshakeAborted = Self(
+        "handshakeAborted", description: "handshake aborted after an earlier failure")
 }
 
 /// A protocol name such as `Noise_XX_25519_ChaChaPoly_BLAKE2b`.
@@ -101,7 +55,7 @@ public struct NoiseProtocol: Sendable, Equatable {
         let parts = name.split(separator: "_", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 5, parts[0] == "Noise", parts[2] == "25519", parts[3] == "ChaChaPoly",
             let pattern = NoisePattern(name: parts[1]), let hash = NoiseHash(rawValue: parts[4])
-        else { throw NoiseError.unsupportedProtocol(name) }
+        else { throw NoiseError(.unsupportedProtocol, "\"\(name)\"") }
         self.name = name
         self.pattern = pattern
         self.hash = hash

@@ -1,32 +1,14 @@
 import PeerlogCrypto
 
-/// The one error type of `PeerlogPairing`, in the shape of `CodedError`: a ``code`` to switch on, a
+/// The one error type of `PeerlogPairing` (a `CodedFailure`): a code to switch on, a
 /// detail for people (never a secret: no code digits, no keys), where it was raised, equality on the
 /// code only. For the `refused` code the detail is the peer's reason, as it sent it.
-public struct PairingError: CodedError {
-    /// The codes of this module (static members of `ErrorCode where Domain == PairingError`).
-    public typealias Code = ErrorCode<PairingError>
+public typealias PairingError = CodedFailure<PairingDomain>
 
-    /// The kind of failure.
-    public let code: Code
-    /// What exactly; for `refused`, the peer's reason text.
-    public let detail: String
-    /// Where the error was raised.
-    public let file: String
-    /// Where the error was raised.
-    public let line: Int
+/// The domain of ``PairingError``.
+public enum PairingDomain: ErrorDomain {}
 
-    /// An error with `code`, a detail for people, and where it was raised.
-    public init(_ code: Code, _ detail: String = "", file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.detail = detail
-        self.file = file
-        self.line = line
-    }
-
-    /// The code's words, then the detail if there is one.
-    public var description: String { detail.isEmpty ? code.description : "\(code): \(detail)" }
-
+extension CodedFailure where Domain == PairingDomain {
     /// A `pair_error` message (docs/PROTOCOL.md §20.4) telling the peer about this error, e.g. for the
     /// host's listener to send when ``PairingOffer/beginExchange(now:)`` refuses, before it closes.
     public var wireMessage: [UInt8] { PairingMessage.error(code: code.name, reason: description).encoded() }

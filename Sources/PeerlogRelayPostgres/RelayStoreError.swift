@@ -1,28 +1,20 @@
 import PeerlogCrypto
 
-/// The one error type of `PeerlogRelayPostgres`, in the shape of `SequencerError`: a ``code``
+/// The one error type of `PeerlogRelayPostgres`, a `CodedFailure`: a code
 /// (an `ErrorCode`, so codes can be added), one line for the user, where it was raised, and
 /// equality on the code only. Descriptions never hold the URL's password or SQL arguments.
-public struct RelayStoreError: CodedError {
-    /// What went wrong; compare against the static members.
-    public typealias Code = ErrorCode<RelayStoreError>
+public typealias RelayStoreError = CodedFailure<RelayStoreDomain>
 
-    /// The kind of failure.
-    public let code: Code
-    /// One line for the user.
-    public let description: String
-    /// Where the error was raised.
-    public let file: String
-    /// Where the error was raised.
-    public let line: Int
+/// The domain of `RelayStoreError`.
+public enum RelayStoreDomain: ErrorDomain {
+    /// Its detail is a whole sentence.
+    public static var wording: ErrorWording { .detail }
+}
 
-    /// An error with one line for the user (never the URL's password or SQL arguments), its
-    /// code, and where it was raised.
+extension CodedFailure where Domain == RelayStoreDomain {
+    /// A failure of `code` (default `.database`) whose sentence is `message`.
     public init(_ message: String, code: Code = .database, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        description = message
-        self.file = file
-        self.line = line
+        self.init(code, message, file: file, line: line)
     }
 }
 

@@ -1,28 +1,15 @@
 import PeerlogCrypto
 
 /// The one error type of `PeerlogStore` (besides GRDB's own `DatabaseError`, passed through),
-/// in the shape of `SequencerError`: a ``code`` (an `ErrorCode`, so codes can be added),
-/// one sentence for the user, where it was raised, and equality on the code only.
+/// a `CodedFailure`: a code (an `ErrorCode`, so codes can be added),
+/// one sentence for the user (the detail), where it was raised, and equality on the code only.
 /// Descriptions name paths, never SQL arguments.
-public struct StoreError: CodedError {
-    /// What went wrong; compare against the static members.
-    public typealias Code = ErrorCode<StoreError>
+public typealias StoreError = CodedFailure<StoreDomain>
 
-    /// The kind of failure.
-    public let code: Code
-    /// One sentence for the user.
-    public let description: String
-    /// Where the error was raised.
-    public let file: String
-    /// Where the error was raised.
-    public let line: Int
-
-    init(_ code: Code, _ description: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.description = description
-        self.file = file
-        self.line = line
-    }
+/// The domain of ``StoreError``.
+public enum StoreDomain: ErrorDomain {
+    /// Its detail is a whole sentence.
+    public static var wording: ErrorWording { .detail }
 }
 
 extension ErrorCode where Domain == StoreError {

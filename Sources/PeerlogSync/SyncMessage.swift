@@ -199,32 +199,15 @@ public enum SyncMessage: Hashable, Sendable {
     }
 }
 
-/// Why a message was refused; the one error type of `PeerlogSync`, in the shape of
-/// `SequencerError`: a ``code`` (an `ErrorCode`, so codes can be added), where it was
-/// raised, and equality on the code only. The code's ``Code/wireName`` is the "error"
+/// Why a message was refused; the one error type of `PeerlogSync`, a `CodedFailure`: a code
+/// (an `ErrorCode`, so codes can be added), where it was raised, and equality on the code only. The code's ``Code/wireName`` is the "error"
 /// message's code (docs/PROTOCOL.md §15.1): "malformed" or "limit".
-public struct SyncCodecError: CodedError {
-    /// What went wrong; compare against the static members.
-    public typealias Code = ErrorCode<SyncCodecError>
+public typealias SyncCodecError = CodedFailure<SyncCodecDomain>
 
-    /// The kind of failure.
-    public let code: Code
-    /// What was wrong (names of fields and limits, and sizes; never the message's contents).
-    public let message: String
-    /// Where the error was raised.
-    public let file: String
-    /// Where the error was raised.
-    public let line: Int
+/// The domain of ``SyncCodecError``.
+public enum SyncCodecDomain: ErrorDomain {}
 
-    init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.message = message
-        self.file = file
-        self.line = line
-    }
-
-    /// The code as the wire names it (§15.2, step 11: `limit`, `malformed`, …), then the message.
-    public var description: String { "\(code.wireName): \(message)" }
+extension CodedFailure where Domain == SyncCodecDomain {
     static func malformed(_ m: String, file: String = #fileID, line: Int = #line) -> SyncCodecError {
         SyncCodecError(.malformed, m, file: file, line: line)
     }
@@ -242,11 +225,5 @@ extension ErrorCode where Domain == SyncCodecError {
     public static let limit = Self("limit")
 
     /// The code sent in the "error" message: `malformed` or `limit`.
-    public var wireName: String {
-        switch self {
-        case .malformed: "malformed"
-        case .limit: "limit"
-        default: name
-        }
-    }
+    public var wireName: String { name }
 }

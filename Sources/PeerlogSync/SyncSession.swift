@@ -175,7 +175,7 @@ public final class SyncSession {
         run(&out) { out in
             let m: SyncMessage
             do { m = try SyncMessage.decode(message, limits: limits) } catch let e as SyncCodecError {
-                throw SyncFailure(e.code.wireName, e.message)
+                throw SyncFailure(e.code.wireName, e.detail)
             }
             try handle(m, size: message.count, into: &out)
             if awaitingIngest == nil { try pump(into: &out) }

@@ -10,7 +10,8 @@ import Testing
         #expect(e == ModelError(.wrongShape, "other") && e != ModelError(.badSignature, "receipt lacks field \"v\""))
         #expect(
             e.description == "wrong structure: receipt lacks field \"v\"" && e.file.hasSuffix("ModelErrorTests.swift"))
-        #expect(ModelError.Code.sizeLimitExceeded.description == "sizeLimitExceeded")
+        #expect(ModelError.Code.sizeLimitExceeded.name == "sizeLimitExceeded")
+        #expect(ModelError.Code.sizeLimitExceeded.description == "size limit exceeded", "a code carries its words")
         do {
             _ = try Receipt(encoded: [0xa0])
             Issue.record("accepted an empty map")

@@ -126,12 +126,12 @@ struct NodeStateMachineTests {
                 ElectionSend(to: voter.device, group: group, message: vote),
                 ElectionSend(to: absent.device, group: group, message: vote),
             ],
-            signed: [], problems: [ElectionError(.cannotPersist, group: group, "a problem")]
+            signed: [], problems: [ElectionError(.cannotPersist, "a problem")]
         )
         #expect(
             actions == [
                 .sendElection(group, vote, to: 4),
-                .log(.warning, ElectionError(.cannotPersist, group: group, "a problem").description),
+                .log(.warning, ElectionError(.cannotPersist, "a problem").description),
             ])
         #expect(
             m.sessionEvent(.election(group: group, from: voter.device, vote), on: 4, now: 0) == [

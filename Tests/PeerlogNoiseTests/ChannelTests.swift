@@ -47,14 +47,14 @@ import Testing
 
     @Test func refusedSends() throws {
         var pair = ChannelPair()
-        #expect(throws: ChannelError.notEstablished()) { try pair.a.send([1]) }
+        #expect(throws: ChannelError(.notEstablished)) { try pair.a.send([1]) }
         pair.connect()
-        #expect(throws: ChannelError.emptyMessage()) { try pair.a.send([]) }
+        #expect(throws: ChannelError(.emptyMessage)) { try pair.a.send([]) }
         #expect(throws: ChannelError.messageTooLarge(size: 4_194_305, limit: 4_194_304)) {
             try pair.a.send([UInt8](repeating: 0, count: 4_194_305))
         }
         _ = pair.a.close(reason: "done")
-        #expect(throws: ChannelError.closed()) { try pair.a.send([1]) }
+        #expect(throws: ChannelError(.closed)) { try pair.a.send([1]) }
     }
 
     @Test func fourMebibytesExactlyIsDelivered() throws {

@@ -16,13 +16,14 @@ import Testing
             Issue.record("decrypted a tampered message")
         } catch let e as NoiseError {
             #expect(
-                e.code == .decryptFailed && e == NoiseError.decryptFailed() && e.file.hasPrefix("PeerlogNoise/"),
+                e.code == .decryptFailed && e == NoiseError(.decryptFailed) && e.file.hasPrefix("PeerlogNoise/"),
                 "\(e) \(e.file):\(e.line)")
             #expect(e.description == "decrypt failed")
-            #expect(e != NoiseError.nonceExhausted())
+            #expect(e != NoiseError(.nonceExhausted))
         }
-        #expect(NoiseError.missingKey("local static").description == "missing key: local static")
-        #expect(NoiseError.Code.handshakeAborted.description == "handshakeAborted")
+        #expect(NoiseError(.missingKey, "local static").description == "missing key: local static")
+        #expect(NoiseError.Code.handshakeAborted.name == "handshakeAborted")
+        #expect(NoiseError(.handshakeAborted).description == "handshake aborted after an earlier failure")
     }
 
     @Test func channelErrorsCompareByCodeAndSaySizesNotContents() throws {

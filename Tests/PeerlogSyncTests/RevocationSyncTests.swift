@@ -28,7 +28,7 @@ struct RevocationSyncTests {
             try SyncMessage.decode(three, limits: small)
         } throws: { error in
             let e = error as! SyncCodecError
-            return e.code == .limit && e.message.contains("maxRevocationsPerMessage is 3, limit 2")
+            return e.code == .limit && e.detail.contains("maxRevocationsPerMessage is 3, limit 2")
         }
         // Empty, a non-bstr item, an item over DeviceRevocation.maxEncodedBytes.
         let empty = CBOREncoder.encode(.textMap(["t": "revocations", "items": .array([])]))

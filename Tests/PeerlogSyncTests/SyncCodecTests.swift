@@ -156,7 +156,7 @@ struct SyncCodecTests {
             _ = try SyncMessage.decode(
                 SyncMessage.receipts(group: Self.g, items: [[1], [2], [3]]).encoded(), limits: small)
         } catch {
-            #expect(error.message.contains("maxBatchItems") && error.message.contains("3"))
+            #expect(error.detail.contains("maxBatchItems") && error.detail.contains("3"))
         }
     }
 

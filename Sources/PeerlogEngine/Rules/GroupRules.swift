@@ -1,3 +1,4 @@
+import PeerlogCrypto
 import PeerlogModel
 
 /// Why a receipt is refused: a malformed body or a rule of docs/PROTOCOL.md §9 it breaks.

@@ -1,4 +1,5 @@
 import Dispatch
+import PeerlogCrypto
 import PeerlogEncoding
 import PeerlogModel
 import PeerlogStore

@@ -1,35 +1,15 @@
 import PeerlogCrypto
-import PeerlogModel
 
 /// What went wrong in this device's part of an elected authority (``ElectedSequencerDriver``):
 /// its own store failing, or a voter breaking the protocol. None stops the node; each is worth
 /// a log line. Equality is on ``code`` only, so codes can be matched while diagnostics stay
-/// free-form (the shape of `SequencerError`).
-struct ElectionError: CodedError {
-    /// What went wrong; compare against the static members.
-    typealias Code = ErrorCode<ElectionError>
+/// free-form (a `CodedFailure`).
+typealias ElectionError = CodedFailure<ElectionDomain>
 
-    /// The kind of failure.
-    let code: Code
-    /// The group it concerns.
-    let group: GroupID
-    /// Human-readable diagnostics, the underlying error included.
-    let detail: String
-    /// Where the error was raised.
-    let file: String
-    /// Where the error was raised.
-    let line: Int
-
-    init(_ code: Code, group: GroupID, _ detail: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.group = group
-        self.detail = detail
-        self.file = file
-        self.line = line
-    }
-
-    /// The detail, as the log line shows it.
-    var description: String { detail }
+/// The domain of `ElectionError`.
+enum ElectionDomain: ErrorDomain {
+    /// Its detail is a whole sentence (it names the group).
+    static var wording: ErrorWording { .detail }
 }
 
 extension ErrorCode where Domain == ElectionError {

@@ -13,7 +13,7 @@ extension ElectedSequencerDriver {
         do { candidates = try replica.assignableReceipts(of: group) } catch {
             problems.append(
                 ElectionError(
-                    .cannotReadTentative, group: group, "cannot read tentative receipts of \(group): \(error)"))
+                    .cannotReadTentative, "cannot read tentative receipts of \(group): \(error)"))
             return []
         }
         let fresh = candidates.filter { !instance.machine.contains($0.cid) }
@@ -54,7 +54,7 @@ extension ElectedSequencerDriver {
         } catch {
             problems.append(
                 ElectionError(
-                    .cannotWriteTermMarker, group: group, "cannot write the term marker of \(group): \(error)"))
+                    .cannotWriteTermMarker, "cannot write the term marker of \(group): \(error)"))
         }
         return []
     }
@@ -74,7 +74,7 @@ extension ElectedSequencerDriver {
                 } catch {
                     problems.append(
                         ElectionError(
-                            .cannotPersist, group: group,
+                            .cannotPersist,
                             "cannot persist the sequencer state of \(group): \(error); dropping this step"))
                     // Not durable, so not said: restart from what the store holds.
                     if let authority = instances[group]?.authority { instances[group] = try? start(authority) }
@@ -92,12 +92,12 @@ extension ElectedSequencerDriver {
                     signed.insert(group)
                 } catch {
                     problems.append(
-                        ElectionError(.cannotSign, group: group, "cannot sign envelopes for \(group): \(error)"))
+                        ElectionError(.cannotSign, "cannot sign envelopes for \(group): \(error)"))
                 }
             case .roleChanged:
                 break
             case .violation(let error):
-                problems.append(ElectionError(.peerViolation, group: group, "election in group \(group): \(error)"))
+                problems.append(ElectionError(.peerViolation, "election in group \(group): \(error)"))
             }
         }
         return out

@@ -87,7 +87,7 @@ final class ElectedSequencerDriver {
             } catch {
                 problems.append(
                     ElectionError(
-                        .cannotStart, group: group, "cannot start the elected sequencer of group \(group): \(error)"))
+                        .cannotStart, "cannot start the elected sequencer of group \(group): \(error)"))
                 instances[group] = nil
             }
         }
@@ -103,7 +103,7 @@ final class ElectedSequencerDriver {
             stored = try replica.sequencerState(of: authority.group)
         }
         guard let stored else {
-            throw ElectionError(.noSequencerState, group: authority.group, "no sequencer state after reset")
+            throw ElectionError(.noSequencerState, "no sequencer state of group \(authority.group) after reset")
         }
         let persisted = SequencerPersistentState<DeviceID, CID>(
             currentTerm: max(stored.term, authority.termFloor), votedFor: stored.votedFor,
