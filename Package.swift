@@ -78,12 +78,18 @@ let package = Package(
         .target(name: "PeerlogPairing", dependencies: ["PeerlogCrypto", "PeerlogEncoding", "PeerlogModel"]),
         // Raft leader election restricted to sequence assignment (pure: ticks in, effects out).
         .target(name: "PeerlogSequencer"),
-        // Capture files (pcapng with Peerlog records), transcripts, offline replay, raw-capture decryption.
+        // What a node needs to capture its traffic: the pcapng writer with rotation, the record
+        // format, the Noise key log.
         .target(
             name: "PeerlogCapture",
+            dependencies: ["PeerlogChannel", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto"]),
+        // What only the CLI's capture commands need (an app that embeds Peerlog never builds it):
+        // reading capture files, transcripts, offline and live replay, raw-capture decryption.
+        .target(
+            name: "PeerlogCaptureTools",
             dependencies: [
-                "PeerlogChannel", "PeerlogNoise", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding",
-                "PeerlogCrypto",
+                "PeerlogCapture", "PeerlogChannel", "PeerlogNoise", "PeerlogSync", "PeerlogEngine", "PeerlogModel",
+                "PeerlogEncoding", "PeerlogCrypto",
             ]),
         .target(
             name: "PeerlogNode",
@@ -140,7 +146,7 @@ let package = Package(
         .target(
             name: "PeerlogFuzzHarness",
             dependencies: [
-                "PeerlogCapture", "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel",
+                "PeerlogCaptureTools", "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel",
                 "PeerlogPairing",
             ]),
         // App layer.
@@ -152,6 +158,7 @@ let package = Package(
                 "PeerlogEngine",
                 "PeerlogNode",
                 "PeerlogCapture",
+                "PeerlogCaptureTools",
                 "PeerlogChannel",
                 "PeerlogEncoding",
                 "PeerlogCrypto",
@@ -200,8 +207,9 @@ let package = Package(
         .testTarget(
             name: "PeerlogCaptureTests",
             dependencies: [
-                "PeerlogCapture", "PeerlogEngine", "PeerlogSync", "PeerlogChannel", "PeerlogModel", "PeerlogEncoding",
-                "PeerlogCrypto", "PeerlogTestSupport",
+                "PeerlogCapture", "PeerlogCaptureTools", "PeerlogEngine", "PeerlogSync", "PeerlogChannel",
+                "PeerlogModel",
+                "PeerlogEncoding", "PeerlogCrypto", "PeerlogTestSupport",
             ]),
         // Compiled only with the PostgreSQL trait; needs the server tools/postgres.sh starts.
         .testTarget(
@@ -236,7 +244,7 @@ let package = Package(
             name: "PeerlogCLITests",
             dependencies: [
                 "PeerlogModel", "PeerlogEngine", "PeerlogEncoding", "PeerlogNode", "PeerlogCLI", "PeerlogTestSupport",
-                "PeerlogStatusServer", "PeerlogCapture", "PeerlogChannel", "PeerlogSync",
+                "PeerlogStatusServer", "PeerlogCaptureTools", "PeerlogChannel", "PeerlogSync",
             ]),
     ],
     swiftLanguageModes: [.v6]

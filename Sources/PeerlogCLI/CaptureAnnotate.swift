@@ -1,5 +1,6 @@
 import ArgumentParser
 import PeerlogCapture
+import PeerlogCaptureTools
 
 /// `peerlog capture annotate CAPTURE --keylog FILE --output OUT`.
 struct CaptureAnnotate: ParsableCommand {

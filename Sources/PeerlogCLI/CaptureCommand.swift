@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Peerlog
 import PeerlogCapture
+import PeerlogCaptureTools
 import PeerlogEncoding
 
 /// `peerlog capture …`: record, inspect and decrypt protocol traffic (docs/TOOLS.md).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PeerlogCapture
+import PeerlogCaptureTools
 
 /// `peerlog capture decrypt RAW --keylog FILE --output OUT`.
 struct CaptureDecrypt: ParsableCommand {

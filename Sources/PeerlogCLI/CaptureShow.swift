@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PeerlogCapture
+import PeerlogCaptureTools
 import PeerlogEncoding
 import PeerlogModel
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Peerlog
 import PeerlogCapture
+import PeerlogCaptureTools
 import PeerlogModel
 
 extension GroupCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import PeerlogCapture
+import PeerlogCaptureTools
 import PeerlogCrypto
 import PeerlogEncoding
 import PeerlogModel

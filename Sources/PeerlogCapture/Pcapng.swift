@@ -2,12 +2,12 @@
 /// Only what a Peerlog capture needs: section header, interface description and enhanced
 /// packet blocks, with a few standard options.
 package enum Pcapng {
-    static let sectionHeaderType: UInt32 = 0x0A0D_0D0A
-    static let interfaceType: UInt32 = 0x0000_0001
-    static let enhancedPacketType: UInt32 = 0x0000_0006
+    package static let sectionHeaderType: UInt32 = 0x0A0D_0D0A
+    package static let interfaceType: UInt32 = 0x0000_0001
+    package static let enhancedPacketType: UInt32 = 0x0000_0006
     static let simplePacketType: UInt32 = 0x0000_0003
     static let obsoletePacketType: UInt32 = 0x0000_0002
-    static let byteOrderMagic: UInt32 = 0x1A2B_3C4D
+    package static let byteOrderMagic: UInt32 = 0x1A2B_3C4D
 
     /// epb_flags direction bits: 01 inbound, 10 outbound.
     package static let inboundFlag: UInt32 = 1
@@ -63,7 +63,7 @@ package enum Pcapng {
         return block(enhancedPacketType, body)
     }
 
-    static func padding(_ n: Int) -> Int { (4 - n % 4) % 4 }
+    package static func padding(_ n: Int) -> Int { (4 - n % 4) % 4 }
 
     static func option(_ code: UInt16, _ value: [UInt8]) -> [UInt8] {
         var out = [UInt8]()

@@ -1,4 +1,4 @@
-import PeerlogCapture
+import PeerlogCaptureTools
 import PeerlogChannel
 import PeerlogEngine
 import PeerlogModel

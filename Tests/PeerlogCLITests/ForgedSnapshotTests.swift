@@ -1,5 +1,5 @@
 import Foundation
-import PeerlogCapture
+import PeerlogCaptureTools
 import PeerlogChannel
 import PeerlogEncoding
 import PeerlogEngine

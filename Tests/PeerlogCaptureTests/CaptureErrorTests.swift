@@ -1,4 +1,5 @@
 import PeerlogCapture
+import PeerlogCaptureTools
 import Testing
 
 /// CaptureError: a code per kind of problem, the offset, equality on the code only, and no key

@@ -1,5 +1,6 @@
 import Foundation
 import PeerlogCapture
+import PeerlogCaptureTools
 import PeerlogEncoding
 import PeerlogModel
 import PeerlogSync

@@ -1,5 +1,6 @@
 import Foundation
 import PeerlogCapture
+import PeerlogCaptureTools
 import Testing
 
 /// `write` only queues; the writer's own queue puts records in the file shortly after, without

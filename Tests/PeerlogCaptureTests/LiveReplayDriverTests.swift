@@ -1,4 +1,5 @@
 import PeerlogCapture
+import PeerlogCaptureTools
 import PeerlogModel
 import PeerlogSync
 import Testing

@@ -1,6 +1,7 @@
+import PeerlogCapture
 import Testing
 
-@testable import PeerlogCapture
+@testable import PeerlogCaptureTools
 
 /// A pcapng whose interface counts whole seconds (`if_tsresol` 0: 10^0 per second) and whose
 /// packet claims 2^63 of them: more microseconds than 64 bits hold. Found by FuzzCaptureFiles

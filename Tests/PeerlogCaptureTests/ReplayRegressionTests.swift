@@ -1,5 +1,6 @@
 import Foundation
 import PeerlogCapture
+import PeerlogCaptureTools
 import PeerlogCrypto
 import PeerlogEncoding
 import PeerlogEngine

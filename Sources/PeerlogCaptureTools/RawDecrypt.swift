@@ -1,3 +1,4 @@
+import PeerlogCapture
 import PeerlogChannel
 import PeerlogModel
 import PeerlogNoise

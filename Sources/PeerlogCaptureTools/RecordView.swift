@@ -1,3 +1,4 @@
+import PeerlogCapture
 import PeerlogEncoding
 import PeerlogModel
 

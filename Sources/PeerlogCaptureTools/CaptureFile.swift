@@ -1,4 +1,5 @@
 import Foundation
+import PeerlogCapture
 
 /// The Peerlog records of a capture file, in file order.
 package struct CaptureFile {

@@ -1,3 +1,5 @@
+import PeerlogCapture
+
 /// Which records of a capture to show (`peerlog capture show --peer --group --type
 /// --connection`); every criterion left nil or empty lets all records through.
 package struct RecordFilter: Sendable {

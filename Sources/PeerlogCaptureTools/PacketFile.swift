@@ -1,3 +1,4 @@
+import PeerlogCapture
 import PeerlogCrypto
 
 /// One packet read from a pcapng or classic pcap file.

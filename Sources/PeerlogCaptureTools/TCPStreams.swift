@@ -1,3 +1,5 @@
+import PeerlogCapture
+
 /// One endpoint of a TCP connection.
 package struct Endpoint: Hashable, Sendable, CustomStringConvertible {
     /// IPv4 in dotted decimal, or IPv6 as eight hex groups (not compressed).

@@ -1,4 +1,5 @@
 import Foundation
+import PeerlogCapture
 import PeerlogEngine
 import PeerlogModel
 

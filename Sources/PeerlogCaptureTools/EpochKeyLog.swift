@@ -1,3 +1,4 @@
+import PeerlogCapture
 import PeerlogCrypto
 import PeerlogEncoding
 import PeerlogModel
