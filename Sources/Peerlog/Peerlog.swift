@@ -19,7 +19,7 @@ public final class Peerlog: Sendable {
     /// Deleted when this instance goes away (`temporary`).
     private let removesHome: Bool
     /// Fired after every write transaction of this process (wakes change streams).
-    let signal = ChangeSignal()
+    let signal = AsyncSignal()
     /// The node while `run` runs.
     let running = Mutex<PeerlogNode?>(nil)
 

@@ -1,5 +1,6 @@
 import Foundation
 import PeerlogModel
+import Synchronization
 
 /// Writes capture records to a pcapng file, one interface per connection, rotating to
 /// `FILE.1`, `FILE.2`, … when a file reaches `maxBytes`. Files are created with mode 0600:
@@ -10,7 +11,7 @@ import PeerlogModel
 /// soon as `flushBytes` are waiting, in one write(2) per batch; `close()` writes everything
 /// left. The queue is bounded: past `maxPendingBytes` the tapping thread writes the batch
 /// itself rather than let a slow disk grow memory without limit.
-package final class CaptureWriter: @unchecked Sendable {
+package final class CaptureWriter: Sendable {
     /// How a capture is written: rotation size and whether receipt bodies are left out (docs/TOOLS.md "Recording").
     package struct Options: Sendable {
         /// Rotate when a file reaches this size (nil: never). At least 64 KiB.
@@ -39,28 +40,42 @@ package final class CaptureWriter: @unchecked Sendable {
     /// The options the writer was opened with.
     package let options: Options
     private let queue = DispatchQueue(label: "peerlog.capture.writer")
-    /// Guards the queued records, the counters and the failure.
-    private let lock = NSLock()
-    private var pending: [CaptureRecord] = []
-    private var pendingBytes = 0
-    private var timerArmed = false
-    private var promptQueued = false
-    private var closed = false
-    private var failure: Error?
-    private var failureReported = false
-    private var recordsWritten = 0
-    private var filesOpened: [String] = []
-    /// Serializes the file side (taken before `lock`, never while holding it).
-    private let ioLock = NSLock()
-    private var handle: FileHandle?
-    private var fileIndex = 0
-    private var written = 0
-    private var interfaces = [UInt64: UInt32]()
+
+    /// The queued records, the counters and the failure.
+    private struct Queued: ~Copyable {
+        var pending: [CaptureRecord] = []
+        var pendingBytes = 0
+        var timerArmed = false
+        var promptQueued = false
+        var closed = false
+        var failure: Error?
+        var failureReported = false
+        var recordsWritten = 0
+        var filesOpened: [String] = []
+
+        /// The failure, the first time it is asked for.
+        mutating func unreportedFailure() -> Error? {
+            defer { failureReported = true }
+            return failureReported ? nil : failure
+        }
+    }
+
+    /// The file side: the open file, where rotation stands, the connections' interface numbers.
+    private struct FileSide: ~Copyable {
+        var handle: FileHandle?
+        var fileIndex = 0
+        var written = 0
+        var interfaces = [UInt64: UInt32]()
+    }
+
+    private let queued = Mutex(Queued())
+    /// Serializes the file side (taken before `queued`, never while holding it).
+    private let file = Mutex(FileSide())
 
     /// Records written to the files so far (queued ones count once written).
-    package var recordCount: Int { lock.withLock { recordsWritten } }
+    package var recordCount: Int { queued.withLock { $0.recordsWritten } }
     /// Every file opened so far (more than one after rotation).
-    package var files: [String] { lock.withLock { filesOpened } }
+    package var files: [String] { queued.withLock { $0.filesOpened } }
 
     /// Creates `path` (replacing any file there) with mode 0600 and writes its section header.
     /// - Throws: `CaptureError` when `options.maxBytes` is below `minRotationBytes` or the file cannot be created;
@@ -73,33 +88,33 @@ package final class CaptureWriter: @unchecked Sendable {
         }
         self.path = path
         self.options = options
-        try open(path)
+        try file.withLock { try open(path, &$0) }
     }
 
     /// Queues one record. A write error (disk full, …) stops the capture and is returned
     /// once, by the next call.
     @discardableResult
     package func write(_ record: CaptureRecord) -> Error? {
-        lock.lock()
-        if let failure {
-            defer {
-                failureReported = true
-                lock.unlock()
-            }
-            return failureReported ? nil : failure
+        enum Next {
+            case report(Error?)
+            case queued(full: Bool, arm: Bool, prompt: Bool)
         }
-        guard !closed else {
-            lock.unlock()
+        let next: Next = queued.withLock { q in
+            if q.failure != nil { return .report(q.unreportedFailure()) }
+            guard !q.closed else { return .report(nil) }
+            q.pending.append(record)
+            q.pendingBytes += record.data.count + 64
+            let full = q.pendingBytes >= Self.maxPendingBytes
+            let arm = !q.timerArmed
+            let prompt = !full && q.pendingBytes >= Self.flushBytes && !q.promptQueued
+            q.timerArmed = true
+            q.promptQueued = q.promptQueued || prompt
+            return .queued(full: full, arm: arm, prompt: prompt)
+        }
+        guard case .queued(let full, let arm, let prompt) = next else {
+            if case .report(let error) = next { return error }
             return nil
         }
-        pending.append(record)
-        pendingBytes += record.data.count + 64
-        let full = pendingBytes >= Self.maxPendingBytes
-        let arm = !timerArmed
-        let prompt = !full && pendingBytes >= Self.flushBytes && !promptQueued
-        timerArmed = true
-        promptQueued = promptQueued || prompt
-        lock.unlock()
         if full {
             drain()
         } else if prompt {
@@ -112,94 +127,96 @@ package final class CaptureWriter: @unchecked Sendable {
     /// Writes everything queued, then closes the file. Returns a write error not yet reported.
     @discardableResult
     package func close() -> Error? {
-        lock.withLock { closed = true }
+        queued.withLock { $0.closed = true }
         drain()
-        ioLock.withLock {
-            try? handle?.close()
-            handle = nil
+        file.withLock { side in
+            try? side.handle?.close()
+            side.handle = nil
         }
-        return lock.withLock {
-            defer { failureReported = true }
-            return failureReported ? nil : failure
-        }
+        return queued.withLock { $0.unreportedFailure() }
     }
 
     /// Encodes and writes the queued records, rotating files on the way.
     private func drain() {
-        ioLock.lock()
-        defer { ioLock.unlock() }
-        let records = lock.withLock {
-            defer {
-                pending = []
-                pendingBytes = 0
-                timerArmed = false
-                promptQueued = false
+        file.withLock { side in
+            let records = queued.withLock { q in
+                defer {
+                    q.pending = []
+                    q.pendingBytes = 0
+                    q.timerArmed = false
+                    q.promptQueued = false
+                }
+                return q.pending
             }
-            return pending
-        }
-        guard !records.isEmpty, let current = handle else { return }
-        var handle = current
-        var bytes = [UInt8]()
-        var count = 0
-        do {
-            for var record in records {
-                if options.omitBodies, record.kind == .message {
-                    record.data = BodyRedaction.redact(record.data)
-                    record.bodiesOmitted = true
+            guard !records.isEmpty, side.handle != nil else { return }
+            var count = 0
+            do {
+                count = try write(records, to: &side)
+                queued.withLock { $0.recordsWritten += count }
+            } catch {
+                try? side.handle?.close()
+                side.handle = nil
+                queued.withLock { q in
+                    q.recordsWritten += count
+                    q.failure = error
                 }
-                if interfaces[record.connection] == nil {
-                    interfaces[record.connection] = UInt32(interfaces.count)
-                    bytes += Pcapng.interface(
-                        linkType: CaptureRecord.linkType, name: "peerlog-conn-\(record.connection)",
-                        description:
-                            "connection \(record.connection): local device \(record.local), peer device \(record.peer)"
-                    )
-                }
-                let flags =
-                    record.kind == .message
-                    ? (record.direction == .inbound ? Pcapng.inboundFlag : Pcapng.outboundFlag) : nil
-                let before = bytes.count
-                bytes += Pcapng.enhancedPacket(
-                    interface: interfaces[record.connection]!, microseconds: record.time, data: record.packet,
-                    flags: flags, comment: record.comment)
-                written += bytes.count - before
-                count += 1
-                if let max = options.maxBytes, written >= max {
-                    try handle.write(contentsOf: bytes)
-                    bytes.removeAll(keepingCapacity: true)
-                    try handle.close()
-                    self.handle = nil
-                    fileIndex += 1
-                    try open("\(path).\(fileIndex)")
-                    handle = self.handle!
-                }
-            }
-            if !bytes.isEmpty { try handle.write(contentsOf: bytes) }
-            lock.withLock { recordsWritten += count }
-        } catch {
-            try? self.handle?.close()
-            self.handle = nil
-            lock.withLock {
-                recordsWritten += count
-                failure = error
             }
         }
     }
 
-    /// Caller holds `ioLock` (or is init).
-    private func open(_ file: String) throws {
-        unlink(file)
-        let fd = Foundation.open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    /// Encodes `records` and writes them in one write(2) per file; returns how many were written.
+    private func write(_ records: [CaptureRecord], to side: inout FileSide) throws -> Int {
+        var bytes = [UInt8]()
+        var count = 0
+        for var record in records {
+            if options.omitBodies, record.kind == .message {
+                record.data = BodyRedaction.redact(record.data)
+                record.bodiesOmitted = true
+            }
+            if side.interfaces[record.connection] == nil {
+                side.interfaces[record.connection] = UInt32(side.interfaces.count)
+                bytes += Pcapng.interface(
+                    linkType: CaptureRecord.linkType, name: "peerlog-conn-\(record.connection)",
+                    description:
+                        "connection \(record.connection): local device \(record.local), peer device \(record.peer)"
+                )
+            }
+            let flags =
+                record.kind == .message
+                ? (record.direction == .inbound ? Pcapng.inboundFlag : Pcapng.outboundFlag) : nil
+            let before = bytes.count
+            bytes += Pcapng.enhancedPacket(
+                interface: side.interfaces[record.connection]!, microseconds: record.time, data: record.packet,
+                flags: flags, comment: record.comment)
+            side.written += bytes.count - before
+            count += 1
+            if let max = options.maxBytes, side.written >= max {
+                try side.handle!.write(contentsOf: bytes)
+                bytes.removeAll(keepingCapacity: true)
+                try side.handle!.close()
+                side.handle = nil
+                side.fileIndex += 1
+                try open("\(path).\(side.fileIndex)", &side)
+            }
+        }
+        if !bytes.isEmpty { try side.handle!.write(contentsOf: bytes) }
+        return count
+    }
+
+    /// Creates `file` and writes its section header; the caller holds `file`'s lock (or is init).
+    private func open(_ path: String, _ side: inout FileSide) throws {
+        unlink(path)
+        let fd = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard fd >= 0 else {
             throw CaptureError(
-                .unwritableFile, offset: nil, "cannot create \(file): \(String(cString: strerror(errno)))")
+                .unwritableFile, offset: nil, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         let header = Pcapng.sectionHeader(application: Self.application)
         try handle.write(contentsOf: header)
-        self.handle = handle
-        written = header.count
-        interfaces = [:]
-        lock.withLock { filesOpened.append(file) }
+        side.handle = handle
+        side.written = header.count
+        side.interfaces = [:]
+        queued.withLock { $0.filesOpened.append(path) }
     }
 }

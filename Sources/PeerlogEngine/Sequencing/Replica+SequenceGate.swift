@@ -97,49 +97,28 @@ extension Replica {
 
 /// The groups waiting for the gate's driver, and the driver's wake-up.
 final class GateBacklog: Sendable {
-    private struct State {
-        var groups = Set<GroupID>()
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-    private let state = Mutex(State())
+    private let groups = Mutex(Set<GroupID>())
+    private let added = AsyncSignal()
     /// Where the driver's transactions run.
     let queue = DispatchQueue(label: "peerlog.sequence-gate")
 
     func add(_ groups: Set<GroupID>) {
         guard !groups.isEmpty else { return }
-        let waiters = state.withLock { s in
-            s.groups.formUnion(groups)
-            defer { s.waiters = [] }
-            return s.waiters
-        }
-        for w in waiters { w.resume() }
+        self.groups.withLock { $0.formUnion(groups) }
+        added.fire()
     }
 
     func take() -> Set<GroupID> {
-        state.withLock { s in
-            defer { s.groups = [] }
-            return s.groups
+        groups.withLock { g in
+            defer { g = [] }
+            return g
         }
     }
 
     /// Returns once a group is waiting, or the task is cancelled.
     func wait() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let ready = state.withLock { s -> Bool in
-                    guard s.groups.isEmpty, !Task.isCancelled else { return true }
-                    s.waiters.append(c)
-                    return false
-                }
-                if ready { c.resume() }
-            }
-        } onCancel: {
-            // Wakes every waiter; those not cancelled find nothing to do and wait again.
-            let waiters = state.withLock { s in
-                defer { s.waiters = [] }
-                return s.waiters
-            }
-            for w in waiters { w.resume() }
-        }
+        let seen = added.generation
+        guard groups.withLock({ $0.isEmpty }) else { return }
+        await added.wait(after: seen)
     }
 }

@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PeerlogChannel
+import PeerlogEngine
 import PeerlogModel
 import Synchronization
 
@@ -44,7 +45,8 @@ final class Dialer: Sendable {
     private let state: Mutex<PeerStatus>
     private let device: Mutex<DeviceID?>
     private let retryAt = Mutex<UInt64?>(nil)
-    private let stopped = StopSignal()
+    /// Fired once, by `stop`: ends the backoff at once.
+    private let stopped = AsyncSignal()
 
     /// `expectedDevice`: known in advance for discovered peers, so the dialer waits while that
     /// device is connected some other way (its own dial, a static peer).
@@ -74,7 +76,7 @@ final class Dialer: Sendable {
             if let known = device.withLock({ $0 }), hub.isConnected(device: known) {
                 // Connected through the peer's own dial (the tie-break kept that one).
                 state.withLock { $0.state = .connected }
-                await stopped.sleep(for: .seconds(1))
+                await stopped.wait(after: 0, timeout: .seconds(1))
                 continue
             }
             state.withLock { $0.state = .connecting }
@@ -118,7 +120,7 @@ final class Dialer: Sendable {
                 // Once per backoff step, so a refusal that lasts costs a line a minute at most.
                 logger.info("peer \(address): \(ended?.description ?? "closed"); retrying in \(ms) ms")
             }
-            await stopped.sleep(for: delay)
+            await stopped.wait(after: 0, timeout: delay)
         }
     }
 }
