@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A child process for the tests, started with posix_spawn and reaped with waitpid (no
 /// Foundation `Process`: on this toolchain its launch reads /proc/self/fd past glibc's buffer
@@ -10,14 +11,13 @@ import Foundation
 /// the test process's group, so whatever stops the test run stops it too. Each child has a hard
 /// deadline (`lifetime`); a watchdog kills any child past it, so no test waits forever on a
 /// child that never ends.
-public final class ChildProcess: @unchecked Sendable {
+public final class ChildProcess: Sendable {
     /// The process id.
     public let pid: pid_t
     /// The write end of its standard input when started with `pipeInput` (close it to send EOF).
     public let input: FileHandle?
-    private let state = NSLock()
-    private var exitStatus: Int32?
-    private var signalled = false
+    /// The exit status once reaped, and whether a signal ended it.
+    private let state = Mutex<(exitStatus: Int32?, signalled: Bool)>((nil, false))
 
     /// Starts `executable` with `arguments` (argv[0] is the executable), `environment` (the
     /// whole environment; nil: this process's), standard input from `stdin` (nil: /dev/null)
@@ -92,19 +92,19 @@ public final class ChildProcess: @unchecked Sendable {
     /// Whether a signal ended it.
     public var endedBySignal: Bool {
         _ = poll()
-        return state.withLock { signalled }
+        return state.withLock { $0.signalled }
     }
 
     private func poll() -> Int32? {
-        state.withLock {
-            if let exitStatus { return exitStatus }
+        state.withLock { state in
+            if let exitStatus = state.exitStatus { return exitStatus }
             var raw: Int32 = 0
             guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
             let signal = raw & 0x7f
-            signalled = signal != 0
-            exitStatus = signal == 0 ? (raw >> 8) & 0xff : signal
+            state.signalled = signal != 0
+            state.exitStatus = signal == 0 ? (raw >> 8) & 0xff : signal
             ChildProcess.watchdog.remove(pid)
-            return exitStatus
+            return state.exitStatus
         }
     }
 
@@ -153,28 +153,27 @@ public final class ChildProcess: @unchecked Sendable {
     /// a reused pid is never signalled).
     static let watchdog = Watchdog()
 
-    final class Watchdog: @unchecked Sendable {
-        private let lock = NSLock()
-        private var deadlines: [pid_t: Date] = [:]
-        private var started = false
+    final class Watchdog: Sendable {
+        private let state = Mutex<(deadlines: [pid_t: Date], started: Bool)>(([:], false))
 
         func add(_ child: ChildProcess, deadline: Date) {
-            lock.withLock {
-                deadlines[child.pid] = deadline
-                guard !started else { return }
-                started = true
-                Thread.detachNewThread { [self] in
-                    while true {
-                        sleep(1)
-                        let now = Date()
-                        let due = lock.withLock { deadlines.filter { $0.value < now }.map(\.key) }
-                        for pid in due { kill(pid, SIGKILL) }
-                    }
+            let start = state.withLock { state in
+                state.deadlines[child.pid] = deadline
+                defer { state.started = true }
+                return !state.started
+            }
+            guard start else { return }
+            Thread.detachNewThread { [self] in
+                while true {
+                    sleep(1)
+                    let now = Date()
+                    let due = state.withLock { $0.deadlines.filter { $0.value < now }.map(\.key) }
+                    for pid in due { kill(pid, SIGKILL) }
                 }
             }
         }
 
-        func remove(_ pid: pid_t) { lock.withLock { _ = deadlines.removeValue(forKey: pid) } }
+        func remove(_ pid: pid_t) { state.withLock { _ = $0.deadlines.removeValue(forKey: pid) } }
     }
 }
 
