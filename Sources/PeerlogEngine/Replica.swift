@@ -214,41 +214,13 @@ public final class Replica: Sendable {
     /// Writes a local receipt: the receipt, its effect and its change-log rows commit in one
     /// transaction, and this returns only after that commit. Refused with a clear error when
     /// the group's rules (as this replica sees them, tentative receipts included) forbid it.
+    /// A batch of one (`appendBatch`): one local-write path, so a single write and a batch
+    /// are checked, sealed and followed by a new epoch alike.
     @discardableResult
     public func append(_ op: GroupOperation, to group: GroupID) throws -> AppendResult {
-        var result: AppendResult?
-        let report = try write { p in
-            if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
-            try self.checkOfflineLimits(writing: [op], to: group, pipeline: &p)
-            let view = try self.fold(group: group, view: .tentative, db: p.db, entities: .none)
-            var position = try self.localWritePosition(in: group, pipeline: p)
-            var state = view.state
-            if let start = try self.epochStartIfKeyless(before: op, in: group, state: state, in: &p) {
-                _ = try self.signAndStore(start.rotation, to: group, at: &position, in: &p)
-                state = start.state
-            }
-            let written = try self.sealedForWrite(op, to: group, state: state, counter: position.counter, in: &p)
-            let after: GroupState
-            switch GroupRules.apply(
-                written, sender: self.local.identity, device: self.local.device, group: group, to: state)
-            {
-            case .failure(let v): throw ReplicaError(v)
-            case .success(let next): after = next
-            }
-            let receipt = try self.signAndStore(written, to: group, at: &position, in: &p)
-            // A new encrypted group needs its first key, and a departure retires the keys in
-            // use: a new epoch follows at once, in this transaction (§22.5).
-            if let encryption = after.encryption, encryption.validKeys.isEmpty,
-                state?.encryption?.validKeys.isEmpty != true
-            {
-                _ = try self.signAndStore(
-                    .key(try self.rotation(group, state: after, in: &p)), to: group, at: &position, in: &p)
-            }
-            try p.settle()
-            result = AppendResult(receipt: receipt, seq: try p.db.committedSeq(of: receipt.cid))
+        do { return try appendBatch([op], to: group)[0] } catch let e as BatchError {
+            throw ReplicaError(e.code, e.reason)
         }
-        _ = report
-        return result!
     }
 
     /// Creates a group (this device becomes its owner and solo sequencer) and returns its id.

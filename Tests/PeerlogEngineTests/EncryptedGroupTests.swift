@@ -150,6 +150,23 @@ struct EncryptedGroupTests {
         #expect(rejected.isEmpty)
     }
 
+    /// One local-write path: a batch that removes a member and then writes seals the write
+    /// under the epoch the removal starts, in the same transaction, as two single writes do.
+    @Test func aBatchThatRemovesAMemberSealsWhatFollowsUnderTheNewEpoch() throws {
+        let (alice, bob, group) = try aliceAndBob()
+        let epochBefore = try alice.replica.state(of: group, view: .committed)?.encryption?.epoch
+        let written = try alice.replica.appendBatch(
+            [.memberRemoved(identity: bob.identity), .entityPut(key: "after", value: .text("not for bob"))], to: group)
+        #expect(
+            written.map(\.receipt.type) == ["group.member_removed", "entity.put"], "the rotation is not the caller's")
+        let log = try alice.replica.log(of: group, view: .committed).map(\.receipt.type)
+        #expect(Array(log.suffix(3)) == ["group.member_removed", "group.key", "entity.put"])
+        #expect(try alice.replica.state(of: group, view: .committed)?.encryption?.epoch == epochBefore.map { $0 + 1 })
+        try alice.send(group, to: bob)
+        #expect(try bob.get("after", group, .committed) == nil, "bob holds no key of the new epoch")
+        #expect(try alice.get("after", group, .committed) == .text("not for bob"))
+    }
+
     @Test func writesOutsideTheRulesAreRefused() throws {
         let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "secret", encryption: history)

@@ -48,22 +48,22 @@ extension Replica {
         }
         guard !ops.isEmpty else { return [] }
         var receipts = [Receipt]()
-        var seqs = [CID: UInt64]()
-        var rotations = 0
-        _ = try write { p in
+        var callers = [Int]()
+        let report = try write { p in
             if try p.isTombstoned(group) { throw ReplicaError(.groupDeleted, "group \(group) was deleted") }
             // The whole batch counts: one that would cross an offline limit is refused whole.
             try self.checkOfflineLimits(writing: ops, to: group, pipeline: &p)
-            let payloads: [[UInt8]]
-            (payloads, rotations) = try self.batchPayloads(ops, to: group, pipeline: &p)
-            receipts = try self.signInParallel(payloads)
+            let planned = try self.batchPayloads(ops, to: group, pipeline: &p)
+            callers = planned.callers
+            receipts = try self.signInParallel(planned.payloads)
             for r in receipts { try self.storeLocal(r, in: &p) }
-            // Sequences them here when this device is the sequencer: one pass for the batch.
-            try p.settle()
-            for case .committed(_, let seq, let cid, _, _) in p.report.events { seqs[cid] = seq }
+            // `write` settles once, after this: sequenced here, in this transaction, when this
+            // device is the sequencer.
         }
-        // A rotation written first (§22.5) is not one of the caller's operations.
-        return receipts.dropFirst(rotations).map { AppendResult(receipt: $0, seq: seqs[$0.cid]) }
+        var seqs = [CID: UInt64]()
+        for case .committed(_, let seq, let cid, _, _) in report.events { seqs[cid] = seq }
+        // A rotation this device wrote around them (§22.5) is not one of the caller's operations.
+        return callers.map { AppendResult(receipt: receipts[$0], seq: seqs[receipts[$0].cid]) }
     }
 
     /// Checks `ops` as `appendBatch` would, writing nothing (a transaction rolled back): the
@@ -90,12 +90,14 @@ extension Replica {
         } catch is Checked {}
     }
 
-    /// Checks every operation and makes its receipt payload, chained to the one before by CID;
-    /// in an encrypted group whose key in use this device lacks, a rotation's payload comes
-    /// first (`rotations` is then 1).
+    /// Checks every operation and makes its receipt payload, chained to the one before by CID.
+    /// In an encrypted group a `group.key` rotation joins them (§22.5): before the first sealed
+    /// operation when this device holds no key in use, and right after an operation that
+    /// leaves the group without one (its creation, a departure), so what follows in the batch
+    /// is sealed under the new key. `callers` are the positions of `ops`' own payloads.
     private func batchPayloads(
         _ ops: [GroupOperation], to group: GroupID, pipeline p: inout Pipeline
-    ) throws -> (payloads: [[UInt8]], rotations: Int) {
+    ) throws -> (payloads: [[UInt8]], callers: [Int]) {
         // The tentative view as `append` checks it; each op then applies to the state the ones
         // before it left, since each receipt comes after every other it can see (§11).
         var state = try fold(group: group, view: .tentative, db: p.db, entities: .none).state
@@ -103,41 +105,57 @@ extension Replica {
         var payloads = [[UInt8]]()
         payloads.reserveCapacity(ops.count + 1)
         var payloadBytes = 0
+        /// Refuses a payload over `Receipt.maxPayloadBytes`, saying what to do instead, and a
+        /// batch over `maxBatchPayloadBytes`.
+        func addPayload(_ op: GroupOperation) throws {
+            let payload = try Receipt.payload(
+                of: localDraft(op, to: group, at: position, wall: p.now), certificate: local.certificate)
+            payloadBytes += payload.count
+            guard payloadBytes <= limits.maxBatchPayloadBytes else {
+                throw ReplicaError(
+                    .payloadTooLarge,
+                    "the batch's receipts reach \(payloadBytes) payload bytes, over the limit of \(limits.maxBatchPayloadBytes) (maxBatchPayloadBytes): split it into several batches"
+                )
+            }
+            position.advance(past: CID(hashing: payload))
+            payloads.append(payload)
+        }
+
         if let content = ops.first(where: \.isSealedInEncryptedGroups),
             let start = try epochStartIfKeyless(before: content, in: group, state: state, in: &p)
         {
-            let payload = try Receipt.payload(
-                of: localDraft(start.rotation, to: group, at: position, wall: p.now), certificate: local.certificate)
-            position.advance(past: CID(hashing: payload))
-            payloads.append(payload)
+            try addPayload(start.rotation)
             state = start.state
         }
-        let rotations = payloads.count
+        var callers = [Int]()
+        callers.reserveCapacity(ops.count)
         for (index, plain) in ops.enumerated() {
             do {
                 // Sealed under the group's current key in an encrypted group (§22.5).
                 let op = try sealedForWrite(plain, to: group, state: state, counter: position.counter, in: &p)
                 // The body as every replica will parse it (shape and GroupLimits), then the rules.
                 _ = try GroupOperation(receiptType: op.receiptType, body: op.body)
+                let before = state
                 state = try GroupRules.apply(op, sender: local.identity, device: local.device, group: group, to: state)
                     .get()
-                // Refuses a payload over `Receipt.maxPayloadBytes`, saying what to do instead.
-                let payload = try Receipt.payload(
-                    of: localDraft(op, to: group, at: position, wall: p.now), certificate: local.certificate)
-                payloadBytes += payload.count
-                guard payloadBytes <= limits.maxBatchPayloadBytes else {
-                    throw ReplicaError(
-                        .payloadTooLarge,
-                        "the batch's receipts reach \(payloadBytes) payload bytes, over the limit of \(limits.maxBatchPayloadBytes) (maxBatchPayloadBytes): split it into several batches"
-                    )
+                callers.append(payloads.count)
+                try addPayload(op)
+                // A new encrypted group needs its first key, and a departure retires the keys in
+                // use: a new epoch follows at once, in this transaction (§22.5).
+                if let after = state, let encryption = after.encryption, encryption.validKeys.isEmpty,
+                    before?.encryption?.validKeys.isEmpty != true
+                {
+                    let rotation = GroupOperation.key(try rotation(group, state: after, in: &p))
+                    state = try GroupRules.apply(
+                        rotation, sender: local.identity, device: local.device, group: group, to: state
+                    ).get()
+                    try addPayload(rotation)
                 }
-                position.advance(past: CID(hashing: payload))
-                payloads.append(payload)
             } catch {
                 throw BatchError(index: index, reason: Self.reason(error), code: Self.code(error))
             }
         }
-        return (payloads, rotations)
+        return (payloads, callers)
     }
 
     /// Signs the payloads on all cores, keeping their order.
@@ -170,6 +188,7 @@ extension Replica {
         switch error {
         case let v as RuleViolation: v.reason
         case let e as ReplicaError: e.description
+        case let e as ModelError where e.code == .sizeLimitExceeded: e.detail
         default: "\(error)"
         }
     }
