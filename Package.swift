@@ -5,7 +5,9 @@ let package = Package(
     name: "Peerlog",
     platforms: [.macOS(.v14)],
     products: [
-        // What an app imports: one module, one type (`Peerlog`), a stream of changes.
+        // What an app imports: one module, one type (`Peerlog`), a stream of changes. The only
+        // stable API: every other library product below is a layer under it, for the benchmarks,
+        // the fuzzers and tools, and may change in any release (docs/ARCHITECTURE.md).
         .library(name: "Peerlog", targets: ["Peerlog"]),
         .library(name: "PeerlogCrypto", targets: ["PeerlogCrypto"]),
         .library(name: "PeerlogEncoding", targets: ["PeerlogEncoding"]),

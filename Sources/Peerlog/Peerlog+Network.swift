@@ -57,7 +57,7 @@ public struct NetworkOptions: Sendable {
 
     /// `peerlog daemon`'s settings before its options: log level info, then `file`, or
     /// `HOME/daemon.conf` when none is given and it exists.
-    public static func daemon(home: String, file: String? = nil) throws -> NetworkOptions {
+    package static func daemon(home: String, file: String? = nil) throws -> NetworkOptions {
         var options = NetworkOptions()
         options.logLevel = .info
         let defaultFile = home + "/daemon.conf"

@@ -17,8 +17,12 @@ public struct PeerlogLinkedDevice: Sendable {
     public let peers: [String]
 }
 
-/// A group joined by code (`Peerlog.joinInvitation(code:peer:)`).
-public struct PeerlogInvitationJoin: Sendable {
+/// The name `PeerlogInviteCodeJoin` had before "invitation" came to mean a pending membership only.
+@available(*, deprecated, renamed: "PeerlogInviteCodeJoin")
+public typealias PeerlogInvitationJoin = PeerlogInviteCodeJoin
+
+/// A group joined by code (`Peerlog.joinWithCode(code:peer:)`).
+public struct PeerlogInviteCodeJoin: Sendable {
     /// The group invited to.
     public let group: GroupID
     /// Its name as the inviter sees it.
@@ -57,8 +61,8 @@ extension Peerlog {
     }
 
     /// Opens a session that adds whoever enters its code to `group` as `role`: `peerlog invite
-    /// create`. The other person runs `joinInvitation(code:peer:)`; no identity is typed.
-    public func createInvitation(
+    /// create`. The other person runs `joinWithCode(code:peer:)`; no identity is typed.
+    public func createInviteCode(
         to group: GroupID, as role: Role = .member, expiresIn: Duration = Peerlog.defaultPairingLifetime
     ) async throws -> PairingTicket {
         try await openPairing(.init(kind: .invite(group: group, role: role), lifetimeSeconds: seconds(expiresIn)))
@@ -68,7 +72,7 @@ extension Peerlog {
     /// with the inviter's session (at `peer`, or found on the LAN), proves this device, and
     /// records the inviter (admitted, dialed, its invitation accepted when it arrives) in
     /// `HOME/pairings.conf` and in the node running for this home.
-    public func joinInvitation(code text: String, peer: PeerAddress? = nil) async throws -> PeerlogInvitationJoin {
+    public func joinWithCode(code text: String, peer: PeerAddress? = nil) async throws -> PeerlogInviteCodeJoin {
         let code = try Self.parseCode(text)
         let device = self.device
         let outcome = try await Self.runGuest(code: code, purpose: .invite, peer: peer, networkID: networkID) { hash in
@@ -92,10 +96,24 @@ extension Peerlog {
         if let address = peers.first {
             notified = tellNode(PairingAdoption(identity: inviter, address: address, accept: grant.group))
         }
-        return PeerlogInvitationJoin(
+        return PeerlogInviteCodeJoin(
             group: grant.group, groupName: grant.groupName, role: grant.role, inviter: inviter,
             inviterDevice: grant.certificate.name, confirmation: outcome.confirmation,
             safetyNumber: safetyNumber(with: inviter), peers: grant.peers, nodeNotified: notified)
+    }
+
+    /// The name `createInviteCode` had before "invitation" came to mean a pending membership only.
+    @available(*, deprecated, renamed: "createInviteCode(to:as:expiresIn:)")
+    public func createInvitation(
+        to group: GroupID, as role: Role = .member, expiresIn: Duration = Peerlog.defaultPairingLifetime
+    ) async throws -> PairingTicket {
+        try await createInviteCode(to: group, as: role, expiresIn: expiresIn)
+    }
+
+    /// The name `joinWithCode` had before "invitation" came to mean a pending membership only.
+    @available(*, deprecated, renamed: "joinWithCode(code:peer:)")
+    public func joinInvitation(code text: String, peer: PeerAddress? = nil) async throws -> PeerlogInviteCodeJoin {
+        try await joinWithCode(code: text, peer: peer)
     }
 
     /// Creates a home for a new device of an existing identity, by the code `device link`

@@ -21,13 +21,13 @@ public struct PeerlogDaemon: Sendable {
     }
 
     /// The status document exactly as the daemon wrote it (JSON, keys sorted).
-    public func statusDocument() throws -> String {
+    package func statusDocument() throws -> String {
         try network { String(decoding: try ControlClient.request(.status, socketPath: controlSocket), as: UTF8.self) }
     }
 
     /// Starts recording every decrypted message in and out to `path` (absolute; replaced if it
     /// exists). `maxBytes` rotates files, `omitBodies` leaves receipt bodies out.
-    public func startCapture(path: String, maxBytes: Int? = nil, omitBodies: Bool = false) throws -> CaptureStatus {
+    package func startCapture(path: String, maxBytes: Int? = nil, omitBodies: Bool = false) throws -> CaptureStatus {
         try network {
             let request = ControlRequest.captureStart(path: path, maxBytes: maxBytes, omitBodies: omitBodies)
             return try ControlClient.decode(
@@ -36,7 +36,7 @@ public struct PeerlogDaemon: Sendable {
     }
 
     /// Stops the running capture; what it recorded.
-    public func stopCapture() throws -> CaptureStatus {
+    package func stopCapture() throws -> CaptureStatus {
         try network {
             try ControlClient.decode(CaptureStatus.self, ControlClient.request(.captureStop, socketPath: controlSocket))
         }

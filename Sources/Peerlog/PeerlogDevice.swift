@@ -14,11 +14,11 @@ public struct PeerlogDevice: Sendable, Hashable {
     /// When the certificate was issued (milliseconds since 1970).
     public let createdAt: UInt64
     /// The certificate's content id.
-    public let certificateCID: CID
+    package let certificateCID: CID
     /// The certificate as signed (its container bytes).
     public let certificate: [UInt8]
     /// Where the home keeps the certificate.
-    public let certificatePath: String
+    package let certificatePath: String
 
     init(_ d: LocalDevice, home: String) {
         identity = d.identity
@@ -37,7 +37,7 @@ extension Peerlog {
     /// 0700, if missing), without opening a store: `peerlog init`. The device is named
     /// `deviceName` (default: the host name). A home that holds keys already is refused.
     @discardableResult
-    public static func initialize(home: String, deviceName: String? = nil) throws -> PeerlogDevice {
+    package static func initialize(home: String, deviceName: String? = nil) throws -> PeerlogDevice {
         let name = try checkedDeviceName(deviceName)
         do {
             let device = try LocalDevice.generate(name: name, createdAt: WallClock.nowMillis())
@@ -51,7 +51,7 @@ extension Peerlog {
     /// Copies the keys of `source` (another home of the same device, e.g. another process of
     /// one relay) into `home`, which must hold none yet: `peerlog relay init --key-from`.
     @discardableResult
-    public static func initialize(home: String, copyingKeysFrom source: String) throws -> PeerlogDevice {
+    package static func initialize(home: String, copyingKeysFrom source: String) throws -> PeerlogDevice {
         let device: LocalDevice
         do { device = try LocalDevice.load(home: source) } catch {
             throw PeerlogError(.home, "cannot read the relay keys in \(source): \(error)")

@@ -18,7 +18,7 @@ public final class PeerlogService: Service, Sendable {
 
     /// Records every decrypted message in and out to a pcapng file (docs/TOOLS.md); the file
     /// holds plaintext. `maxBytes` rotates files, `omitBodies` leaves receipt bodies out.
-    public func startCapture(path: String, maxBytes: Int? = nil, omitBodies: Bool = false) throws {
+    package func startCapture(path: String, maxBytes: Int? = nil, omitBodies: Bool = false) throws {
         do { try node.startCapture(path: path, options: .init(maxBytes: maxBytes, omitBodies: omitBodies)) } catch {
             throw PeerlogError(.network, "cannot capture to \(path): \(error)")
         }

@@ -95,7 +95,7 @@ struct InviteCommand: AsyncParsableCommand {
             let id = try await group.resolve(in: peerlog)
             do {
                 printTicket(
-                    try await peerlog.createInvitation(to: id, as: role, expiresIn: expiry.duration),
+                    try await peerlog.createInviteCode(to: id, as: role, expiresIn: expiry.duration),
                     json: output.json, joinCommand: "peerlog invite join")
             } catch { throw CLIError("\(error)") }
         }
@@ -123,8 +123,8 @@ struct InviteCommand: AsyncParsableCommand {
         func run() async throws {
             let address = try peer.map { try PeerAddress(parsing: $0) }
             let peerlog = try await home.open()
-            let joined: PeerlogInvitationJoin
-            do { joined = try await peerlog.joinInvitation(code: code, peer: address) } catch {
+            let joined: PeerlogInviteCodeJoin
+            do { joined = try await peerlog.joinWithCode(code: code, peer: address) } catch {
                 throw CLIError("\(error)")
             }
             if !output.json {

@@ -28,10 +28,12 @@ final class Collector: Sendable {
         all.compactMap { if case .entity(let e) = $0.event { e } else { nil } }
     }
 
-    /// Waits (bounded) until `condition` holds for what arrived. The bound is for a failing test
-    /// only: facade calls run off the cooperative pool, so a busy suite does not stall the stream.
+    /// Waits (bounded) until `condition` holds for what arrived. Generous, and waited only by a
+    /// failing test: the facade's calls run off the cooperative pool, but the suite's synchronous
+    /// tests (CLI tests waiting on processes) can hold both of its threads on 2 cores for a while,
+    /// and the stream's iterator needs one.
     @discardableResult
-    func wait(timeout: Duration = .seconds(30), until condition: ([PeerlogChange]) -> Bool) async -> Bool {
+    func wait(timeout: Duration = .seconds(120), until condition: ([PeerlogChange]) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition(all) { return true }

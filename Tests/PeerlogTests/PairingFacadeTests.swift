@@ -37,10 +37,10 @@ import Testing
         let cat = try await Peerlog.temporary(deviceName: "cat")
         let group = try await ann.createGroup(named: "trip")
         let runs = [try await start(ann), try await start(cat, listen: nil)]
-        let ticket = try await ann.createInvitation(to: group, as: .admin)
+        let ticket = try await ann.createInviteCode(to: group, as: .admin)
         #expect(ticket.purpose == "invite" && ticket.group == group.string && ticket.role == "admin")
 
-        let joined = try await cat.joinInvitation(code: ticket.code, peer: try PeerAddress(parsing: ticket.address))
+        let joined = try await cat.joinWithCode(code: ticket.code, peer: try PeerAddress(parsing: ticket.address))
         #expect(joined.group == group && joined.inviter == ann.identity && joined.nodeNotified)
         #expect(joined.safetyNumber == cat.safetyNumber(with: ann.identity))
         #expect(ann.safetyNumber(with: cat.identity) == cat.safetyNumber(with: ann.identity))
@@ -51,7 +51,7 @@ import Testing
 
         // The code was single use.
         await #expect(throws: PeerlogError.self) {
-            try await cat.joinInvitation(code: ticket.code, peer: try PeerAddress(parsing: ticket.address))
+            try await cat.joinWithCode(code: ticket.code, peer: try PeerAddress(parsing: ticket.address))
         }
         for r in runs { r.cancel() }
         for r in runs { try await r.value }

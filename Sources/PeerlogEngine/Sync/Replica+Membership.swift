@@ -1,19 +1,8 @@
 import PeerlogModel
 import PeerlogStore
 
+/// Whom a node lets in and keeps connected: the members and relays of the groups held here.
 extension Replica {
-    /// Changes whenever receipts or envelopes were stored (by this or another process).
-    package func changeStamp() throws -> [Int64] { try store.read { try $0.changeStamp() } }
-
-    /// Changes when membership or sequencer authority may have changed (a `group.*` receipt
-    /// was stored, removed or committed).
-    package func groupOperationStamp() throws -> [Int64] { try store.read { try $0.groupOperationStamp() } }
-
-    /// The group's committed high-water mark alone (cheaper than `vector(of:)`).
-    public func committedSeq(of group: GroupID) throws -> UInt64 {
-        try store.read { try $0.committedSeq(group: group) }
-    }
-
     /// Identities a node lets connect: members of any group we hold (except removed or
     /// departed ones), in the tentative view so a just-invited device is let in.
     package func knownMemberIdentities() throws -> Set<IdentityID> {

@@ -1,0 +1,149 @@
+import Dispatch
+import PeerlogCrypto
+import PeerlogEncoding
+import PeerlogModel
+import PeerlogStore
+import Synchronization
+
+/// Receipts and envelopes from anywhere (peers, imports, captures): checked in parallel, then
+/// stored and applied in batches.
+extension Replica {
+    /// Verifies, stores and applies receipts and envelopes from anywhere (peers, imports,
+    /// captures). Work goes in batches of `limits.ingestBatchSize` receipts, each with the
+    /// envelopes that name them (so commits keep pace with arrivals); signatures of the next
+    /// batch are checked on the other cores while the current batch is written.
+    /// `peer`: the device that sent them (recorded with any that fail verification).
+    public func ingest(
+        receipts: [Receipt], envelopes: [Envelope] = [], from peer: DeviceID? = nil
+    ) throws -> IngestReport {
+        let batches = Self.batches(receipts: receipts, envelopes: envelopes, size: limits.ingestBatchSize)
+        var report = IngestReport()
+        guard !batches.isEmpty else { return report }
+        var prepared = try prepare(batches[0])
+        for i in batches.indices {
+            let current = prepared
+            let next = i + 1 < batches.count ? batches[i + 1] : nil
+            // Write this batch while the next one's signatures are checked: a fork and a join
+            // on two threads, both done when this returns.
+            let written = Mutex<Result<IngestReport, any Error>?>(nil)
+            let checked = Mutex<Result<PreparedBatch, any Error>?>(nil)
+            DispatchQueue.concurrentPerform(iterations: next == nil ? 1 : 2) { branch in
+                if branch == 1, let next {
+                    let r = Result { try self.prepare(next) }
+                    checked.withLock { $0 = r }
+                    return
+                }
+                let r = Result { try self.write(current, from: peer) }
+                written.withLock { $0 = r }
+            }
+            report.merge(try written.withLock { $0! }.get())
+            if let r = checked.withLock({ $0 }) { prepared = try r.get() }
+        }
+        hlc.withLock { clock in
+            for r in receipts { clock.observe(r.hlc, wallMillis: self.clock()) }
+        }
+        return report
+    }
+
+    /// Stores and applies one prepared batch in one transaction.
+    private func write(_ batch: PreparedBatch, from peer: DeviceID?) throws -> IngestReport {
+        try write { p in
+            p.report.duplicates += batch.duplicates
+            p.source = peer
+            for (r, problem) in zip(batch.receipts, batch.receiptChecks) {
+                if let problem {
+                    try p.recordInvalid(r, reason: problem)
+                } else {
+                    try p.ingest(receipt: r, verified: true)
+                }
+            }
+            for (e, problem) in zip(batch.envelopes, batch.envelopeChecks) {
+                if let problem {
+                    p.report.rejected.append((e.receipt, problem))
+                } else {
+                    try p.ingest(envelope: e, verified: true)
+                }
+            }
+        }
+    }
+
+    /// A batch with its duplicates removed and its signatures checked (nil: valid).
+    struct PreparedBatch: Sendable {
+        var receipts: [Receipt]
+        var receiptChecks: [String?]
+        var envelopes: [Envelope]
+        var envelopeChecks: [String?]
+        var duplicates: Int
+    }
+
+    /// Splits input into batches of receipts, each followed by the envelopes naming them (in
+    /// seq order); envelopes for receipts not in the input come last.
+    static func batches(
+        receipts: [Receipt], envelopes: [Envelope], size: Int
+    ) -> [(receipts: [Receipt], envelopes: [Envelope])] {
+        var byCID = [CID: [Envelope]]()
+        for e in envelopes { byCID[e.receipt, default: []].append(e) }
+        var out = [(receipts: [Receipt], envelopes: [Envelope])]()
+        for start in stride(from: 0, to: receipts.count, by: size) {
+            let chunk = Array(receipts[start..<min(start + size, receipts.count)])
+            var attached = [Envelope]()
+            for r in chunk { if let es = byCID.removeValue(forKey: r.cid) { attached += es } }
+            out.append((chunk, attached.sorted { $0.seq < $1.seq }))
+        }
+        let rest = byCID.values.flatMap { $0 }.sorted { $0.group != $1.group ? $0.group < $1.group : $0.seq < $1.seq }
+        for start in stride(from: 0, to: rest.count, by: size) {
+            out.append(([], Array(rest[start..<min(start + size, rest.count)])))
+        }
+        return out
+    }
+
+    /// Drops known CIDs (before paying for signature checks) and verifies the rest in parallel.
+    func prepare(_ batch: (receipts: [Receipt], envelopes: [Envelope])) throws -> PreparedBatch {
+        let (known, verifiedCertificates) = try store.read { db in
+            (
+                try batch.receipts.filter {
+                    try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid)
+                        || db.processedOutcome($0.cid).map({ $0 != .invalid }) == true
+                },
+                try db.knownCertificates(Set(batch.receipts.map(\.certificate.cid)))
+            )
+        }
+        let knownSet = Set(known.map(\.cid))
+        var seen = Set<CID>()
+        let fresh = batch.receipts.filter { !knownSet.contains($0.cid) && seen.insert($0.cid).inserted }
+        let envelopeChecks = Self.checkEnvelopes(batch.envelopes)
+        return PreparedBatch(
+            receipts: fresh, receiptChecks: Self.verifyInParallel(fresh, verifiedCertificates: verifiedCertificates),
+            envelopes: batch.envelopes, envelopeChecks: envelopeChecks, duplicates: batch.receipts.count - fresh.count)
+    }
+
+    /// Receipt signatures and certificate chains, checked on all cores. Certificates already
+    /// in the store were verified when stored; each other distinct one is verified once.
+    static func verifyInParallel(_ receipts: [Receipt], verifiedCertificates: Set<CID> = []) -> [String?] {
+        var certificates = [CID: VerificationResult]()
+        for cid in verifiedCertificates { certificates[cid] = .valid }
+        for r in receipts where certificates[r.certificate.cid] == nil {
+            certificates[r.certificate.cid] = r.certificate.verify()
+        }
+        let certOK = certificates
+        return inParallel(receipts) { r in
+            if case .invalid(let why) = certOK[r.certificate.cid]! { return why }
+            if case .invalid(let why) = r.verify(certificateVerified: true) { return why }
+            return nil
+        }
+    }
+
+    /// Applies `check` to every element on all cores, keeping the order of results.
+    static func inParallel<T: Sendable>(_ items: [T], _ check: @Sendable (T) -> String?) -> [String?] {
+        let results = Mutex([String?](repeating: nil, count: items.count))
+        let chunks = max(1, min(items.count / 64, 32))
+        DispatchQueue.concurrentPerform(iterations: chunks) { c in
+            var local = [(Int, String)]()
+            for i in stride(from: c, to: items.count, by: chunks) {
+                if let why = check(items[i]) { local.append((i, why)) }
+            }
+            results.withLock { for (i, why) in local { $0[i] = why } }
+        }
+        return results.withLock { $0 }
+    }
+}
