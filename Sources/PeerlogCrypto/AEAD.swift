@@ -14,34 +14,17 @@ public enum ChaChaPoly {
     public static func seal(
         _ plaintext: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []
     ) throws -> [UInt8] {
-        try check(key: key, nonce: nonce, length: nonceLength)
-        var out = [UInt8](repeating: 0, count: plaintext.count + tagLength)
-        var outLen: UInt64 = 0
-        key.withUnsafeBytes { k in
-            _ = crypto_aead_chacha20poly1305_ietf_encrypt(
-                &out, &outLen, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce,
-                k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        return out
+        try sealed(
+            plaintext, key: key, nonce: nonce, nonceLength: nonceLength, ad: ad,
+            crypto_aead_chacha20poly1305_ietf_encrypt)
     }
 
     /// Verifies the tag and returns the plaintext, or throws `authenticationFailure`.
     public static func open(
         _ sealed: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []
     ) throws -> [UInt8] {
-        try check(key: key, nonce: nonce, length: nonceLength)
-        guard sealed.count >= tagLength else {
-            throw CryptoError(.authenticationFailure, "ciphertext shorter than the tag")
-        }
-        var out = [UInt8](repeating: 0, count: sealed.count - tagLength)
-        var outLen: UInt64 = 0
-        let rc = key.withUnsafeBytes { k in
-            crypto_aead_chacha20poly1305_ietf_decrypt(
-                &out, &outLen, nil, sealed, UInt64(sealed.count), ad, UInt64(ad.count), nonce,
-                k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        guard rc == 0 else { throw CryptoError(.authenticationFailure) }
-        return out
+        try opened(
+            sealed, key: key, nonce: nonce, nonceLength: nonceLength, ad: ad, crypto_aead_chacha20poly1305_ietf_decrypt)
     }
 
     /// Encrypts `buffer[range]` in place and writes the tag into the 16 bytes after it (the
@@ -82,6 +65,53 @@ public enum ChaChaPoly {
         guard rc == 0 else { throw CryptoError(.authenticationFailure) }
     }
 
+    /// libsodium's IETF AEAD encrypt function; ChaCha20 and XChaCha20 share its signature.
+    typealias SodiumEncrypt = (
+        UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt64>?, UnsafePointer<UInt8>?, UInt64,
+        UnsafePointer<UInt8>?, UInt64, UnsafePointer<UInt8>?, UnsafePointer<UInt8>, UnsafePointer<UInt8>
+    ) -> Int32
+    /// libsodium's IETF AEAD decrypt function, likewise.
+    typealias SodiumDecrypt = (
+        UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt64>?, UnsafeMutablePointer<UInt8>?,
+        UnsafePointer<UInt8>, UInt64, UnsafePointer<UInt8>?, UInt64, UnsafePointer<UInt8>, UnsafePointer<UInt8>
+    ) -> Int32
+
+    /// ciphertext ‖ tag of `plaintext` under `encrypt`, with the lengths checked.
+    static func sealed(
+        _ plaintext: [UInt8], key: SecureBytes, nonce: [UInt8], nonceLength: Int, ad: [UInt8],
+        _ encrypt: SodiumEncrypt
+    ) throws -> [UInt8] {
+        try check(key: key, nonce: nonce, length: nonceLength)
+        var out = [UInt8](repeating: 0, count: plaintext.count + tagLength)
+        var outLen: UInt64 = 0
+        key.withUnsafeBytes { k in
+            _ = encrypt(
+                &out, &outLen, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce,
+                k.bindMemory(to: UInt8.self).baseAddress!)
+        }
+        return out
+    }
+
+    /// The plaintext of `sealed` under `decrypt`, or `authenticationFailure`.
+    static func opened(
+        _ sealed: [UInt8], key: SecureBytes, nonce: [UInt8], nonceLength: Int, ad: [UInt8],
+        _ decrypt: SodiumDecrypt
+    ) throws -> [UInt8] {
+        try check(key: key, nonce: nonce, length: nonceLength)
+        guard sealed.count >= tagLength else {
+            throw CryptoError(.authenticationFailure, "ciphertext shorter than the tag")
+        }
+        var out = [UInt8](repeating: 0, count: sealed.count - tagLength)
+        var outLen: UInt64 = 0
+        let rc = key.withUnsafeBytes { k in
+            decrypt(
+                &out, &outLen, nil, sealed, UInt64(sealed.count), ad, UInt64(ad.count), nonce,
+                k.bindMemory(to: UInt8.self).baseAddress!)
+        }
+        guard rc == 0 else { throw CryptoError(.authenticationFailure) }
+        return out
+    }
+
     static func check(key: SecureBytes, nonce: [UInt8], length: Int) throws {
         Sodium.ensureInitialized()
         guard key.count == keyLength else { throw CryptoError(.invalidKeyLength, "AEAD key must be 32 bytes") }
@@ -103,15 +133,9 @@ public enum XChaChaPoly {
     public static func seal(
         _ plaintext: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []
     ) throws -> [UInt8] {
-        try ChaChaPoly.check(key: key, nonce: nonce, length: nonceLength)
-        var out = [UInt8](repeating: 0, count: plaintext.count + tagLength)
-        var outLen: UInt64 = 0
-        key.withUnsafeBytes { k in
-            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                &out, &outLen, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce,
-                k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        return out
+        try ChaChaPoly.sealed(
+            plaintext, key: key, nonce: nonce, nonceLength: nonceLength, ad: ad,
+            crypto_aead_xchacha20poly1305_ietf_encrypt)
     }
 
     /// Verifies the tag over the ciphertext and `ad`, then returns the plaintext. Throws a
@@ -120,18 +144,8 @@ public enum XChaChaPoly {
     public static func open(
         _ sealed: [UInt8], key: SecureBytes, nonce: [UInt8], authenticating ad: [UInt8] = []
     ) throws -> [UInt8] {
-        try ChaChaPoly.check(key: key, nonce: nonce, length: nonceLength)
-        guard sealed.count >= tagLength else {
-            throw CryptoError(.authenticationFailure, "ciphertext shorter than the tag")
-        }
-        var out = [UInt8](repeating: 0, count: sealed.count - tagLength)
-        var outLen: UInt64 = 0
-        let rc = key.withUnsafeBytes { k in
-            crypto_aead_xchacha20poly1305_ietf_decrypt(
-                &out, &outLen, nil, sealed, UInt64(sealed.count), ad, UInt64(ad.count), nonce,
-                k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        guard rc == 0 else { throw CryptoError(.authenticationFailure) }
-        return out
+        try ChaChaPoly.opened(
+            sealed, key: key, nonce: nonce, nonceLength: nonceLength, ad: ad, crypto_aead_xchacha20poly1305_ietf_decrypt
+        )
     }
 }

@@ -46,24 +46,13 @@ public struct LocalDevice: Sendable {
 
     /// A new identity with its first device, in memory.
     public static func generate(name: String, createdAt: UInt64) throws -> LocalDevice {
-        let identityKey = Ed25519.PrivateKey()
-        let signingKey = Ed25519.PrivateKey()
-        let noiseKey = X25519.PrivateKey()
-        let cert = try DeviceCertificate.issue(
-            identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey,
-            name: name, createdAt: createdAt)
-        return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
+        try newDevice(identityKey: Ed25519.PrivateKey(), name: name, createdAt: createdAt)
     }
 
     /// Another device of this identity: fresh device keys, certified by this identity key.
     public func additionalDevice(name: String, createdAt: UInt64) throws -> LocalDevice {
-        let identityKey = try requireIdentityKey(for: "certify devices")
-        let signingKey = Ed25519.PrivateKey()
-        let noiseKey = X25519.PrivateKey()
-        let cert = try DeviceCertificate.issue(
-            identityKey: identityKey, device: DeviceID(publicKey: signingKey.publicKey), noiseKey: noiseKey.publicKey,
-            name: name, createdAt: createdAt)
-        return LocalDevice(identityKey: identityKey, signingKey: signingKey, noiseKey: noiseKey, certificate: cert)
+        try Self.newDevice(
+            identityKey: try requireIdentityKey(for: "certify devices"), name: name, createdAt: createdAt)
     }
 
     /// Keys derived from `seed` (BLAKE2b with a label per key), so tests and examples are
