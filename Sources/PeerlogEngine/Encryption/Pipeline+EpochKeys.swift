@@ -6,7 +6,7 @@ import PeerlogStore
 extension Pipeline {
     /// The epoch keys of `group` this device holds (docs/PROTOCOL.md §22.6).
     mutating func epochKeys(_ group: GroupID) throws -> [EpochKeyID: EpochKey] {
-        try epochKeyCache.value(group) { [db, local] in try KeyringStorage.keys(group: $0, db: db, local: local) }
+        try keys.held.value(group) { [db, local] in try KeyringStorage.keys(group: $0, db: db, local: local) }
     }
 
     /// The receipt's operation as its effect on entities reads it: a sealed one opened with the
@@ -34,13 +34,13 @@ extension Pipeline {
     /// Keeps `key` of `group` (sealed at rest); true when it is new here.
     @discardableResult
     mutating func addEpochKey(_ key: EpochKey, group: GroupID) throws -> Bool {
-        var keys = try epochKeys(group)
-        guard keys[key.id] == nil else { return false }
+        var held = try epochKeys(group)
+        guard held[key.id] == nil else { return false }
         let sealed = try KeyringStorage.seal(key, group: group, with: KeyringStorage.storageKey(local))
         try db.insertEpochKey(group: group, keyID: key.id, sealed: sealed, at: now)
-        keys[key.id] = key
-        epochKeyCache[group] = keys
-        if try db.hasSealedWaiting(group: group, keyID: key.id) { keysArrived.insert(group) }
+        held[key.id] = key
+        keys.held[group] = held
+        if try db.hasSealedWaiting(group: group, keyID: key.id) { keys.arrived.insert(group) }
         noteOverlayRebuild(group)
         return true
     }
@@ -63,12 +63,12 @@ extension Pipeline {
             try noteViewChange(group, key: key)
             let encoded = CBOREncoder.encode(e.value)
             try db.putEntity(group: group, key: key, value: encoded, cid: e.cid, seq: seq)
-            committedHere[ViewKey(group: group, key: key)] = CommittedValue(bytes: encoded)
+            caches.committedHere[ViewKey(group: group, key: key)] = CommittedValue(bytes: encoded)
         }
         for key in before.keys where fold.entities[key] == nil {
             try noteViewChange(group, key: key)
             try db.deleteEntity(group: group, key: key)
-            committedHere[ViewKey(group: group, key: key)] = CommittedValue(bytes: nil)
+            caches.committedHere[ViewKey(group: group, key: key)] = CommittedValue(bytes: nil)
         }
         try db.clearSealedWaiting(group: group)
         for w in fold.waiting { try db.insertSealedWaiting(group: group, seq: w.seq, keyID: w.keyID) }

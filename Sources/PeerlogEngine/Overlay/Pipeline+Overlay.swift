@@ -16,45 +16,45 @@ import PeerlogStore
 /// - an order that is not the (HLC, CID) order, a flagged author, an equivocation twin stepping
 ///   aside, or a view changed by another binary: rebuilt from scratch (`rebuildOverlay`).
 extension Pipeline {
-    mutating func noteOverlayStored(_ r: Receipt) { overlayStored[r.group, default: []].append(r) }
+    mutating func noteOverlayStored(_ r: Receipt) { overlay.stored[r.group, default: []].append(r) }
 
     mutating func noteOverlayCommitted(_ r: Receipt, changedBase: Bool) {
-        overlayCommitted[r.group, default: []].append((r, changedBase))
+        overlay.committed[r.group, default: []].append((r, changedBase))
     }
 
-    mutating func noteOverlayRebuild(_ group: GroupID) { overlayRebuild.insert(group) }
+    mutating func noteOverlayRebuild(_ group: GroupID) { overlay.rebuild.insert(group) }
 
     /// Call before the first change to a group's receipts, flags or tombstone in a transaction:
     /// remembers whether the view was maintained up to here (the triggers count this
     /// transaction's changes too, so the stamp cannot be compared at the end).
     mutating func overlayBaseline(_ group: GroupID) throws {
-        guard overlayFreshAtStart[group] == nil else { return }
-        overlayFreshAtStart[group] = try db.overlayGroup(group).map { $0.fresh && $0.regular } ?? false
+        guard overlay.freshAtStart[group] == nil else { return }
+        overlay.freshAtStart[group] = try db.overlayGroup(group).map { $0.fresh && $0.regular } ?? false
     }
 
     /// Repairs the view of every group this transaction changed.
     mutating func maintainOverlays() throws {
-        let groups = Set(overlayStored.keys).union(overlayCommitted.keys).union(overlayRebuild)
+        let groups = Set(overlay.stored.keys).union(overlay.committed.keys).union(overlay.rebuild)
         for group in groups.sorted() { try maintainOverlay(group) }
     }
 
     private mutating func maintainOverlay(_ group: GroupID) throws {
-        let stored = overlayStored.removeValue(forKey: group) ?? []
-        let committed = overlayCommitted.removeValue(forKey: group) ?? []
-        let rebuild = overlayRebuild.remove(group) != nil
+        let stored = overlay.stored.removeValue(forKey: group) ?? []
+        let committed = overlay.committed.removeValue(forKey: group) ?? []
+        let rebuild = overlay.rebuild.remove(group) != nil
         if try isTombstoned(group) {
-            overlayHasEntities[group] = nil
+            overlay.hasEntities[group] = nil
             return try db.deleteOverlay(group)
         }
-        let freshAtStart = overlayFreshAtStart.removeValue(forKey: group) ?? false
+        let freshAtStart = overlay.freshAtStart.removeValue(forKey: group) ?? false
         guard !rebuild, freshAtStart, try db.overlayGroup(group) != nil else { return try rebuildOverlay(group) }
 
         var repair = OverlayRepair()
-        let storedHere = Set(stored.map(\.cid))
-        let committedHere = Set(committed.map(\.receipt.cid))
+        let storedNow = Set(stored.map(\.cid))
+        let committedNow = Set(committed.map(\.receipt.cid))
         for (c, changedBase) in committed {
             let p = OverlayPosition(c)
-            guard !storedHere.contains(c.cid), let step = try db.overlayStep(group, p) else {
+            guard !storedNow.contains(c.cid), let step = try db.overlayStep(group, p) else {
                 // Never in the view: only the committed state under it moved.
                 if changedBase { repair.refold(from: nil) }
                 continue
@@ -71,7 +71,7 @@ extension Pipeline {
 
         let flagged = stored.isEmpty ? [:] : try db.flaggedAuthors(group: group)
         let joining = stored.filter { r in
-            !committedHere.contains(r.cid) && flagged[r.author].map { r.counter < $0 } ?? true
+            !committedNow.contains(r.cid) && flagged[r.author].map { r.counter < $0 } ?? true
         }
         let batch = OverlayBatch(joining)
         var inserts = [(r: Receipt, p: OverlayPosition, op: GroupOperation?)]()

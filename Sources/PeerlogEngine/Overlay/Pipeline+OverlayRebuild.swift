@@ -43,7 +43,7 @@ extension Pipeline {
         try noteViewChange(group, key: key)
         // Usually the writer was stored by this transaction (a local write): no reload then.
         guard let writer = try db.lastOverlayWriter(group, key: key),
-            let r = try storedHere[writer.cid] ?? db.loadReceipt(writer.cid)?.receipt,
+            let r = try caches.storedHere[writer.cid] ?? db.loadReceipt(writer.cid)?.receipt,
             let op = try openedOperation(r)
         else {
             return try db.deleteOverlayEntity(group, key: key)
@@ -53,7 +53,7 @@ extension Pipeline {
             try db.putOverlayEntity(group, key: key, value: CBOREncoder.encode(value), cid: r.cid)
         default: try db.putOverlayEntity(group, key: key, value: nil, cid: r.cid)
         }
-        overlayHasEntities[group] = true
+        overlay.hasEntities[group] = true
     }
 
     /// Builds a group's view from scratch with the oracle (`TentativeOrder`, `Fold.step`). Steps
@@ -61,7 +61,7 @@ extension Pipeline {
     mutating func rebuildOverlay(_ group: GroupID) throws {
         for row in try db.overlayEntities(group) { try noteViewChange(group, key: row.key) }
         try db.clearOverlay(group)
-        overlayHasEntities[group] = nil
+        overlay.hasEntities[group] = nil
         let flagged = try db.flaggedAuthors(group: group)
         let held = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in
             flagged[r.author].map { r.counter < $0 } ?? true
@@ -91,7 +91,7 @@ extension Pipeline {
         for (key, w) in writers {
             try noteViewChange(group, key: key)
             try db.putOverlayEntity(group, key: key, value: w.value.map { CBOREncoder.encode($0) }, cid: w.cid)
-            overlayHasEntities[group] = true
+            overlay.hasEntities[group] = true
         }
         try db.saveOverlayGroup(group, state: state?.storedBytes, regular: regular)
     }

@@ -41,8 +41,8 @@ extension Pipeline {
     /// Call before the first write to `key`'s committed or tentative row in this transaction.
     mutating func noteViewChange(_ group: GroupID, key: String) throws {
         let k = ViewKey(group: group, key: key)
-        guard viewBefore[k] == nil else { return }
-        viewBefore[k] = try visible(k)
+        guard changeLog.viewBefore[k] == nil else { return }
+        changeLog.viewBefore[k] = try visible(k)
     }
 
     mutating func visible(_ k: ViewKey) throws -> VisibleEntity {
@@ -56,9 +56,9 @@ extension Pipeline {
     /// its committed row, and the overlay need not be read per key (a catch-up commits
     /// thousands of receipts into groups with nothing waiting). Set when a row is written.
     mutating func overlayMayHoldEntities(_ group: GroupID) throws -> Bool {
-        if let known = overlayHasEntities[group] { return known }
+        if let known = overlay.hasEntities[group] { return known }
         let has = try db.hasOverlayEntities(group)
-        overlayHasEntities[group] = has
+        overlay.hasEntities[group] = has
         return has
     }
 
@@ -67,10 +67,12 @@ extension Pipeline {
     /// because of the order alone: it was reordered. Read before `maintainOverlays`.
     mutating func entityKeysStoredInGroupsWithReorders() throws -> Set<ViewKey> {
         var groups = Set<GroupID>()
-        for e in report.events.dropFirst(eventsLogged) { if case .reordered(let g, _, _, _) = e { groups.insert(g) } }
+        for e in report.events.dropFirst(changeLog.eventsLogged) {
+            if case .reordered(let g, _, _, _) = e { groups.insert(g) }
+        }
         guard !groups.isEmpty else { return [] }
         var keys = Set<ViewKey>()
-        for r in storedHere.values where groups.contains(r.group) && r.type.hasPrefix("entity.") {
+        for r in caches.storedHere.values where groups.contains(r.group) && r.type.hasPrefix("entity.") {
             if let key = try openedOperation(r)?.entityKey {
                 keys.insert(ViewKey(group: r.group, key: key))
             }
@@ -81,19 +83,19 @@ extension Pipeline {
     /// Writes this settle's rows: invitations, membership, entities, reorders, committed
     /// ranges, rejections, deletions (in that order), then prunes past the retention window.
     mutating func logChanges(storedKeys: Set<ViewKey>) throws {
-        let events = report.events.dropFirst(min(eventsLogged, report.events.count))
-        eventsLogged = report.events.count
+        let events = report.events.dropFirst(min(changeLog.eventsLogged, report.events.count))
+        changeLog.eventsLogged = report.events.count
         var facts = ChangeFacts()
-        for e in events { facts.note(e, stored: storedHere, local: local.identity) }
+        for e in events { facts.note(e, stored: caches.storedHere, local: local.identity) }
 
         var rows = facts.invited.map {
             ChangeLogRow(group: $0.group, kind: ChangeLogKind.invited.rawValue, cid: $0.cid, at: now)
         }
         rows += facts.membership.sorted().map { ChangeLogRow(group: $0, kind: ChangeLogKind.members.rawValue, at: now) }
         var reordered = [GroupID: [String]]()
-        for (k, before) in viewBefore.sorted(by: { $0.key < $1.key }) where !facts.deleted.contains(k.group) {
+        for (k, before) in changeLog.viewBefore.sorted(by: { $0.key < $1.key }) where !facts.deleted.contains(k.group) {
             let after: VisibleEntity
-            if overlayHasEntities[k.group] == false, let written = committedHere[k] {
+            if overlay.hasEntities[k.group] == false, let written = caches.committedHere[k] {
                 after = VisibleEntity(value: written.bytes, tentative: false)  // no tentative row can shadow it
             } else {
                 after = try visible(k)
@@ -113,8 +115,8 @@ extension Pipeline {
                     group: k.group, kind: ChangeLogKind.entity.rawValue, key: k.key, oldValue: before.value,
                     newValue: after.value, flags: flags, at: now))
         }
-        viewBefore = [:]
-        committedHere = [:]
+        changeLog.viewBefore = [:]
+        caches.committedHere = [:]
         rows += reordered.sorted { $0.key < $1.key }.map { g, keys in
             ChangeLogRow(
                 group: g, kind: ChangeLogKind.reordered.rawValue,

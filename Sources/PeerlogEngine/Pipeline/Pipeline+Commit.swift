@@ -21,7 +21,7 @@ extension Pipeline {
         if let expected = try earliestOlderTentative(r.group), expected != r.cid {
             report.events.append(.reordered(group: r.group, seq: seq, expected: expected, committed: r.cid))
         }
-        if earliestOlderTentativeCache[r.group] == .some(r.cid) { earliestOlderTentativeCache[r.group] = nil }
+        if caches.earliestOlderTentative[r.group] == .some(r.cid) { caches.earliestOlderTentative[r.group] = nil }
         try overlayBaseline(r.group)
         let state = try committedState(r.group)
         var rejected: String?
@@ -38,7 +38,7 @@ extension Pipeline {
         noteOverlayCommitted(r, changedBase: changedBase)
         try record(db, rejected == nil ? .applied : .rejected, rejected)
         try db.setReceiptSeq(r.cid, seq: seq)
-        committedSeqs[r.group] = seq
+        caches.committedSeqs[r.group] = seq
         seqDirty.insert(r.group)
         try db.clearBackfillRequests(group: r.group, kind: .seq, subject: [], upTo: seq)
         report.committed += 1
@@ -49,7 +49,7 @@ extension Pipeline {
     /// transaction: what views showed next. Receipts arriving and committing in the same
     /// transaction were never shown, so they cannot have been reordered.
     mutating func earliestOlderTentative(_ group: GroupID) throws -> CID? {
-        try earliestOlderTentativeCache.value(group) { [db, firstNewReceiptID] in
+        try caches.earliestOlderTentative.value(group) { [db, firstNewReceiptID] in
             try db.firstTentative(group: $0, before: firstNewReceiptID)
         }
     }
@@ -62,11 +62,11 @@ extension Pipeline {
             try noteViewChange(r.group, key: key)
             let encoded = CBOREncoder.encode(value)
             try db.putEntity(group: r.group, key: key, value: encoded, cid: r.cid, seq: seq)
-            committedHere[ViewKey(group: r.group, key: key)] = CommittedValue(bytes: encoded)
+            caches.committedHere[ViewKey(group: r.group, key: key)] = CommittedValue(bytes: encoded)
         case .entityDelete(let key):
             try noteViewChange(r.group, key: key)
             try db.deleteEntity(group: r.group, key: key)
-            committedHere[ViewKey(group: r.group, key: key)] = CommittedValue(bytes: nil)
+            caches.committedHere[ViewKey(group: r.group, key: key)] = CommittedValue(bytes: nil)
         case .application:
             report.events.append(.application(group: r.group, seq: seq, receipt: r))
         case .sealed(_, let body):
@@ -88,7 +88,7 @@ extension Pipeline {
                 // A tombstone never expires; the log stays as evidence, materialized data goes.
                 try db.insertTombstone(group: r.group, cid: r.cid, seq: seq, at: now)
                 try db.deleteAllEntities(group: r.group)
-                tombstoneCache[r.group] = true
+                caches.tombstones[r.group] = true
             }
         }
     }
@@ -98,7 +98,7 @@ extension Pipeline {
             (identity: $0.identity.bytes, role: $0.role.rawValue, status: $0.status.rawValue)
         }
         try db.saveGroupState(group: state.group, blob: state.storedBytes, members: members, seq: seq, at: now)
-        stateCache[state.group] = .some(state)
+        caches.state[state.group] = .some(state)
     }
 
     /// A member's device just accepted an invitation to an encrypted group: this device hands it

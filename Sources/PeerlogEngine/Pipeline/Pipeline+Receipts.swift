@@ -21,7 +21,8 @@ extension Pipeline {
             return
         }
         if !verified {
-            let certOK = try knownCertificates.contains(r.certificate.cid) || db.certificateKnown(r.certificate.cid)
+            let certOK =
+                try caches.knownCertificates.contains(r.certificate.cid) || db.certificateKnown(r.certificate.cid)
             if case .invalid(let why) = r.verify(certificateVerified: certOK) {
                 return try recordInvalid(r, reason: why)
             }
@@ -35,7 +36,7 @@ extension Pipeline {
             return try recordInvalid(
                 r, reason: "author device \(r.author) was revoked by identity \(r.identity) in this group")
         }
-        if knownCertificates.insert(r.certificate.cid).inserted {
+        if caches.knownCertificates.insert(r.certificate.cid).inserted {
             try db.insertCertificate(r.certificate)
             if r.certificate.identity == local.identity { try db.insertIdentityDevice(r.certificate, at: now) }
         }
@@ -56,7 +57,7 @@ extension Pipeline {
             }
             try db.insertPendingReceipt(
                 r, reason: "waiting for author counters \(held + 1)...\(r.counter - 1)", at: now)
-            pendingReceiptCounts[r.group, default: 0] += 1
+            caches.pendingReceiptCounts[r.group, default: 0] += 1
             report.queued += 1
             try request(.requestAuthorCounters(group: r.group, author: r.author, from: held + 1, to: r.counter - 1))
             return
@@ -88,8 +89,8 @@ extension Pipeline {
             try db.insertRevocation(revocation)
         }
         if r.type == EpochKeyShare.receiptType { try takeEpochKey(from: r) }
-        heldCounters[AuthorKey(group: r.group, author: r.author)] = r.counter
-        storedHere[r.cid] = r
+        caches.heldCounters[AuthorKey(group: r.group, author: r.author)] = r.counter
+        caches.storedHere[r.cid] = r
         noteOverlayStored(r)
         report.stored += 1
         report.events.append(.tentative(group: r.group, cid: r.cid, type: r.type))
@@ -105,7 +106,7 @@ extension Pipeline {
         for item in pending {
             if item.seqOrCounter > held + 1 { break }
             try db.deletePendingReceipt(item.cid)
-            pendingReceiptCounts[group, default: 1] -= 1
+            caches.pendingReceiptCounts[group, default: 1] -= 1
             let r = try Receipt(encoded: item.encoded)
             if r.counter <= held {
                 try recordEquivocation(r)

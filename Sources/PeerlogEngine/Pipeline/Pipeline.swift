@@ -23,40 +23,62 @@ struct Pipeline {
     /// Groups whose reserved assignments this transaction commits (not planned again here).
     var reservedHere: Set<GroupID> = []
     private var touchedSet: Set<GroupID> = []
-    /// Committed group state, cached for the transaction (nil entries: group not created).
-    var stateCache = Memo<GroupID, GroupState?>()
-    var tombstoneCache = Memo<GroupID, Bool>()
-    var knownCertificates: Set<CID> = []
-    /// Per-transaction caches of counts the pipeline would otherwise query per item.
-    var pendingReceiptCounts = Memo<GroupID, Int>()
-    var pendingEnvelopeCounts = Memo<GroupID, Int>()
-    var heldCounters = Memo<AuthorKey, UInt64>()
-    var committedSeqs = Memo<GroupID, UInt64>()
-    /// Receipts stored and envelopes queued by this transaction, so commits need not reload them.
-    var storedHere: [CID: Receipt] = [:]
     /// Groups whose committed seq changed in this transaction (written once, in `settle`).
     var seqDirty: Set<GroupID> = []
-    var earliestOlderTentativeCache = Memo<GroupID, CID?>()
-    var queuedHere: [EnvelopeKey: Envelope] = [:]
+    /// What this transaction already read or wrote, so it does not query it again.
+    var caches = TransactionCaches()
     /// What this transaction did to each group's tentative view, repaired at the end of `settle`.
-    var overlayStored: [GroupID: [Receipt]] = [:]
-    var overlayCommitted: [GroupID: [(receipt: Receipt, changedBase: Bool)]] = [:]
-    var overlayRebuild: Set<GroupID> = []
-    /// Per group, whether its view was maintained when this transaction first changed the group
-    /// (before the triggers counted this transaction's own changes).
-    var overlayFreshAtStart: [GroupID: Bool] = [:]
-    /// Each key's visible state before this transaction first changed it (Pipeline+ChangeLog).
-    var viewBefore: [ViewKey: VisibleEntity] = [:]
-    /// How many of `report.events` the change log has seen.
-    var eventsLogged = 0
-    /// The committed value this transaction last wrote to each key (saves reading it back).
-    var committedHere: [ViewKey: CommittedValue] = [:]
-    /// Per group, whether its view may hold tentative entity rows (nil: not looked yet).
-    var overlayHasEntities: [GroupID: Bool] = [:]
-    /// The epoch keys this device holds, per group, opened for the transaction (§22.6).
-    var epochKeyCache = Memo<GroupID, [EpochKeyID: EpochKey]>()
-    /// Groups where a key arrived that committed receipts were waiting for: rebuilt in `settle`.
-    var keysArrived: Set<GroupID> = []
+    var overlay = OverlayNotes()
+    /// What the change log needs to write its rows at the end of `settle`.
+    var changeLog = ChangeLogNotes()
+    /// The epoch keys this transaction opened or received.
+    var keys = EpochKeyNotes()
+
+    /// Per-transaction caches of what the pipeline would otherwise query per item.
+    struct TransactionCaches {
+        /// Committed group state (nil entries: group not created).
+        var state = Memo<GroupID, GroupState?>()
+        var tombstones = Memo<GroupID, Bool>()
+        var knownCertificates: Set<CID> = []
+        var pendingReceiptCounts = Memo<GroupID, Int>()
+        var pendingEnvelopeCounts = Memo<GroupID, Int>()
+        var heldCounters = Memo<AuthorKey, UInt64>()
+        var committedSeqs = Memo<GroupID, UInt64>()
+        var earliestOlderTentative = Memo<GroupID, CID?>()
+        /// Receipts stored and envelopes queued by this transaction, so commits need not reload them.
+        var storedHere: [CID: Receipt] = [:]
+        var queuedHere: [EnvelopeKey: Envelope] = [:]
+        /// The committed value this transaction last wrote to each key (saves reading it back).
+        var committedHere: [ViewKey: CommittedValue] = [:]
+    }
+
+    /// What this transaction did to each group's tentative view (`Pipeline+Overlay`).
+    struct OverlayNotes {
+        var stored: [GroupID: [Receipt]] = [:]
+        var committed: [GroupID: [(receipt: Receipt, changedBase: Bool)]] = [:]
+        var rebuild: Set<GroupID> = []
+        /// Per group, whether its view was maintained when this transaction first changed the
+        /// group (before the triggers counted this transaction's own changes).
+        var freshAtStart: [GroupID: Bool] = [:]
+        /// Per group, whether its view may hold tentative entity rows (nil: not looked yet).
+        var hasEntities: [GroupID: Bool] = [:]
+    }
+
+    /// The change log's notes (`Pipeline+ChangeLog`).
+    struct ChangeLogNotes {
+        /// Each key's visible state before this transaction first changed it.
+        var viewBefore: [ViewKey: VisibleEntity] = [:]
+        /// How many of `report.events` the change log has seen.
+        var eventsLogged = 0
+    }
+
+    /// Epoch keys (§22.6, `Pipeline+EpochKeys`).
+    struct EpochKeyNotes {
+        /// The keys this device holds, per group, opened for the transaction.
+        var held = Memo<GroupID, [EpochKeyID: EpochKey]>()
+        /// Groups where a key arrived that committed receipts were waiting for: rebuilt in `settle`.
+        var arrived: Set<GroupID> = []
+    }
 
     struct EnvelopeKey: Hashable {
         let group: GroupID
@@ -85,26 +107,27 @@ struct Pipeline {
     }
 
     mutating func pendingReceiptCount(_ group: GroupID) throws -> Int {
-        try pendingReceiptCounts.value(group) { [db] in try db.pendingReceiptCount(group: $0) }
+        try caches.pendingReceiptCounts.value(group) { [db] in try db.pendingReceiptCount(group: $0) }
     }
 
     mutating func pendingEnvelopeCount(_ group: GroupID) throws -> Int {
-        try pendingEnvelopeCounts.value(group) { [db] in try db.pendingEnvelopeCount(group: $0) }
+        try caches.pendingEnvelopeCounts.value(group) { [db] in try db.pendingEnvelopeCount(group: $0) }
     }
 
     mutating func heldCounter(_ group: GroupID, _ author: DeviceID) throws -> UInt64 {
-        try heldCounters.value(AuthorKey(group: group, author: author)) { [db] in
+        try caches.heldCounters.value(AuthorKey(group: group, author: author)) { [db] in
             try db.heldCounter(group: $0.group, author: $0.author)
         }
     }
 
     mutating func isTombstoned(_ group: GroupID) throws -> Bool {
-        try tombstoneCache.value(group) { [db] in try db.isTombstoned(group: $0) }
+        try caches.tombstones.value(group) { [db] in try db.isTombstoned(group: $0) }
     }
 
     /// The committed state of a group (after its committed prefix), or nil if not created.
     mutating func committedState(_ group: GroupID) throws -> GroupState? {
-        try stateCache.value(group) { [db] in try db.groupStateBlob(group: $0).map { try GroupState(storedBytes: $0) } }
+        try caches.state.value(group) { [db] in try db.groupStateBlob(group: $0).map { try GroupState(storedBytes: $0) }
+        }
     }
 
     /// Emits a backfill action unless the same request is still in flight (the storm guard).
@@ -149,8 +172,8 @@ struct Pipeline {
             if k > 0, before / k < after / k { crossings.append(group) }
         }
         seqDirty = []
-        for group in keysArrived.sorted() { try rematerialize(group) }
-        keysArrived = []
+        for group in keys.arrived.sorted() { try rematerialize(group) }
+        keys.arrived = []
         // Made after this transaction commits, in their own (`Replica.snapshotAndCompact`): a
         // snapshot or compaction that cannot be written (a full disk) never holds back a commit.
         report.snapshotsDue += crossings

@@ -44,15 +44,15 @@ extension Pipeline {
             return
         }
         try db.insertPendingEnvelope(e, reason: "waiting for seq \(hwm + 1)", at: now)
-        queuedHere[EnvelopeKey(group: e.group, seq: e.seq, cid: e.receipt)] = e
-        pendingEnvelopeCounts[e.group] = nil  // INSERT OR IGNORE: recount when next needed
+        caches.queuedHere[EnvelopeKey(group: e.group, seq: e.seq, cid: e.receipt)] = e
+        caches.pendingEnvelopeCounts[e.group] = nil  // INSERT OR IGNORE: recount when next needed
         touch(e.group)
     }
 
     /// The committed high-water mark; within one ingest batch, envelopes queue and commit only
     /// at the end (in `settle`), so the value read once stays right until then.
     mutating func committedSeqCached(_ group: GroupID) throws -> UInt64 {
-        try committedSeqs.value(group) { [db] in try db.committedSeq(group: $0) }
+        try caches.committedSeqs.value(group) { [db] in try db.committedSeq(group: $0) }
     }
 
     private func tombstoneSeq(_ group: GroupID) throws -> UInt64? {
@@ -73,13 +73,13 @@ extension Pipeline {
             for stale in items { try db.deletePendingEnvelope(group: group, seq: seq, cid: stale.cid) }
             bySeq[seq] = nil
         }
-        pendingEnvelopeCounts[group] = nil
+        caches.pendingEnvelopeCounts[group] = nil
         while let next = bySeq[hwm + 1] {
             var committedOne = false
             var waiting = [QueuedItem]()
             for item in next {
                 let e =
-                    try queuedHere[EnvelopeKey(group: group, seq: item.seqOrCounter, cid: item.cid)]
+                    try caches.queuedHere[EnvelopeKey(group: group, seq: item.seqOrCounter, cid: item.cid)]
                     ?? Envelope(encoded: item.encoded)
                 guard let receipt = try receiptForCommit(e.receipt) else {
                     try db.updatePendingEnvelopeReason(
@@ -119,7 +119,7 @@ extension Pipeline {
     /// The receipt an envelope names, if held. If it is held only as equivocation evidence and
     /// its twin is still tentative, the twin steps aside: the sequencer's choice is final.
     mutating func receiptForCommit(_ cid: CID) throws -> Receipt? {
-        if let here = storedHere[cid] { return here }
+        if let here = caches.storedHere[cid] { return here }
         if let stored = try db.loadReceipt(cid) { return stored.receipt }
         guard let evidence = try db.equivocation(cid),
             let twin = try db.receiptCID(group: evidence.group, author: evidence.author, counter: evidence.counter),
@@ -127,7 +127,7 @@ extension Pipeline {
         else { return nil }
         try overlayBaseline(evidence.group)
         try db.deleteReceipt(twin)
-        storedHere[twin] = nil
+        caches.storedHere[twin] = nil
         noteOverlayRebuild(evidence.group)
         try db.insertEquivocation(twinStored.receipt, at: now)
         try db.markProcessed(

@@ -91,8 +91,8 @@ extension Pipeline {
         try db.setFloor(group: group, seq: mark.seq, snapshot: mark.cid, authors: snapshot.authors)
         try dropOldSnapshots(group)
         // Only committed receipts went: the tentative view is as it was; repair stamps it so.
-        if overlayCommitted[group] == nil { overlayCommitted[group] = [] }
-        heldCounters = Memo()
+        if overlay.committed[group] == nil { overlay.committed[group] = [] }
+        caches.heldCounters = Memo()
         return CompactionResult(group: group, floor: mark.seq, snapshot: mark.cid, pruned: pruned)
     }
 
@@ -117,19 +117,19 @@ extension Pipeline {
             try noteViewChange(g, key: e.key)
             let encoded = CBOREncoder.encode(e.value)
             try db.putEntity(group: g, key: e.key, value: encoded, cid: e.cid, seq: e.seq)
-            committedHere[ViewKey(group: g, key: e.key)] = CommittedValue(bytes: encoded)
+            caches.committedHere[ViewKey(group: g, key: e.key)] = CommittedValue(bytes: encoded)
         }
         for e in try db.entities(group: g) where !keys.contains(e.key) {
             try noteViewChange(g, key: e.key)
             try db.deleteEntity(group: g, key: e.key)
-            committedHere[ViewKey(group: g, key: e.key)] = CommittedValue(bytes: nil)
+            caches.committedHere[ViewKey(group: g, key: e.key)] = CommittedValue(bytes: nil)
         }
         let state = b.snapshot.state
         try db.saveGroupState(
             group: g, blob: state.storedBytes,
             members: state.sortedMembers.map { ($0.identity.bytes, $0.role.rawValue, $0.status.rawValue) },
             seq: b.snapshot.seq, at: now)
-        stateCache[g] = state
+        caches.state[g] = state
         for (r, e) in b.history + b.authorityChanges.map({ ($0.0, $0.1) }) + [(b.anchorReceipt, b.anchor)] {
             // At or below our mark we hold what was committed, or it is below our floor: the
             // items there were not checked against an authority (`checkSnapshotTrust`).
@@ -137,7 +137,8 @@ extension Pipeline {
                 try db.receiptCID(group: g, author: r.author, counter: r.counter) == nil,
                 try db.envelopeCID(group: g, seq: e.seq) == nil
             else { continue }
-            if knownCertificates.insert(r.certificate.cid).inserted, try !db.certificateKnown(r.certificate.cid) {
+            if caches.knownCertificates.insert(r.certificate.cid).inserted, try !db.certificateKnown(r.certificate.cid)
+            {
                 try db.insertCertificate(r.certificate)
             }
             try db.insertReceipt(r, receivedAt: now)
@@ -152,8 +153,8 @@ extension Pipeline {
                 seq: b.snapshot.seq, cid: b.cid, stateHash: b.snapshot.stateHash, encoded: b.encoded,
                 anchorEnvelope: b.anchor.encoded, anchorReceipt: b.anchorReceipt.encoded, madeAt: now))
         try dropOldSnapshots(g)
-        heldCounters = Memo()
-        committedSeqs[g] = b.snapshot.seq
+        caches.heldCounters = Memo()
+        caches.committedSeqs[g] = b.snapshot.seq
         noteOverlayRebuild(g)
         touch(g)
         report.snapshotsInstalled.append(b.snapshot.seq)
