@@ -37,6 +37,8 @@ public final class PeerlogNode: Service, Sendable {
     private let pairing: PairingHost
     /// Starts a dialer while the node runs (set by `run`).
     private let adoptDialer = Mutex<(@Sendable (Dialer) -> Void)?>(nil)
+    /// The LAN peers and relay links while `run` runs (the hub asks them through its delegate).
+    private let links = Mutex<(lan: LanPeers, relays: RelayLinks)?>(nil)
     /// Groups whose invitation is accepted as soon as it arrives (`invite join`).
     private let autoAccept: Mutex<Set<GroupID>>
 
@@ -158,15 +160,10 @@ public final class PeerlogNode: Service, Sendable {
             startDialer.yield($0)
         }
         let relays = RelayLinks(logger: logger, overrides: configuration.relayAddresses) { startDialer.yield($0) }
-        hub.dialerStatus.withLock { $0 = { [dialers] in dialers.map(\.status) + relays.status + lan.status } }
-        hub.onMembershipChange.withLock { $0 = { lan.recheck() } }
-        hub.onRelaysChange.withLock { $0 = { relays.reconcile($0) } }
+        links.withLock { $0 = (lan, relays) }
         adoptDialer.withLock { $0 = { startDialer.yield($0) } }
         pairing.attach(group, listening: boundAddress.withLock { $0 })
-        hub.pairingStatus.withLock { $0 = { [pairing] in pairing.status(now: WallClock.nowMillis()) } }
-        hub.pairingOpen.withLock { $0 = { [self] in await answerPairingOpen($0) } }
-        hub.pairingAdopt.withLock { $0 = { [self] in adopt($0) } }
-        hub.onGroupOperations.withLock { $0 = { [self] in acceptInvitations() } }
+        hub.delegate = self
         await hub.start()
         let discovery = configuration.discovery ? startDiscovery(lan) : nil
         logger.info(
@@ -192,6 +189,7 @@ public final class PeerlogNode: Service, Sendable {
             discovery?.stop()
             lan.stopAll()
             relays.stopAll()
+            links.withLock { $0 = nil }
             for dialer in dialers { dialer.stop() }
             // A close record on every connection; a dialer's run ends with its connection.
             await hub.stop()
@@ -354,4 +352,23 @@ public final class PeerlogNode: Service, Sendable {
             }
             .connect(host: address.host, port: address.port).get()
     }
+}
+
+extension PeerlogNode: NodeHubDelegate {
+    func peerStatus() -> [PeerStatus] {
+        let links = links.withLock { $0 }
+        return dialers.map(\.status) + (links?.relays.status ?? []) + (links?.lan.status ?? [])
+    }
+
+    func membershipChanged() { links.withLock { $0 }?.lan.recheck() }
+
+    func relaysChanged(_ relays: Set<RelayEndpoint>) { links.withLock { $0 }?.relays.reconcile(relays) }
+
+    func groupOperationsChanged() { acceptInvitations() }
+
+    func pairingStatus() -> PairingStatus? { pairing.status(now: WallClock.nowMillis()) }
+
+    func pairingOpen(_ request: PairingOpenRequest) async -> [UInt8] { await answerPairingOpen(request) }
+
+    func pairingAdopt(_ adoption: PairingAdoption) -> [UInt8] { adopt(adoption) }
 }

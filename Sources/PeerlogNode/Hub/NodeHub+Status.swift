@@ -29,10 +29,10 @@ extension NodeHub {
             case .success(.captureStop):
                 reply(stopCapture())
             case .success(.pairOpen(let request)):
-                let open = pairingOpen.withLock { $0 }
-                Task { reply(await open(request)) }
+                guard let delegate else { return reply(ControlReply.error("this node hosts no pairing sessions")) }
+                Task { reply(await delegate.pairingOpen(request)) }
             case .success(.pairAdopt(let adoption)):
-                reply(pairingAdopt.withLock { $0 }(adoption))
+                reply(delegate?.pairingAdopt(adoption) ?? ControlReply.error("this node cannot adopt pairings"))
             case .failure(let invalid):
                 reply(ControlReply.error(invalid.description))
             }
@@ -56,13 +56,13 @@ extension NodeHub {
         status.discoveryUnavailable = discoveryState.withLock { $0.unavailable }
         status.discovery = discoveryState.withLock { $0.enabled }
         status.capture = capture.status
-        status.pairing = pairingStatus.withLock { $0 }()
+        status.pairing = delegate?.pairingStatus()
         return status
     }
 
     /// Must run on the hub's queue.
     func buildStatus() -> NodeStatus {
-        let dialers = dialerStatus.withLock { $0 }()
+        let dialers = delegate?.peerStatus() ?? []
         var peers = dialers
         let dialedDevices = Set(dialers.compactMap(\.device))
         let sessionStatus = sessionsSnapshot()
@@ -116,7 +116,7 @@ extension NodeHub {
             refusals: recentRefusals(),
             rejected: recentRejections(),
             rejectedTotal: rejectedTotal,
-            pairing: pairingStatus.withLock { $0 }(),
+            pairing: delegate?.pairingStatus(),
             revoked: (try? replica.revocation(of: device.device))?.reason,
             builtAt: WallClock.nowMillis(),
             blobs: blobs.status()

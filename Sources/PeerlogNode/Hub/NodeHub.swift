@@ -49,24 +49,14 @@ final class NodeHub: @unchecked Sendable {
     let metrics: NodeMetrics
     /// Set by the node before it starts.
     let listening = Mutex<String?>(nil)
-    let dialerStatus = Mutex<@Sendable () -> [PeerStatus]>({ [] })
     let discoveryState = Mutex<(enabled: Bool, unavailable: String?)>((false, nil))
-    /// Called (on the hub's executor) when the set of identities we let in changed.
-    let onMembershipChange = Mutex<@Sendable () -> Void>({})
-    /// The node's pairing sessions for `status` (nil: none ran).
-    let pairingStatus = Mutex<@Sendable () -> PairingStatus?>({ nil })
-    /// Answers `pair open` (the reply document); set by the node.
-    let pairingOpen = Mutex<@Sendable (PairingOpenRequest) async -> [UInt8]>({ _ in
-        ControlReply.error("this node hosts no pairing sessions")
-    })
-    /// Answers `pair adopt` (the reply document); set by the node.
-    let pairingAdopt = Mutex<@Sendable (PairingAdoption) -> [UInt8]>({ _ in
-        ControlReply.error("this node cannot adopt pairings")
-    })
-    /// Called (on the hub's executor) after group operations were stored or committed.
-    let onGroupOperations = Mutex<@Sendable () -> Void>({})
-    /// Called (on the hub's executor) when the relays our groups name changed.
-    let onRelaysChange = Mutex<@Sendable (Set<RelayEndpoint>) -> Void>({ _ in })
+    /// The node around the hub; set once, before `start` (weak: the node owns the hub).
+    private let delegateSlot = Mutex<WeakDelegate>(WeakDelegate())
+    private struct WeakDelegate { weak var value: (any NodeHubDelegate)? }
+    var delegate: (any NodeHubDelegate)? {
+        get { delegateSlot.withLock { $0.value } }
+        set { delegateSlot.withLock { $0.value = newValue } }
+    }
 
     // Executor-confined state.
     private(set) var machine: NodeStateMachine
@@ -339,11 +329,11 @@ final class NodeHub: @unchecked Sendable {
                 logger.error("cannot read group members: \(error)")
             }
             election.refresh()
-            onGroupOperations.withLock { $0 }()
+            delegate?.groupOperationsChanged()
         case .admissionChanged:
-            onMembershipChange.withLock { $0 }()
+            delegate?.membershipChanged()
         case .relaysChanged(let relays):
-            onRelaysChange.withLock { $0 }(relays)
+            delegate?.relaysChanged(relays)
         case .retryQueued(let via):
             // What it applies changes the stamp, so the poll that follows pushes it.
             let report = try? replica.retryPending()
