@@ -39,7 +39,7 @@ extension SyncSession {
             ignored += 1
             if m.isBatch {
                 guard granted > 0 else { throw SyncFailure("credit", "\"\(m.type)\" sent without credit") }
-                if autoGrant { send(.credit(1), into: &out) } else { granted -= 1 }
+                if options.autoGrant { send(.credit(1), into: &out) } else { granted -= 1 }
             }
             return
         }
@@ -85,7 +85,7 @@ extension SyncSession {
                 snapshot: true)
             let ingest = SyncIngest(
                 group: g, receipts: [], envelopes: [], from: peer.device, sender: peer.identity,
-                snapshot: bundle, trustedForBootstrap: trustsPeerForBootstrap)
+                snapshot: bundle, trustedForBootstrap: options.trustsPeerForBootstrap)
             if bundle.blob != nil {
                 // Its bytes are a blob: the node fetches it, then `snapshotBlobFetched` ingests
                 // it. The session goes on meanwhile; the peer waits for this group's vector.
@@ -153,7 +153,7 @@ extension SyncSession {
         peerReadsSnapshots = capabilities.contains(Self.snapshotsCapability)
         peerReadsSnapshotBlobs =
             peerReadsSnapshots && capabilities.contains(Self.snapshotBlobsCapability)
-            && capabilities.contains(Self.blobsCapability) && offersBlobs
+            && capabilities.contains(Self.blobsCapability) && options.offersBlobs
         peerReadsEncrypted = capabilities.contains(Self.encryptedGroupsCapability)
         peerKeepsAlive = capabilities.contains(Self.keepaliveCapability)
         guard let common = versions.filter(Self.versions.contains).max() else {
@@ -292,7 +292,7 @@ extension SyncSession {
                 cid: cid, reason: String(reason.utf8.prefix(limits.maxErrorMessageBytes)) ?? "refused")
         }
         if !refused.isEmpty { send(.refused(group: g, items: refused), into: &out) }
-        if autoGrant {
+        if options.autoGrant {
             granted += 1
             send(.credit(1), into: &out)
         }

@@ -74,12 +74,8 @@ public final class SyncSession {
     var heardSinceTick = false
     /// The peer listed `keepalive` in its hello.
     var peerKeepsAlive = false
-    /// Whether our hello lists `keepalive` (off only to act as a peer from before keepalives).
-    public var offersKeepalive = true
     /// The peer listed `blobs` in its hello.
     public internal(set) var peerServesBlobs = false
-    /// Whether our hello lists `blobs`.
-    public var offersBlobs = true
     /// The last tick at which we withheld all credit from the peer: its answers could not come.
     var creditWithheldAt: UInt64 = 0
     var nextRequestID: UInt64 = 1
@@ -102,36 +98,56 @@ public final class SyncSession {
     var peerReadsSnapshots = false
     /// The peer's hello lists `snapshot_blobs`: a snapshot too big for a message goes as a blob.
     var peerReadsSnapshotBlobs = false
-    /// Whether our hello lists `snapshots` (off only to act as a peer from before snapshots).
-    public var offersSnapshots = true
-    /// Whether our hello lists `encrypted_groups` (off only to act as a peer from before them).
-    public var offersEncryptedGroups = true
     /// The peer listed `encrypted_groups` in its hello.
     var peerReadsEncrypted = false
     /// Encrypted groups withdrawn from a peer without `encrypted_groups`: not offered again in
     /// this session (it is told once).
     var cannotFollow = Set<GroupID>()
-    /// The node trusts this peer to start a group the replica holds nothing of from its snapshot
-    /// (its identity is ours, or named by `allow` or a pairing: docs/SECURITY.md "Snapshots").
-    /// Set before `start()`. A replica that holds the group checks a snapshot against its own
-    /// committed authority instead, whoever sends it.
-    public var trustsPeerForBootstrap = false
-    /// Whether our hello lists `commits` (set before `start()`; off only to exercise the
-    /// `receipts` + `envelopes` pairs an older peer would get).
-    public var offersCommits = true
-    /// Whether our hello lists `prevote` (set before `start()`; off only to act as a peer
-    /// from before pre-vote).
-    public var offersPreVote = true
-    /// Whether our hello lists `envelope_runs` (off only to act as a peer from before batched envelopes).
-    public var offersEnvelopeRuns = true
-    /// Grant one credit back after each ingested batch. A node applying backpressure turns this
-    /// off and calls `grant(_:)` itself; the peer then stalls once its credit is spent.
-    public var autoGrant = true
+
+    /// What this end offers and how it behaves; set before `start()` (`options.autoGrant` may change later).
+    public var options: Options
+
+    /// What a session offers in its hello and how it paces the peer. The defaults are what a
+    /// current node does; the `offers…` switches go off only to act as a peer of an earlier
+    /// version (the tests do).
+    public struct Options: Sendable {
+        /// Whether our hello lists `keepalive` (off only to act as a peer from before keepalives).
+        public var offersKeepalive = true
+        /// Whether our hello lists `blobs`.
+        public var offersBlobs = true
+        /// Whether our hello lists `snapshots` (off only to act as a peer from before snapshots).
+        public var offersSnapshots = true
+        /// Whether our hello lists `encrypted_groups` (off only to act as a peer from before them).
+        public var offersEncryptedGroups = true
+        /// The node trusts this peer to start a group the replica holds nothing of from its snapshot
+        /// (its identity is ours, or named by `allow` or a pairing: docs/SECURITY.md "Snapshots").
+        /// Set before `start()`. A replica that holds the group checks a snapshot against its own
+        /// committed authority instead, whoever sends it.
+        public var trustsPeerForBootstrap = false
+        /// Whether our hello lists `commits` (set before `start()`; off only to exercise the
+        /// `receipts` + `envelopes` pairs an older peer would get).
+        public var offersCommits = true
+        /// Whether our hello lists `prevote` (set before `start()`; off only to act as a peer
+        /// from before pre-vote).
+        public var offersPreVote = true
+        /// Whether our hello lists `envelope_runs` (off only to act as a peer from before batched envelopes).
+        public var offersEnvelopeRuns = true
+        /// Grant one credit back after each ingested batch. A node applying backpressure turns this
+        /// off and calls `grant(_:)` itself; the peer then stalls once its credit is spent.
+        public var autoGrant = true
+
+        /// The defaults.
+        public init() {}
+    }
 
     /// A session of `local` with the device `peer` (its certificate, from the secure channel),
     /// reading `store`, under `limits` (the §15.3 defaults unless given). Nothing is sent until
     /// `start()` (or the first `receive`, which starts it).
-    public init(local: LocalDevice, peer: DeviceCertificate, store: any SyncStore, limits: SyncLimits = .init()) {
+    public init(
+        local: LocalDevice, peer: DeviceCertificate, store: any SyncStore, limits: SyncLimits = .init(),
+        options: Options = .init()
+    ) {
+        self.options = options
         self.local = local
         self.peer = peer
         self.store = store
@@ -147,11 +163,13 @@ public final class SyncSession {
             let groups = try store.syncOfferedGroups(to: peer).sorted()
             offered = Set(groups)
             let offers: [(Bool, String)] = [
-                (offersCommits, Self.commitsCapability), (offersPreVote, Self.preVoteCapability),
-                (offersEnvelopeRuns, Self.envelopeRunsCapability), (offersSnapshots, Self.snapshotsCapability),
-                (offersEncryptedGroups, Self.encryptedGroupsCapability), (offersKeepalive, Self.keepaliveCapability),
-                (offersBlobs, Self.blobsCapability),
-                (offersBlobs && offersSnapshots, Self.snapshotBlobsCapability),
+                (options.offersCommits, Self.commitsCapability), (options.offersPreVote, Self.preVoteCapability),
+                (options.offersEnvelopeRuns, Self.envelopeRunsCapability),
+                (options.offersSnapshots, Self.snapshotsCapability),
+                (options.offersEncryptedGroups, Self.encryptedGroupsCapability),
+                (options.offersKeepalive, Self.keepaliveCapability),
+                (options.offersBlobs, Self.blobsCapability),
+                (options.offersBlobs && options.offersSnapshots, Self.snapshotBlobsCapability),
             ]
             let capabilities = offers.filter(\.0).map(\.1)
             send(
@@ -315,7 +333,7 @@ public final class SyncSession {
         }
     }
 
-    /// Lets the peer send `n` more batches (for nodes that manage credit with `autoGrant` off).
+    /// Lets the peer send `n` more batches (for nodes that manage credit with `options.autoGrant` off).
     public func grant(_ n: UInt64) -> [SyncAction] {
         requireNoIngestPending()
         guard phase != .closed, n > 0 else { return [] }

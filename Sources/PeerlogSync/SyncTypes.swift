@@ -34,7 +34,7 @@ public struct SyncIngest: Sendable {
     /// A `snapshot` message's bundle: install it instead (`receipts` and `envelopes` are empty).
     public var snapshot: SnapshotBundle? = nil
     /// The node trusts the peer to start a group this replica holds nothing of
-    /// (``SyncSession/trustsPeerForBootstrap``).
+    /// (`SyncSession.Options.trustsPeerForBootstrap`).
     public var trustedForBootstrap = false
 }
 

@@ -8,7 +8,7 @@ public protocol SyncWriter: AnyObject {
     /// Verifies, stores and applies what `peer` sent.
     func ingest(receipts: [Receipt], envelopes: [Envelope], from peer: DeviceID?) throws -> IngestReport
     /// Verifies and installs a snapshot a peer of identity `sender` and device `device` sent
-    /// (§23.3); `trustedForBootstrap`: see ``SyncSession/trustsPeerForBootstrap``.
+    /// (§23.3); `trustedForBootstrap`: see `SyncSession.Options.trustsPeerForBootstrap`.
     func installSnapshot(
         _ bundle: SnapshotBundle, from sender: IdentityID, device: DeviceID?, trustedForBootstrap: Bool
     ) throws -> IngestReport

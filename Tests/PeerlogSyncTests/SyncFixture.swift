@@ -61,15 +61,15 @@ final class Mesh {
                 session: SyncSession(
                     local: peers[j].device, peer: peers[i].device.certificate, store: peers[j].replica,
                     limits: peerLimits ?? limits)))
-        ends[a].session.offersCommits = commits
-        ends[b].session.offersCommits = commits
-        ends[a].session.offersPreVote = preVote
-        ends[b].session.offersEnvelopeRuns = envelopeRuns
-        ends[b].session.offersSnapshots = snapshots
-        ends[b].session.offersEncryptedGroups = encryptedGroups
-        ends[b].session.offersKeepalive = keepalive
-        ends[a].session.trustsPeerForBootstrap = trusted
-        ends[b].session.trustsPeerForBootstrap = trusted
+        ends[a].session.options.offersCommits = commits
+        ends[b].session.options.offersCommits = commits
+        ends[a].session.options.offersPreVote = preVote
+        ends[b].session.options.offersEnvelopeRuns = envelopeRuns
+        ends[b].session.options.offersSnapshots = snapshots
+        ends[b].session.options.offersEncryptedGroups = encryptedGroups
+        ends[b].session.options.offersKeepalive = keepalive
+        ends[a].session.options.trustsPeerForBootstrap = trusted
+        ends[b].session.options.trustsPeerForBootstrap = trusted
         partner += [b, a]
         route(ends[a].session.start(), from: a)
         route(ends[b].session.start(), from: b)

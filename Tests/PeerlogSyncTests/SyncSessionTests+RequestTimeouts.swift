@@ -119,7 +119,7 @@ struct SyncRequestTimeoutTests {
         let session = s.mesh.ends[s.alice].session
         s.tick(10_000)
         s.ask()
-        session.autoGrant = false
+        session.options.autoGrant = false
         // Bob pushes a batch per write until the credit Alice granted is spent.
         for i in 0..<12 {
             try s.mesh.peers[1].put(s.group, "k\(i)", Int64(i))
@@ -129,7 +129,7 @@ struct SyncRequestTimeoutTests {
         #expect(session.status().creditGranted == 0)
         s.tick(20_000)
         #expect(s.repeats.isEmpty, "no credit: the wait does not run")
-        session.autoGrant = true
+        session.options.autoGrant = true
         s.mesh.route(session.grant(8), from: s.alice)
         s.mesh.pump()
         #expect(session.status().creditGranted > 0)

@@ -130,7 +130,7 @@ struct SyncSessionTests {
             return true
         }
         let (a, b) = mesh.connect(0, 1, limits: limits)
-        mesh.ends[b].session.autoGrant = false  // bob never returns credit
+        mesh.ends[b].session.options.autoGrant = false  // bob never returns credit
         mesh.pump()
         #expect(batches == Int(limits.initialCredit))
         #expect(mesh.ends[a].session.status().creditAvailable == 0)

@@ -31,7 +31,7 @@ func floorBench(updates: Int) throws {
         let target = try Replica(path: dir + "/\(name).sqlite", device: joiner)
         let a = SyncSession(local: owner, peer: joiner.certificate, store: source)
         let b = SyncSession(local: joiner, peer: owner.certificate, store: target)
-        b.offersSnapshots = snapshots
+        b.options.offersSnapshots = snapshots
         var bytes = 0
         let seconds = timed {
             var toA = [[UInt8]]()

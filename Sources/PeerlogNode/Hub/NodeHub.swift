@@ -278,7 +278,7 @@ final class NodeHub: @unchecked Sendable {
         case .startSession(let id):
             guard let link = links[id] else { return }
             let session = SyncSession(local: device, peer: link.peer, store: replica, limits: syncLimits)
-            session.trustsPeerForBootstrap = machine.admission.trustsForBootstrap(link.peer.identity)
+            session.options.trustsPeerForBootstrap = machine.admission.trustsForBootstrap(link.peer.identity)
             sessions[id] = session
             perform(session.start(), on: id)
         case .close(let id, let reason):
