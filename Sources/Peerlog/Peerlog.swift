@@ -100,7 +100,7 @@ public final class Peerlog: Sendable {
         } catch {
             throw PeerlogError(.home, "cannot open the replica in \(home): \(error)")
         }
-        // Change rows compare with the maintained view: build any view an older binary left behind.
+        // Change rows compare with the overlay: build any overlay an older binary left behind.
         if rebuildViews && replica.store.access == .readWrite { _ = try? replica.buildMissingTentativeViews() }
         replica.subscribe { [signal] _ in signal.fire() }
         // A daemon of this home in another process learns of the write now, not at its next poll.

@@ -1,6 +1,7 @@
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
+import PeerlogTestSupport
 import Testing
 
 /// Sharing follows membership in every live session (§15.2.3, §15.2.10): an invitee whose copy
@@ -9,9 +10,9 @@ import Testing
 struct MembershipSyncTests {
     /// Alice's group of `writes` committed puts with Bob invited last (the worst case for an
     /// interrupted catch-up: every chunk but the last predates his invitation).
-    func invitedLast(writes: Int) throws -> (Peer, Peer, GroupID) {
-        let alice = try Peer("alice")
-        let bob = try Peer("bob")
+    func invitedLast(writes: Int) throws -> (TestReplica, TestReplica, GroupID) {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let g = try alice.replica.createGroup(name: "long")
         for i in 0..<writes { try alice.put(g, "k\(i)", Int64(i)) }
         try alice.replica.append(.memberAdded(identity: bob.identity, role: .member), to: g)
@@ -53,7 +54,7 @@ struct MembershipSyncTests {
         // Bob's partial copy does not name Carol (added after it ends), who offers the group:
         // Bob accepts it to receive, but sends her nothing, as she is no member in his view.
         let (alice, bob, g) = try invitedLast(writes: 1_200)
-        let carol = try Peer("carol")
+        let carol = try TestReplica("carol")
         try alice.replica.append(.memberAdded(identity: carol.identity, role: .member), to: g)
         let m = Mesh([alice, bob])
         var delivered = 0
@@ -77,7 +78,7 @@ struct MembershipSyncTests {
     }
 
     @Test func aRemovedMemberIsSentNothingMoreAndToldWhy() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let (alice, bob) = (peers[0], peers[1])
         let g = try sharedGroup(peers)
         let mesh = Mesh(peers)

@@ -3,11 +3,12 @@ import PeerlogEngine
 import PeerlogModel
 import PeerlogStore
 import PeerlogSync
+import PeerlogTestSupport
 import Testing
 
 /// The `revocations` message (docs/PROTOCOL.md §15.1) and its place in a session.
 struct RevocationSyncTests {
-    static let alice = try! Peer("alice")
+    static let alice = try! TestReplica("alice")
     static let laptop = try! alice.device.additionalDevice(name: "laptop", createdAt: 2)
 
     static func revocation(_ createdAt: UInt64 = 10) throws -> DeviceRevocation {
@@ -46,8 +47,8 @@ struct RevocationSyncTests {
     /// most `maxRevocationsPerMessage`; the receiving session reports the valid ones (a bad
     /// signature is counted and dropped), and a replica stores what it is given.
     @Test func aRevocationReachesAPeerAndIsStored() throws {
-        let alice = try Peer("alice")
-        let bob = try Peer("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         var held: [DeviceRevocation] = []
         for i in 0..<3 {
             let device = try alice.device.additionalDevice(name: "old\(i)", createdAt: 2)

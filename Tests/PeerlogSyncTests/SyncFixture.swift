@@ -5,10 +5,6 @@ import PeerlogStore
 import PeerlogSync
 import PeerlogTestSupport
 
-/// A device of the sync tests: the shared fixture of PeerlogTestSupport (its own in-memory
-/// replica on a `ManualClock`, keys from its name).
-typealias Peer = TestReplica
-
 /// Sessions between peers over in-memory queues, pumped until quiet. Like a node, it fans
 /// an ingest on one session out to the owner's other sessions as `localChanged`.
 final class Mesh {
@@ -20,7 +16,7 @@ final class Mesh {
         var closed: String?
     }
 
-    let peers: [Peer]
+    let peers: [TestReplica]
     var ends: [End] = []
     var partner: [Int] = []
     /// Return false to drop a message on its way from end `from` (counts as sent).
@@ -28,7 +24,7 @@ final class Mesh {
     /// Changes a message on its way (a tampering network).
     var rewrite: (SyncMessage) -> SyncMessage = { $0 }
 
-    init(_ peers: [Peer]) { self.peers = peers }
+    init(_ peers: [TestReplica]) { self.peers = peers }
 
     /// Opens a pair of sessions between peers `i` and `j`; returns their end indices.
     @discardableResult
@@ -121,7 +117,7 @@ final class Mesh {
 }
 
 /// A group owned by peers[0] with the others invited and accepted, spread by syncing.
-func sharedGroup(_ peers: [Peer], name: String = "g") throws -> GroupID {
+func sharedGroup(_ peers: [TestReplica], name: String = "g") throws -> GroupID {
     let owner = peers[0]
     let g = try owner.replica.createGroup(name: name)
     for p in peers.dropFirst() { try owner.replica.append(.memberAdded(identity: p.identity, role: .member), to: g) }

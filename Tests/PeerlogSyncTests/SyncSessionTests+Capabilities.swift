@@ -9,8 +9,8 @@ import Testing
 /// groups (§22) is sent none, is told why, and still syncs the plaintext groups it shares.
 @Suite struct SyncCapabilityTests {
     @Test func aPeerWithoutEncryptedGroupsIsToldWhyAndSentNothingOfOne() throws {
-        let alice = try Peer("alice")
-        let bob = try Peer("bob")
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
         let sealed = try alice.replica.createGroup(name: "sealed", encryption: GroupEncryptionSettings(history: false))
         let plain = try alice.replica.createGroup(name: "plain")
         for g in [sealed, plain] {

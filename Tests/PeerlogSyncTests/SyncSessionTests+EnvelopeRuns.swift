@@ -1,17 +1,18 @@
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
+import PeerlogTestSupport
 import Testing
 
 /// Batched envelopes over sync (PROTOCOL.md §15.2.4): only peers listing `envelope_runs` get
 /// run items; others get single envelopes the sequencer signs again, or tentative receipts.
 struct EnvelopeRunSyncTests {
-    func envelopes(_ p: Peer, _ g: GroupID) throws -> [Envelope] {
+    func envelopes(_ p: TestReplica, _ g: GroupID) throws -> [Envelope] {
         try p.replica.syncCommitted(group: g, fromSeq: 1, limit: 1_000).map { try Envelope(encoded: $0.envelope) }
     }
 
     @Test func aPeerWithoutTheCapabilityGetsSingleEnvelopesFromTheSequencer() throws {
-        let peers = [try Peer("alice"), try Peer("bob"), try Peer("carol")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob"), try TestReplica("carol")]
         let g = try sharedGroup(peers)
         let before = try peers[0].replica.vector(of: g).committed
         try peers[0].replica.appendBatch((0..<30).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: g)
@@ -32,7 +33,7 @@ struct EnvelopeRunSyncTests {
     }
 
     @Test func aPeerWithoutTheCapabilityGetsTentativeReceiptsFromANonSequencer() throws {
-        let peers = [try Peer("alice"), try Peer("bob"), try Peer("carol")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob"), try TestReplica("carol")]
         let g = try sharedGroup(peers)
         let before = try peers[0].replica.vector(of: g).committed
         try peers[0].replica.appendBatch((0..<30).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: g)

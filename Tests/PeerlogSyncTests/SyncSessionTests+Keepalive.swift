@@ -1,6 +1,7 @@
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
+import PeerlogTestSupport
 import Testing
 
 /// Keepalive and idle timeout (§15.2.12), time passed in with `tick(now:)`: no sockets, no clock.
@@ -19,7 +20,7 @@ struct SyncKeepaliveTests {
         var silent: Int?
 
         init(keepalive: Bool = true, silentFromStart: Bool = false) throws {
-            let peers = [try Peer("alice"), try Peer("bob")]
+            let peers = [try TestReplica("alice"), try TestReplica("bob")]
             _ = try sharedGroup(peers)
             mesh = Mesh(peers)
             if silentFromStart { silent = 1 }

@@ -2,13 +2,14 @@ import PeerlogEncoding
 import PeerlogModel
 import PeerlogSequencer
 import PeerlogSync
+import PeerlogTestSupport
 import Testing
 
 /// Pre-vote across versions (PROTOCOL.md §18.3): pre-vote kinds go only to peers whose hello
 /// lists `prevote`; for an older peer the session answers with that peer's grant itself.
 extension SyncSessionTests {
     @Test func preVoteGoesOnlyToPeersThatListTheCapability() throws {
-        let peers = [try Peer("alice"), try Peer("bob"), try Peer("carol")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob"), try TestReplica("carol")]
         let g = try sharedGroup(peers)
         let mesh = Mesh(peers)
         // Bob's session with alice acts as a peer from before pre-vote; carol's is current.
@@ -38,7 +39,7 @@ extension SyncSessionTests {
     }
 
     @Test func unknownElectionKindFromAPeerIsIgnoredAndTheSessionStaysOpen() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g = try sharedGroup(peers)
         let mesh = Mesh(peers)
         let (a, _) = mesh.connect(0, 1)

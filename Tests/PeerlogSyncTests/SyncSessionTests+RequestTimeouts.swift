@@ -1,6 +1,7 @@
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
+import PeerlogTestSupport
 import Testing
 
 /// Requests in flight time out (§15.2.7): a peer that never answers cannot leave a request
@@ -16,7 +17,7 @@ struct SyncRequestTimeoutTests {
         var answered = false
 
         init(limits: SyncLimits) throws {
-            let peers = [try Peer("alice"), try Peer("bob")]
+            let peers = [try TestReplica("alice"), try TestReplica("bob")]
             group = try sharedGroup(peers)
             mesh = Mesh(peers)
             alice = mesh.connect(0, 1, limits: limits).0

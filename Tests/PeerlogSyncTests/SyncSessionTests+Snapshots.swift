@@ -10,10 +10,10 @@ import Testing
 @Suite struct SyncSnapshotTests {
     /// Alice (sequencer, snapshots every `interval` commits) writes `writes` puts over `keys`
     /// keys with Bob a member; Carol is invited and holds nothing yet.
-    func setUp(interval: UInt64, writes: Int, keys: Int, retention: Bool = false) throws -> ([Peer], GroupID) {
+    func setUp(interval: UInt64, writes: Int, keys: Int, retention: Bool = false) throws -> ([TestReplica], GroupID) {
         var limits = ReplicaLimits()
         limits.snapshotInterval = interval
-        let peers = [try Peer("alice", limits: limits), try Peer("bob"), try Peer("carol")]
+        let peers = [try TestReplica("alice", limits: limits), try TestReplica("bob"), try TestReplica("carol")]
         let g = try sharedGroup(Array(peers.prefix(2)))
         if retention { try peers[0].replica.setRetention(of: g, minAgeMillis: 0) }
         for i in 0..<writes {
@@ -27,7 +27,7 @@ import Testing
     /// The snapshot was refused at `end` with a reason containing `why`, the receiver (peer 2)
     /// took the log instead (no floor, the sender's committed state), and the session stayed open.
     func expectLogInstead(
-        _ mesh: Mesh, end: Int, _ peers: [Peer], _ g: GroupID, refusedFor why: String,
+        _ mesh: Mesh, end: Int, _ peers: [TestReplica], _ g: GroupID, refusedFor why: String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
         let refused = mesh.ends[end].events.contains { e in
@@ -87,7 +87,7 @@ import Testing
     @Test func aSnapshotOver4MiBGoesAsABlobReference() throws {
         var limits = ReplicaLimits()
         limits.snapshotInterval = 0
-        let peers = [try Peer("alice", limits: limits), try Peer("bob"), try Peer("carol")]
+        let peers = [try TestReplica("alice", limits: limits), try TestReplica("bob"), try TestReplica("carol")]
         // The snapshot's blob goes to the in-memory stores' blob directory: removed after.
         defer { for p in peers { try? FileManager.default.removeItem(atPath: p.replica.blobFiles.directory) } }
         let g = try sharedGroup(Array(peers.prefix(2)))

@@ -2,13 +2,14 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
+import PeerlogTestSupport
 import Testing
 
 /// The session writes nothing: a batch comes out as `.ingest` for the driver, a peer's vector
 /// as `.recordPeerVector`, and the driver's outcome goes back in through `ingested(_:)`.
 extension SyncSessionTests {
     /// A session of bob's with alice after hello, and alice's vector for `g` delivered.
-    func openSession(_ peers: [Peer], _ g: GroupID) -> SyncSession {
+    func openSession(_ peers: [TestReplica], _ g: GroupID) -> SyncSession {
         let s = SyncSession(local: peers[1].device, peer: peers[0].device.certificate, store: peers[1].replica)
         _ = s.start()
         _ = s.receive(SyncMessage.hello(versions: [1], capabilities: ["commits"], groups: [g]).encoded())
@@ -16,7 +17,7 @@ extension SyncSessionTests {
     }
 
     @Test func aBatchIsHandedToTheDriverAndNothingIsWrittenUntilItIngests() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g = try sharedGroup(peers)
         try peers[0].put(g, "k", 1)
         let rows = try peers[0].replica.syncCommitted(
@@ -50,7 +51,7 @@ extension SyncSessionTests {
 
     @Test func aFailedIngestEndsTheSessionAsAStoreFailure() throws {
         struct DiskFull: Error {}
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g = try sharedGroup(peers)
         try peers[0].put(g, "k", 1)
         let rows = try peers[0].replica.syncCommitted(
@@ -67,7 +68,7 @@ extension SyncSessionTests {
     }
 
     @Test func aPeersVectorIsRecordedAndReplacedByItsNextOne() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g = try sharedGroup(peers)
         for i in 0..<3 { try peers[1].put(g, "b\(i)", Int64(i)) }
         let bobVector = try peers[1].replica.vector(of: g)

@@ -2,10 +2,11 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PeerlogSync
+import PeerlogTestSupport
 import Testing
 
 struct SyncSessionTests {
-    func converged(_ peers: [Peer], _ g: GroupID) throws {
+    func converged(_ peers: [TestReplica], _ g: GroupID) throws {
         let first = try peers[0].hashes(g)
         let vector = try peers[0].replica.vector(of: g)
         for p in peers.dropFirst() {
@@ -15,7 +16,7 @@ struct SyncSessionTests {
     }
 
     @Test func invitationReachesTheInviteeAndWritesApartConverge() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g = try sharedGroup(peers)
         #expect(try peers[1].replica.state(of: g, view: .committed)?.members[peers[1].identity]?.status == .active)
         // Apart: both write; alice (the sequencer) commits hers, bob's stay tentative.
@@ -40,7 +41,7 @@ struct SyncSessionTests {
     }
 
     @Test func partialOverlapSendsExactlyTheDifference() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g = try sharedGroup(peers)
         for i in 0..<7 { try peers[0].put(g, "k\(i)", Int64(i)) }
         let mesh = Mesh(peers)
@@ -52,7 +53,7 @@ struct SyncSessionTests {
     }
 
     @Test func onlySharedGroupsAreSentAndNonMembersGetNothing() throws {
-        let peers = [try Peer("alice"), try Peer("bob"), try Peer("carol")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob"), try TestReplica("carol")]
         let shared = try sharedGroup(Array(peers.prefix(2)))
         let private_ = try peers[0].replica.createGroup(name: "alice only")
         try peers[0].put(private_, "secret", 1)
@@ -72,7 +73,7 @@ struct SyncSessionTests {
     }
 
     @Test func livePushAfterInitialSyncAndThreeWayFanOut() throws {
-        let peers = [try Peer("alice"), try Peer("bob"), try Peer("carol")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob"), try TestReplica("carol")]
         let g = try sharedGroup(peers)
         let mesh = Mesh(peers)
         mesh.connect(0, 1)
@@ -94,7 +95,7 @@ struct SyncSessionTests {
     }
 
     @Test func droppedEnvelopesBecomeRequestsAndFillTheGap() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g = try sharedGroup(peers)
         var limits = SyncLimits()
         limits.maxBatchItems = 4
@@ -116,7 +117,7 @@ struct SyncSessionTests {
     }
 
     @Test func senderStallsAtInitialCreditAndUncreditedBatchesClose() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g = try sharedGroup(peers)
         var limits = SyncLimits()
         limits.maxBatchItems = 2
@@ -147,7 +148,7 @@ struct SyncSessionTests {
 
     @Test(arguments: [true, false])
     func catchUpOfThousandsRespectsBatchLimits(commits: Bool) throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g = try sharedGroup(peers)
         for i in 0..<5_000 { try peers[0].put(g, "k\(i % 300)", Int64(i)) }
         var limits = SyncLimits()
@@ -180,7 +181,7 @@ struct SyncSessionTests {
     }
 
     @Test func queueOverflowFallsBackToResync() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g = try sharedGroup(peers)
         var limits = SyncLimits()
         limits.maxBatchItems = 3
@@ -195,7 +196,7 @@ struct SyncSessionTests {
     }
 
     @Test func noCommonVersionAndUnknownMessages() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let s = SyncSession(local: peers[0].device, peer: peers[1].device.certificate, store: peers[0].replica)
         _ = s.start()
         let unknown = s.receive(CBOREncoder.encode(.textMap(["t": "gossip"])))
@@ -214,7 +215,7 @@ struct SyncSessionTests {
     }
 
     @Test func itemsForUnsyncedGroupsAndMalformedInputClose() throws {
-        let peers = [try Peer("alice"), try Peer("bob")]
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
         func fresh() -> SyncSession {
             let s = SyncSession(local: peers[0].device, peer: peers[1].device.certificate, store: peers[0].replica)
             _ = s.start()
@@ -237,7 +238,7 @@ struct SyncSessionTests {
     }
 
     @Test func splicedContainersMatchTheModel() throws {
-        let p = try Peer("alice")
+        let p = try TestReplica("alice")
         let g = try p.replica.createGroup(name: "g")
         try p.put(g, "k", 1)
         let log = try p.replica.log(of: g, view: .committed)

@@ -2,7 +2,7 @@ import PeerlogEncoding
 import PeerlogModel
 import PeerlogStore
 
-/// The slow paths of the maintained view: re-checking a suffix of the order, rebuilding a
+/// The slow paths of the overlay: re-checking a suffix of the order, rebuilding a
 /// group from scratch, and rewriting a key's tentative row.
 extension Pipeline {
     /// Re-checks steps from `start` (nil: the first) in order, writing changed outcomes and

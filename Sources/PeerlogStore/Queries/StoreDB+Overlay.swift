@@ -89,7 +89,7 @@ extension StoreDB {
         try execute("DELETE FROM overlay_entities WHERE group_id = ?", [group.bytes.blob])
     }
 
-    /// Groups with a maintained view that something else changed since (an older binary).
+    /// Groups with an overlay that something else changed since (an older binary).
     package func staleOverlayGroups() throws -> [GroupID] {
         try rows("SELECT group_id FROM overlay_groups WHERE changes != maintained").map {
             try GroupID(bytes: ($0["group_id"] as Data).bytes)
