@@ -90,8 +90,7 @@ public struct EncryptedBody: Hashable, Sendable {
     /// Parses a receipt body of the form `{"k", "n", "c"}`; throws a `ModelError` for any other.
     public init(cbor: CBOR) throws {
         let what = "encrypted body"
-        guard case .map(let map) = cbor else { throw ModelError(.wrongShape, "\(what) must be a CBOR map") }
-        try Fields.requireKeys(map, ["k", "n", "c"], what: what)
+        let map = try Fields.exactMap(cbor, ["k", "n", "c"], what: what)
         try self.init(
             keyID: EpochKeyID(bytes: Fields.bytes(map, "k", what: what)), nonce: Fields.bytes(map, "n", what: what),
             ciphertext: Fields.bytes(map, "c", what: what))

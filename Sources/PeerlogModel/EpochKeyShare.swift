@@ -50,8 +50,7 @@ public struct EpochKeyShare: Hashable, Sendable {
     /// Parses a `group.key` body; throws a `ModelError` for any other shape.
     public init(body: CBOR) throws {
         let what = "group.key body"
-        guard case .map(let map) = body else { throw ModelError(.wrongShape, "\(what) must be a CBOR map") }
-        try Fields.requireKeys(map, ["key", "rotate", "sealed"], what: what)
+        let map = try Fields.exactMap(body, ["key", "rotate", "sealed"], what: what)
         guard case .bool(let rotate)? = map[.text("rotate")] else {
             throw ModelError(.wrongShape, "\(what).rotate must be a boolean")
         }

@@ -78,8 +78,7 @@ public struct SealedEpochKey: Hashable, Sendable {
     /// Parses `{"device", "epk", "box"}`.
     public init(cbor: CBOR) throws {
         let what = "sealed epoch key"
-        guard case .map(let map) = cbor else { throw ModelError(.wrongShape, "\(what) must be a CBOR map") }
-        try Fields.requireKeys(map, ["device", "epk", "box"], what: what)
+        let map = try Fields.exactMap(cbor, ["device", "epk", "box"], what: what)
         try self.init(
             device: DeviceID(bytes: Fields.bytes(map, "device", what: what, count: 32)),
             ephemeral: Fields.bytes(map, "epk", what: what), box: Fields.bytes(map, "box", what: what))

@@ -52,6 +52,13 @@ enum Fields {
     }
 
     /// Requires exactly `keys` to be present, so unknown fields cannot ride along under a signature.
+    /// `value` as a map with exactly `keys` (text keys, none missing, none unknown).
+    static func exactMap(_ value: CBOR, _ keys: Set<String>, what: String) throws -> [CBOR: CBOR] {
+        guard case .map(let map) = value else { throw ModelError(.wrongShape, "\(what) must be a CBOR map") }
+        try requireKeys(map, keys, what: what)
+        return map
+    }
+
     static func requireKeys(_ map: [CBOR: CBOR], _ keys: Set<String>, what: String) throws {
         let present = Set(map.keys.compactMap(\.textValue))
         guard present.count == map.count else { throw ModelError(.wrongShape, "\(what) has a non-text key") }

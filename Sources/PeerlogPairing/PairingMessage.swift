@@ -83,21 +83,9 @@ enum PairingMessage: Hashable, Sendable {
         guard input.count <= maxBytes else {
             throw PairingError(.malformed, "message is \(input.count) bytes, limit \(maxBytes)")
         }
-        let value: CBOR
-        do {
-            value = try CBORDecoder(
-                mode: .strict,
-                limits: .init(maxDepth: 2, maxStringBytes: maxBytes, maxCollectionCount: 8, maxInputBytes: maxBytes)
-            ).decode(input)
-        } catch {
-            throw PairingError(.malformed, "not deterministic CBOR: \(error)")
-        }
-        guard case .map(let map) = value else { throw PairingError(.malformed, "message is not a CBOR map") }
-        var fields: [String: CBOR] = [:]
-        for (k, v) in map {
-            guard let key = k.textValue else { throw PairingError(.malformed, "message has a non-text key") }
-            fields[key] = v
-        }
+        let fields = try textKeyedMap(
+            input, limits: .init(maxDepth: 2, maxStringBytes: maxBytes, maxCollectionCount: 8, maxInputBytes: maxBytes),
+            code: .malformed, what: "message")
         guard let type = fields["t"]?.textValue else { throw PairingError(.malformed, "message has no text \"t\"") }
         func exactly(_ keys: Set<String>) throws(PairingError) {
             guard Set(fields.keys) == keys.union(["t"]) else {
@@ -150,4 +138,22 @@ enum PairingMessage: Hashable, Sendable {
             throw PairingError(.unexpectedMessage, "unknown pairing message type \"\(type.prefix(32))\"")
         }
     }
+}
+
+/// The strict deterministic CBOR map in `bytes`, keyed by text: what every pairing message and
+/// payload is. Anything else is one `code` error naming `what`.
+func textKeyedMap(
+    _ bytes: [UInt8], limits: CBORDecoder.Limits, code: PairingError.Code, what: String
+) throws(PairingError) -> [String: CBOR] {
+    let value: CBOR
+    do { value = try CBORDecoder(mode: .strict, limits: limits).decode(bytes) } catch {
+        throw PairingError(code, "\(what): not deterministic CBOR: \(error)")
+    }
+    guard case .map(let map) = value else { throw PairingError(code, "\(what) is not a CBOR map") }
+    var out: [String: CBOR] = [:]
+    for (k, v) in map {
+        guard let key = k.textValue else { throw PairingError(code, "\(what) has a non-text key") }
+        out[key] = v
+    }
+    return out
 }

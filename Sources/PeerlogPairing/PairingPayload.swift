@@ -43,23 +43,12 @@ enum PayloadCodec {
     ) throws
         -> [String: CBOR]
     {
-        let value: CBOR
-        do {
-            value = try CBORDecoder(
-                mode: .strict,
-                limits: .init(
-                    maxDepth: 3, maxStringBytes: PairingPayloadLimits.maxPayloadBytes, maxCollectionCount: 32,
-                    maxInputBytes: PairingPayloadLimits.maxPayloadBytes)
-            ).decode(bytes)
-        } catch {
-            throw PairingError(.badPayload, "\(type): not deterministic CBOR: \(error)")
-        }
-        guard case .map(let map) = value else { throw PairingError(.badPayload, "\(type) is not a CBOR map") }
-        var out: [String: CBOR] = [:]
-        for (k, v) in map {
-            guard let key = k.textValue else { throw PairingError(.badPayload, "\(type) has a non-text key") }
-            out[key] = v
-        }
+        let out = try textKeyedMap(
+            bytes,
+            limits: .init(
+                maxDepth: 3, maxStringBytes: PairingPayloadLimits.maxPayloadBytes, maxCollectionCount: 32,
+                maxInputBytes: PairingPayloadLimits.maxPayloadBytes),
+            code: .badPayload, what: type)
         guard out["t"]?.textValue == type else { throw PairingError(.badPayload, "payload is not a \(type)") }
         let present = Set(out.keys).subtracting(["t"])
         guard keys.isSubset(of: present), present.isSubset(of: keys.union(optional)) else {
