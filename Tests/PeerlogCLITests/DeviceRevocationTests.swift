@@ -115,7 +115,15 @@ struct DeviceRevocationTests {
                 (try? TestSupport.peerlog(["get", "--home", c.home, group, "after"]).status) == 0
                     && (try? TestSupport.peerlog(["get", "--home", a.home, group, "carol-after"]).status) == 0
             }, "A and C stopped syncing\n\(da.stderr)\n\(dc.stderr)")
-        Thread.sleep(forTimeInterval: 1)
+        // The barrier: B has dialled each of them again since both writes were there, and each
+        // refused it at the handshake (a refusal logged after the writes), so had anything
+        // leaked it would have leaked by now.
+        let refusal = "not authorized: device \(b): \(reason)"
+        let (refusedByA, refusedByC) = (da.stderr.count(of: refusal), dc.stderr.count(of: refusal))
+        #expect(
+            TestSupport.waitUntil(timeout: 30) {
+                da.stderr.count(of: refusal) > refusedByA && dc.stderr.count(of: refusal) > refusedByC
+            }, "B did not dial again\nA:\n\(da.stderr)\nC:\n\(dc.stderr)")
         for key in ["after", "carol-after"] {
             #expect(try TestSupport.peerlog(["get", "--home", bHome, group, key]).status == 1, "\(key) reached B")
         }
@@ -138,4 +146,9 @@ struct DeviceRevocationTests {
         }
         #expect(da.isRunning && dc.isRunning && db.isRunning)
     }
+}
+
+extension String {
+    /// How many times `needle` occurs (without overlaps).
+    fileprivate func count(of needle: String) -> Int { components(separatedBy: needle).count - 1 }
 }
