@@ -60,8 +60,7 @@ struct BlobFetch: AsyncParsableCommand {
     @Flag(help: "Print the blob as JSON.") var json = false
 
     func run() async throws {
-        let peerlog = try await home.open()
-        let id = try await group.resolve(in: peerlog)
+        let (peerlog, id) = try await home.open(group)
         let blob = try await Self.fetch(key, in: id, peerlog: peerlog, wait: wait)
         if json {
             print(Self.json(blob).serialized(pretty: true))

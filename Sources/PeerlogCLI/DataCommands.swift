@@ -23,8 +23,7 @@ struct Get: AsyncParsableCommand {
 
     func run() async throws {
         if let out { return try await writeBlob(to: out) }
-        let peerlog = try await home.openForReading()
-        let id = try await group.resolve(in: peerlog)
+        let (peerlog, id) = try await home.openForReading(group)
         guard let entity = try await peerlog.entry(key, in: id, view: view.view) else {
             throw CLIError("no value for \"\(key)\" in the \(view.view.rawValue) view of \(id)")
         }
@@ -44,8 +43,7 @@ struct Get: AsyncParsableCommand {
 
 extension Get {
     func writeBlob(to path: String) async throws {
-        let peerlog = try await home.open()
-        let id = try await group.resolve(in: peerlog)
+        let (peerlog, id) = try await home.open(group)
         // The value's receipt may still be on its way: wait for it as for the bytes.
         let deadline = ContinuousClock.now + .seconds(wait)
         while try await peerlog.entry(key, in: id, view: view.view) == nil && ContinuousClock.now < deadline {
@@ -70,8 +68,7 @@ struct DeleteCommand: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let peerlog = try await home.open()
-        let id = try await group.resolve(in: peerlog)
+        let (peerlog, id) = try await home.open(group)
         let result = try await peerlog.delete(key, in: id)
         printAppend(result, group: id, summary: "Deleted \"\(key)\"", json: output.json)
     }
@@ -127,8 +124,7 @@ struct StateHash: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let peerlog = try await home.openForReading()
-        let id = try await group.resolve(in: peerlog)
+        let (peerlog, id) = try await home.openForReading(group)
         let committed = hexString(try await peerlog.stateHash(of: id, view: .committed))
         let tentative = hexString(try await peerlog.stateHash(of: id, view: .tentative))
         if output.json {

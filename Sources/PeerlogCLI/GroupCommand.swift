@@ -202,8 +202,7 @@ extension GroupCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let peerlog = try await home.openForReading()
-            let id = try await group.resolve(in: peerlog)
+            let (peerlog, id) = try await home.openForReading(group)
             guard let state = try await peerlog.group(id, view: view.view) else {
                 throw CLIError(
                     "group \(id) has no state yet in the \(view.view.rawValue) view (its group.created receipt is not held)"

@@ -24,8 +24,7 @@ extension GroupCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let peerlog = try await home.open()
-            let id = try await group.resolve(in: peerlog)
+            let (peerlog, id) = try await home.open(group)
             if let every {
                 try await peerlog.setSnapshotInterval(of: id, every)
                 if output.json {
@@ -64,8 +63,7 @@ extension GroupCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let peerlog = try await home.open()
-            let id = try await group.resolve(in: peerlog)
+            let (peerlog, id) = try await home.open(group)
             let result = try await peerlog.compact(id)
             if output.json {
                 print(
@@ -110,8 +108,7 @@ extension GroupCommand {
         }
 
         func run() async throws {
-            let peerlog = try await home.open()
-            let id = try await group.resolve(in: peerlog)
+            let (peerlog, id) = try await home.open(group)
             if on { try await peerlog.setRetention(of: id, minimumAge: .seconds(Int64(minAge) * 86_400)) }
             if off { try await peerlog.setRetention(of: id, minimumAge: nil) }
             let now = try await peerlog.retention(of: id)

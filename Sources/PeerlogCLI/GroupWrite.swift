@@ -33,8 +33,7 @@ struct GroupWrite<Arguments: GroupWriteArguments>: AsyncParsableCommand {
 
     func run() async throws {
         let step = try arguments.write()
-        let peerlog = try await home.open()
-        let id = try await group.resolve(in: peerlog)
+        let (peerlog, id) = try await home.open(group)
         // The name before the write: a rename reports the old one.
         let name = try await peerlog.group(id)?.name ?? id.string
         printAppend(try await step.perform(peerlog, id), group: id, summary: step.summary(name), json: output.json)

@@ -31,6 +31,18 @@ struct HomeOptions: ParsableArguments {
         return try await Peerlog.openForReading(home: path, rebuildViews: rebuildViews)
     }
 
+    /// `open()`, and the id `group` names there.
+    func open(_ group: GroupArgument) async throws -> (Peerlog, GroupID) {
+        let peerlog = try await open()
+        return (peerlog, try await group.resolve(in: peerlog))
+    }
+
+    /// `openForReading()`, and the id `group` names there.
+    func openForReading(_ group: GroupArgument) async throws -> (Peerlog, GroupID) {
+        let peerlog = try await openForReading()
+        return (peerlog, try await group.resolve(in: peerlog))
+    }
+
     func loadDevice() throws -> LocalDevice { try LocalDevice.load(home: path) }
 
     /// Fails with the init hint when the home holds no identity. Checked before opening, so

@@ -91,8 +91,7 @@ struct InviteCommand: AsyncParsableCommand {
 
         func run() async throws {
             let role = try parseRole(role)
-            let peerlog = try await home.open()
-            let id = try await group.resolve(in: peerlog)
+            let (peerlog, id) = try await home.open(group)
             do {
                 printTicket(
                     try await peerlog.createInviteCode(to: id, as: role, expiresIn: expiry.duration),

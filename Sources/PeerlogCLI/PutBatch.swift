@@ -28,8 +28,7 @@ enum PutBatch {
         }
         let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
         guard !lines.isEmpty else { throw CLIError("--batch \(file) holds no operations") }
-        let peerlog = try await put.home.open()
-        let id = try await put.group.resolve(in: peerlog)
+        let (peerlog, id) = try await put.home.open(put.group)
         let ops = lines.map(\.op)
         let chunk = Peerlog.maxBatchOperations
         var results = [PeerlogWrite]()

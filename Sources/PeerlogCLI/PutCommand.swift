@@ -80,8 +80,7 @@ struct Put: AsyncParsableCommand {
         } else {
             cbor = .text(text)
         }
-        let peerlog = try await home.open()
-        let id = try await group.resolve(in: peerlog)
+        let (peerlog, id) = try await home.open(group)
         let result = try await peerlog.put(key, cbor: cbor, in: id)
         printAppend(result, group: id, summary: "Set \"\(key)\"", json: output.json)
     }
@@ -100,8 +99,7 @@ struct Put: AsyncParsableCommand {
     }
 
     func putBlob(_ key: String, file: String) async throws {
-        let peerlog = try await home.open()
-        let id = try await group.resolve(in: peerlog)
+        let (peerlog, id) = try await home.open(group)
         let terminal = isatty(2) == 1
         let result = try await peerlog.put(key, file: file, in: id) { read in
             if terminal {

@@ -17,8 +17,7 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         // Checked before opening too, so that this is the error whatever else is wrong.
         if FileIO.exists(file) { throw CLIError("\(file) already exists; refusing to overwrite it") }
-        let peerlog = try await home.openForReading()
-        let id = try await group.resolve(in: peerlog)
+        let (peerlog, id) = try await home.openForReading(group)
         let bar = TransferProgressBar.onTerminal()
         defer { bar?.clear() }
         let counts = try await peerlog.export(group: id, to: file, progress: bar?.report)

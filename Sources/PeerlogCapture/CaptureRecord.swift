@@ -129,7 +129,8 @@ package struct CaptureError: CodedError {
     package let code: Code
     /// The byte offset in the file, when the problem is at one.
     package let offset: Int?
-    package let message: String
+    /// What is wrong, for people.
+    package let detail: String
     /// The capture file, when known.
     package var path: String?
     /// Where the error was raised.
@@ -143,19 +144,14 @@ package struct CaptureError: CodedError {
     ) {
         self.code = code
         self.offset = offset
-        self.message = message
+        detail = message
         self.path = path
         self.file = file
         self.line = line
     }
 
-    /// Errors are equal when their codes are.
-    package static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, consistent with `==`.
-    package func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     package var description: String {
-        (path.map { "\($0): " } ?? "") + (offset.map { "offset \($0): " } ?? "") + message
+        (path.map { "\($0): " } ?? "") + (offset.map { "offset \($0): " } ?? "") + detail
     }
 }
 

@@ -80,7 +80,7 @@ package struct RawDecrypt {
                     try Self.decrypt(
                         stream, fromInitiator: fromInitiator, entry: entry, side: side, connection: id,
                         rekeyInterval: rekeyInterval, into: &out)
-                } catch let e as CaptureError { problems.append(e.message) }
+                } catch let e as CaptureError { problems.append(e.detail) }
             }
             out.sort { $0.time < $1.time }
             records += out

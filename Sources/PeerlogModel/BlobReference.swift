@@ -12,10 +12,7 @@ public struct BlobID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// Throws a `ModelError` unless `bytes` holds exactly 32 bytes.
     public init(bytes: [UInt8]) throws {
-        guard bytes.count == Self.length else {
-            throw ModelError(.fieldOutOfRange, "a blob id is \(Self.length) bytes, got \(bytes.count)")
-        }
-        self.bytes = bytes
+        self.bytes = try Fields.fixedLength(bytes, Self.length, what: "blob id")
     }
 
     /// Parses the text form (`b` + base32, as every Peerlog id).

@@ -11,10 +11,7 @@ public struct EpochKeyID: Hashable, Comparable, Sendable, CustomStringConvertibl
 
     /// Throws a `ModelError` unless `bytes` holds exactly 16 bytes.
     public init(bytes: [UInt8]) throws {
-        guard bytes.count == Self.length else {
-            throw ModelError(.fieldOutOfRange, "epoch key id must be \(Self.length) bytes, got \(bytes.count)")
-        }
-        self.bytes = bytes
+        self.bytes = try Fields.fixedLength(bytes, Self.length, what: "epoch key id")
     }
 
     /// Byte-wise order.

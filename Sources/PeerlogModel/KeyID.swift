@@ -65,10 +65,7 @@ public struct GroupID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// Throws a `ModelError` unless `bytes` holds exactly 16 bytes.
     public init(bytes: [UInt8]) throws {
-        guard bytes.count == Self.length else {
-            throw ModelError(.fieldOutOfRange, "group id must be 16 bytes, got \(bytes.count)")
-        }
-        self.bytes = bytes
+        self.bytes = try Fields.fixedLength(bytes, Self.length, what: "group id")
     }
 
     /// A fresh id from the system's secure random generator, as a group's creator chooses it

@@ -52,6 +52,14 @@ enum Fields {
     }
 
     /// Requires exactly `keys` to be present, so unknown fields cannot ride along under a signature.
+    /// `bytes` when it holds exactly `count` of them (a fixed-length id); else `fieldOutOfRange`.
+    static func fixedLength(_ bytes: [UInt8], _ count: Int, what: String) throws -> [UInt8] {
+        guard bytes.count == count else {
+            throw ModelError(.fieldOutOfRange, "\(what) must be \(count) bytes, got \(bytes.count)")
+        }
+        return bytes
+    }
+
     /// `value` as a map with exactly `keys` (text keys, none missing, none unknown).
     static func exactMap(_ value: CBOR, _ keys: Set<String>, what: String) throws -> [CBOR: CBOR] {
         guard case .map(let map) = value else { throw ModelError(.wrongShape, "\(what) must be a CBOR map") }

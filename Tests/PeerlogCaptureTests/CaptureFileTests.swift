@@ -39,7 +39,7 @@ import Testing
                 #expect(partial.records.count < full)  // only at block boundaries
             } catch let e as CaptureError {
                 errors += 1
-                #expect(e.offset != nil || cut < 4 || e.message.contains("no Peerlog"), "cut \(cut): \(e)")
+                #expect(e.offset != nil || cut < 4 || e.detail.contains("no Peerlog"), "cut \(cut): \(e)")
                 #expect("\(e)".contains("offset") || cut < 4, "cut \(cut): \(e)")
             }
         }
@@ -60,7 +60,7 @@ import Testing
             _ = try CaptureFile(bytes: trailer)
             Issue.record("accepted a bad trailer")
         } catch let e as CaptureError {
-            #expect(e.message.contains("trailer"), "\(e)")
+            #expect(e.detail.contains("trailer"), "\(e)")
             #expect(e.offset == bytes.count - 4)
         }
 
@@ -70,14 +70,14 @@ import Testing
             _ = try CaptureFile(bytes: huge)
             Issue.record("accepted a huge block")
         } catch let e as CaptureError {
-            #expect(e.message.contains("limit"), "\(e)")
+            #expect(e.detail.contains("limit"), "\(e)")
         }
 
         do {
             _ = try CaptureFile(bytes: Array("hello, not a capture".utf8))
             Issue.record("accepted text")
         } catch let e as CaptureError {
-            #expect(e.message.contains("not a pcapng or pcap file"))
+            #expect(e.detail.contains("not a pcapng or pcap file"))
             #expect(e.offset == 0)
         }
 
@@ -89,7 +89,7 @@ import Testing
             as CaptureError
         {
             #expect(e.offset == 100)
-            #expect(e.message.contains("76-byte header"))
+            #expect(e.detail.contains("76-byte header"))
         }
     }
 

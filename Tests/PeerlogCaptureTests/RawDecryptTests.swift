@@ -147,7 +147,7 @@ import Testing
             _ = try RawDecrypt(file: PacketFile(bytes: wire.pcap(dropOne: true)), keyLog: [entry])
             Issue.record("accepted a gap")
         } catch let e as CaptureError {
-            #expect(e.message.contains("gap"), "\(e)")
+            #expect(e.detail.contains("gap"), "\(e)")
         }
         #expect(throws: CaptureError.self) { try KeyLogEntry.parse("PEERLOG_NOISE_KEYS abc\n") }
     }
