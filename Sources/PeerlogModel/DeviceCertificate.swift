@@ -60,9 +60,7 @@ public struct DeviceCertificate: Hashable, Sendable {
         noiseKey = try X25519.PublicKey(try Fields.bytes(map, "noise", what: what, count: 32))
         name = try Fields.text(map, "name", what: what, maxBytes: Self.maxNameBytes)
         createdAt = try Fields.uint(map, "created", what: what)
-        guard signature.count == Ed25519.signatureLength else {
-            throw ModelError(.wrongShape, "certificate signature must be 64 bytes")
-        }
+        try Fields.requireSignatureLength(signature, of: "certificate")
         self.payload = payload
         self.signature = signature
     }

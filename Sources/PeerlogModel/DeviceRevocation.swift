@@ -49,9 +49,7 @@ public struct DeviceRevocation: Hashable, Sendable {
         identity = try IdentityID(bytes: try Fields.bytes(map, "identity", what: what, count: 32))
         device = try DeviceID(bytes: try Fields.bytes(map, "device", what: what, count: 32))
         createdAt = try Fields.uint(map, "created", what: what)
-        guard signature.count == Ed25519.signatureLength else {
-            throw ModelError(.wrongShape, "revocation signature must be 64 bytes")
-        }
+        try Fields.requireSignatureLength(signature, of: "revocation")
         self.payload = payload
         self.signature = signature
     }

@@ -60,9 +60,7 @@ public struct Envelope: Hashable, Sendable {
     public init(payload: [UInt8], signature: [UInt8]) throws {
         let what = "envelope"
         let map = try Fields.decode(payload, what: what, decoder: Fields.payloadDecoder(maxBytes: Self.maxEncodedBytes))
-        guard signature.count == Ed25519.signatureLength else {
-            throw ModelError(.wrongShape, "envelope signature must be 64 bytes")
-        }
+        try Fields.requireSignatureLength(signature, of: "envelope")
         if map[.text("run")] != nil {
             try self.init(runItem: map, payload: payload, signature: signature)
         } else {

@@ -186,9 +186,7 @@ public struct Receipt: Hashable, Sendable {
         hlc = HLCTimestamp(packed: packed)
         body = map["body"]!
         try ReceiptProfile.check(body, path: "receipt.body")
-        guard signature.count == Ed25519.signatureLength else {
-            throw ModelError(.wrongShape, "receipt signature must be 64 bytes")
-        }
+        try Fields.requireSignatureLength(signature, of: "receipt")
         guard certificate.device == author else {
             throw ModelError(
                 .certificateMismatch, "certificate is for device \(certificate.device), receipt names author \(author)")

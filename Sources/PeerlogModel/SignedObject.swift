@@ -52,6 +52,13 @@ enum Fields {
     }
 
     /// Requires exactly `keys` to be present, so unknown fields cannot ride along under a signature.
+    /// Refuses a signature that is not 64 bytes (`what`: "receipt", "certificate", …).
+    static func requireSignatureLength(_ signature: [UInt8], of what: String) throws {
+        guard signature.count == Ed25519.signatureLength else {
+            throw ModelError(.wrongShape, "\(what) signature must be 64 bytes")
+        }
+    }
+
     /// `bytes` when it holds exactly `count` of them (a fixed-length id); else `fieldOutOfRange`.
     static func fixedLength(_ bytes: [UInt8], _ count: Int, what: String) throws -> [UInt8] {
         guard bytes.count == count else {
