@@ -96,24 +96,16 @@ private struct Reader {
 
     /// The argument for additional information `ai` (0...27), checked for shortest form.
     mutating func argument(_ ai: UInt8, headAt start: Int) throws(CBORError) -> UInt64 {
-        let value: UInt64
-        let minimum: UInt64
         switch ai {
         case 0..<24: return UInt64(ai)
-        case 24:
-            value = try bigEndian(1)
-            minimum = 24
-        case 25:
-            value = try bigEndian(2)
-            minimum = 0x100
-        case 26:
-            value = try bigEndian(4)
-            minimum = 0x1_0000
-        case 27:
-            value = try bigEndian(8)
-            minimum = 0x1_0000_0000
+        case 24...27: break
         default: throw CBORError(.reservedAdditionalInfo, at: start, "additional information \(ai)")
         }
+        // 1, 2, 4 or 8 bytes follow; the shortest form of a value below the minimum is shorter:
+        // 24 for one byte, then 0x100, 0x1_0000 and 0x1_0000_0000 (2^(4·size)).
+        let size = 1 << Int(ai - 24)
+        let value = try bigEndian(size)
+        let minimum: UInt64 = size == 1 ? 24 : 1 << UInt64(4 * size)
         if strict && value < minimum {
             throw CBORError(.nonShortestArgument, at: start, "\(value) encoded in \(offset - start - 1) bytes")
         }
