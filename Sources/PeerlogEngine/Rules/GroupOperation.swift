@@ -47,6 +47,11 @@ public enum GroupOperation: Hashable, Sendable {
     /// The receipt type of ``sequencerChanged(_:)``.
     public static let sequencerChangedType = "group.sequencer_changed"
 
+    /// The operations whose body is empty (`{}`), by receipt type.
+    private static let bodiless: [String: GroupOperation] = [
+        "group.invite_accepted": .inviteAccepted, "group.member_left": .memberLeft, "group.deleted": .deleted,
+    ]
+
     /// Parses a receipt's type and body, checking the body's shape and the limits of
     /// `GroupLimits`. The reason of a violation names the type and the offending key.
     public init(receiptType: String, body: CBOR) throws(RuleViolation) {
@@ -67,15 +72,9 @@ public enum GroupOperation: Hashable, Sendable {
         case "group.member_added":
             let f = try BodyFields(body, what: what, keys: ["identity", "role"])
             self = .memberAdded(identity: try f.key("identity"), role: try f.role("role"))
-        case "group.invite_accepted":
-            _ = try BodyFields(body, what: what, keys: [])
-            self = .inviteAccepted
         case "group.member_removed":
             let f = try BodyFields(body, what: what, keys: ["identity"])
             self = .memberRemoved(identity: try f.key("identity"))
-        case "group.member_left":
-            _ = try BodyFields(body, what: what, keys: [])
-            self = .memberLeft
         case "group.renamed":
             let f = try BodyFields(body, what: what, keys: ["name"])
             self = .renamed(name: try f.text("name"))
@@ -85,9 +84,6 @@ public enum GroupOperation: Hashable, Sendable {
         case "group.sequencer_changed":
             let f = try BodyFields(body, what: what, keys: ["authority"])
             self = .sequencerChanged(try SequencerAuthority(parsing: f.fields["authority"]!, what: "\(what).authority"))
-        case "group.deleted":
-            _ = try BodyFields(body, what: what, keys: [])
-            self = .deleted
         case "group.device_revoked":
             let f = try BodyFields(body, what: what, keys: ["revocation"])
             guard case .bytes(let container) = f.fields["revocation"]!,
@@ -107,6 +103,9 @@ public enum GroupOperation: Hashable, Sendable {
         case "entity.delete":
             let f = try BodyFields(body, what: what, keys: ["key"])
             self = .entityDelete(key: try f.text("key"))
+        case let type where Self.bodiless[type] != nil:
+            _ = try BodyFields(body, what: what, keys: [])
+            self = Self.bodiless[type]!
         default:
             guard !Self.isReserved(receiptType) else {
                 throw RuleViolation(
