@@ -39,7 +39,7 @@ extension Peerlog {
     /// Restores the identity in the backup file at `path` (made by ``exportIdentity(home:to:passphrase:)``)
     /// into `home` as a new device of that identity: `peerlog init --restore`. The device gets
     /// fresh signing and Noise keys and a certificate signed by the restored identity key, named
-    /// `deviceName` (default: the host name), saved like ``initialize(home:deviceName:)`` does.
+    /// `deviceName` (default: the host name), saved like `peerlog init` saves it.
     /// Other devices accept it as they accept any certified device of the identity.
     ///
     /// Everything is checked before anything is written: a home that already holds keys
