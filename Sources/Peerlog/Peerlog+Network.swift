@@ -132,15 +132,11 @@ extension Peerlog {
     /// `networkStatus` every `interval` while this stream is iterated (nothing while the node
     /// is not running). Ends when the iterating task is cancelled.
     public func statusUpdates(every interval: Duration = .seconds(1)) -> AsyncStream<NodeStatus> {
-        let started = Mutex(false)
+        let started = Atomic(false)
         return AsyncStream(unfolding: { [self] in
             // The first status at once, then one per interval; a stopped node yields nothing.
             while !Task.isCancelled {
-                let waits = started.withLock { started in
-                    defer { started = true }
-                    return started
-                }
-                if waits {
+                if started.exchange(true, ordering: .relaxed) {
                     do { try await Task.sleep(for: interval) } catch { return nil }
                 }
                 if let status = await networkStatus { return status }

@@ -151,11 +151,6 @@ public final class Peerlog: Sendable {
         }
     }
 
-    /// Runs `body` here and now (for the few synchronous members), mapping errors as `call` does.
-    func callNow<T>(_ code: PeerlogError.Code = .storage, _ body: () throws -> T) throws -> T {
-        try Self.mapped(code, body)
-    }
-
     /// Runs `body`, turning lower-level errors into `PeerlogError`s.
     private static func mapped<T>(_ code: PeerlogError.Code, _ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as PeerlogError { throw error } catch let error as ReplicaError {

@@ -167,6 +167,19 @@ struct EncryptedGroupTests {
         #expect(try alice.get("after", group, .committed) == .text("not for bob"))
     }
 
+    /// A member leaves an encrypted group: its leaving retires the keys in use, but a device that
+    /// is no member any more starts no epoch; the ones who stay do.
+    @Test func aMemberLeavesAnEncryptedGroup() throws {
+        let (alice, bob, group) = try aliceAndBob()
+        try bob.replica.append(.memberLeft, to: group)
+        #expect(try bob.replica.log(of: group, view: .tentative).last?.receipt.type == "group.member_left")
+        try bob.send(group, to: alice)
+        try alice.replica.append(.entityPut(key: "after", value: .text("not for bob")), to: group)
+        try alice.send(group, to: bob)
+        #expect(try alice.get("after", group, .committed) == .text("not for bob"))
+        #expect(try bob.get("after", group, .committed) == nil)
+    }
+
     @Test func writesOutsideTheRulesAreRefused() throws {
         let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "secret", encryption: history)

@@ -141,9 +141,10 @@ extension Replica {
                 callers.append(payloads.count)
                 try addPayload(op)
                 // A new encrypted group needs its first key, and a departure retires the keys in
-                // use: a new epoch follows at once, in this transaction (§22.5).
+                // use: a new epoch follows at once, in this transaction (§22.5), written by a
+                // member who stays (one who left starts none; those who stay do as they see it).
                 if let after = state, let encryption = after.encryption, encryption.validKeys.isEmpty,
-                    before?.encryption?.validKeys.isEmpty != true
+                    before?.encryption?.validKeys.isEmpty != true, after.activeRole(of: local.identity) != nil
                 {
                     let rotation = GroupOperation.key(try rotation(group, state: after, in: &p))
                     state = try GroupRules.apply(
