@@ -19,8 +19,22 @@ import Testing
         let env = ProcessInfo.processInfo.environment
         let count = UInt64(env["PEERLOG_OVERLAY_SCHEDULES"].flatMap(Int.init) ?? 24)
         let seeds = env["PEERLOG_SEED"].flatMap(UInt64.init).map { [$0] } ?? Array(1...count)
+        try run(seeds: seeds, entityWrites: false)
+    }
+
+    /// The same with `entity.write`s among the writes (docs/PROTOCOL.md §9.7): their steps are
+    /// applied at the end of the order or the group's view is rebuilt, and either way it equals a
+    /// fold. `PEERLOG_OVERLAY_SCHEDULES` schedules (default 12); `PEERLOG_SEED` reruns one.
+    @Test func maintainedViewWithEntityWritesEqualsReplayAfterEveryStep() throws {
+        let env = ProcessInfo.processInfo.environment
+        let count = UInt64(env["PEERLOG_OVERLAY_SCHEDULES"].flatMap(Int.init) ?? 12)
+        let seeds = env["PEERLOG_SEED"].flatMap(UInt64.init).map { [$0] } ?? Array(1...count)
+        try run(seeds: seeds, entityWrites: true)
+    }
+
+    func run(seeds: [UInt64], entityWrites: Bool) throws {
         for seed in seeds {
-            var schedule = try OverlaySchedule(seed: seed)
+            var schedule = try OverlaySchedule(seed: seed, entityWrites: entityWrites)
             do {
                 try schedule.run(steps: 120)
             } catch {
@@ -54,7 +68,16 @@ struct OverlaySchedule {
     /// maintained view yet, the first rows compare with those).
     var changeLogBase = [String: [EntityValue]]()
 
-    init(seed: UInt64) throws {
+    /// Whether writes include `entity.write`s (conditions, counters, sets, field merges).
+    let entityWrites: Bool
+
+    /// The versions `w` sees, for version conditions.
+    func versions(_ w: TestReplica) throws -> [CID] {
+        try w.replica.entities(in: group, view: .tentative).map(\.cid)
+    }
+
+    init(seed: UInt64, entityWrites: Bool = false) throws {
+        self.entityWrites = entityWrites
         rng = SeededRandom(seed: seed)
         alice = try TestReplica("alice", seed: seed)
         bob = try TestReplica("bob", seed: seed)
@@ -63,7 +86,7 @@ struct OverlaySchedule {
         bobOld = try bob.device.additionalDevice(name: "bob-old", createdAt: 1)
         observerDevice = try LocalDevice.deterministic(
             seed: Array("observer/\(seed)".utf8), name: "observer", createdAt: 1)
-        observerPath = NSTemporaryDirectory() + "overlay-property-\(getpid())-\(seed).sqlite"
+        observerPath = NSTemporaryDirectory() + "overlay-property-\(getpid())-\(seed)\(entityWrites ? "-writes" : "").sqlite"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: observerPath + suffix) }
         let clock = observerClock
         observer = try Replica(path: observerPath, device: observerDevice, clock: { clock.now() })
@@ -105,8 +128,11 @@ struct OverlaySchedule {
         case 0..<40:
             lastAction = "\(w.device.certificate.name) writes \(key)"
             let op: GroupOperation =
-                Int.random(in: 0..<5, using: &rng) == 0
-                ? .entityDelete(key: key) : .entityPut(key: key, value: .int(Int64(step)))
+                entityWrites && Bool.random(using: &rng)
+                ? randomEntityWrite(&rng, keys: ["a", "b", "c"], step: step, versions: try versions(w))
+                : Int.random(in: 0..<5, using: &rng) == 0
+                    ? .entityDelete(key: key) : .entityPut(key: key, value: .int(Int64(step)))
+            if case .entityWrite = op { lastAction = "\(w.device.certificate.name) entity.write" }
             _ = try? w.replica.append(op, to: group)
         case 40..<48:
             let ops: [GroupOperation] = [

@@ -190,7 +190,7 @@ extension GroupOperation {
     /// Entity and application operations: their bodies are sealed in an encrypted group (§22.3).
     var isSealedInEncryptedGroups: Bool {
         switch self {
-        case .entityPut, .entityDelete, .application: true
+        case .entityPut, .entityDelete, .entityWrite, .application: true
         default: false
         }
     }

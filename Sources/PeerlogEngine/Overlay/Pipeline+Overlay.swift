@@ -48,6 +48,9 @@ extension Pipeline {
         }
         let freshAtStart = overlay.freshAtStart.removeValue(forKey: group) ?? false
         guard !rebuild, freshAtStart, try db.overlayGroup(group) != nil else { return try rebuildOverlay(group) }
+        if try stored.contains(where: { $0.type == EntityWrite.receiptType }) || db.hasOverlayMergeSteps(group) {
+            return try maintainOverlayWithWrites(group, stored: stored, committed: committed)
+        }
 
         var repair = OverlayRepair()
         let storedNow = Set(stored.map(\.cid))
@@ -119,7 +122,7 @@ extension Pipeline {
     /// tentative predecessor (parent, previous counter) sits before it and every tentative
     /// successor after it. Edges to committed receipts and to flagged ones do not count (§11).
     /// Edges inside `batch` (this transaction's receipts joining the view) are checked in memory.
-    private func keepsOrderRegular(_ r: Receipt, flagged: [DeviceID: UInt64], batch: OverlayBatch) throws -> Bool {
+    func keepsOrderRegular(_ r: Receipt, flagged: [DeviceID: UInt64], batch: OverlayBatch) throws -> Bool {
         let p = OverlayPosition(r)
         guard p.storable else { return false }
         func inView(_ author: DeviceID, _ counter: UInt64) -> Bool { flagged[author].map { counter < $0 } ?? true }

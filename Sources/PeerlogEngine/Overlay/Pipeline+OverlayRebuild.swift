@@ -74,18 +74,31 @@ extension Pipeline {
         let keys = try epochKeys(group)
         for (r, p) in zip(order, positions) {
             let outcome = Fold.step(r, group: group, state: state, keys: { keys[$0] })
-            let rejected = outcome.rejected != nil
+            var rejected = outcome.rejected != nil
             if !rejected {
-                state = outcome.state
                 switch outcome.op {
                 case .entityPut(let key, let value): writers[key] = (r.cid, value)
                 case .entityDelete(let key): writers[key] = (r.cid, nil)
+                case .entityWrite(let write):
+                    let result = try write.apply { [db] key in
+                        if let w = writers[key] { return w.value.map { EntityWrite.Held(value: $0, cid: w.cid) } }
+                        return try db.entity(group: group, key: key).map {
+                            EntityWrite.Held(value: try CBORDecoder.decodeStrict($0.value), cid: $0.cid)
+                        }
+                    }
+                    switch result {
+                    case .failure: rejected = true
+                    case .success(let changed): for (key, value) in changed { writers[key] = (r.cid, value) }
+                    }
                 default: break
                 }
+                if !rejected { state = outcome.state }
             }
             if regular {
                 let checkpoint = !rejected && outcome.op?.changesGroupState == true ? outcome.state?.storedBytes : nil
-                try db.insertOverlayStep(group, p, key: outcome.op?.entityKey, rejected: rejected, state: checkpoint)
+                let merge = if case .entityWrite? = outcome.op { true } else { false }
+                try db.insertOverlayStep(
+                    group, p, key: outcome.op?.entityKey, rejected: rejected, state: checkpoint, merge: merge)
             }
         }
         for (key, w) in writers {

@@ -29,6 +29,16 @@ struct Fold {
         if case .sealed(_, let body) = op, state?.encryption != nil, case .committed(let seq) = status {
             waiting.append((seq, body.keyID))
         }
+        if case .entityWrite(let write) = op {
+            // Read from every entity: a fold that reads `entity.write`s keeps scope `.all`.
+            switch write.apply(held: { entities[$0].map { EntityWrite.Held(value: $0.value, cid: $0.cid) } }) {
+            case .failure(let rejection): return rejection.reason
+            case .success(let changed):
+                for (key, value) in changed where tracks(key) {
+                    entities[key] = value.map { EntityValue(key: key, value: $0, cid: r.cid, status: status) }
+                }
+            }
+        }
         state = outcome.state
         switch op {
         case .entityPut(let key, let value) where tracks(key):

@@ -32,7 +32,7 @@ extension Pipeline {
         if let reason = outcome.rejected {
             rejected = reason
         } else if let op = outcome.op, let next = outcome.state {
-            try applyEffects(op, receipt: r, seq: seq, before: state, after: next)
+            rejected = try applyEffects(op, receipt: r, seq: seq, before: state, after: next)
             changedBase = op.changesGroupState
         }
         noteOverlayCommitted(r, changedBase: changedBase)
@@ -54,19 +54,26 @@ extension Pipeline {
         }
     }
 
+    /// Returns why an `entity.write` is rejected at this position (its conditions and operations
+    /// against the committed entities, §9.7), or nil when everything applied.
     private mutating func applyEffects(
         _ op: GroupOperation, receipt r: Receipt, seq: UInt64, before: GroupState?, after: GroupState
-    ) throws {
+    ) throws -> String? {
         switch op {
         case .entityPut(let key, let value):
-            try noteViewChange(r.group, key: key)
-            let encoded = CBOREncoder.encode(value)
-            try db.putEntity(group: r.group, key: key, value: encoded, cid: r.cid, seq: seq)
-            caches.committedHere[ViewKey(group: r.group, key: key)] = CommittedValue(bytes: encoded)
+            try commitEntity(r, seq: seq, key: key, value: value)
         case .entityDelete(let key):
-            try noteViewChange(r.group, key: key)
-            try db.deleteEntity(group: r.group, key: key)
-            caches.committedHere[ViewKey(group: r.group, key: key)] = CommittedValue(bytes: nil)
+            try commitEntity(r, seq: seq, key: key, value: nil)
+        case .entityWrite(let write):
+            let outcome = try write.apply { [db] key in
+                try db.entity(group: r.group, key: key).map {
+                    EntityWrite.Held(value: try CBORDecoder.decodeStrict($0.value), cid: $0.cid)
+                }
+            }
+            switch outcome {
+            case .failure(let rejection): return rejection.reason
+            case .success(let changed): for (key, value) in changed { try commitEntity(r, seq: seq, key: key, value: value) }
+            }
         case .application:
             report.events.append(.application(group: r.group, seq: seq, receipt: r))
         case .sealed(_, let body):
@@ -91,6 +98,19 @@ extension Pipeline {
                 caches.tombstones[r.group] = true
             }
         }
+        return nil
+    }
+
+    /// Writes (or with nil deletes) the committed row of `key`, written by `r` at `seq`.
+    private mutating func commitEntity(_ r: Receipt, seq: UInt64, key: String, value: CBOR?) throws {
+        try noteViewChange(r.group, key: key)
+        let encoded = value.map { CBOREncoder.encode($0) }
+        if let encoded {
+            try db.putEntity(group: r.group, key: key, value: encoded, cid: r.cid, seq: seq)
+        } else {
+            try db.deleteEntity(group: r.group, key: key)
+        }
+        caches.committedHere[ViewKey(group: r.group, key: key)] = CommittedValue(bytes: encoded)
     }
 
     mutating func saveState(_ state: GroupState, seq: UInt64) throws {

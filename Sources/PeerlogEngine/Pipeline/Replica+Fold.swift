@@ -81,10 +81,18 @@ extension Replica {
 
     /// The oracle: the committed tables plus every tentative receipt folded in tentative order.
     func foldFromScratch(group: GroupID, view: View, db: StoreDB, entities scope: EntityScope = .all) throws -> Fold {
-        var fold = try committedFold(group: group, db: db, entities: scope)
-        if view == .tentative, try !db.isTombstoned(group: group) {
-            try openSealed(in: &fold, db: db)
-            for r in try tentativeReceipts(group: group, db: db) { _ = fold.apply(r, status: .tentative) }
+        guard view == .tentative, try !db.isTombstoned(group: group) else {
+            return try committedFold(group: group, db: db, entities: scope)
+        }
+        let tentative = try tentativeReceipts(group: group, db: db)
+        // An `entity.write` reads other keys than the one asked for: fold them all then.
+        let reads = scope == .none || !tentative.contains { $0.type == EntityWrite.receiptType } ? scope : .all
+        var fold = try committedFold(group: group, db: db, entities: reads)
+        try openSealed(in: &fold, db: db)
+        for r in tentative { _ = fold.apply(r, status: .tentative) }
+        if reads != scope, case .key(let key) = scope {
+            fold.entities = fold.entities.filter { $0.key == key }
+            fold.scope = scope
         }
         return fold
     }

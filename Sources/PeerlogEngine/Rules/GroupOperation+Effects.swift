@@ -10,7 +10,7 @@ extension GroupOperation {
     /// Whether it can change the group state (members, roles, settings, sequencer, status).
     var changesGroupState: Bool {
         switch self {
-        case .entityPut, .entityDelete, .application, .sealed: false
+        case .entityPut, .entityDelete, .entityWrite, .application, .sealed: false
         default: true
         }
     }

@@ -41,6 +41,9 @@ public enum GroupOperation: Hashable, Sendable {
     case entityPut(key: String, value: CBOR)
     /// `entity.delete` `{"key": text}`
     case entityDelete(key: String)
+    /// `entity.write` `{"ops": [...], "if": [...]}`: conditions and operations on several keys,
+    /// all or none at the write's position (docs/PROTOCOL.md §9.7).
+    case entityWrite(EntityWrite)
     /// Any other type; the body is kept as is so the operation round-trips.
     case application(type: String, body: CBOR)
 
@@ -103,6 +106,8 @@ public enum GroupOperation: Hashable, Sendable {
         case "entity.delete":
             let f = try BodyFields(body, what: what, keys: ["key"])
             self = .entityDelete(key: try f.text("key"))
+        case EntityWrite.receiptType:
+            self = .entityWrite(try EntityWrite(parsing: body, what: what))
         case let type where Self.bodiless[type] != nil:
             _ = try BodyFields(body, what: what, keys: [])
             self = Self.bodiless[type]!
@@ -134,6 +139,7 @@ public enum GroupOperation: Hashable, Sendable {
         case .sealed(let type, _): type
         case .entityPut: "entity.put"
         case .entityDelete: "entity.delete"
+        case .entityWrite: EntityWrite.receiptType
         case .application(let type, _): type
         }
     }
@@ -170,6 +176,8 @@ public enum GroupOperation: Hashable, Sendable {
             .textMap(["key": .text(key), "value": value])
         case .entityDelete(let key):
             .textMap(["key": .text(key)])
+        case .entityWrite(let write):
+            write.body
         case .application(_, let body):
             body
         }
@@ -194,6 +202,8 @@ public enum GroupOperation: Hashable, Sendable {
             try authority.validate(what: "\(what).authority")
         case .entityPut(let key, _), .entityDelete(let key):
             try Self.checkBytes(key, key: "key", limit: GroupLimits.maxEntityKeyBytes, what: what)
+        case .entityWrite(let write):
+            try write.validate(what: what)
         case .application(let type, _):
             guard !Self.isReserved(type) else {
                 throw RuleViolation(

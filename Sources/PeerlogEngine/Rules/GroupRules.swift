@@ -215,7 +215,7 @@ public enum GroupRules {
                 )
             }
 
-        case .entityPut, .entityDelete, .application:
+        case .entityPut, .entityDelete, .entityWrite, .application:
             _ = try activeRole(of: sender, in: state)
             guard state.encryption == nil else {
                 throw RuleViolation(

@@ -140,6 +140,15 @@ public enum GroupLimits {
     public static let maxVoters = 9
     /// A relay address is 1...maxRelayAddressBytes bytes of UTF-8.
     public static let maxRelayAddressBytes = 255
+    /// An `entity.write` holds 1...maxWriteOperations operations (docs/PROTOCOL.md §9.7).
+    public static let maxWriteOperations = 1000
+    /// An `entity.write` holds 0...maxWriteConditions conditions.
+    public static let maxWriteConditions = 1000
+    /// A set operation names 1...maxMergeItems elements, a field operation 1...maxMergeItems fields.
+    public static let maxMergeItems = 1000
+    /// A value a counter, set or field operation produces encodes to at most this many bytes;
+    /// a write that would make a larger one is rejected (the same as a receipt's payload limit).
+    public static let maxMergedValueBytes = 65_536
 }
 
 /// A group as its committed receipts describe it: the input of `GroupRules.apply`.

@@ -19,6 +19,7 @@ enum Migrations {
         m.registerMigration("0013_blobs", migrate: Migration0013.migrate)
         m.registerMigration("0014_blob_cache", migrate: Migration0014.migrate)
         m.registerMigration("0015_blob_format", migrate: Migration0015.migrate)
+        m.registerMigration("0016_overlay_merge_steps", migrate: Migration0016.migrate)
         return m
     }
 }

@@ -98,13 +98,27 @@ extension StoreDB {
 
     // MARK: Steps
 
+    /// `merge`: the step is an `entity.write` (it may change several keys; no `key`).
     package func insertOverlayStep(
-        _ group: GroupID, _ p: OverlayPosition, key: String?, rejected: Bool, state: [UInt8]?
+        _ group: GroupID, _ p: OverlayPosition, key: String?, rejected: Bool, state: [UInt8]?, merge: Bool = false
     ) throws {
         try execute(
-            "INSERT OR REPLACE INTO overlay_steps (group_id, hlc, cid, key, rejected, state) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO overlay_steps (group_id, hlc, cid, key, rejected, state, merge) VALUES (?, ?, ?, ?, ?, ?, ?)",
             StatementArguments([group.bytes.blob]) + p.arguments
-                + StatementArguments([key, rejected, state?.blob] as [(any DatabaseValueConvertible)?]))
+                + StatementArguments([key, rejected, state?.blob, merge] as [(any DatabaseValueConvertible)?]))
+    }
+
+    /// Whether the group's view holds an `entity.write` step (index `overlay_steps_merges`).
+    package func hasOverlayMergeSteps(_ group: GroupID) throws -> Bool {
+        try row("SELECT 1 FROM overlay_steps WHERE group_id = ? AND merge = 1 LIMIT 1", [group.bytes.blob]) != nil
+    }
+
+    /// The last step of the order.
+    package func lastOverlayStep(_ group: GroupID) throws -> OverlayPosition? {
+        try row(
+            "SELECT hlc, cid FROM overlay_steps WHERE group_id = ? ORDER BY hlc DESC, cid DESC LIMIT 1",
+            [group.bytes.blob]
+        ).map(Self.position)
     }
 
     package func updateOverlayStep(_ group: GroupID, _ p: OverlayPosition, rejected: Bool, state: [UInt8]?) throws {
