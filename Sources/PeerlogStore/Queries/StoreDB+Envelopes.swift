@@ -166,3 +166,20 @@ extension StoreDB {
             [group.bytes.blob, cid.bytes.blob, seq.sql, now.sql])
     }
 }
+
+extension StoreDB {
+    /// A held receipt's group and, once committed, its seq and outcome (`reason` when rejected).
+    package func receiptOutcome(_ cid: CID) throws -> (group: GroupID, seq: UInt64?, rejected: String?)? {
+        guard
+            let row = try row(
+                """
+                SELECT r.group_id, e.seq, e.outcome, e.reason FROM receipts r LEFT JOIN envelopes e ON e.cid = r.cid
+                WHERE r.cid = ?
+                """, [cid.bytes.blob])
+        else { return nil }
+        let group = try GroupID(bytes: (row["group_id"] as Data).bytes)
+        guard let seq = (row["seq"] as Int64?).map(UInt64.init(sql:)) else { return (group, nil, nil) }
+        let outcome: String = row["outcome"]
+        return (group, seq, outcome == CommitOutcome.applied.rawValue ? nil : (row["reason"] as String?) ?? "rejected")
+    }
+}
