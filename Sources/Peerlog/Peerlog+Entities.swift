@@ -148,6 +148,7 @@ extension Peerlog {
             switch $0 {
             case .put(let key, let value): .entityPut(key: key, value: value)
             case .delete(let key): .entityDelete(key: key)
+            case .transaction(let t): .entityWrite(t.write)
             }
         }
     }

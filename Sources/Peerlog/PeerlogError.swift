@@ -26,6 +26,7 @@ public struct PeerlogError: CodedError {
             case refused, invalidValue, payloadTooLarge, batchTooLarge, storage, network, file
             case pairing, wrongPassphrase, epochKeyMissing, snapshotUnavailable, offlineLimit
             case logIncomplete, snapshotRefused, diskFull, blobNotHeld, blobUnreadable, blobUnavailable
+            case receiptNotFound
         }
 
         private let base: Base
@@ -97,6 +98,9 @@ public struct PeerlogError: CodedError {
         public static let blobUnreadable = Code(.blobUnreadable)
         /// No part of a blob arrived for a while: no connected peer serves it (or no node runs).
         public static let blobUnavailable = Code(.blobUnavailable)
+        /// This replica holds no receipt with that id: it was never written or received here, or
+        /// was compacted away (docs/PROTOCOL.md §23.4).
+        public static let receiptNotFound = Code(.receiptNotFound)
 
         /// The code's name, e.g. `notAMember`.
         public var description: String { "\(base)" }

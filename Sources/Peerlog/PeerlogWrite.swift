@@ -27,11 +27,15 @@ public enum PeerlogOperation: Sendable, Hashable {
     case put(key: String, value: CBOR)
     /// Deletes `key`.
     case delete(key: String)
+    /// A transaction: its conditions and operations, one receipt, all or none at its committed
+    /// position (docs/PROTOCOL.md §9.7).
+    case transaction(PeerlogTransaction)
 
-    /// The key the operation writes.
+    /// The key the operation writes (a transaction's first).
     public var key: String {
         switch self {
         case .put(let key, _), .delete(let key): key
+        case .transaction(let t): t.write.changes.first?.key ?? ""
         }
     }
 }

@@ -65,12 +65,26 @@ struct DeleteCommand: AsyncParsableCommand {
     @OptionGroup var home: HomeOptions
     @OptionGroup var group: GroupArgument
     @Argument(help: "The entity key.") var key: String
+    @OptionGroup var conditions: ConditionOptions
+    @Flag(help: "Parse --if-value as JSON.") var jsonValue = false
+    @OptionGroup var wait: WaitOptions
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
+        let condition = try conditions.condition(json: jsonValue)
         let (peerlog, id) = try await home.open(group)
-        let result = try await peerlog.delete(key, in: id)
-        printAppend(result, group: id, summary: "Deleted \"\(key)\"", json: output.json)
+        guard let condition else {
+            let result = try await peerlog.delete(key, in: id)
+            if wait.wait {
+                return try await reportOutcome(
+                    result, peerlog: peerlog, group: id, summary: "Deleted \"\(key)\"", wait: wait, json: output.json)
+            }
+            return printAppend(result, group: id, summary: "Deleted \"\(key)\"", json: output.json)
+        }
+        let result = try await peerlog.delete(key, in: id, if: condition)
+        try await reportOutcome(
+            result, peerlog: peerlog, group: id, summary: "Deleted \"\(key)\" if \(condition.text)", wait: wait,
+            json: output.json)
     }
 }
 

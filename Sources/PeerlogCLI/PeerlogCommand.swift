@@ -10,7 +10,8 @@ struct PeerlogCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             Init.self, Id.self, SafetyNumberCommand.self, Inspect.self, ReceiptCommand.self,
-            GroupCommand.self, Put.self, Get.self, BlobCommand.self, DeleteCommand.self, LogCommand.self,
+            GroupCommand.self, Put.self, Get.self, BlobCommand.self, DeleteCommand.self, Incr.self, SetAdd.self,
+            SetRemove.self, Merge.self, WriteStatus.self, LogCommand.self,
             StateHash.self,
             Export.self, Import.self, DeadLetters.self, Check.self, Daemon.self, Status.self, Peers.self, Invites.self,
             InviteCommand.self, DeviceCommand.self,

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Peerlog
 import PeerlogEncoding
 
@@ -26,8 +27,12 @@ enum PutBatch {
         guard put.key == nil, put.value == nil, put.valueFile == nil else {
             throw CLIError("--batch takes keys and values from its file: give no KEY, VALUE or --value-file with it")
         }
+        guard try put.conditions.condition(json: false) == nil else {
+            throw CLIError(#"--if-… options take one key: in a --batch file a line carries its own ("if": "absent", "if_version", "if_value")"#)
+        }
         let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
         guard !lines.isEmpty else { throw CLIError("--batch \(file) holds no operations") }
+        if put.atomic { return try await runAtomic(put, lines: lines, file: file) }
         let (peerlog, id) = try await put.home.open(put.group)
         let ops = lines.map(\.op)
         let chunk = Peerlog.maxBatchOperations
@@ -50,7 +55,68 @@ enum PutBatch {
             throw CLIError(
                 "--batch \(file): line \(lines[results.count + entry.index].number): \(entry.reason); \(written)")
         }
+        if put.wait.wait || ops.contains(where: { if case .transaction = $0 { true } else { false } }) {
+            return try await reportBatchOutcomes(results, lines: lines, peerlog: peerlog, group: id, put: put)
+        }
         printBatch(results, group: id, json: put.output.json)
+    }
+
+    /// `--atomic`: every line one operation of one transaction (one receipt), each line's
+    /// condition on its key; at most `Peerlog.maxTransactionOperations` lines.
+    static func runAtomic(_ put: Put, lines: [Line], file: String) async throws {
+        guard lines.count <= Peerlog.maxTransactionOperations else {
+            throw CLIError(
+                "--batch \(file) --atomic: \(lines.count) operations, over the limit of \(Peerlog.maxTransactionOperations) for one transaction; nothing was written"
+            )
+        }
+        var t = PeerlogTransaction()
+        for line in lines { t.append(line.op) }
+        let (peerlog, id) = try await put.home.open(put.group)
+        let result = try await peerlog.write(t, in: id)
+        try await reportOutcome(
+            result, peerlog: peerlog, group: id,
+            summary: "Wrote \(lines.count) operation\(lines.count == 1 ? "" : "s") as one transaction", wait: put.wait,
+            json: put.output.json)
+    }
+
+    /// Each receipt's outcome (after `--wait`, its final one); exit 3 when any was rejected at
+    /// commit, 4 when `--wait --timeout` passed with some still pending.
+    static func reportBatchOutcomes(
+        _ results: [PeerlogWrite], lines: [Line], peerlog: Peerlog, group: GroupID, put: Put
+    ) async throws {
+        let deadline = put.wait.timeout.map { ContinuousClock.now + .milliseconds(Int($0 * 1000)) }
+        var outcomes = [PeerlogOutcome]()
+        for r in results {
+            var o = try await peerlog.outcome(of: r)
+            if put.wait.wait, !o.isFinal {
+                let left = deadline.map { max($0 - ContinuousClock.now, .milliseconds(1)) }
+                o = try await peerlog.finalOutcome(of: r.cid, timeout: left) ?? o
+            }
+            outcomes.append(o)
+        }
+        let rejected = outcomes.indices.filter { if case .rejected = outcomes[$0] { true } else { false } }
+        let pending = outcomes.filter { !$0.isFinal }.count
+        if put.output.json {
+            print(
+                JSON.object([
+                    ("group", .string(group.string)), ("count", .int(results.count)),
+                    ("committed", .int(outcomes.count - rejected.count - pending)), ("rejected", .int(rejected.count)),
+                    ("pending", .int(pending)),
+                    (
+                        "writes",
+                        .array(
+                            zip(results, outcomes).map { r, o in .object([("cid", .string(r.cid.string))] + o.jsonFields) }
+                        )
+                    ),
+                ]).serialized(pretty: true))
+        } else {
+            print(
+                "Wrote \(results.count) operation\(results.count == 1 ? "" : "s") in one transaction: \(outcomes.count - rejected.count - pending) committed, \(rejected.count) rejected at commit, \(pending) pending"
+            )
+            for i in rejected { print("line \(lines[i].number) (\(lines[i].op.key)): \(outcomes[i].text)") }
+        }
+        if !rejected.isEmpty { throw ExitCode(WriteExit.rejected) }
+        if put.wait.wait, pending > 0 { throw ExitCode(WriteExit.pending) }
     }
 
     /// Every line checked before anything is written: the first bad one fails the batch.
@@ -74,7 +140,8 @@ enum PutBatch {
         return out
     }
 
-    static let shape = #"a line is {"key": K, "value": V} or {"key": K, "delete": true}"#
+    static let shape =
+        #"a line is {"key": K, "value": V} or {"key": K, "delete": true}, with at most one of "if": "absent", "if_version": RECEIPT, "if_value": V"#
 
     /// One line: `{"key": K, "value": V}` (V as `put --json-value` takes it) or `{"key": K, "delete": true}`.
     static func operation(_ raw: ArraySlice<UInt8>) throws -> PeerlogOperation {
@@ -85,6 +152,7 @@ enum PutBatch {
         var key: String?
         var value: JSON?
         var delete = false
+        var conditions = [PeerlogCondition]()
         for (name, field) in fields {
             switch (name, field) {
             case ("key", .string(let k)): key = k
@@ -92,19 +160,37 @@ enum PutBatch {
             case ("value", _): value = field
             case ("delete", .bool(true)): delete = true
             case ("delete", _): throw CLIError("\"delete\" must be true (to set a value, give \"value\")")
+            case ("if", .string("absent")): conditions.append(.absent)
+            case ("if", _): throw CLIError(#""if" must be "absent" (or use "if_version" / "if_value")"#)
+            case ("if_version", .string(let s)):
+                do { conditions.append(.version(try CID(string: s))) } catch {
+                    throw CLIError("\"if_version\": not a receipt id (\(error))")
+                }
+            case ("if_version", _): throw CLIError("\"if_version\" must be a receipt id string")
+            case ("if_value", _):
+                do { conditions.append(.value(try CBOR(json: field, allowFloats: false))) } catch {
+                    throw CLIError("if_value: \(error)")
+                }
             default: throw CLIError("unknown field \"\(name)\": \(shape)")
             }
         }
         guard let key else { throw CLIError("missing \"key\": \(shape)") }
+        guard conditions.count <= 1 else { throw CLIError("give at most one of \"if\", \"if_version\", \"if_value\"") }
+        let op: PeerlogOperation
         switch (value, delete) {
         case (let value?, false):
-            do { return .put(key: key, value: try CBOR(json: value, allowFloats: false)) } catch {
+            do { op = .put(key: key, value: try CBOR(json: value, allowFloats: false)) } catch {
                 throw CLIError("value: \(error)")
             }
-        case (nil, true): return .delete(key: key)
+        case (nil, true): op = .delete(key: key)
         case (nil, false): throw CLIError("missing \"value\" (or \"delete\": true): \(shape)")
         case (.some, true): throw CLIError("give \"value\" or \"delete\": true, not both")
         }
+        guard let condition = conditions.first else { return op }
+        var t = PeerlogTransaction()
+        t.require(key, condition)
+        t.append(op)
+        return .transaction(t)
     }
 
     private static func isWhitespace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0D }

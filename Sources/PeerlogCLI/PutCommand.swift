@@ -50,6 +50,12 @@ struct Put: AsyncParsableCommand {
             "Write the operations of this file (- for standard input), one JSON object a line, in one transaction.",
             valueName: "file"))
     var batch: String?
+    @Flag(
+        help:
+            "With --batch: write every line as one transaction (one receipt), applied all or none at its committed position."
+    ) var atomic = false
+    @OptionGroup var conditions: ConditionOptions
+    @OptionGroup var wait: WaitOptions
     @OptionGroup var output: OutputOptions
 
     /// Larger files cannot fit in a payload even as JSON with hex bytes, so they are not read whole.
@@ -63,7 +69,11 @@ struct Put: AsyncParsableCommand {
         if blob && (valueFile == nil || jsonValue) {
             throw CLIError("--blob stores --value-file as it is: give --value-file, without --json-value")
         }
+        if atomic { throw CLIError("--atomic goes with --batch") }
         if let file = valueFile, value == nil, !jsonValue, try blob || Self.isLarge(file) {
+            if try conditions.condition(json: false) != nil {
+                throw CLIError("conditions (--if-…) apply to values, not to blobs: store the blob, then write its key")
+            }
             return try await putBlob(key, file: file)
         }
         switch (value, valueFile) {
@@ -81,7 +91,20 @@ struct Put: AsyncParsableCommand {
             cbor = .text(text)
         }
         let (peerlog, id) = try await home.open(group)
+        if let condition = try conditions.condition(json: jsonValue) {
+            var t = PeerlogTransaction()
+            t.require(key, condition)
+            t.put(key, cbor: cbor)
+            let result = try await peerlog.write(t, in: id)
+            return try await reportOutcome(
+                result, peerlog: peerlog, group: id, summary: "Set \"\(key)\" if \(condition.text)", wait: wait,
+                json: output.json)
+        }
         let result = try await peerlog.put(key, cbor: cbor, in: id)
+        if wait.wait {
+            return try await reportOutcome(
+                result, peerlog: peerlog, group: id, summary: "Set \"\(key)\"", wait: wait, json: output.json)
+        }
         printAppend(result, group: id, summary: "Set \"\(key)\"", json: output.json)
     }
 
