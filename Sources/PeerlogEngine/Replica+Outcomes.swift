@@ -33,6 +33,16 @@ extension Replica {
         }
     }
 
+    /// The outcome of `cid` once committed (applied or rejected); nil while tentative or not
+    /// held. Reads one row: no tentative guess.
+    public func committedOutcome(of cid: CID) throws -> WriteOutcome? {
+        try store.read { db in
+            guard let held = try db.receiptOutcome(cid), let seq = held.seq else { return nil }
+            return held.rejected.map { .rejected(group: held.group, seq: seq, reason: $0) }
+                ?? .committed(group: held.group, seq: seq)
+        }
+    }
+
     /// The tentative view's verdict on a waiting receipt: its maintained step says whether it is
     /// rejected; only then (or without a step) is the view folded for the reason.
     private func tentativeRejection(of cid: CID, in group: GroupID, db: StoreDB) throws -> String? {

@@ -68,15 +68,13 @@ public struct TestReplica: Sendable {
     ) throws -> (
         receipts: [Receipt], envelopes: [Envelope]
     ) {
+        // What `export(partial: true)` writes, read straight from the store (no JSON lines).
         var receipts = [Receipt]()
         var envelopes = [Envelope]()
-        try replica.export(group: group, partial: true) { line in
-            let json = try JSON.parse(line)
-            guard case .string(let kind)? = json["kind"], case .string(let hex)? = json["data"],
-                let data = bytes(fromHex: hex)
-            else { return }
-            if kind == "receipt" { receipts.append(try Receipt(encoded: data)) }
-            if kind == "envelope" { envelopes.append(try Envelope(encoded: data)) }
+        try replica.store.read { db in
+            try db.forEachReceipt(group: group) { receipts.append($0) }
+            try db.forEachEquivocation(group: group) { receipts.append($0) }
+            try db.forEachEnvelope(group: group) { envelopes.append($0) }
         }
         return (receipts, envelopes)
     }

@@ -4,8 +4,9 @@ docs/PROTOCOL.md only (§1 deterministic CBOR, §2 CID links, §3.6 revocations,
 
   python state_fold.py selftest
       check the fold against PROTOCOL.md's worked examples (read from the document itself: the
-      §12 empty-state bytes and hash, the §9.6 canonical-state bytes, the §9.7 body bytes) and
-      the outcomes the rules describe; print one line per check, exit 1 on any mismatch.
+      §12 empty-state bytes and hash, the §9.6 canonical-state bytes, the §9.7 body bytes when
+      the document gives them, else a warning with the computed bytes) and the outcomes §9 and
+      §9.7 describe; print one line per check, exit 1 on any mismatch.
 
 As a module (sync_client.py `fetch --state-hash`):
 
@@ -93,12 +94,13 @@ def cid_link(cid):
     return cbor2.CBORTag(42, b"\x00" + cid)
 
 
-def cid_text(cid):
-    return "b" + base64.b32encode(cid).decode().lower().rstrip("=")
+def text_form(data):
+    """The text form of an id or a CID (§2): "b" + lower-case RFC 4648 base32, no padding."""
+    return "b" + base64.b32encode(data).decode().lower().rstrip("=")
 
 
 def short(key):
-    return cid_text(key)[:8] + "…"
+    return text_form(key)[:8] + "…"
 
 
 # Body checks (§9.1, §9.2). Each raises Refused; types are checked exactly (cbor2 gives bool for
@@ -109,7 +111,7 @@ def _exact(body, required, optional=()):
         raise Refused("the body is not a map")
     keys = set(body)
     if not set(required) <= keys or not keys <= set(required) | set(optional):
-        raise Refused("the body has keys %s, expected %s%s" % (sorted(keys), sorted(required),
+        raise Refused("the body has keys %s, expected %s%s" % (sorted(keys, key=repr), sorted(required),
                       " and optionally %s" % sorted(optional) if optional else ""))
     return body
 
@@ -143,7 +145,7 @@ def _key(value):
 
 
 def _role(value):
-    if value not in ROLES or type(value) is not str:
+    if type(value) is not str or value not in ROLES:
         raise Refused("role must be owner, admin or member")
     return value
 
@@ -377,12 +379,12 @@ class Fold:
         if s.status == "deleted":
             raise Refused("group is deleted")
         if (r.identity, r.author) in s.revoked_devices:
-            raise Refused("author device %s was revoked by identity %s in this group" % (cid_text(r.author), cid_text(r.identity)))
+            raise Refused("author device %s was revoked by identity %s in this group" % (text_form(r.author), text_form(r.identity)))
         standing = s.standing(r.identity)
-        writer = standing in ROLES  # an active owner, admin or member
-        handler = getattr(self, "_" + r.type.replace(".", "_"), None)
+        writer = standing in ROLES  # an active owner, admin or member (§9.4 "application" row)
+        handler = self.HANDLERS.get(r.type)
         if handler is not None:
-            handler(r, op, standing)
+            handler(self, r, op, standing)
         elif not writer:  # an application receipt: allowed to active members, changes nothing
             raise Refused("only an active member may write")
 
@@ -446,7 +448,7 @@ class Fold:
         old, status = s.members[target]
         if old == role:
             raise Refused("already %s" % role)
-        owners = s.active_owners() - {target} | ({target} if role == "owner" else set())
+        owners = (s.active_owners() - {target}) | ({target} if role == "owner" else set())
         if not owners:
             raise Refused("no active owner would remain")
         s.members[target] = (role, status)
@@ -506,9 +508,9 @@ class Fold:
                     raise Refused(failed + "holds another value")
             if kind == "version":
                 if held is None:
-                    raise Refused(failed + "holds no value (expected version %s)" % cid_text(arg))
+                    raise Refused(failed + "holds no value (expected version %s)" % text_form(arg))
                 if held[1] != arg:
-                    raise Refused(failed + "was last written by %s, not %s" % (cid_text(held[1]), cid_text(arg)))
+                    raise Refused(failed + "was last written by %s, not %s" % (text_form(held[1]), text_form(arg)))
         # 2. Operations, in order, each on the value the ones before it left.
         values = {}  # key -> value or ABSENT, for every key an operation names
         for n, (name, key, arg) in enumerate(ops, 1):
@@ -545,9 +547,10 @@ class Fold:
                 if type(v) is not dict or any(type(k) is not str for k in v):
                     raise Refused(failed + "the value is not a map with text keys")
                 if name == "set_fields":
-                    v = dict(v, **arg)
+                    v = {**v, **arg}
                 else:
-                    v = {k: x for k, x in v.items() if k not in set(arg)}
+                    gone = set(arg)
+                    v = {k: x for k, x in v.items() if k not in gone}
             if name not in ("put", "delete") and len(encode(v)) > MAX_WRITE_VALUE:
                 raise Refused(failed + "the value would exceed %d bytes" % MAX_WRITE_VALUE)
             values[key] = v
@@ -557,6 +560,13 @@ class Fold:
                 self.entities.pop(key, None)
             else:
                 self.entities[key] = (v, r.cid)
+
+    HANDLERS = {"group.member_added": _group_member_added, "group.invite_accepted": _group_invite_accepted,
+                "group.member_removed": _group_member_removed, "group.member_left": _group_member_left,
+                "group.renamed": _group_renamed, "group.role_changed": _group_role_changed,
+                "group.sequencer_changed": _group_sequencer_changed, "group.deleted": _group_deleted,
+                "group.device_revoked": _group_device_revoked, "entity.put": _entity_put,
+                "entity.delete": _entity_delete, "entity.write": _entity_write}
 
     # §12.
 

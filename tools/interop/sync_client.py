@@ -4,7 +4,7 @@ against a real `peerlog daemon`.
 
   identity --seed HEX
       print {"identity", "device"} of the deterministic device the fetch command uses
-  fetch HOST PORT --seed HEX --group GROUP_ID --from A --to B [--network ID] [--runs]
+  fetch HOST PORT --seed HEX --group GROUP_ID --from A --to B [--network ID] [--runs] [--state-hash]
       handshake, hello, credit; accept the offered group with an empty vector (full catch-up)
       and send a `request` for seqs A..B; collect batches until both `caught_up` and `done`;
       verify every receipt (certificate, author binding, signature, CID of the envelope) and
@@ -12,6 +12,14 @@ against a real `peerlog daemon`.
       Exit 1 on any verification failure. --runs lists `envelope_runs` in the hello, so the
       daemon may send batched envelopes (§3.5); without it, only single ones. This peer lists no
       `encrypted_groups`: for an encrypted group it prints {"unshared": REASON, "receipts"}.
+      --state-hash folds the committed log received (seq 1 up to the highest envelope) with
+      state_fold.py (§9 rules, §9.7 writes; written from the docs too) and adds to the summary
+      "state_hash" (hex of the committed state hash, §12), "state_seq" (the last seq folded)
+      and "state_rejected" ([[seq, reason], ...]: committed receipts the rules refused; reasons
+      are informative). When the log is not whole (a gap, a fork, an envelope without its
+      receipt, e.g. a daemon that pruned below a floor, §23) or the fold does not support the
+      group (encrypted, §22), "state_hash" is null, "state_error" says why, and the exit
+      status is 1.
   forge HOST PORT --seed HEX --group GROUP_ID --victim IDENTITY
       as the (invited) deterministic device, accept the group and send one `receipts` batch of
       three forgeries: a payload altered after signing, a self-signed certificate claiming the
@@ -85,6 +93,7 @@ from multiformats import CID, multihash
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from peerlog_channel import Device, connect, dumps, key_bytes, key_id  # noqa: E402
+from state_fold import Fold, Unsupported, receipt_from_fields  # noqa: E402
 
 CTX_CERT = b"peerlog/certificate/v1\x00"
 CTX_RECEIPT = b"peerlog/receipt/v1\x00"
@@ -188,6 +197,29 @@ def group_bytes(text):
     return key_bytes(text)
 
 
+def committed_state(group, receipts, envelopes):
+    """fetch --state-hash: the summary's state fields, from the committed log received
+    (receipts by CID, envelopes' CIDs by seq) folded from seq 1 in seq order (§9, §12). The
+    fold needs every seq from 1: it has no snapshot to start from (this peer does not list
+    `snapshots`, §23.3)."""
+    top = max(envelopes, default=0)
+    broken = [s for s in range(1, top + 1)
+              if len(envelopes.get(s, ())) != 1 or next(iter(envelopes[s])) not in receipts]
+    if broken:
+        return {"state_hash": None, "state_error": "the committed log is not whole from seq 1: seqs %s%s"
+                % (broken[:16], " ..." if len(broken) > 16 else "")}
+    fold, rejected = Fold(group), []
+    try:
+        for seq in range(1, top + 1):
+            cid = next(iter(envelopes[seq]))
+            applied, reason = fold.apply(receipt_from_fields(receipts[cid], cid))
+            if not applied:
+                rejected.append([seq, reason])
+    except Unsupported as e:
+        return {"state_hash": None, "state_error": str(e)}
+    return {"state_hash": fold.state_hash().hex(), "state_seq": top, "state_rejected": rejected}
+
+
 def fetch(args):
     device = Device.deterministic(bytes.fromhex(args.seed), "python-peer", 1_800_000_000_000)
     group = group_bytes(args.group)
@@ -247,8 +279,10 @@ def fetch(args):
         "types": sorted({f["type"] for f in receipts.values()}),
         "messages": {t: seen_types.count(t) for t in sorted(set(seen_types))},
     }
+    if args.state_hash:
+        out.update(committed_state(group, receipts, envelopes))
     print(json.dumps(out))
-    if forks or missing or not out["range_present"]:
+    if forks or missing or not out["range_present"] or (args.state_hash and out["state_hash"] is None):
         sys.exit(1)
 
 
@@ -952,6 +986,8 @@ def main(argv):
     p.add_argument("--network", default="")
     p.add_argument("--timeout", type=float, default=None, help="seconds; 30 by default, 60 for blobfetch and blobprobe")
     p.add_argument("--runs", action="store_true", help="fetch: list `envelope_runs` in the hello (batched envelopes)")
+    p.add_argument("--state-hash", action="store_true",
+                   help="fetch: fold the committed log and print its state hash (state_fold.py, §12)")
     p.add_argument("--victim", help="forge: the identity a forged certificate claims")
     p.add_argument("--batch", type=int, default=10, help="flood: receipts per batch")
     p.add_argument("--max", type=int, default=10_000, help="flood: most receipts sent")
