@@ -172,4 +172,72 @@ struct DaemonInteropTests {
         #expect(why.contains("encrypted_groups"), "\(why)")
         #expect(out["receipts"] == .int(0), "\(out)")
     }
+
+    /// Conditional, atomic, counter, set and field writes (docs/PROTOCOL.md §9.7), some rejected
+    /// at commit: the Python peer folds the committed log it fetched with its own implementation
+    /// of §9, §9.7 and §12 (tools/interop/state_fold.py) and reaches the daemon's state hash.
+    @Test func pythonPeerFoldsConditionalWritesToTheSameStateHash() throws {
+        let selftest = try TestSupport.python("state_fold.py", ["selftest"])
+        #expect(selftest.contains("all checks passed"), "\(selftest)")
+        let home = dir + "/fold"
+        _ = try ok(["init", "--home", home, "--name", "fold"])
+        let created = try JSON.parse(try ok(["group", "create", "--home", home, "team", "--json", "--plaintext"]))
+        guard case .string(let group)? = created["id"] else {
+            Issue.record("no group id")
+            return
+        }
+        let seed = "2a"
+        guard
+            case .string(let identity)? = try JSON.parse(
+                try TestSupport.python("sync_client.py", ["identity", "--seed", seed]))["identity"]
+        else {
+            Issue.record("no python identity")
+            return
+        }
+        _ = try ok(["group", "add", "--home", home, group, identity])
+        func write(_ args: [String], status: Int32) throws {
+            let r = try TestSupport.peerlog(Array(args.prefix(1)) + ["--home", home, group] + Array(args.dropFirst()))
+            #expect(r.status == status, "\(args): \(r.stdout)\(r.stderr)")
+        }
+        try write(["put", "slot/9", "ann", "--if-absent"], status: 0)
+        try write(["put", "slot/9", "bob", "--if-absent"], status: 3)
+        try write(["incr", "booked", "--by", "4"], status: 0)
+        try write(["incr", "booked", "--by", "-1"], status: 0)
+        try write(["set-add", "tags", "b", "a", "--json-value", "1", "\"z\""], status: 1)  // not JSON: refused
+        try write(["set-add", "tags", "--json-value", "\"b\"", "1", "[2]", "{\"x\":true}"], status: 0)
+        try write(["set-remove", "tags", "--json-value", "1"], status: 0)
+        try write(["merge", "card", "title=plan", "owner=ann"], status: 0)
+        try write(["merge", "card", "--remove", "owner"], status: 0)
+        try write(["incr", "card"], status: 3)
+        try write(["put", "slot/9", "cy", "--if-value", "ann"], status: 0)
+        let batch = dir + "/fold.jsonl"
+        try """
+        {"key": "a", "value": 1, "if": "absent"}
+        {"key": "slot/9", "delete": true, "if_value": "nobody"}
+        """.write(toFile: batch, atomically: true, encoding: .utf8)
+        try write(["put", "--batch", batch, "--atomic"], status: 3)
+        try write(["put", "--batch", batch], status: 3)
+
+        let daemon = try DaemonProcess(home: home)
+        defer { daemon.stop() }
+        let out = try TestSupport.python(
+            "sync_client.py",
+            [
+                "fetch", "127.0.0.1", String(daemon.port), "--seed", seed, "--group", group, "--from", "1", "--to",
+                "2", "--state-hash",
+            ])
+        let summary = try JSON.parse(out)
+        let hashes = try JSON.parse(try ok(["state-hash", "--home", home, group, "--json"]))
+        guard case .string(let python)? = summary["state_hash"], case .string(let swift)? = hashes["committed"] else {
+            Issue.record("no hashes: \(out) \(hashes)")
+            return
+        }
+        #expect(python == swift, "the Python fold differs: \(out)")
+        // It saw the rejections too (four writes rejected at commit).
+        guard case .array(let rejected)? = summary["state_rejected"] else {
+            Issue.record("no state_rejected: \(out)")
+            return
+        }
+        #expect(rejected.count == 4, "\(out)")
+    }
 }
