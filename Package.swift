@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "PeerlogChannel", targets: ["PeerlogChannel"]),
         .library(name: "PeerlogSync", targets: ["PeerlogSync"]),
         .library(name: "PeerlogFuzzHarness", targets: ["PeerlogFuzzHarness"]),
+        // The test fixtures (`TestReplica`, `EntityWriteSchedule`), for the benchmarks' property runs.
+        .library(name: "PeerlogTestSupport", targets: ["PeerlogTestSupport"]),
         .executable(name: "peerlog", targets: ["PeerlogCLI"]),
         .executable(name: "peerlog-notes", targets: ["PeerlogNotes"]),
     ],

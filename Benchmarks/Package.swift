@@ -25,6 +25,7 @@ let package = Package(
                 .product(name: "PeerlogChannel", package: "Peerlog"),
                 .product(name: "PeerlogSync", package: "Peerlog"),
                 .product(name: "PeerlogNode", package: "Peerlog"),
+                .product(name: "PeerlogTestSupport", package: "Peerlog"),
             ]
         )
     ],

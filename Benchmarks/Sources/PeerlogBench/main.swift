@@ -3,6 +3,8 @@ import Foundation
 // Prints figures and ratios measured in one run (build with -c release):
 //   swift run -c release --package-path Benchmarks peerlog-bench [foundation|replica|net|all] [--seconds S] [--million-store PATH]
 //   peerlog-bench catchup N | restart [N] | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
+//   peerlog-bench writes [SCHEDULES]   (conditional vs plain writes; mixed committed ingest; SCHEDULES property runs, 10,000)
+//   peerlog-bench claims [DEVICES] [NAMES]   (DEVICES members claim the same NAMES offline, then settle through a relay)
 //   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
 //   peerlog-bench encryption [N]   (sealed vs plaintext ingest; an epoch rotation to 36 devices)
 //   peerlog-bench floor [UPDATES]   (join from a snapshot vs full catch-up; store size with retention on/off)
@@ -52,6 +54,17 @@ if which == "elected" {
 if which == "relay" {
     // `relay N [--postgres URL]`: SQLite relay (one process) or PostgreSQL relay (two processes).
     try relayBench(count: args.count > 1 ? Int(args[1]) ?? 2000 : 2000, postgres: postgresURL)
+    exit(0)
+}
+if which == "writes" {
+    // `writes [SCHEDULES]`: issue 36's conditional/merge figures and SCHEDULES property runs (10,000).
+    try await writesBench(schedules: args.count > 1 ? Int(args[1]) ?? 10_000 : 10_000)
+    exit(0)
+}
+if which == "claims" {
+    // `claims [DEVICES] [NAMES]`: offline claims of the same names settled through a real relay.
+    try claimsBench(
+        devices: args.count > 1 ? Int(args[1]) ?? 10 : 10, names: args.count > 2 ? Int(args[2]) ?? 1_000 : 1_000)
     exit(0)
 }
 if which == "batch" {
