@@ -99,6 +99,7 @@ actor NotesApp {
             case "accept": try await accept()
             case "add": try await add(argument)
             case "done", "undo": try await mark(argument, done: command == "done")
+            case "claim": try await claim(argument)
             case "rm": try await peerlog.delete(try itemKey(argument), in: try list())
             case "show": try await show()
             default: say("unknown command \(command) (type help)")
@@ -110,8 +111,8 @@ actor NotesApp {
     }
 
     static let help = """
-        lists | new NAME | use NAME | invite IDENTITY | accept | add TEXT | done N | undo N | rm N | show | id | quit
-        items marked (tentative) are not ordered by the list's sequencer yet
+        lists | new NAME | use NAME | invite IDENTITY | accept | add TEXT | done N | undo N | claim N | rm N | show | id | quit
+        items marked (tentative) are not ordered by the list's sequencer yet; an item is claimed by one person only
         """
 
     func list() throws -> GroupID {
@@ -154,6 +155,22 @@ actor NotesApp {
         try await peerlog.put(key, item, in: group)
     }
 
+    /// Claims item `n` for this device's person: a conditional write ("only if nobody has"),
+    /// decided where the list's sequencer orders it, so of two people claiming at once (or
+    /// offline) exactly one gets it, on every laptop. The other hears why (`.rejected`).
+    func claim(_ n: String) async throws {
+        let group = try list()
+        let key = "claim/" + (try itemKey(n)).dropFirst("item/".count)
+        let write = try await peerlog.put(key, peerlog.deviceName, in: group, if: .absent)
+        switch try await peerlog.outcome(of: write) {
+        case .committed: say("claimed \(n)")
+        case .rejected(_, let reason): say("! \(n) is taken: \(reason)")
+        case .pending(nil): say("claimed \(n) (tentative until the list's sequencer orders it)")
+        case .pending(let guess?): say("! \(n) looks taken: \(guess)")
+        }
+        try await show()
+    }
+
     func itemKey(_ n: String) throws -> String {
         guard let i = Int(n), i >= 1 else { throw NotesError("give an item number (see `show`)") }
         let keys = shownKeys
@@ -169,11 +186,17 @@ actor NotesApp {
             return say("(no list: `new NAME`, or wait for an invitation)")
         }
         let entries = try await peerlog.entries(in: group, prefix: "item/")
+        var claims = [String: String]()
+        for c in try await peerlog.entries(in: group, prefix: "claim/") {
+            claims["item/" + c.key.dropFirst("claim/".count)] = try c.decode(String.self)
+        }
         shownKeys = entries.map(\.key)
         var lines = ["-- \(info.name) (\(entries.count) item\(entries.count == 1 ? "" : "s")) --"]
         for (i, e) in entries.enumerated() {
             let item = try e.decode(Item.self)
-            lines.append("\(i + 1). [\(item.done ? "x" : " ")] \(item.text)\(e.isTentative ? "  (tentative)" : "")")
+            let claim = claims[e.key].map { "  @\($0)" } ?? ""
+            lines.append(
+                "\(i + 1). [\(item.done ? "x" : " ")] \(item.text)\(claim)\(e.isTentative ? "  (tentative)" : "")")
         }
         say(lines.joined(separator: "\n"))
     }

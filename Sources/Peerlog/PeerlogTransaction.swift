@@ -95,7 +95,8 @@ public struct PeerlogTransaction: Sendable, Hashable {
     /// Sets fields of the record (a map) at `key`, keeping its other fields. Concurrent changes
     /// to different fields both stay.
     public mutating func setFields<T: Encodable>(_ fields: [String: T], of key: String) throws {
-        write.changes.append(.setFields(key: key, fields: try fields.mapValues { try ValueMapping.encode($0, key: key) }))
+        write.changes.append(
+            .setFields(key: key, fields: try fields.mapValues { try ValueMapping.encode($0, key: key) }))
     }
 
     /// Sets fields of the record at `key` to raw values.

@@ -100,7 +100,9 @@ struct Merge: AsyncParsableCommand {
     var removals: [String] = []
 
     func validate() throws {
-        if fields.isEmpty && removals.isEmpty { throw ValidationError("give NAME=VALUE fields to set or --remove NAME") }
+        if fields.isEmpty && removals.isEmpty {
+            throw ValidationError("give NAME=VALUE fields to set or --remove NAME")
+        }
     }
 
     func run() async throws {

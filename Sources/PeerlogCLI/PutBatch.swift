@@ -28,7 +28,9 @@ enum PutBatch {
             throw CLIError("--batch takes keys and values from its file: give no KEY, VALUE or --value-file with it")
         }
         guard try put.conditions.condition(json: false) == nil else {
-            throw CLIError(#"--if-… options take one key: in a --batch file a line carries its own ("if": "absent", "if_version", "if_value")"#)
+            throw CLIError(
+                #"--if-… options take one key: in a --batch file a line carries its own ("if": "absent", "if_version", "if_value")"#
+            )
         }
         let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
         guard !lines.isEmpty else { throw CLIError("--batch \(file) holds no operations") }
@@ -105,7 +107,9 @@ enum PutBatch {
                     (
                         "writes",
                         .array(
-                            zip(results, outcomes).map { r, o in .object([("cid", .string(r.cid.string))] + o.jsonFields) }
+                            zip(results, outcomes).map { r, o in
+                                .object([("cid", .string(r.cid.string))] + o.jsonFields)
+                            }
                         )
                     ),
                 ]).serialized(pretty: true))

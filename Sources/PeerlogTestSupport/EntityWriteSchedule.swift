@@ -46,6 +46,7 @@ public func randomEntityWrite(
 public struct EntityWriteSchedule {
     /// Why a schedule failed, with the step that broke it.
     public struct Failure: Error, CustomStringConvertible {
+        /// The step, what it did, and the check that failed.
         public let description: String
     }
 
@@ -61,18 +62,22 @@ public struct EntityWriteSchedule {
     var writes: [(cid: CID, author: Int, claim: String?)] = []
     /// The first final outcome seen of each write (every replica must report the same).
     var finals: [CID: WriteOutcome] = [:]
+    /// A (replica, write) whose final outcome was compared already.
     struct CheckedOutcome: Hashable {
         let replica: String
         let cid: CID
     }
     var checked = Set<CheckedOutcome>()
-    /// The step being run, and what it did (for a failure message).
+    /// The step being run (for a failure message).
     public private(set) var step = 0
+    /// What the step did (for a failure message).
     public private(set) var lastAction = "setup"
-    /// How many writes the schedule made, and how many ended rejected at commit.
+    /// How many writes the schedule made.
     public var writeCount: Int { writes.count }
+    /// How many of them ended rejected at commit.
     public var rejectedCount: Int { finals.values.count { if case .rejected = $0 { true } else { false } } }
 
+    /// Three members of a fresh group, all accepted, with the keys and randomness of `seed`.
     public init(seed: UInt64) throws {
         rng = SeededRandom(seed: seed)
         members = try names.map { try TestReplica($0, seed: seed) }
@@ -166,7 +171,8 @@ public struct EntityWriteSchedule {
         while !receipts.isEmpty || !envelopes.isEmpty {
             let n = Int.random(in: 1...8, using: &rng)
             let m = Int.random(in: 0...4, using: &rng)
-            _ = try members[to].replica.ingest(receipts: Array(receipts.prefix(n)), envelopes: Array(envelopes.prefix(m)))
+            _ = try members[to].replica.ingest(
+                receipts: Array(receipts.prefix(n)), envelopes: Array(envelopes.prefix(m)))
             receipts.removeFirst(min(n, receipts.count))
             envelopes.removeFirst(min(m, envelopes.count))
         }

@@ -62,7 +62,8 @@ struct ConditionalWriteCLITests {
         // Bad input: one error line, exit 1, nothing written.
         let before = try run(["state-hash", group]).stdout
         for bad in [
-            ["put", group, "k", "v", "--if-absent", "--if-value", "v"], ["put", group, "k", "v", "--if-version", "xyz"],
+            ["put", group, "k", "v", "--if-absent", "--if-value", "v"],
+            ["put", group, "k", "v", "--if-version", "xyz"],
             ["incr", group, "n", "--by", "x"], ["merge", group, "card", "novalue"], ["set-add", group, "tags"],
             ["put", group, "k", "v", "--timeout", "5"],
         ] {
@@ -133,7 +134,9 @@ struct ConditionalWriteCLITests {
             return items.count { $0["status"] == .string("tentative") }
         }
         func get(_ home: String, _ key: String) -> String? {
-            guard let r = try? TestSupport.peerlog(["get", "--home", home, group, key]), r.status == 0 else { return nil }
+            guard let r = try? TestSupport.peerlog(["get", "--home", home, group, key]), r.status == 0 else {
+                return nil
+            }
             return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
@@ -205,7 +208,9 @@ struct ConditionalWriteCLITests {
             // Sorted by deterministic encoding: the shorter text first ("bob" is 63 62 6f 62).
             #expect(get(home, "tags-canary") == "[\"bob\",\"alice\"]")
             // Each side sees the other's outcome the same way.
-            let other = try TestSupport.peerlog(["write-status", "--home", home, receipts[winner == "alice" ? "bob" : "alice"]!])
+            let other = try TestSupport.peerlog([
+                "write-status", "--home", home, receipts[winner == "alice" ? "bob" : "alice"]!,
+            ])
             #expect(other.status == 3, "\(other.stdout)")
         }
         let hashes = try [alice.home, bob.home].map { try expectPeerlog(["state-hash", "--home", $0, group]) }
@@ -217,9 +222,11 @@ struct ConditionalWriteCLITests {
         }
         for canary in ["slot-canary-9", "visits-canary", "tags-canary"] {
             let n = Array(canary.utf8)
-            let found = relayBytes.count >= n.count && (0...(relayBytes.count - n.count)).contains {
-                relayBytes[$0] == n[0] && Array(relayBytes[$0..<($0 + n.count)]) == n
-            }
+            let found =
+                relayBytes.count >= n.count
+                && (0...(relayBytes.count - n.count)).contains {
+                    relayBytes[$0] == n[0] && Array(relayBytes[$0..<($0 + n.count)]) == n
+                }
             #expect(!found, "the relay's files hold \(canary)")
         }
     }

@@ -47,7 +47,8 @@ struct EntityWriteTests {
         #expect(refusal(.textMap(["ops": []]))?.contains("1 to 1000 operations") == true)
         #expect(refusal(.textMap(["ops": [put], "if": []]))?.contains("non-empty array") == true)
         #expect(refusal(.textMap(["ops": [put], "extra": 1]))?.contains("unexpected key \"extra\"") == true)
-        #expect(refusal(.textMap(["ops": [.textMap(["op": "mul", "key": "k", "by": 2])]]))?.contains("one of put") == true)
+        #expect(
+            refusal(.textMap(["ops": [.textMap(["op": "mul", "key": "k", "by": 2])]]))?.contains("one of put") == true)
         #expect(
             refusal(.textMap(["ops": [.textMap(["op": "add", "key": "k", "by": .unsigned(UInt64(Int64.max) + 1)])]]))?
                 .contains("integer from -2^63") == true)
@@ -60,8 +61,12 @@ struct EntityWriteTests {
         #expect(
             refusal(.textMap(["ops": [put], "if": [.textMap(["key": "k", "version": .bytes([1])])]]))?.contains(
                 "CID link") == true)
-        #expect(refusal(.textMap(["ops": [.textMap(["op": "insert", "key": "k", "elements": []])]]))?.contains("1 to 1000 items") == true)
-        #expect(refusal(.textMap(["ops": [.textMap(["op": "put", "key": "", "value": 1])]]))?.contains("1 to 256 bytes") == true)
+        #expect(
+            refusal(.textMap(["ops": [.textMap(["op": "insert", "key": "k", "elements": []])]]))?.contains(
+                "1 to 1000 items") == true)
+        #expect(
+            refusal(.textMap(["ops": [.textMap(["op": "put", "key": "", "value": 1])]]))?.contains("1 to 256 bytes")
+                == true)
     }
 
     /// The limits at their boundaries: 1,000 operations pass, 1,001 do not; the same for
@@ -72,9 +77,12 @@ struct EntityWriteTests {
         #expect(ok(EntityWrite(changes: Array(repeating: put, count: GroupLimits.maxWriteOperations))))
         #expect(!ok(EntityWrite(changes: Array(repeating: put, count: GroupLimits.maxWriteOperations + 1))))
         let cond = EntityWrite.Condition.absent(key: "k")
-        #expect(ok(EntityWrite(conditions: Array(repeating: cond, count: GroupLimits.maxWriteConditions), changes: [put])))
         #expect(
-            !ok(EntityWrite(conditions: Array(repeating: cond, count: GroupLimits.maxWriteConditions + 1), changes: [put])))
+            ok(EntityWrite(conditions: Array(repeating: cond, count: GroupLimits.maxWriteConditions), changes: [put])))
+        #expect(
+            !ok(
+                EntityWrite(
+                    conditions: Array(repeating: cond, count: GroupLimits.maxWriteConditions + 1), changes: [put])))
         let many = (0..<GroupLimits.maxMergeItems).map { CBOR.int(Int64($0)) }
         #expect(ok(EntityWrite(changes: [.insert(key: "s", elements: many)])))
         #expect(!ok(EntityWrite(changes: [.insert(key: "s", elements: many + [-1])])))
@@ -152,7 +160,8 @@ struct EntityWriteTests {
             #expect(try r.get("booked", group, .committed) == .int(1))
             #expect(try r.get("slot/9", group, .tentative) == "ann")
             guard case .rejected(_, _, let reason)? = try r.replica.writeOutcome(of: bobs) else {
-                Issue.record("bob's booking is not rejected: \(String(describing: try r.replica.writeOutcome(of: bobs)))")
+                Issue.record(
+                    "bob's booking is not rejected: \(String(describing: try r.replica.writeOutcome(of: bobs)))")
                 continue
             }
             #expect(reason == "condition 1 failed: \"slot/9\" holds a value")

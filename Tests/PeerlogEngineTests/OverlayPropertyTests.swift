@@ -86,7 +86,8 @@ struct OverlaySchedule {
         bobOld = try bob.device.additionalDevice(name: "bob-old", createdAt: 1)
         observerDevice = try LocalDevice.deterministic(
             seed: Array("observer/\(seed)".utf8), name: "observer", createdAt: 1)
-        observerPath = NSTemporaryDirectory() + "overlay-property-\(getpid())-\(seed)\(entityWrites ? "-writes" : "").sqlite"
+        observerPath =
+            NSTemporaryDirectory() + "overlay-property-\(getpid())-\(seed)\(entityWrites ? "-writes" : "").sqlite"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: observerPath + suffix) }
         let clock = observerClock
         observer = try Replica(path: observerPath, device: observerDevice, clock: { clock.now() })

@@ -75,6 +75,18 @@ final class NotesProcess: @unchecked Sendable {
         #expect(ann.waitForLine { $0 == "1. [ ] buy milk" } != nil, "\(ann.screen)")
         ann.type("done 1")
         #expect(ben.waitForLine { $0 == "1. [x] buy milk" } != nil, "\(ben.screen)")
+        // A claim: Ann's device orders the list, so hers is decided at once; Ben's second claim
+        // is rejected where it is ordered, and Ben is told.
+        ann.type("claim 1")
+        #expect(ann.waitForLine { $0 == "claimed 1" } != nil, "\(ann.screen)")
+        #expect(ben.waitForLine { $0 == "1. [x] buy milk  @ann" } != nil, "\(ben.screen)")
+        ben.type("claim 1")
+        #expect(
+            ben.waitForLine {
+                $0.hasPrefix("! 1 looks taken: condition 1 failed")
+                    || $0.hasPrefix("! a write was rejected: condition 1 failed")
+            }
+                != nil, "\(ben.screen)")
         #expect(ann.quit() == 0)
         #expect(ben.quit() == 0)
     }

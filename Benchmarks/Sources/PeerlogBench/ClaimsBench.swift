@@ -20,9 +20,12 @@ func claimsBench(devices count: Int, names: Int) throws {
     var processes = [BenchDaemon]()
     defer { for p in processes { p.stop() } }
     processes.append(
-        try BenchDaemon(home: dir + "/relay", listen: port, command: ["relay", "run"], ["--allow", devices[0].identity.string]))
+        try BenchDaemon(
+            home: dir + "/relay", listen: port, command: ["relay", "run"], ["--allow", devices[0].identity.string]))
     let group = try replicas[0].createGroup(name: "names", maxMembers: count)
-    for d in devices.dropFirst() { try replicas[0].append(.memberAdded(identity: d.identity, role: .member), to: group) }
+    for d in devices.dropFirst() {
+        try replicas[0].append(.memberAdded(identity: d.identity, role: .member), to: group)
+    }
     try replicas[0].append(.sequencerChanged(.relay(key: relayDevice.device, address: port)), to: group)
     let relayArgs = ["--peer", port, "--allow", relayDevice.identity.string]
     func startMembers() throws {
@@ -57,7 +60,8 @@ func claimsBench(devices count: Int, names: Int) throws {
             let ops = (0..<names).map { n in
                 GroupOperation.entityWrite(
                     EntityWrite(
-                        conditions: [.absent(key: "name/\(n)")], changes: [.put(key: "name/\(n)", value: .int(Int64(i)))]))
+                        conditions: [.absent(key: "name/\(n)")],
+                        changes: [.put(key: "name/\(n)", value: .int(Int64(i)))]))
             }
             claims.append(try r.appendBatch(ops, to: group).map(\.receipt.cid))
         }
@@ -84,7 +88,9 @@ func claimsBench(devices count: Int, names: Int) throws {
             case .committed?:
                 granted[n] += 1
                 let holder = try replicas[0].entity("name/\(n)", in: group, view: .committed)?.value
-                guard holder == .int(Int64(i)) else { throw BenchError("name/\(n) holds \(String(describing: holder))") }
+                guard holder == .int(Int64(i)) else {
+                    throw BenchError("name/\(n) holds \(String(describing: holder))")
+                }
             case .rejected(_, _, let reason)? where reason.hasPrefix("condition 1 failed"): break
             case let other: throw BenchError("claim \(cid): \(String(describing: other))")
             }

@@ -63,7 +63,9 @@ func writesBench(schedules: Int) async throws {
             }
         }
     }
-    guard try memberReplica.tentativeCount(of: waiting) == 16 * perRound else { throw BenchError("member writes committed") }
+    guard try memberReplica.tentativeCount(of: waiting) == 16 * perRound else {
+        throw BenchError("member writes committed")
+    }
     figure("engine append, member (tentative)", format(writes / memberPlain) + " /s")
     figure("engine append if absent, member (tentative)", format(writes / memberConditional) + " /s")
 
@@ -126,7 +128,9 @@ private func mixIngest(dir: String, name: String, mixed: Bool) throws -> Double 
                 case 0:
                     // Claims: the first of each key wins, the later ones are rejected at commit.
                     op = .entityWrite(
-                        EntityWrite(conditions: [.absent(key: "claim-\(key)")], changes: [.put(key: "claim-\(key)", value: .int(Int64(a)))]))
+                        EntityWrite(
+                            conditions: [.absent(key: "claim-\(key)")],
+                            changes: [.put(key: "claim-\(key)", value: .int(Int64(a)))]))
                 case 1: op = .entityWrite(EntityWrite(changes: [.add(key: "n-\(key)", by: Int64(i))]))
                 default:
                     op = .entityWrite(

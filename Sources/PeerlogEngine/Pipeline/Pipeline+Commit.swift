@@ -72,7 +72,8 @@ extension Pipeline {
             }
             switch outcome {
             case .failure(let rejection): return rejection.reason
-            case .success(let changed): for (key, value) in changed { try commitEntity(r, seq: seq, key: key, value: value) }
+            case .success(let changed):
+                for (key, value) in changed { try commitEntity(r, seq: seq, key: key, value: value) }
             }
         case .application:
             report.events.append(.application(group: r.group, seq: seq, receipt: r))

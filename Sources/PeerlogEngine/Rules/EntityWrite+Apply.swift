@@ -41,7 +41,8 @@ extension EntityWrite {
             switch Self.applying(change, to: current) {
             case .success(let next): working[key] = .some(next)
             case .failure(let why):
-                return .failure(Rejection(reason: "operation \(i + 1) (\(change.name) \"\(key)\") failed: \(why.reason)"))
+                return .failure(
+                    Rejection(reason: "operation \(i + 1) (\(change.name) \"\(key)\") failed: \(why.reason)"))
             }
         }
         return .success(changedKeys.map { ($0, working[$0]!) })
@@ -70,7 +71,9 @@ extension EntityWrite {
         case .add(_, let by):
             let base: Int64
             if let current {
-                guard let n = current.int64Value else { return .failure(Rejection(reason: "the value is not an integer")) }
+                guard let n = current.int64Value else {
+                    return .failure(Rejection(reason: "the value is not an integer"))
+                }
                 base = n
             } else {
                 base = 0
@@ -79,11 +82,15 @@ extension EntityWrite {
             if overflow { return .failure(Rejection(reason: "the counter would leave -2^63...2^63-1")) }
             result = .int(sum)
         case .insert(_, let elements):
-            guard let set = setElements(current) else { return .failure(Rejection(reason: "the value is not an array")) }
+            guard let set = setElements(current) else {
+                return .failure(Rejection(reason: "the value is not an array"))
+            }
             result = canonicalSet(set + elements)
         case .remove(_, let elements):
             guard let current else { return .success(nil) }
-            guard let set = setElements(current) else { return .failure(Rejection(reason: "the value is not an array")) }
+            guard let set = setElements(current) else {
+                return .failure(Rejection(reason: "the value is not an array"))
+            }
             let gone = Set(elements.map { CBOREncoder.encode($0) })
             result = canonicalSet(set.filter { !gone.contains(CBOREncoder.encode($0)) })
         case .setFields(_, let fields):

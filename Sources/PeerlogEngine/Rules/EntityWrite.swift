@@ -126,7 +126,9 @@ public struct EntityWrite: Hashable, Sendable {
                 "\(what): \"if\" holds at most \(GroupLimits.maxWriteConditions) conditions, got \(conditions.count)",
                 code: .invalidOperation)
         }
-        for key in keys { try GroupOperation.checkBytes(key, key: "key", limit: GroupLimits.maxEntityKeyBytes, what: what) }
+        for key in keys {
+            try GroupOperation.checkBytes(key, key: "key", limit: GroupLimits.maxEntityKeyBytes, what: what)
+        }
         for (i, change) in changes.enumerated() {
             let count: Int? =
                 switch change {
