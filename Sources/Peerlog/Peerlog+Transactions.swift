@@ -8,7 +8,7 @@ extension Peerlog {
 
     /// Writes `transaction` as one receipt (`entity.write`) and returns once it is stored. Its
     /// conditions and operations are decided at its committed position, all or none; await
-    /// ``outcome(of:)-(PeerlogWrite)`` for the verdict. Refused at once (nothing written) only
+    /// ``outcome(of:)`` for the verdict. Refused at once (nothing written) only
     /// when malformed, over a limit, or outside the group's rules, like any write.
     @discardableResult
     public func write(_ transaction: PeerlogTransaction, in group: GroupID) async throws -> PeerlogWrite {

@@ -125,7 +125,7 @@ public struct PeerlogTransaction: Sendable, Hashable {
     }
 }
 
-/// What became of a write (``Peerlog/outcome(of:)-(PeerlogWrite)``).
+/// What became of a write (``Peerlog/outcome(of:)``).
 public enum PeerlogOutcome: Sendable, Hashable {
     /// No sequencer has ordered it yet. `guess` is what the tentative view expects: nil when it
     /// applies there, else why it would be rejected. Writes made offline stay here until a
