@@ -48,8 +48,14 @@ extension Pipeline {
         }
         let freshAtStart = overlay.freshAtStart.removeValue(forKey: group) ?? false
         guard !rebuild, freshAtStart, try db.overlayGroup(group) != nil else { return try rebuildOverlay(group) }
-        if try stored.contains(where: { $0.type == EntityWrite.receiptType }) || db.hasOverlayMergeSteps(group) {
-            return try maintainOverlayWithWrites(group, stored: stored, committed: committed)
+        // An `entity.write` joining the view, or one waiting in it, needs the write-aware repair;
+        // one stored and committed here (a device that sequences) never enters the view.
+        let committedHere = Set(committed.map(\.receipt.cid))
+        let joiningWrite = stored.contains { $0.type == EntityWrite.receiptType && !committedHere.contains($0.cid) }
+        let waitingWrites = try db.hasOverlayMergeSteps(group)
+        if joiningWrite || waitingWrites {
+            return try maintainOverlayWithWrites(
+                group, stored: stored, committed: committed, waitingWrites: waitingWrites)
         }
 
         var repair = OverlayRepair()

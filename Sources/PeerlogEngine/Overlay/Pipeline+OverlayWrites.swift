@@ -9,13 +9,23 @@ import PeerlogStore
 /// rows in order: O(keys) each. Anything else (a commit, an arrival in the middle, a group
 /// operation) rebuilds the group's view from scratch.
 extension Pipeline {
+    /// `waitingWrites`: the view held an `entity.write` step before this transaction.
     mutating func maintainOverlayWithWrites(
-        _ group: GroupID, stored: [Receipt], committed: [(receipt: Receipt, changedBase: Bool)]
+        _ group: GroupID, stored: [Receipt], committed: [(receipt: Receipt, changedBase: Bool)], waitingWrites: Bool
     ) throws {
-        guard committed.isEmpty else { return try rebuildOverlay(group) }
+        // A commit moves the committed values that waiting writes were applied to, except one
+        // stored here that was never in the view, under a view of puts and deletes only (they
+        // override what is under them), that leaves the group state as it was.
+        let storedHere = Set(stored.map(\.cid))
+        let committedHere = Set(committed.map(\.receipt.cid))
+        let harmless =
+            committed.isEmpty
+            || !waitingWrites && committed.allSatisfy { storedHere.contains($0.receipt.cid) && !$0.changedBase }
+        guard harmless else { return try rebuildOverlay(group) }
         let flagged = stored.isEmpty ? [:] : try db.flaggedAuthors(group: group)
-        let joining = stored.filter { r in flagged[r.author].map { r.counter < $0 } ?? true }
-            .sorted { OverlayPosition($0) < OverlayPosition($1) }
+        let joining = stored.filter { r in
+            !committedHere.contains(r.cid) && flagged[r.author].map { r.counter < $0 } ?? true
+        }.sorted { OverlayPosition($0) < OverlayPosition($1) }
         guard let first = joining.first else { return try db.markOverlayMaintained(group) }
         if let last = try db.lastOverlayStep(group), !(last < OverlayPosition(first)) {
             return try rebuildOverlay(group)
