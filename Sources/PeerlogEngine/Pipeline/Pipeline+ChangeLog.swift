@@ -73,7 +73,9 @@ extension Pipeline {
         guard !groups.isEmpty else { return [] }
         var keys = Set<ViewKey>()
         for r in caches.storedHere.values where groups.contains(r.group) && r.type.hasPrefix("entity.") {
-            for key in try openedOperation(r)?.changedEntityKeys ?? [] { keys.insert(ViewKey(group: r.group, key: key)) }
+            for key in try openedOperation(r)?.changedEntityKeys ?? [] {
+                keys.insert(ViewKey(group: r.group, key: key))
+            }
         }
         return keys
     }
