@@ -252,4 +252,41 @@ struct EntityWriteTests {
         }
         #expect(try alice.hashes(group) == bob.hashes(group))
     }
+
+    /// Random bodies near the valid shape: each is refused with a reason or parses to an
+    /// operation whose body parses back to it; applying a parsed one never traps.
+    @Test func randomBodiesAreRefusedOrRoundTrip() throws {
+        var rng = SeededRandom(seed: 36)
+        func value(_ depth: Int) -> CBOR {
+            switch Int.random(in: 0..<(depth > 2 ? 4 : 7), using: &rng) {
+            case 0: return .int(Int64.random(in: -3...3, using: &rng))
+            case 1: return .text(["k", "put", "add", "absent", ""].randomElement(using: &rng)!)
+            case 2: return .bool(Bool.random(using: &rng))
+            case 3: return .unsigned(UInt64.max - UInt64.random(in: 0...1, using: &rng))
+            case 4: return .array((0..<Int.random(in: 0...3, using: &rng)).map { _ in value(depth + 1) })
+            default:
+                var m = [String: CBOR]()
+                for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                    let names = ["op", "key", "value", "by", "elements", "fields", "absent", "version", "ops", "if"]
+                    m[names.randomElement(using: &rng)!] = value(depth + 1)
+                }
+                return .textMap(m)
+            }
+        }
+        let ops = ["put", "delete", "add", "insert", "remove", "set_fields", "remove_fields", "x"]
+        var parsed = 0
+        for _ in 0..<3_000 {
+            var change: [String: CBOR] = ["op": .text(ops.randomElement(using: &rng)!), "key": "k"]
+            for name in ["value", "by", "elements", "fields"] where Bool.random(using: &rng) { change[name] = value(1) }
+            var body: [String: CBOR] = ["ops": .array([.textMap(change)])]
+            if Bool.random(using: &rng) { body["if"] = .array([value(1)]) }
+            guard let op = try? GroupOperation(receiptType: "entity.write", body: .textMap(body)) else { continue }
+            parsed += 1
+            #expect(try GroupOperation(receiptType: op.receiptType, body: op.body) == op)
+            if case .entityWrite(let w) = op {
+                _ = w.apply { _ in EntityWrite.Held(value: value(1), cid: CID(hashing: [1])) }
+            }
+        }
+        #expect(parsed > 10, "the generator should make valid bodies too: \(parsed)")
+    }
 }
