@@ -115,6 +115,9 @@ struct EntityWriteTests {
         // Counter overflow is a rejection, not a wrap.
         held["big"] = .init(value: .int(Int64.max), cid: writer)
         #expect(failure(run(EntityWrite(changes: [.add(key: "big", by: 1)])))?.contains("would leave") == true)
+        // An integer a put stored above 2^63-1 is not a counter (§9.7), even for a negative add.
+        held["huge"] = .init(value: .unsigned(UInt64.max), cid: writer)
+        #expect(failure(run(EntityWrite(changes: [.add(key: "huge", by: -1)])))?.contains("not an integer") == true)
         // Sets are distinct and sorted by encoding; removing from absent leaves it absent.
         let sets = try run(
             EntityWrite(changes: [.insert(key: "s", elements: ["b", 1, 1]), .remove(key: "gone", elements: [1])])

@@ -522,7 +522,9 @@ class Fold:
                 v = ABSENT
             elif name == "add":
                 v = 0 if v is ABSENT else v
-                if type(v) is not int:
+                # §9.7: a counter is an integer in the signed 64-bit range; a larger one (a put
+                # can store up to 2^64-1) is not a counter.
+                if type(v) is not int or not INT64[0] <= v <= INT64[1]:
                     raise Refused(failed + "the value is not an integer")
                 v += arg
                 if not INT64[0] <= v <= INT64[1]:
@@ -701,6 +703,9 @@ def selftest():
     check("§9.7 add counts from absent as 0", written([add(3), add(-5)])[0] == -2)
     value, outcomes = written([add(1)], INT64[1])
     check("§9.7 add past 2^63-1 is rejected, value kept", value == INT64[1] and outcomes[0][0] is False, outcomes[0][1])
+    value, outcomes = written([add(-1)], (1 << 64) - 1)
+    check("§9.7 add on an integer above 2^63-1 is rejected", value == (1 << 64) - 1 and outcomes[0][0] is False,
+          outcomes[0][1])
     value, outcomes = written([[{"op": "put", "value": 1}, {"op": "add", "by": 2}], add(1)], "text")
     check("§9.7 put then add applies on the put value", value == 4 and all(o[0] for o in outcomes), repr(outcomes))
     value, outcomes = written([[{"op": "put", "value": "new"}, {"op": "insert", "elements": [1]}]], 5)
