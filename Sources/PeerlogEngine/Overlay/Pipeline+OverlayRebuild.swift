@@ -82,9 +82,7 @@ extension Pipeline {
                 case .entityWrite(let write):
                     let result = try write.apply { [db] key in
                         if let w = writers[key] { return w.value.map { EntityWrite.Held(value: $0, cid: w.cid) } }
-                        return try db.entity(group: group, key: key).map {
-                            EntityWrite.Held(value: try CBORDecoder.decodeStrict($0.value), cid: $0.cid)
-                        }
+                        return try db.committedHeld(group, key: key)
                     }
                     switch result {
                     case .failure: rejected = true

@@ -68,9 +68,7 @@ extension Pipeline {
         if try overlayMayHoldEntities(group), let row = try db.overlayEntity(group, key: key) {
             return try row.value.map { EntityWrite.Held(value: try CBORDecoder.decodeStrict($0), cid: row.cid) }
         }
-        return try db.entity(group: group, key: key).map {
-            EntityWrite.Held(value: try CBORDecoder.decodeStrict($0.value), cid: $0.cid)
-        }
+        return try db.committedHeld(group, key: key)
     }
 
     /// Writes the tentative row of `key` (nil: tentatively absent), noting the change first.
@@ -78,5 +76,14 @@ extension Pipeline {
         try noteViewChange(group, key: key)
         try db.putOverlayEntity(group, key: key, value: value.map { CBOREncoder.encode($0) }, cid: cid)
         overlay.hasEntities[group] = true
+    }
+}
+
+extension StoreDB {
+    /// A key's committed value and version, as `EntityWrite.apply` reads it.
+    func committedHeld(_ group: GroupID, key: String) throws -> EntityWrite.Held? {
+        try entity(group: group, key: key).map {
+            EntityWrite.Held(value: try CBORDecoder.decodeStrict($0.value), cid: $0.cid)
+        }
     }
 }

@@ -65,11 +65,7 @@ extension Pipeline {
         case .entityDelete(let key):
             try commitEntity(r, seq: seq, key: key, value: nil)
         case .entityWrite(let write):
-            let outcome = try write.apply { [db] key in
-                try db.entity(group: r.group, key: key).map {
-                    EntityWrite.Held(value: try CBORDecoder.decodeStrict($0.value), cid: $0.cid)
-                }
-            }
+            let outcome = try write.apply { [db] in try db.committedHeld(r.group, key: $0) }
             switch outcome {
             case .failure(let rejection): return rejection.reason
             case .success(let changed):
