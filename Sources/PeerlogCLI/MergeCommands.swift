@@ -49,6 +49,30 @@ struct Incr: AsyncParsableCommand {
     }
 }
 
+/// The elements `set-add` and `set-remove` take, and the write they make.
+struct SetElements: ParsableArguments {
+    @Argument(help: "The elements.") var elements: [String]
+
+    func validate() throws {
+        if elements.isEmpty { throw ValidationError("give at least one element") }
+    }
+
+    func write(_ options: MergeWriteOptions, removing: Bool) async throws {
+        let values = try options.values(elements, what: "ELEMENT")
+        let summary =
+            removing
+            ? "Removed \(values.count) element(s) from \"\(options.key)\""
+            : "Added \(values.count) element(s) to \"\(options.key)\""
+        try await options.write(summary: summary) {
+            if removing {
+                $0.remove(cbor: values, from: options.key)
+            } else {
+                $0.insert(cbor: values, into: options.key)
+            }
+        }
+    }
+}
+
 /// `peerlog set-add GROUP KEY ELEMENT...`: a set.
 struct SetAdd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -56,18 +80,9 @@ struct SetAdd: AsyncParsableCommand {
         abstract: "Add elements to a set (an array of distinct values); concurrent additions all stay.",
         discussion: mergeDiscussion)
     @OptionGroup var options: MergeWriteOptions
-    @Argument(help: "The elements.") var elements: [String]
+    @OptionGroup var set: SetElements
 
-    func validate() throws {
-        if elements.isEmpty { throw ValidationError("give at least one element") }
-    }
-
-    func run() async throws {
-        let values = try options.values(elements, what: "ELEMENT")
-        try await options.write(summary: "Added \(values.count) element(s) to \"\(options.key)\"") {
-            $0.insert(cbor: values, into: options.key)
-        }
-    }
+    func run() async throws { try await set.write(options, removing: false) }
 }
 
 /// `peerlog set-remove GROUP KEY ELEMENT...`.
@@ -75,18 +90,9 @@ struct SetRemove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set-remove", abstract: "Remove elements from a set.", discussion: mergeDiscussion)
     @OptionGroup var options: MergeWriteOptions
-    @Argument(help: "The elements.") var elements: [String]
+    @OptionGroup var set: SetElements
 
-    func validate() throws {
-        if elements.isEmpty { throw ValidationError("give at least one element") }
-    }
-
-    func run() async throws {
-        let values = try options.values(elements, what: "ELEMENT")
-        try await options.write(summary: "Removed \(values.count) element(s) from \"\(options.key)\"") {
-            $0.remove(cbor: values, from: options.key)
-        }
-    }
+    func run() async throws { try await set.write(options, removing: true) }
 }
 
 /// `peerlog merge GROUP KEY NAME=VALUE... [--remove NAME]...`: fields of a record.

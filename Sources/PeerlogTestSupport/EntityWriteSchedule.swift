@@ -160,22 +160,9 @@ public struct EntityWriteSchedule {
         }
     }
 
-    /// Part of what `from` holds, shuffled, with duplicates, in a few batches.
+    /// Part of what member `from` holds, as a sync cut short and out of order would bring it.
     mutating func deliver(_ from: Int, _ to: Int, fraction: Double) throws {
-        let h = try members[from].holdings(group)
-        var receipts = h.receipts.filter { _ in Double.random(in: 0..<1, using: &rng) < fraction }
-        var envelopes = h.envelopes.filter { _ in Double.random(in: 0..<1, using: &rng) < fraction }
-        receipts += receipts.filter { _ in Int.random(in: 0..<6, using: &rng) == 0 }
-        receipts.shuffle(using: &rng)
-        envelopes.shuffle(using: &rng)
-        while !receipts.isEmpty || !envelopes.isEmpty {
-            let n = Int.random(in: 1...8, using: &rng)
-            let m = Int.random(in: 0...4, using: &rng)
-            _ = try members[to].replica.ingest(
-                receipts: Array(receipts.prefix(n)), envelopes: Array(envelopes.prefix(m)))
-            receipts.removeFirst(min(n, receipts.count))
-            envelopes.removeFirst(min(m, envelopes.count))
-        }
+        try members[from].deliverPart(of: group, to: members[to].replica, fraction: fraction, using: &rng)
     }
 
     func fail(_ what: String) -> Failure { Failure(description: "step \(step) (\(lastAction)): \(what)") }

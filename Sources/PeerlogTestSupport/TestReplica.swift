@@ -86,6 +86,28 @@ public struct TestReplica: Sendable {
         return try other.replica.ingest(receipts: h.receipts, envelopes: h.envelopes)
     }
 
+    /// Part of what this replica holds of `group` (each receipt and envelope with probability
+    /// `fraction`), about one in five of them twice, shuffled, ingested by `to` in batches of 1–8
+    /// receipts and 0–4 envelopes: a sync that arrives out of order, duplicated and cut short.
+    public func deliverPart(
+        of group: GroupID, to: Replica, fraction: Double, using rng: inout SeededRandom
+    ) throws {
+        let h = try holdings(group)
+        var receipts = h.receipts.filter { _ in Double.random(in: 0..<1, using: &rng) < fraction }
+        var envelopes = h.envelopes.filter { _ in Double.random(in: 0..<1, using: &rng) < fraction }
+        receipts += receipts.filter { _ in Int.random(in: 0..<5, using: &rng) == 0 }
+        envelopes += envelopes.filter { _ in Int.random(in: 0..<5, using: &rng) == 0 }
+        receipts.shuffle(using: &rng)
+        envelopes.shuffle(using: &rng)
+        while !receipts.isEmpty || !envelopes.isEmpty {
+            let n = Int.random(in: 1...8, using: &rng)
+            let m = Int.random(in: 0...4, using: &rng)
+            _ = try to.ingest(receipts: Array(receipts.prefix(n)), envelopes: Array(envelopes.prefix(m)))
+            receipts.removeFirst(min(n, receipts.count))
+            envelopes.removeFirst(min(m, envelopes.count))
+        }
+    }
+
     /// The group's state hashes in both views.
     public func hashes(_ group: GroupID) throws -> StateHashes {
         StateHashes(

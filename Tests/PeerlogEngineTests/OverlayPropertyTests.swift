@@ -190,20 +190,7 @@ struct OverlaySchedule {
 
     /// Part of what `from` holds, shuffled, with duplicates, in a few batches.
     mutating func deliver(_ from: TestReplica, to: Replica, fraction: Double) throws {
-        let h = try from.holdings(group)
-        var receipts = h.receipts.filter { _ in Double.random(in: 0..<1, using: &rng) < fraction }
-        var envelopes = h.envelopes.filter { _ in Double.random(in: 0..<1, using: &rng) < fraction }
-        receipts += receipts.filter { _ in Int.random(in: 0..<5, using: &rng) == 0 }
-        envelopes += envelopes.filter { _ in Int.random(in: 0..<5, using: &rng) == 0 }
-        receipts.shuffle(using: &rng)
-        envelopes.shuffle(using: &rng)
-        while !receipts.isEmpty || !envelopes.isEmpty {
-            let n = Int.random(in: 1...8, using: &rng)
-            let m = Int.random(in: 0...4, using: &rng)
-            _ = try to.ingest(receipts: Array(receipts.prefix(n)), envelopes: Array(envelopes.prefix(m)))
-            receipts.removeFirst(min(n, receipts.count))
-            envelopes.removeFirst(min(m, envelopes.count))
-        }
+        try from.deliverPart(of: group, to: to, fraction: fraction, using: &rng)
     }
 
     /// While the relay is the committed authority: signs envelopes for tentative receipts the
