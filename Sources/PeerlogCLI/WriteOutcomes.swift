@@ -40,6 +40,13 @@ struct WaitOptions: ParsableArguments {
     @Option(help: ArgumentHelp("With --wait: give up after this many seconds.", valueName: "seconds"))
     var timeout: Double?
 
+    /// `outcome`, or with `--wait` the final outcome of `cid` (the same when `--timeout` passes first).
+    func settled(_ outcome: PeerlogOutcome, of cid: CID, in peerlog: Peerlog) async throws -> PeerlogOutcome {
+        guard wait, !outcome.isFinal else { return outcome }
+        return try await peerlog.finalOutcome(of: cid, timeout: timeout.map { .milliseconds(Int($0 * 1000)) })
+            ?? outcome
+    }
+
     func validate() throws {
         if timeout != nil && !wait { throw ValidationError("--timeout goes with --wait") }
         if let timeout, !(timeout > 0 && timeout <= 86_400 * 365) {
@@ -100,12 +107,10 @@ func reportOutcome(
 ) async throws {
     var outcome = try await peerlog.outcome(of: write)
     if !json { print(summary) }
-    if wait.wait, !outcome.isFinal {
-        if !json { printError("receipt \(write.cid) written; waiting for the group's sequencer…") }
-        outcome =
-            try await peerlog.finalOutcome(of: write.cid, timeout: wait.timeout.map { .milliseconds(Int($0 * 1000)) })
-            ?? outcome
+    if wait.wait, !outcome.isFinal, !json {
+        printError("receipt \(write.cid) written; waiting for the group's sequencer…")
     }
+    outcome = try await wait.settled(outcome, of: write.cid, in: peerlog)
     if json {
         print(
             JSON.object(
@@ -139,12 +144,7 @@ struct WriteStatus: AsyncParsableCommand {
         let cid: CID
         do { cid = try CID(string: receipt) } catch { throw CLIError("\(receipt): not a receipt id (\(error))") }
         let peerlog = try await home.openForReading()
-        var outcome = try await peerlog.currentOutcome(of: cid)
-        if wait.wait, !outcome.isFinal {
-            outcome =
-                try await peerlog.finalOutcome(of: cid, timeout: wait.timeout.map { .milliseconds(Int($0 * 1000)) })
-                ?? outcome
-        }
+        let outcome = try await wait.settled(try await peerlog.currentOutcome(of: cid), of: cid, in: peerlog)
         if output.json {
             print(JSON.object([("cid", .string(cid.string))] + outcome.jsonFields).serialized(pretty: true))
         } else {

@@ -25,11 +25,8 @@ extension Replica {
     public func writeOutcome(of cid: CID) throws -> WriteOutcome? {
         try store.read { db in
             guard let held = try db.receiptOutcome(cid) else { return nil }
-            if let seq = held.seq {
-                return held.rejected.map { .rejected(group: held.group, seq: seq, reason: $0) }
-                    ?? .committed(group: held.group, seq: seq)
-            }
-            return .tentative(group: held.group, rejected: try tentativeRejection(of: cid, in: held.group, db: db))
+            return try Self.committed(held)
+                ?? .tentative(group: held.group, rejected: tentativeRejection(of: cid, in: held.group, db: db))
         }
     }
 
@@ -37,10 +34,15 @@ extension Replica {
     /// held. Reads one row: no tentative guess.
     public func committedOutcome(of cid: CID) throws -> WriteOutcome? {
         try store.read { db in
-            guard let held = try db.receiptOutcome(cid), let seq = held.seq else { return nil }
-            return held.rejected.map { .rejected(group: held.group, seq: seq, reason: $0) }
-                ?? .committed(group: held.group, seq: seq)
+            try db.receiptOutcome(cid).flatMap(Self.committed)
         }
+    }
+
+    /// The final outcome of a held receipt's row, nil while it has no seq.
+    private static func committed(_ held: (group: GroupID, seq: UInt64?, rejected: String?)) -> WriteOutcome? {
+        guard let seq = held.seq else { return nil }
+        return held.rejected.map { .rejected(group: held.group, seq: seq, reason: $0) }
+            ?? .committed(group: held.group, seq: seq)
     }
 
     /// The tentative view's verdict on a waiting receipt: its maintained step says whether it is

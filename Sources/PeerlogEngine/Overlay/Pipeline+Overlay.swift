@@ -60,7 +60,6 @@ extension Pipeline {
 
         var repair = OverlayRepair()
         let storedNow = Set(stored.map(\.cid))
-        let committedNow = Set(committed.map(\.receipt.cid))
         for (c, changedBase) in committed {
             let p = OverlayPosition(c)
             guard !storedNow.contains(c.cid), let step = try db.overlayStep(group, p) else {
@@ -80,7 +79,7 @@ extension Pipeline {
 
         let flagged = stored.isEmpty ? [:] : try db.flaggedAuthors(group: group)
         let joining = stored.filter { r in
-            !committedNow.contains(r.cid) && flagged[r.author].map { r.counter < $0 } ?? true
+            !committedHere.contains(r.cid) && flagged[r.author].map { r.counter < $0 } ?? true
         }
         let batch = OverlayBatch(joining)
         var inserts = [(r: Receipt, p: OverlayPosition, op: GroupOperation?)]()
