@@ -9,6 +9,7 @@ import Glibc
 
 struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract:
             "Check the store: SQLite integrity, and for every group that the materialized state equals a replay of the stored log and the maintained tentative view a fold of the tentative receipts, and the kept counts of receipts waiting for a seq a count of them.",
         discussion: "Exit status: 0 when everything is consistent, 2 when something is not."
@@ -61,10 +62,12 @@ struct Check: AsyncParsableCommand {
 /// Commands for tests and debugging; not shown in help.
 struct Debug: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "debug",
         abstract: "Testing aids.", shouldDisplay: false, subcommands: [AppendLoop.self])
 
     struct AppendLoop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "append-loop",
             abstract: "Append entity puts in a loop, printing `ok <cid>` (unbuffered) after each returns.")
         @OptionGroup var home: HomeOptions
         @Argument var group: String

@@ -10,6 +10,7 @@ import ServiceLifecycle
 /// `peerlog daemon`: the long-running node.
 struct Daemon: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "daemon",
         abstract: "Run the node: listen, dial peers, sync every shared group (stop with Ctrl-C or SIGTERM).",
         discussion: """
             Settings come from --config FILE (default: HOME/daemon.conf when it exists), then the options.
@@ -150,6 +151,7 @@ struct DaemonCaptureOptions: ParsableArguments {
 /// `peerlog status`: asks the running daemon.
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show the running daemon's peers, connections and per-group sync state.")
 
     @OptionGroup var home: HomeOptions

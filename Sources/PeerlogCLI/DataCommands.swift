@@ -5,6 +5,7 @@ import PeerlogEncoding
 
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Print an entity's value (strings as they are, anything else as JSON).",
         discussion: """
             Exit status 1 when the key has no value in the view. A blob's value is written with --out FILE (- for \

@@ -12,6 +12,7 @@ struct DeviceCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List the devices of this identity this replica knows of, and whether each is revoked.")
 
         @OptionGroup var home: HomeOptions
@@ -46,6 +47,7 @@ struct DeviceCommand: AsyncParsableCommand {
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "revoke",
             abstract: "Revoke another device of this identity (a lost or stolen laptop).",
             discussion: """
                 Signs a revocation with the identity key (identity.key in the home) and stores it. A running daemon \

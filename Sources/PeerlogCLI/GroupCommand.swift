@@ -17,6 +17,7 @@ struct GroupCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "create",
             abstract: "Create a group; this device becomes its owner and sequencer.")
         @OptionGroup var home: HomeOptions
         @Argument(help: "The group's name.") var name: String
@@ -160,7 +161,8 @@ struct GroupCommand: AsyncParsableCommand {
 
 extension GroupCommand {
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the groups this replica knows.")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the groups this replica knows.")
         @OptionGroup var home: HomeOptions
         @OptionGroup var view: ViewOptions
         @OptionGroup var output: OutputOptions
@@ -195,7 +197,8 @@ extension GroupCommand {
     }
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show a group: its settings, sequencer and members.")
+        static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Show a group: its settings, sequencer and members.")
         @OptionGroup var home: HomeOptions
         @OptionGroup var group: GroupArgument
         @OptionGroup var view: ViewOptions

@@ -8,6 +8,7 @@ extension GroupCommand {
     /// `group keys [GROUP] [--append FILE]`: the epoch keys this device holds, as key-log lines.
     struct Keys: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "keys",
             abstract: "Print the epoch keys this device holds, for the tools that show sealed bodies.",
             discussion: """
                 One line per key (docs/PROTOCOL.md §17.6): \(EpochKeyLog.label) GROUP KEY. Give the file to \

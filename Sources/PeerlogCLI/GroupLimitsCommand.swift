@@ -7,6 +7,7 @@ extension GroupCommand {
     /// `group limits GROUP [--max-waiting N|default] [--max-waiting-age AGE|default] [--json]`.
     struct Limits: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "limits",
             abstract: "Show or set this device's offline limits for a group (docs/PROTOCOL.md §10.5).",
             discussion: """
                 This device's own writes wait for a seq while the group's sequencer is out of reach. At \

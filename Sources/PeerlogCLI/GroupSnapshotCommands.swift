@@ -7,6 +7,7 @@ extension GroupCommand {
     /// `group snapshot GROUP`: a snapshot of the committed state now (docs/PROTOCOL.md §23.1).
     struct Snapshot: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "snapshot",
             abstract: "Make a snapshot of a group's committed state now.",
             discussion: """
                 A snapshot is the group's committed state at its committed seq, content-addressed and carrying \
@@ -50,6 +51,7 @@ extension GroupCommand {
     /// `group compact GROUP`: prune below the watermark now (§23.4).
     struct Compact: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "compact",
             abstract: "Prune a group's superseded receipts below its newest acknowledged snapshot now.",
             discussion: """
                 Entity receipts that no current value needs, committed below the newest snapshot every peer has \
@@ -87,6 +89,7 @@ extension GroupCommand {
     /// `group retention GROUP (--on [--min-age DAYS] | --off)`.
     struct Retention: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "retention",
             abstract:
                 "Turn pruning of a group's superseded receipts on or off (off by default); show it without a flag.",
             discussion: """

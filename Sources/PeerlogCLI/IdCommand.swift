@@ -5,7 +5,8 @@ import PeerlogEncoding
 import PeerlogModel
 
 struct Id: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print this node's identity, device id and certificate.")
+    static let configuration = CommandConfiguration(
+        commandName: "id", abstract: "Print this node's identity, device id and certificate.")
 
     @OptionGroup var home: HomeOptions
     @OptionGroup var output: OutputOptions

@@ -12,6 +12,7 @@ struct IdentityCommand: ParsableCommand {
 
     struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Write the identity key, sealed with a passphrase, to a new file.",
             discussion: """
                 The passphrase comes from $\(Passphrase.environmentVariable) when it is set; otherwise, on a \

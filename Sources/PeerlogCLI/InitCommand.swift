@@ -4,6 +4,7 @@ import PeerlogModel
 
 struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "init",
         abstract: "Create an identity and this device's keys and certificate.",
         discussion: """
             With --join CODE, this device joins an existing identity instead: run `peerlog device

@@ -7,6 +7,7 @@ import PeerlogModel
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "inspect",
         abstract: "Decode and verify a receipt, envelope, certificate or revocation file.",
         discussion: "Exit status: 0 when the signature verifies, 2 when it does not, 1 when the file cannot be decoded."
     )

@@ -5,6 +5,7 @@ import PeerlogEncoding
 /// `peerlog invites`: groups this identity has been invited to and not yet answered.
 struct Invites: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "invites",
         abstract: "List pending invitations (accept with `peerlog group accept GROUP`, decline with `group leave`).",
         discussion: "Invitations arrive by sync from any member of the group, or in an export file."
     )

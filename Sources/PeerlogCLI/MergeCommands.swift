@@ -40,6 +40,7 @@ private let mergeDiscussion = """
 /// `peerlog incr GROUP KEY [--by N]`: a counter.
 struct Incr: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "incr",
         abstract: "Add to a counter (absent counts as 0); concurrent adds all count.", discussion: mergeDiscussion)
     @OptionGroup var options: MergeWriteOptions
     @Option(parsing: .unconditional, help: "The amount, negative to subtract (default 1).") var by: Int64 = 1
@@ -98,6 +99,7 @@ struct SetRemove: AsyncParsableCommand {
 /// `peerlog merge GROUP KEY NAME=VALUE... [--remove NAME]...`: fields of a record.
 struct Merge: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "merge",
         abstract: "Set or remove fields of a record (a map), keeping its other fields.",
         discussion: "Concurrent changes to different fields all stay. " + mergeDiscussion)
     @OptionGroup var options: MergeWriteOptions

@@ -81,6 +81,7 @@ struct InviteCommand: AsyncParsableCommand {
     /// `peerlog invite create GROUP [--role R]`.
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "create",
             abstract: "Print a short code that adds whoever enters it to GROUP (the daemon must run).")
 
         @OptionGroup var home: HomeOptions
@@ -103,6 +104,7 @@ struct InviteCommand: AsyncParsableCommand {
     /// `peerlog invite join CODE [--peer HOST:PORT]`.
     struct Join: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "join",
             abstract: "Join a group with the code its inviter read out.",
             discussion: """
                 Finds the inviter's session on the LAN (or at --peer), proves the code without

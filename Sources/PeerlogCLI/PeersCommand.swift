@@ -5,6 +5,7 @@ import Peerlog
 /// `peerlog peers`: who the running daemon knows of and how.
 struct Peers: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "peers",
         abstract: "List the daemon's peers: discovered on the LAN, static (--peer) and inbound, with their state.")
 
     @OptionGroup var home: HomeOptions

@@ -24,6 +24,13 @@ enum PutBatch {
     static let maxOperations = 100_000
 
     static func run(_ put: Put, file: String) async throws {
+        try checkArguments(put)
+        let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
+        try await runLines(put, file: file, lines: lines)
+    }
+
+    /// What goes with `--batch` (and `--stream`): no key, value or `--if-…` of the command line.
+    static func checkArguments(_ put: Put) throws {
         guard put.key == nil, put.value == nil, put.valueFile == nil else {
             throw CLIError("--batch takes keys and values from its file: give no KEY, VALUE or --value-file with it")
         }
@@ -32,7 +39,9 @@ enum PutBatch {
                 #"--if-… options take one key: in a --batch file a line carries its own ("if": "absent", "if_version", "if_value")"#
             )
         }
-        let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
+    }
+
+    static func runLines(_ put: Put, file: String, lines: [Line]) async throws {
         guard !lines.isEmpty else { throw CLIError("--batch \(file) holds no operations") }
         if put.atomic { return try await runAtomic(put, lines: lines, file: file) }
         let (peerlog, id) = try await put.home.open(put.group)

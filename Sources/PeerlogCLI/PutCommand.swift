@@ -9,6 +9,7 @@ import Glibc
 
 struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "put",
         abstract: "Set an entity's value in a group, or write a batch of sets and deletes.",
         discussion: """
             The value comes from VALUE or from --value-file (a file, or - for standard input). A file over \
@@ -25,6 +26,15 @@ struct Put: AsyncParsableCommand {
             (the earlier lines included): one bad line refuses the whole input, naming the line. Limits: \
             \(PutBatch.maxOperations) operations and \(PutBatch.maxInputBytes) bytes (16 MiB) of input; split \
             larger input into several.
+
+            --batch FILE --stream writes each line as it arrives instead, for a producer that keeps \
+            writing (`tail -f app.log | … | peerlog put GROUP --batch - --stream`): the lines of each read \
+            go in one transaction, so a slow producer gets one commit a line and a fast one large \
+            transactions, and each line is acknowledged on standard output once stored ("line N: KEY \
+            RECEIPT committed at seq S" or "… tentative"; with --json one object a line). A connected \
+            daemon of the home sends it on at once. The first bad line stops the stream with exit status \
+            1, naming it; the lines before it stay written. No input limit; a line is at most \
+            \(PutStream.maxLineBytes) bytes.
 
             Offline limits: when too many of this device's writes wait for the group's sequencer, or the \
             oldest has waited too long (see `peerlog group limits`), a write or a whole batch fails with \
@@ -54,6 +64,10 @@ struct Put: AsyncParsableCommand {
         help:
             "With --batch: write every line as one transaction (one receipt), applied all or none at its committed position."
     ) var atomic = false
+    @Flag(
+        help:
+            "With --batch: write each line as it arrives (a pipe, a FIFO) and acknowledge it on standard output once stored, until the input ends."
+    ) var stream = false
     @OptionGroup var conditions: ConditionOptions
     @OptionGroup var wait: WaitOptions
     @OptionGroup var output: OutputOptions
@@ -62,7 +76,14 @@ struct Put: AsyncParsableCommand {
     static let maxValueFileBytes = 4 * Peerlog.maxPayloadBytes
 
     func run() async throws {
-        if let batch { return try await PutBatch.run(self, file: batch) }
+        if let batch {
+            if stream {
+                try PutBatch.checkArguments(self)
+                return try await PutStream.run(self, file: batch)
+            }
+            return try await PutBatch.run(self, file: batch)
+        }
+        if stream { throw CLIError("--stream goes with --batch FILE (- for standard input)") }
         // Checked here, not in validate(), so the error is one line like every other.
         guard let key else { throw CLIError("give the entity key (or --batch FILE)") }
         let text: String

@@ -11,6 +11,7 @@ struct ReceiptCommand: ParsableCommand {
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "create",
             abstract:
                 "Sign a receipt with this device's key and write it to a file. Counters and parents are yours to choose."
         )

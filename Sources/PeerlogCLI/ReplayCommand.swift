@@ -11,6 +11,7 @@ import PeerlogNode
 /// `peerlog replay FILE --into HOME | --to HOST:PORT`.
 struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "replay",
         abstract: "Replay a capture: offline into a fresh home (prints state hashes), or live to a running peer.",
         discussion: """
             --into HOME feeds the connection's recorded inbound messages into a new sync session and replica in HOME \

@@ -6,6 +6,7 @@ import PeerlogModel
 
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Write everything this replica holds of a group to a file (JSON lines).",
         discussion:
             "The file is JSON lines with every receipt and envelope as signed bytes: carry it to another device and `peerlog import` it there. Written in constant memory, whole or not at all; an existing file is never overwritten. A progress bar goes to stderr when it is a terminal."
@@ -28,6 +29,7 @@ struct Export: AsyncParsableCommand {
 
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "import",
         abstract: "Verify and apply an export file from another replica.",
         discussion: """
             Two passes in constant memory: every line is checked first, and a malformed or incomplete file is \
