@@ -5,6 +5,7 @@ import Foundation
 //   peerlog-bench catchup N | restart [N] | elected N FAILOVERS | relay N [--postgres URL] | noise | batch [BATCHES] [SIZE] | ingest N [--single]
 //   peerlog-bench writes [SCHEDULES]   (conditional vs plain writes; mixed committed ingest; SCHEDULES property runs, 10,000)
 //   peerlog-bench claims [DEVICES] [NAMES]   (DEVICES members claim the same NAMES offline, then settle through a relay)
+//   peerlog-bench groups [G]   (3 daemons sharing G groups and 1 group: catch-up, idle CPU, RSS, a write's reach)
 //   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
 //   peerlog-bench encryption [N]   (sealed vs plaintext ingest; an epoch rotation to 36 devices)
 //   peerlog-bench floor [UPDATES]   (join from a snapshot vs full catch-up; store size with retention on/off)
@@ -39,6 +40,11 @@ if which == "catchup", args.count == 2, let count = Int(args[1]) {
 if which == "statuspage" {
     let counts = args.count > 1 ? args[1].split(separator: ",").compactMap { Int($0) } : [1_000, 100_000]
     try statusPageBench(counts: counts, catchUpAt: catchUpCount ?? 100_000)
+    exit(0)
+}
+if which == "groups" {
+    // `groups [G]`: 3 daemons sharing G groups (default 1,000) and 1 group, same run (issue 37).
+    try groupsBench(count: args.count > 1 ? Int(args[1]) ?? 1_000 : 1_000)
     exit(0)
 }
 if which == "restart" {
