@@ -259,15 +259,17 @@ public final class SyncSession {
     }
 
     /// Membership or authority may have changed (a group operation was stored or committed):
-    /// re-checks every group against the local view (§15.2.10). A group the peer may no longer
-    /// have is withdrawn ("unshared" with the reason): nothing more is pushed, served or
-    /// accepted for it. A group that became shared is offered.
-    public func membershipChanged() -> [SyncAction] {
+    /// re-checks `changed` groups (nil: every group) against the local view (§15.2.10). A group
+    /// the peer may no longer have is withdrawn ("unshared" with the reason): nothing more is
+    /// pushed, served or accepted for it. A group that became shared is offered. Naming the
+    /// groups keeps the work per group operation independent of how many groups are synced.
+    public func membershipChanged(groups changed: [GroupID]? = nil) -> [SyncAction] {
         requireNoIngestPending()
         guard phase == .open else { return [] }
         var out = [SyncAction]()
         run(&out) { out in
-            for g in order where !groups[g]!.closing {
+            let recheck = changed.map { $0.filter { groups[$0] != nil } } ?? order
+            for g in recheck where !groups[g]!.closing {
                 let sharing = try store.syncSharing(g, with: peer)
                 if !sharing.acceptsOffer {
                     let why =
@@ -281,8 +283,14 @@ public final class SyncSession {
                     groups[g]!.dirty = true
                 }
             }
-            for g in try store.syncOfferedGroups(to: peer) where groups[g] == nil && !unsharedByPeer.contains(g) {
-                offerAnew(g, into: &out)
+            if let changed {
+                for g in changed where groups[g] == nil && !unsharedByPeer.contains(g) {
+                    if try store.syncSharing(g, with: peer).offers { offerAnew(g, into: &out) }
+                }
+            } else {
+                for g in try store.syncOfferedGroups(to: peer) where groups[g] == nil && !unsharedByPeer.contains(g) {
+                    offerAnew(g, into: &out)
+                }
             }
             try pump(into: &out)
         }

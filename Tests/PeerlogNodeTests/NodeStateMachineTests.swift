@@ -106,7 +106,7 @@ struct NodeStateMachineTests {
             .tentative(group: group, cid: CID(digest: [UInt8](repeating: 1, count: 32)), type: "group.member_removed")
         ]
         let withOps = m.sessionEvent(.ingested(group: group, report: report), on: 3, now: 10)
-        #expect(withOps == [.checkGroupOperations, .offerChange(group, to: 1), .offerChange(group, to: 2)])
+        #expect(withOps == [.observeChanges, .offerChange(group, to: 1), .offerChange(group, to: 2)])
 
         // Envelopes an elected leader signed go to every session.
         #expect(
@@ -146,7 +146,7 @@ struct NodeStateMachineTests {
     @Test func retryCadenceFollowsTickBoundaries() throws {
         var m = NodeStateMachine(
             local: try Self.device("local").device, admission: NodeAdmission(configured: [], open: false))
-        #expect(m.start(now: 1_000, stamp: [1]) == [.refreshMembership])
+        #expect(m.start(now: 1_000, stamp: [1]) == [.refreshMembership(groups: nil)])
         #expect(m.tick(now: 1_099) == [])
         #expect(m.tick(now: 1_100) == [.tickElection])
         #expect(m.tick(now: 1_250) == [.tickElection, .retryQueued(backfillVia: nil), .pollChangeStamp])
@@ -192,16 +192,51 @@ struct NodeStateMachineTests {
         #expect(after.contains(.pollChangeStamp) && after.contains(.retryQueued(backfillVia: nil)))
     }
 
-    @Test func aChangedStampOffersEveryGroupToEverySession() throws {
+    /// Only the groups that changed are offered, and only those with a group operation are
+    /// re-checked: the work per change does not grow with the number of groups held.
+    @Test func aChangedStampOffersAndRechecksOnlyTheGroupsThatChanged() throws {
         var m = Self.machine(try Self.device("local"))
-        #expect(m.changeStampObserved([]) == [])
-        #expect(m.changeStampObserved([1]) == [.checkGroupOperations])  // no sessions
+        let (g1, g2, g3) = try (
+            GroupID(bytes: [UInt8](repeating: 1, count: 16)), GroupID(bytes: [UInt8](repeating: 2, count: 16)),
+            GroupID(bytes: [UInt8](repeating: 3, count: 16))
+        )
+        let none = GroupChanges(groups: [], groupOperations: [])
+        #expect(m.changesObserved(stamp: [], groupOperations: [], changes: none) == [])
+        // No sessions: nothing to offer; the first group-operation stamp refreshes membership.
+        #expect(
+            m.changesObserved(
+                stamp: [1, 0], groupOperations: [1], changes: GroupChanges(groups: [g1], groupOperations: [g1]))
+                == [.refreshMembership(groups: [g1])])
         _ = m.established(Self.connection(2, to: try Self.device("p2"), outbound: true))
         _ = m.established(Self.connection(1, to: try Self.device("p1"), outbound: true))
-        #expect(m.changeStampObserved([1]) == [])
-        #expect(m.changeStampObserved([2]) == [.checkGroupOperations, .offerAllGroups(to: [1, 2])])
-        #expect(m.groupOperationsObserved([1]) == [.refreshMembership, .recheckMembership(1), .recheckMembership(2)])
-        #expect(m.groupOperationsObserved([1]) == [])
+        #expect(m.changesObserved(stamp: [1, 0], groupOperations: [1], changes: none) == [])
+        // Entity writes in two groups: offered, nothing re-checked.
+        #expect(
+            m.changesObserved(
+                stamp: [3, 1], groupOperations: [1], changes: GroupChanges(groups: [g3, g2], groupOperations: []))
+                == [.offerChanges([g2, g3].sorted(), to: [1, 2])])
+        // A group operation in one group: that group alone is re-checked in every session.
+        #expect(
+            m.changesObserved(
+                stamp: [4, 2], groupOperations: [2], changes: GroupChanges(groups: [g2], groupOperations: [g2]))
+                == [
+                    .refreshMembership(groups: [g2]), .recheckMembership(1, groups: [g2]),
+                    .recheckMembership(2, groups: [g2]), .offerChanges([g2], to: [1, 2]),
+                ])
+        // Rows deleted (the changes cannot be told): everything, as at a start.
+        #expect(
+            m.changesObserved(stamp: [3, 2], groupOperations: [1], changes: nil)
+                == [
+                    .refreshMembership(groups: nil), .recheckMembership(1, groups: nil),
+                    .recheckMembership(2, groups: nil), .offerAllGroups(to: [1, 2]),
+                ])
+        // The group-operation stamp moved with no group operation among the new rows (a removal).
+        #expect(
+            m.changesObserved(stamp: [3, 2], groupOperations: [0], changes: none)
+                == [
+                    .refreshMembership(groups: nil), .recheckMembership(1, groups: nil),
+                    .recheckMembership(2, groups: nil),
+                ])
     }
 
     // MARK: Membership

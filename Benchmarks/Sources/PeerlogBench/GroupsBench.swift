@@ -25,7 +25,8 @@ struct ManyGroupsFixture {
             let group = GroupID.random()
             groups.append(group)
             var hlc: UInt64 = 1
-            func sign(_ device: LocalDevice, _ counter: UInt64, _ op: GroupOperation, _ parent: CID?) throws -> Receipt {
+            func sign(_ device: LocalDevice, _ counter: UInt64, _ op: GroupOperation, _ parent: CID?) throws -> Receipt
+            {
                 hlc += 1
                 return try device.sign(
                     Receipt.Draft(
@@ -95,7 +96,10 @@ func groupsBench(count: Int, perGroup: Int = 10, samples: Int = 50) throws {
         defer { db.stop() }
         let dc = try BenchDaemon(
             home: dir + "/c",
-            ["--peer", da.address, "--peer", db.address, "--allow", f.a.identity.string, "--allow", f.b.identity.string])
+            [
+                "--peer", da.address, "--peer", db.address, "--allow", f.a.identity.string, "--allow",
+                f.b.identity.string,
+            ])
         defer { dc.stop() }
         let b = try Replica(path: dir + "/b/replica.sqlite", device: f.b)
         let c = try Replica(path: dir + "/c/replica.sqlite", device: f.c)

@@ -32,3 +32,34 @@ extension Replica {
         return result
     }
 }
+
+extension Replica {
+    /// Per group, what `knownMemberIdentities()` and `relayEndpoints()` gather over all of
+    /// them: a node keeps these and re-reads only the groups that changed. A group no longer
+    /// held maps to nothing.
+    package func membership(of groups: [GroupID]) throws -> [GroupID: GroupMembershipSummary] {
+        var out = [GroupID: GroupMembershipSummary]()
+        for group in groups where try knowsGroup(group) {
+            var summary = GroupMembershipSummary()
+            for view in try members(of: group, view: .tentative)
+            where view.member.status == .active || view.member.status == .pending {
+                summary.members.insert(view.member.identity)
+            }
+            if let state = try state(of: group, view: .tentative), state.status == .active,
+                case .relay(let key, let address) = state.authority, key != local.device,
+                let me = state.members[local.identity], me.status == .active || me.status == .pending
+            {
+                summary.relay = RelayEndpoint(key: key, address: address)
+            }
+            out[group] = summary
+        }
+        return out
+    }
+}
+
+/// One group's part of who a node lets in: its pending and active members, and the relay it
+/// names when this identity is one of them.
+package struct GroupMembershipSummary: Sendable, Equatable {
+    package var members = Set<IdentityID>()
+    package var relay: RelayEndpoint?
+}

@@ -144,23 +144,28 @@ enum NodeAction: Sendable, Equatable {
     /// Every group the replica holds changed (another process wrote): `offerChange` of each
     /// group to each of these sessions, group by group.
     case offerAllGroups(to: [UInt64])
-    /// Run `SyncSession.membershipChanged()`, then report `membershipRechecked(_:)`.
-    case recheckMembership(UInt64)
+    /// These groups changed (another process wrote, or a peer's ingest): `offerChange` of each
+    /// to each of these sessions.
+    case offerChanges([GroupID], to: [UInt64])
+    /// Run `SyncSession.membershipChanged(groups:)` for these groups (nil: all of them), then
+    /// report `membershipRechecked(_:)`.
+    case recheckMembership(UInt64, groups: [GroupID]?)
     /// Have the session carry an election message to its peer.
     case sendElection(GroupID, SequencerMessage<CID>, to: UInt64)
     /// Hand a voter's message to the elected sequencers; report with `electionOutput`.
     case receiveElection(GroupID, from: DeviceID, SequencerMessage<CID>)
     /// One tick of the elected sequencers; report with `electionOutput`.
     case tickElection
-    /// Read the replica's change stamp; report with `changeStampObserved(_:)`.
+    /// Check revocations, then `observeChanges`.
     case pollChangeStamp
+    /// Read the replica's stamps and what changed since `lastStamp`; report with
+    /// `changesObserved(stamp:groupOperations:changes:)`.
+    case observeChanges
     /// Pass the time to these sessions (`SyncSession.tick(now:)`: requests in flight time out).
     case tickSessions([UInt64], now: UInt64)
-    /// Read the replica's group-operation stamp; report with `groupOperationsObserved(_:)`.
-    case checkGroupOperations
-    /// Read members and named relays (report with `membershipObserved`) and refresh the
-    /// elected sequencers' groups.
-    case refreshMembership
+    /// Read members and named relays of these groups (nil: all; report with
+    /// `membershipObserved`) and refresh their elected sequencers.
+    case refreshMembership(groups: [GroupID]?)
     /// The identities let in changed (discovered peers may be dialed now).
     case admissionChanged
     /// The relays our groups name changed.

@@ -73,6 +73,9 @@ final class NodeHub: @unchecked Sendable {
     static let pastTrafficDevices = 1024
     private var timer: DispatchSourceTimer?
     /// The revocation stamp last read and the revoked devices known then.
+    /// Each held group's members and named relay, re-read only for groups whose group
+    /// operations changed; their union is who the node lets in.
+    private var membership: [GroupID: GroupMembershipSummary] = [:]
     private var revocationStamp: Int64 = -1
     private var knownRevocations: Set<RevokedDevice> = []
 
@@ -294,9 +297,13 @@ final class NodeHub: @unchecked Sendable {
             for group in groups {
                 for id in ids { perform(.offerChange(group, to: id)) }
             }
-        case .recheckMembership(let id):
+        case .offerChanges(let groups, let ids):
+            for group in groups {
+                for id in ids { perform(.offerChange(group, to: id)) }
+            }
+        case .recheckMembership(let id, let groups):
             guard let session = sessions[id] else { return }
-            perform(session.membershipChanged(), on: id)
+            perform(session.membershipChanged(groups: groups), on: id)
             perform(machine.membershipRechecked(id))
         case .sendElection(let group, let message, let id):
             if let session = sessions[id] { perform(session.sendElection(group: group, message), on: id) }
@@ -306,8 +313,11 @@ final class NodeHub: @unchecked Sendable {
             route(election.tick())
         case .pollChangeStamp:
             checkRevocations()
-            if let stamp = try? replica.changeStamp() {
-                let actions = machine.changeStampObserved(stamp)
+            perform(.observeChanges)
+        case .observeChanges:
+            if let seen = try? replica.observeChanges(since: machine.lastStamp) {
+                let actions = machine.changesObserved(
+                    stamp: seen.stamp, groupOperations: seen.groupOperations, changes: seen.changes)
                 // A write by another process (a blob put, say): the blob transfers look too.
                 if !actions.isEmpty { wakeBlobs() }
                 perform(actions)
@@ -316,19 +326,24 @@ final class NodeHub: @unchecked Sendable {
             for id in ids {
                 if let session = sessions[id] { perform(session.tick(now: now), on: id) }
             }
-        case .checkGroupOperations:
-            if let stamp = try? replica.groupOperationStamp() { perform(machine.groupOperationsObserved(stamp)) }
-        case .refreshMembership:
+        case .refreshMembership(let groups):
             do {
+                if let groups {
+                    let fresh = try replica.membership(of: groups)
+                    for group in groups { membership[group] = fresh[group] }
+                } else {
+                    membership = try replica.membership(of: replica.groupIDs())
+                }
                 let observed = machine.membershipObserved(
-                    members: try replica.knownMemberIdentities(), relays: try replica.relayEndpoints())
+                    members: membership.values.reduce(into: Set()) { $0.formUnion($1.members) },
+                    relays: Set(membership.values.compactMap(\.relay)))
                 let now = machine.admission
                 admission.withLock { $0 = now }
                 perform(observed)
             } catch {
                 logger.error("cannot read group members: \(error)")
             }
-            election.refresh()
+            election.refresh(groups: groups)
             delegate?.groupOperationsChanged()
         case .admissionChanged:
             delegate?.membershipChanged()

@@ -32,21 +32,30 @@ extension NodeStateMachine {
         return true
     }
 
-    /// The replica's change stamp, read after `.pollChangeStamp`. A change (a write by another
-    /// process, an applied retry) is offered to every session in every group.
-    mutating func changeStampObserved(_ stamp: [Int64]) -> [NodeAction] {
-        guard stamp != lastStamp else { return [] }
+    /// The replica's stamps and what changed since `lastStamp`, read after `.observeChanges`.
+    /// Only what changed is offered and re-checked: the work per change does not grow with the
+    /// number of groups held. Membership and authorities change only with group operations, so
+    /// the folds that re-check them run only for groups that had one. `changes` nil (rows were
+    /// deleted, so what changed cannot be told) or a group-operation stamp that moved with no
+    /// group named (a removal) re-check and offer everything, as a start does.
+    mutating func changesObserved(stamp: [Int64], groupOperations: [Int64], changes: GroupChanges?) -> [NodeAction] {
+        let operationsMoved = groupOperations != lastGroupOperations
+        guard stamp != lastStamp || operationsMoved else { return [] }
         lastStamp = stamp
+        lastGroupOperations = groupOperations
         let live = liveConnections.map(\.id)
-        return [.checkGroupOperations] + (live.isEmpty ? [] : [.offerAllGroups(to: live)])
-    }
-
-    /// Membership and authorities change only with group operations: the driver skips the
-    /// folds (over every tentative receipt) when none changed, e.g. during a catch-up. When one
-    /// did, membership is read again and every live session re-checks its groups.
-    mutating func groupOperationsObserved(_ stamp: [Int64]) -> [NodeAction] {
-        guard stamp != lastGroupOperations else { return [] }
-        lastGroupOperations = stamp
-        return [.refreshMembership] + liveConnections.map { .recheckMembership($0.id) }
+        var actions: [NodeAction] = []
+        if operationsMoved {
+            let groups = changes.flatMap { $0.groupOperations.isEmpty ? nil : $0.groupOperations.sorted() }
+            actions.append(.refreshMembership(groups: groups))
+            actions += live.map { .recheckMembership($0, groups: groups) }
+        }
+        guard !live.isEmpty else { return actions }
+        if let changes {
+            if !changes.groups.isEmpty { actions.append(.offerChanges(changes.groups.sorted(), to: live)) }
+        } else {
+            actions.append(.offerAllGroups(to: live))
+        }
+        return actions
     }
 }

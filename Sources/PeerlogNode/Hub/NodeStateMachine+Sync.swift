@@ -10,7 +10,7 @@ extension NodeStateMachine {
         switch event {
         case .ingested(let group, let report):
             // Membership first: nothing is pushed to a peer that what arrived just removed.
-            return (report.touchesGroupOperations ? [.checkGroupOperations] : []) + fanOut(group, except: id)
+            return (report.touchesGroupOperations ? [.observeChanges] : []) + fanOut(group, except: id)
                 + report.maintenanceSkipped.map { .log(.warning, "snapshot/compaction skipped: \($0.reason)") }
         case .ignoredOffer(let group):
             return [

@@ -61,7 +61,7 @@ struct NodeStateMachine: Sendable {
         lastStamp = stamp
         nextPoll = now + cadence.poll
         nextElectionTick = now + cadence.election
-        return [.refreshMembership]
+        return [.refreshMembership(groups: nil)]
     }
 
     /// The node stops: every connection closes with a close record.

@@ -71,10 +71,11 @@ final class ElectedSequencerDriver {
         return problems
     }
 
-    /// Starts, restarts or stops instances to match the committed authorities. Call when the
-    /// replica changed (an authority changes only by a committed receipt).
-    func refresh() {
-        let groups = (try? replica.groupIDs()) ?? []
+    /// Starts, restarts or stops instances to match the committed authorities of `changed`
+    /// groups (nil: all held). Call when the replica changed (an authority changes only by a
+    /// committed receipt).
+    func refresh(groups changed: [GroupID]? = nil) {
+        let groups = changed ?? (try? replica.groupIDs()) ?? []
         for group in groups {
             let authority = try? replica.electedAuthority(of: group)
             guard let authority, authority.voters.contains(me) else {
@@ -91,7 +92,8 @@ final class ElectedSequencerDriver {
                 instances[group] = nil
             }
         }
-        for group in instances.keys where !groups.contains(group) { instances[group] = nil }
+        // Every group read: any instance of a group no longer held stops (a named one already did).
+        if changed == nil { for group in instances.keys where !groups.contains(group) { instances[group] = nil } }
     }
 
     func start(_ authority: ElectedAuthority) throws -> Instance {

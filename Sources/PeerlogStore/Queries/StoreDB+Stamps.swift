@@ -1,4 +1,6 @@
+import Foundation
 import GRDB
+import PeerlogModel
 
 extension StoreDB {
     /// Grows whenever a receipt or envelope is stored, by any process: lets a daemon notice
@@ -20,5 +22,34 @@ extension StoreDB {
                     """)
         else { return [] }
         return [row["last"], row["n"], row["committed"]]
+    }
+}
+
+extension StoreDB {
+    /// The groups changed since `stamp` (a `changeStamp()`): receipts and envelopes have rowids
+    /// that only grow while nothing is deleted, so this reads only the rows added since,
+    /// whatever the size of the store. Nil when the stamp went back (the newest rows were
+    /// deleted, and rowids may be reused): the caller must assume every group changed.
+    package func changes(since stamp: [Int64]) throws -> GroupChanges? {
+        let now = try changeStamp()
+        guard stamp.count == 2, now.count == 2, now[0] >= stamp[0], now[1] >= stamp[1] else { return nil }
+        func groups(_ sql: String) throws -> Set<GroupID> {
+            Set(
+                try Data.fetchAll(db, sql: sql, arguments: [stamp[0], stamp[1]]).compactMap {
+                    try? GroupID(bytes: $0.bytes)
+                })
+        }
+        return GroupChanges(
+            groups: try groups(
+                """
+                SELECT group_id FROM receipts WHERE id > ?1
+                UNION SELECT group_id FROM envelopes WHERE rowid > ?2
+                """),
+            groupOperations: try groups(
+                """
+                SELECT group_id FROM receipts WHERE id > ?1 AND type LIKE 'group.%'
+                UNION SELECT r.group_id FROM envelopes e JOIN receipts r ON r.cid = e.cid
+                WHERE e.rowid > ?2 AND r.type LIKE 'group.%'
+                """))
     }
 }
