@@ -67,14 +67,16 @@ extension SyncSession {
 
     func nextGroupWithWork() -> GroupID? {
         guard !order.isEmpty else { return nil }
-        for i in 0..<order.count {
-            let g = order[(nextServed + i) % order.count]
-            if groups[g]!.hasWork {
-                nextServed = (nextServed + i + 1) % order.count
-                return g
-            }
+        // One pass over the states, no lookup per group (this runs after every message): the
+        // first group with work at or after `nextServed` in `order`, round robin.
+        var next: (distance: Int, group: GroupID)?
+        for (g, s) in groups where s.hasWork {
+            let distance = (position[g]! - nextServed + order.count) % order.count
+            if distance < next?.distance ?? Int.max { next = (distance, g) }
         }
-        return nil
+        guard let next else { return nil }
+        nextServed = (position[next.group]! + 1) % order.count
+        return next.group
     }
 
     func enqueue(

@@ -53,8 +53,12 @@ public final class SyncSession {
     /// peer offers them anew.
     var unsharedByPeer = Set<GroupID>()
     var groups = [GroupID: GroupSync]()
+    /// The keys of `groups` (what `syncedGroups` returns without building a set per call).
+    var synced = Set<GroupID>()
     /// Accepted groups in acceptance order, served round robin.
     var order = [GroupID]()
+    /// Each group's index in `order`.
+    var position = [GroupID: Int]()
     var nextServed = 0
     /// Batch messages we may still send.
     var credit: UInt64 = 0
@@ -353,7 +357,7 @@ public final class SyncSession {
     public func syncs(_ group: GroupID) -> Bool { phase == .open && groups[group] != nil }
 
     /// The groups this session syncs now (no store reads: the node asks on every tick).
-    public var syncedGroups: Set<GroupID> { phase == .open ? Set(groups.keys) : [] }
+    public var syncedGroups: Set<GroupID> { phase == .open ? synced : [] }
 
     /// Counters and marks for the node's status (§15.4). A group's local mark is read from the
     /// store, falling back on the session's own when the read fails.
@@ -424,6 +428,8 @@ public final class SyncSession {
         s.serves = serves
         s.localCommitted = v.committed
         groups[group] = s
+        synced.insert(group)
+        position[group] = order.count
         order.append(group)
         send(
             .vector(
@@ -475,7 +481,11 @@ public final class SyncSession {
     /// and requests in flight.
     func forget(_ group: GroupID) {
         if let s = groups.removeValue(forKey: group) { outstandingAnswers -= s.answers.count }
-        order.removeAll { $0 == group }
+        synced.remove(group)
+        if position.removeValue(forKey: group) != nil {
+            order.removeAll { $0 == group }
+            for (i, g) in order.enumerated() { position[g] = i }
+        }
         if nextServed >= order.count { nextServed = 0 }
         offered.remove(group)
         queue.removeAll { $0.group == group }

@@ -111,6 +111,7 @@ func groupsBench(count: Int, perGroup: Int = 10, samples: Int = 50) throws {
             Thread.sleep(forTimeInterval: 0.02)
         }
         let catchUp = seconds(clock.now - began)
+        let catchUpCPU = [da, db, dc].map { cpuSeconds($0.process.processIdentifier) }
 
         // Idle: every group caught up, nothing written, for 10 s.
         Thread.sleep(forTimeInterval: 2)
@@ -143,6 +144,8 @@ func groupsBench(count: Int, perGroup: Int = 10, samples: Int = 50) throws {
 
         print("G = \(format(Double(g))) groups (\(format(Double(f.receipts.count))) receipts)")
         figure("  start B and C until both hold every group", String(format: "%.2f s", catchUp))
+        figure(
+            "  CPU used by then (A, B, C)", catchUpCPU.map { String(format: "%.2f s", $0) }.joined(separator: " "))
         figure(
             "  idle CPU per daemon (A, B, C), 10 s",
             idle.map { String(format: "%.2f%%", $0) }.joined(separator: " "))

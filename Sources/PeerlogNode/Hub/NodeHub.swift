@@ -76,6 +76,9 @@ final class NodeHub: @unchecked Sendable {
     /// Each held group's members and named relay, re-read only for groups whose group
     /// operations changed; their union is who the node lets in.
     private var membership: [GroupID: GroupMembershipSummary] = [:]
+    /// How many groups name each member and relay in `membership`: their keys are who is let in.
+    private var memberCounts: [IdentityID: Int] = [:]
+    private var relayCounts: [RelayEndpoint: Int] = [:]
     private var revocationStamp: Int64 = -1
     private var knownRevocations: Set<RevokedDevice> = []
 
@@ -199,6 +202,23 @@ final class NodeHub: @unchecked Sendable {
     /// they are now (not as the last tick left them: a value that arrives right after a session
     /// opened is fetched at once, not a tick later) and look for new wants.
     func wakeBlobs() { blobs.valuesArrived(peers: blobPeers()) }
+
+    /// Replaces one group's members and relay in `membership` and the counts over all groups.
+    private func updateMembership(_ group: GroupID, to summary: GroupMembershipSummary?) {
+        func count<K: Hashable>(_ counts: inout [K: Int], _ key: K, _ delta: Int) {
+            let n = counts[key, default: 0] + delta
+            counts[key] = n > 0 ? n : nil
+        }
+        if let old = membership[group] {
+            for m in old.members { count(&memberCounts, m, -1) }
+            if let r = old.relay { count(&relayCounts, r, -1) }
+        }
+        membership[group] = summary
+        if let summary {
+            for m in summary.members { count(&memberCounts, m, 1) }
+            if let r = summary.relay { count(&relayCounts, r, 1) }
+        }
+    }
 
     /// Tells the blob transfers which groups each live session syncs now.
     private func publishBlobPeers() { blobs.publish(blobPeers()) }
@@ -328,15 +348,12 @@ final class NodeHub: @unchecked Sendable {
             }
         case .refreshMembership(let groups):
             do {
-                if let groups {
-                    let fresh = try replica.membership(of: groups)
-                    for group in groups { membership[group] = fresh[group] }
-                } else {
-                    membership = try replica.membership(of: replica.groupIDs())
+                let fresh = try replica.membership(of: groups ?? replica.groupIDs())
+                for group in groups ?? Array(Set(membership.keys).union(fresh.keys)) {
+                    updateMembership(group, to: fresh[group])
                 }
                 let observed = machine.membershipObserved(
-                    members: membership.values.reduce(into: Set()) { $0.formUnion($1.members) },
-                    relays: Set(membership.values.compactMap(\.relay)))
+                    members: Set(memberCounts.keys), relays: Set(relayCounts.keys))
                 let now = machine.admission
                 admission.withLock { $0 = now }
                 perform(observed)
