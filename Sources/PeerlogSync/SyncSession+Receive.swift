@@ -175,6 +175,9 @@ extension SyncSession {
                 out.append(.event(.ignoredOffer(group: g)))
             }
         }
+        // What did not fit in our hello: offered now, as a group that became shared would be.
+        for g in offeredAfterHello where groups[g] == nil { offerAnew(g, into: &out) }
+        offeredAfterHello = []
         out.append(.event(.ready(groups: order)))
     }
 

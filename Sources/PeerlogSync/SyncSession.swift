@@ -53,6 +53,9 @@ public final class SyncSession {
     /// peer offers them anew.
     var unsharedByPeer = Set<GroupID>()
     var groups = [GroupID: GroupSync]()
+    /// Offered groups past `maxGroupsPerHello`: offered by unasked vector once the peer's hello
+    /// arrives (§15.2), so a hello stays bounded however many groups are shared.
+    var offeredAfterHello = [GroupID]()
     /// The keys of `groups` (what `syncedGroups` returns without building a set per call).
     var synced = Set<GroupID>()
     /// Accepted groups in acceptance order, served round robin.
@@ -166,6 +169,7 @@ public final class SyncSession {
         run(&out) { out in
             let groups = try store.syncOfferedGroups(to: peer).sorted()
             offered = Set(groups)
+            offeredAfterHello = Array(groups.dropFirst(limits.maxGroupsPerHello))
             let offers: [(Bool, String)] = [
                 (options.offersCommits, Self.commitsCapability), (options.offersPreVote, Self.preVoteCapability),
                 (options.offersEnvelopeRuns, Self.envelopeRunsCapability),

@@ -247,3 +247,25 @@ struct SyncSessionTests {
         #expect(try items.map { try Envelope(encoded: $0.envelope).seq } == [1, 2])
     }
 }
+
+extension SyncSessionTests {
+    /// More shared groups than one hello lists (`maxGroupsPerHello`): the rest are offered by
+    /// unasked vector once the hellos are exchanged, and every group converges in one session.
+    @Test func groupsPastTheHelloLimitAreOfferedByVector() throws {
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
+        var limits = SyncLimits()
+        limits.maxGroupsPerHello = 2
+        var shared = [GroupID]()
+        for i in 0..<5 {
+            let g = try peers[0].replica.createGroup(name: "g\(i)")
+            try peers[0].replica.append(.memberAdded(identity: peers[1].identity, role: .member), to: g)
+            try peers[0].put(g, "k", Int64(i))
+            shared.append(g)
+        }
+        let mesh = Mesh(peers)
+        mesh.connect(0, 1, limits: limits)
+        mesh.pump()
+        for g in shared { try converged(peers, g) }
+        #expect(try Set(peers[1].replica.groupIDs()) == Set(shared))
+    }
+}
