@@ -87,6 +87,17 @@ try:
 
     print(f"writes from scripts on A until connected B holds them ({pl('--version').strip()}, "
           f"{os.cpu_count()} cores)")
+
+    def per_call(argv, n=100):  # process start to exit, output discarded
+        s = time.monotonic()
+        for _ in range(n):
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=LIMIT)
+        return (time.monotonic() - s) / n
+
+    true = shutil.which("true") or "/bin/true"
+    start, baseline = per_call([PL, "--version"]), per_call([true])
+    print(f"  `peerlog --version` {start * 1000:.1f} ms, `{true}` {baseline * 1000:.2f} ms: "
+          f"ratio {start / baseline:.1f} (target <= 5)")
     rows = []
 
     # 1. One `peerlog put` process per record.
