@@ -136,9 +136,16 @@ final class ElectedSequencerDriver {
         guard var instance = instances[group] else { return [] }
         let effects = instance.machine.receive(message, from: device)
         instances[group] = instance
-        // Proposals wait for the next tick: replies arrive in bursts, the tentative set rarely
-        // changes between them, and reading it is the expensive part.
-        return perform(effects, group: group)
+        var out = perform(effects, group: group)
+        // A round the voters acknowledged (committed, nothing left in flight): the next is
+        // proposed now, not at the next tick, so a backlog moves at the voters' round trip
+        // (one round in flight; the tentative set is read once per round). Other replies wait
+        // for the tick: they arrive in bursts and reading the tentative set is the costly part.
+        let acknowledged = effects.contains { if case .committed(_, true) = $0 { true } else { false } }
+        if acknowledged, let machine = instances[group]?.machine, machine.isLeader, machine.commitSeq == machine.lastSeq {
+            out += proposeIfLeader(group)
+        }
+        return out
     }
 
     func view(of group: GroupID) -> GroupView? {
