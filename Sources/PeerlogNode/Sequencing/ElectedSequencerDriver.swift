@@ -142,7 +142,8 @@ final class ElectedSequencerDriver {
         // (one round in flight; the tentative set is read once per round). Other replies wait
         // for the tick: they arrive in bursts and reading the tentative set is the costly part.
         let acknowledged = effects.contains { if case .committed(_, true) = $0 { true } else { false } }
-        if acknowledged, let machine = instances[group]?.machine, machine.isLeader, machine.commitSeq == machine.lastSeq {
+        if acknowledged, let machine = instances[group]?.machine, machine.isLeader, machine.commitSeq == machine.lastSeq
+        {
             out += proposeIfLeader(group)
         }
         return out
