@@ -65,19 +65,7 @@ extension SyncSession {
         out.append(.event(.resync))
     }
 
-    func nextGroupWithWork() -> GroupID? {
-        guard !order.isEmpty else { return nil }
-        // One pass over the states, no lookup per group (this runs after every message): the
-        // first group with work at or after `nextServed` in `order`, round robin.
-        var next: (distance: Int, group: GroupID)?
-        for (g, s) in groups where s.hasWork {
-            let distance = (position[g]! - nextServed + order.count) % order.count
-            if distance < next?.distance ?? Int.max { next = (distance, g) }
-        }
-        guard let next else { return nil }
-        nextServed = (position[next.group]! + 1) % order.count
-        return next.group
-    }
+    func nextGroupWithWork() -> GroupID? { groups.nextWithWork() }
 
     func enqueue(
         _ m: SyncMessage, group: GroupID, answer: Bool = false, items: Int = 0, held: [AuthorCounter] = [],

@@ -52,7 +52,7 @@ public final class SyncSession {
     /// Groups the peer stopped syncing with us: not offered again in this session unless the
     /// peer offers them anew.
     var unsharedByPeer = Set<GroupID>()
-    var groups = [GroupID: GroupSync]()
+    var groups = GroupTable()
     /// Offered groups past `maxGroupsPerHello`: offered by unasked vector once the peer's hello
     /// arrives (§15.2), so a hello stays bounded however many groups are shared.
     var offeredAfterHello = [GroupID]()
@@ -60,9 +60,6 @@ public final class SyncSession {
     var synced = Set<GroupID>()
     /// Accepted groups in acceptance order, served round robin.
     var order = [GroupID]()
-    /// Each group's index in `order`.
-    var position = [GroupID: Int]()
-    var nextServed = 0
     /// Batch messages we may still send.
     var credit: UInt64 = 0
     /// Batch messages the peer may still send us.
@@ -433,7 +430,6 @@ public final class SyncSession {
         s.localCommitted = v.committed
         groups[group] = s
         synced.insert(group)
-        position[group] = order.count
         order.append(group)
         send(
             .vector(
@@ -485,12 +481,7 @@ public final class SyncSession {
     /// and requests in flight.
     func forget(_ group: GroupID) {
         if let s = groups.removeValue(forKey: group) { outstandingAnswers -= s.answers.count }
-        synced.remove(group)
-        if position.removeValue(forKey: group) != nil {
-            order.removeAll { $0 == group }
-            for (i, g) in order.enumerated() { position[g] = i }
-        }
-        if nextServed >= order.count { nextServed = 0 }
+        if synced.remove(group) != nil { order.removeAll { $0 == group } }
         offered.remove(group)
         queue.removeAll { $0.group == group }
         for (key, request) in inFlight where key.group == group {

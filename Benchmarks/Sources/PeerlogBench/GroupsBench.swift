@@ -114,6 +114,8 @@ func groupsBench(count: Int, perGroup: Int = 10, samples: Int = 50) throws {
         let catchUpCPU = [da, db, dc].map { cpuSeconds($0.process.processIdentifier) }
 
         // Idle: every group caught up, nothing written, for 10 s.
+        print("  (G = \(g): caught up after \(String(format: "%.2f", catchUp)) s; idle for 12 s)")
+        fflush(nil)
         Thread.sleep(forTimeInterval: 2)
         let pids = [da, db, dc].map { $0.process.processIdentifier }
         let before = pids.map(cpuSeconds)

@@ -56,7 +56,11 @@ func timed(_ body: () throws -> Void) rethrows -> Double {
     return seconds(clock.now - start)
 }
 
-func figure(_ name: String, _ value: String) { print(pad(name, 46) + pad(value, 16, left: false)) }
+/// Prints one figure, flushed: a long run shows its figures as they come, even into a pipe.
+func figure(_ name: String, _ value: String) {
+    print(pad(name, 46) + pad(value, 16, left: false))
+    fflush(nil)
+}
 
 /// Resident memory of this process, from /proc/self/status (Linux), in MiB.
 func residentMiB() -> Double {

@@ -164,18 +164,6 @@ extension Replica {
         return key == local.device
     }
 
-    /// For each group sequenced by a relay other than this device, the relay's device.
-    package func groupRelays() throws -> [GroupID: DeviceID] {
-        var result = [GroupID: DeviceID]()
-        for group in try groupIDs() {
-            guard let state = try state(of: group, view: .tentative), state.status == .active,
-                case .relay(let key, _) = state.authority, key != local.device
-            else { continue }
-            result[group] = key
-        }
-        return result
-    }
-
     /// Takes a blob's chunk hashes from a peer when they hash, with the layout, to its id.
     package func acceptBlobHashes(_ id: BlobID, _ hashes: [UInt8]) throws -> Bool {
         guard let blob = try storedBlob(id) else { return false }

@@ -72,9 +72,14 @@ final class BlobTransfers: @unchecked Sendable {
     private var fetches: [BlobID: Fetch] = [:]
     private var nextID: UInt64 = 1
     private var lastScan: UInt64 = 0
-    private var lastRelayRefresh: UInt64 = 0
-    private var relayRefreshConnections: Set<UInt64> = []
-    /// Groups sequenced by another device's relay, and that relay.
+    /// When the relays were last told of the blobs held, and over which connections.
+    private var lastAnnounce: UInt64 = 0
+    private var announcedConnections: Set<UInt64> = []
+    /// Something to tell the relays may have changed (a blob became whole, values arrived, a
+    /// group's relay changed): announce at the next scan rather than within the minute.
+    private var announceDue = true
+    /// Groups sequenced by another device's relay, and that relay (kept by the hub, which re-reads
+    /// only groups whose group operations changed: `relaysUpdated`).
     private var relays: [GroupID: DeviceID] = [:]
     /// Blobs told to each relay connection.
     private var announcements: [UInt64: Set<BlobID>] = [:]
@@ -109,6 +114,15 @@ final class BlobTransfers: @unchecked Sendable {
         queue.async { [self] in
             take(peers)
             pump()
+        }
+    }
+
+    /// Groups whose relay changed (nil: none, or no longer held), from the hub's membership.
+    func relaysUpdated(_ changes: [GroupID: DeviceID?]) {
+        guard !changes.isEmpty else { return }
+        queue.async { [self] in
+            for (group, relay) in changes { relays[group] = relay }
+            announceDue = true
         }
     }
 
@@ -207,6 +221,7 @@ final class BlobTransfers: @unchecked Sendable {
                 received += UInt64(data.count)
                 fetches[blob] = nil
                 heldChanged = true
+                announceDue = true
                 onWhole?()
                 logger.info("blob \(blob) of group \(f.group) is whole (\(f.layout.size) bytes)")
                 return
@@ -273,20 +288,21 @@ final class BlobTransfers: @unchecked Sendable {
             take(peers)
             lastScan = 0
             heldChanged = true
+            announceDue = true
             pump()
         }
     }
 
     private func scan() {
-        // Which groups a relay sequences changes rarely, and reading it folds every group: again
-        // when the connections change, else once a minute.
+        // The relays hear of the blobs held when something changed, else once a minute: each
+        // relay group costs a read, so not on every scan.
         let connections = Set(peers.keys)
-        if lastRelayRefresh == 0 || connections != relayRefreshConnections || clock() >= lastRelayRefresh &+ 60_000 {
-            lastRelayRefresh = clock()
-            relayRefreshConnections = connections
-            relays = (try? replica.groupRelays()) ?? relays
+        if announceDue || connections != announcedConnections || clock() >= lastAnnounce &+ 60_000 {
+            announceDue = false
+            lastAnnounce = clock()
+            announcedConnections = connections
+            announceToRelays()
         }
-        announceToRelays()
         guard fetches.count < Self.concurrentFetches else { return }
         do {
             // Values under the prefetch size: start fetching them (a row in `blobs`).
@@ -307,7 +323,7 @@ final class BlobTransfers: @unchecked Sendable {
     /// connection: it cannot read the values that reference them.
     private func announceToRelays() {
         for (id, peer) in peers where peer.servesBlobs {
-            for group in peer.groups where relays[group] == peer.link.peer.device {
+            for (group, relay) in relays where relay == peer.link.peer.device && peer.groups.contains(group) {
                 guard let held = try? replica.wholeBlobs(for: group) else { continue }
                 for blob in held where !announcements[id, default: []].contains(blob.id) {
                     announcements[id, default: []].insert(blob.id)

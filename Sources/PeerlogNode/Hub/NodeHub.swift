@@ -349,9 +349,13 @@ final class NodeHub: @unchecked Sendable {
         case .refreshMembership(let groups):
             do {
                 let fresh = try replica.membership(of: groups ?? replica.groupIDs())
+                var relaysChanged = [GroupID: DeviceID?]()
                 for group in groups ?? Array(Set(membership.keys).union(fresh.keys)) {
+                    let before = membership[group]?.relay?.key
                     updateMembership(group, to: fresh[group])
+                    if fresh[group]?.relay?.key != before { relaysChanged[group] = fresh[group]?.relay?.key }
                 }
+                blobs.relaysUpdated(relaysChanged)
                 let observed = machine.membershipObserved(
                     members: Set(memberCounts.keys), relays: Set(relayCounts.keys))
                 let now = machine.admission
