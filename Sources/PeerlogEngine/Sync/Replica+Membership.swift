@@ -6,14 +6,7 @@ extension Replica {
     /// Identities a node lets connect: members of any group we hold (except removed or
     /// departed ones), in the tentative view so a just-invited device is let in.
     package func knownMemberIdentities() throws -> Set<IdentityID> {
-        var result = Set<IdentityID>()
-        for group in try groupIDs() {
-            for view in try members(of: group, view: .tentative)
-            where view.member.status == .active || view.member.status == .pending {
-                result.insert(view.member.identity)
-            }
-        }
-        return result
+        try membership(of: groupIDs()).values.reduce(into: Set()) { $0.formUnion($1.members) }
     }
 }
 
@@ -21,22 +14,14 @@ extension Replica {
     /// The relays named (in the tentative view) by groups where this identity is a pending or
     /// active member, other than this device itself: a node keeps them connected and lets them in.
     package func relayEndpoints() throws -> Set<RelayEndpoint> {
-        var result = Set<RelayEndpoint>()
-        for group in try groupIDs() {
-            guard let state = try state(of: group, view: .tentative), state.status == .active,
-                case .relay(let key, let address) = state.authority, key != local.device,
-                let me = state.members[local.identity], me.status == .active || me.status == .pending
-            else { continue }
-            result.insert(RelayEndpoint(key: key, address: address))
-        }
-        return result
+        Set(try membership(of: groupIDs()).values.compactMap(\.relay))
     }
 }
 
 extension Replica {
     /// Per group, what `knownMemberIdentities()` and `relayEndpoints()` gather over all of
-    /// them: a node keeps these and re-reads only the groups that changed. A group no longer
-    /// held maps to nothing.
+    /// them: a node keeps these and re-reads only the groups that changed. A group not held
+    /// maps to nothing.
     package func membership(of groups: [GroupID]) throws -> [GroupID: GroupMembershipSummary] {
         var out = [GroupID: GroupMembershipSummary]()
         for group in groups where try knowsGroup(group) {

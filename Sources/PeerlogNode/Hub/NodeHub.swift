@@ -72,13 +72,13 @@ final class NodeHub: @unchecked Sendable {
     private(set) var pastTraffic: [DeviceID: [GroupID: (received: Int, sent: Int)]] = [:]
     static let pastTrafficDevices = 1024
     private var timer: DispatchSourceTimer?
-    /// The revocation stamp last read and the revoked devices known then.
     /// Each held group's members and named relay, re-read only for groups whose group
     /// operations changed; their union is who the node lets in.
     private var membership: [GroupID: GroupMembershipSummary] = [:]
     /// How many groups name each member and relay in `membership`: their keys are who is let in.
     private var memberCounts: [IdentityID: Int] = [:]
     private var relayCounts: [RelayEndpoint: Int] = [:]
+    /// The revocation stamp last read and the revoked devices known then.
     private var revocationStamp: Int64 = -1
     private var knownRevocations: Set<RevokedDevice> = []
 
@@ -314,9 +314,7 @@ final class NodeHub: @unchecked Sendable {
             if let session = sessions[id] { perform(session.localChanged(group: group), on: id) }
         case .offerAllGroups(let ids):
             guard let groups = try? replica.groupIDs() else { return }
-            for group in groups {
-                for id in ids { perform(.offerChange(group, to: id)) }
-            }
+            perform(.offerChanges(groups, to: ids))
         case .offerChanges(let groups, let ids):
             for group in groups {
                 for id in ids { perform(.offerChange(group, to: id)) }
