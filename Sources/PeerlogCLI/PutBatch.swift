@@ -23,12 +23,6 @@ enum PutBatch {
     /// a transaction after all of them are checked.
     static let maxOperations = 100_000
 
-    static func run(_ put: Put, file: String) async throws {
-        try checkArguments(put)
-        let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
-        try await runLines(put, file: file, lines: lines)
-    }
-
     /// What goes with `--batch` (and `--stream`): no key, value or `--if-…` of the command line.
     static func checkArguments(_ put: Put) throws {
         guard put.key == nil, put.value == nil, put.valueFile == nil else {
@@ -41,7 +35,9 @@ enum PutBatch {
         }
     }
 
-    static func runLines(_ put: Put, file: String, lines: [Line]) async throws {
+    static func run(_ put: Put, file: String) async throws {
+        try checkArguments(put)
+        let lines = try parse(try readInput(file), file: file, maxOperations: maxOperations)
         guard !lines.isEmpty else { throw CLIError("--batch \(file) holds no operations") }
         if put.atomic { return try await runAtomic(put, lines: lines, file: file) }
         let (peerlog, id) = try await put.home.open(put.group)
@@ -138,7 +134,7 @@ enum PutBatch {
         var number = 0
         for raw in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
             number += 1
-            guard raw.contains(where: { !isWhitespace($0) }) else { continue }
+            guard !isBlank(raw) else { continue }
             guard out.count < maxOperations else {
                 throw CLIError(
                     "--batch \(file) has more than \(maxOperations) operations (the --batch limit): split it into several inputs"
@@ -206,19 +202,34 @@ enum PutBatch {
         return .transaction(t)
     }
 
-    private static func isWhitespace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0D }
+    /// A line of spaces, tabs and carriage returns only (skipped).
+    static func isBlank(_ raw: ArraySlice<UInt8>) -> Bool { raw.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } }
 
-    /// The file's (or standard input's) bytes, refused past `maxInputBytes`.
-    static func readInput(_ file: String) throws -> [UInt8] {
+    /// The descriptor of `--batch FILE` (standard input for -); the caller closes any but 0.
+    static func openInput(_ file: String) throws -> Int32 {
         let fd = file == "-" ? 0 : open(file, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CLIError("cannot open --batch \(file): \(String(cString: strerror(errno)))") }
-        defer { if fd != 0 { close(fd) } }
-        var bytes = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        return fd
+    }
+
+    /// One `read(2)` into `chunk` (retried when interrupted): the bytes read, 0 at the end.
+    static func readChunk(_ fd: Int32, into chunk: inout [UInt8], file: String) throws -> Int {
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             guard n >= 0 else { throw CLIError("cannot read --batch \(file): \(String(cString: strerror(errno)))") }
+            return n
+        }
+    }
+
+    /// The file's (or standard input's) bytes, refused past `maxInputBytes`.
+    static func readInput(_ file: String) throws -> [UInt8] {
+        let fd = try openInput(file)
+        defer { if fd != 0 { close(fd) } }
+        var bytes = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = try readChunk(fd, into: &chunk, file: file)
             if n == 0 { break }
             bytes += chunk[0..<n]
             guard bytes.count <= maxInputBytes else {

@@ -23,39 +23,39 @@ enum PutStream {
         guard !put.wait.wait else {
             throw CLIError("--stream acknowledges each line when stored; ask for outcomes with `peerlog write-status`")
         }
-        let fd = file == "-" ? 0 : open(file, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError("cannot open --batch \(file): \(String(cString: strerror(errno)))") }
+        let fd = try PutBatch.openInput(file)
         defer { if fd != 0 { close(fd) } }
         let (peerlog, id) = try await put.home.open(put.group)
-        let reader = LineReader(fd: fd, maxLineBytes: maxLineBytes)
+        let reader = LineReader(fd: fd, file: file, maxLineBytes: maxLineBytes)
         var number = 0
         var written = 0
+        var batch = [PutBatch.Line]()
         func stop(_ message: String) -> CLIError {
             CLIError(
                 "--batch \(file): \(message); \(written) line\(written == 1 ? " was" : "s were") written before it")
         }
-        while let lines = try await reader.next(file: file, written: written) {
-            var batch = [PutBatch.Line]()
+        /// One transaction of the lines gathered, each acknowledged.
+        func commit() async throws {
+            try await write(batch, peerlog: peerlog, group: id, json: put.output.json, stop: stop)
+            written += batch.count
+            batch.removeAll(keepingCapacity: true)
+        }
+        while let lines = try await reader.next() {
             for raw in lines {
                 number += 1
-                guard raw.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { continue }
+                guard !PutBatch.isBlank(raw[...]) else { continue }
                 do {
                     batch.append(PutBatch.Line(number: number, op: try PutBatch.operation(raw[...])))
                 } catch let e as CLIError {
                     // The valid lines of this read first, so everything before the bad line is written.
-                    try await write(batch, peerlog: peerlog, group: id, json: put.output.json, stop: stop)
-                    written += batch.count
+                    try await commit()
                     throw stop("line \(number): \(e.description)")
                 }
-                if batch.count == Peerlog.maxBatchOperations {
-                    try await write(batch, peerlog: peerlog, group: id, json: put.output.json, stop: stop)
-                    written += batch.count
-                    batch.removeAll(keepingCapacity: true)
-                }
+                if batch.count == Peerlog.maxBatchOperations { try await commit() }
             }
-            try await write(batch, peerlog: peerlog, group: id, json: put.output.json, stop: stop)
-            written += batch.count
+            try await commit()
         }
+        if reader.overlong { throw stop("a line is over \(maxLineBytes) bytes (the --stream line limit)") }
         if !put.output.json { printError("wrote \(written) line\(written == 1 ? "" : "s")") }
     }
 
@@ -92,27 +92,31 @@ enum PutStream {
 /// a transaction commits, new lines wait in the pipe (a fast producer blocks on it).
 final class LineReader: @unchecked Sendable {
     private let fd: Int32
+    private let file: String
     private let maxLineBytes: Int
     private let queue = DispatchQueue(label: "peerlog.put.stream")
     // Touched only by `next`, one call at a time.
     private var pending = [UInt8]()
     private var ended = false
+    /// The input stopped at a line over `maxLineBytes` (`next` returned nil there).
+    private(set) var overlong = false
 
-    init(fd: Int32, maxLineBytes: Int) {
+    init(fd: Int32, file: String, maxLineBytes: Int) {
         self.fd = fd
+        self.file = file
         self.maxLineBytes = maxLineBytes
     }
 
-    /// The next complete lines (a last line without a newline included at the end), nil at the end.
-    func next(file: String, written: Int) async throws -> [[UInt8]]? {
+    /// The next complete lines (a last line without a newline included at the end), nil at the
+    /// end of the input or at a line over the limit (`overlong`).
+    func next() async throws -> [[UInt8]]? {
         while !ended {
-            let chunk = try await read(file: file)
+            let chunk = try await read()
             if chunk.isEmpty { ended = true } else { pending += chunk }
             guard let cut = pending.lastIndex(of: UInt8(ascii: "\n")) else {
                 if pending.count > maxLineBytes {
-                    throw CLIError(
-                        "--batch \(file): a line is over \(maxLineBytes) bytes (the --stream line limit); \(written) lines were written before it"
-                    )
+                    overlong = true
+                    return nil
                 }
                 continue
             }
@@ -125,21 +129,15 @@ final class LineReader: @unchecked Sendable {
         return [pending]
     }
 
-    private func read(file: String) async throws -> [UInt8] {
+    private func read() async throws -> [UInt8] {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async { [fd] in
+            queue.async { [fd, file] in
                 var buffer = [UInt8](repeating: 0, count: 1 << 16)
-                while true {
-                    let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-                    if n < 0 && errno == EINTR { continue }
-                    guard n >= 0 else {
-                        continuation.resume(
-                            throwing: CLIError("cannot read --batch \(file): \(String(cString: strerror(errno)))"))
-                        return
-                    }
-                    continuation.resume(returning: Array(buffer[0..<n]))
-                    return
-                }
+                continuation.resume(
+                    with: Result {
+                        let n = try PutBatch.readChunk(fd, into: &buffer, file: file)
+                        return Array(buffer[0..<n])
+                    })
             }
         }
     }

@@ -175,9 +175,10 @@ extension SyncSession {
                 out.append(.event(.ignoredOffer(group: g)))
             }
         }
-        // What did not fit in our hello: offered now, as a group that became shared would be.
-        for g in offeredAfterHello where groups[g] == nil { offerAnew(g, into: &out) }
-        offeredAfterHello = []
+        // What did not fit in our hello (§15.2): offered now, as a group that became shared would be.
+        for g in offered.sorted().dropFirst(limits.maxGroupsPerHello) where groups[g] == nil {
+            offerAnew(g, into: &out)
+        }
         out.append(.event(.ready(groups: order)))
     }
 

@@ -53,9 +53,6 @@ public final class SyncSession {
     /// peer offers them anew.
     var unsharedByPeer = Set<GroupID>()
     var groups = GroupTable()
-    /// Offered groups past `maxGroupsPerHello`: offered by unasked vector once the peer's hello
-    /// arrives (§15.2), so a hello stays bounded however many groups are shared.
-    var offeredAfterHello = [GroupID]()
     /// The keys of `groups` (what `syncedGroups` returns without building a set per call).
     var synced = Set<GroupID>()
     /// Accepted groups in acceptance order, served round robin.
@@ -166,7 +163,6 @@ public final class SyncSession {
         run(&out) { out in
             let groups = try store.syncOfferedGroups(to: peer).sorted()
             offered = Set(groups)
-            offeredAfterHello = Array(groups.dropFirst(limits.maxGroupsPerHello))
             let offers: [(Bool, String)] = [
                 (options.offersCommits, Self.commitsCapability), (options.offersPreVote, Self.preVoteCapability),
                 (options.offersEnvelopeRuns, Self.envelopeRunsCapability),
@@ -288,15 +284,11 @@ public final class SyncSession {
                     groups[g]!.dirty = true
                 }
             }
-            if let changed {
-                for g in changed where groups[g] == nil && !unsharedByPeer.contains(g) {
-                    if try store.syncSharing(g, with: peer).offers { offerAnew(g, into: &out) }
-                }
-            } else {
-                for g in try store.syncOfferedGroups(to: peer) where groups[g] == nil && !unsharedByPeer.contains(g) {
-                    offerAnew(g, into: &out)
-                }
-            }
+            let unsynced = { (g: GroupID) in self.groups[g] == nil && !self.unsharedByPeer.contains(g) }
+            let newlyShared =
+                try changed.map { try $0.filter { try unsynced($0) && store.syncSharing($0, with: peer).offers } }
+                ?? store.syncOfferedGroups(to: peer).filter(unsynced)
+            for g in newlyShared { offerAnew(g, into: &out) }
             try pump(into: &out)
         }
         return out

@@ -23,10 +23,7 @@ struct CatchUpFixture {
         func sign(
             _ device: LocalDevice, _ counter: UInt64, _ op: GroupOperation, _ parent: CID?, _ hlc: UInt64
         ) throws -> Receipt {
-            try device.sign(
-                Receipt.Draft(
-                    group: group, type: op.receiptType, counter: counter, parents: parent.map { [$0] } ?? [],
-                    hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
+            try device.sign(op, in: group, counter: counter, after: parent, hlc: hlc)
         }
         var receipts = [try sign(owner, 1, .created(name: "bench", maxMembers: 12), nil, 1)]
         receipts.append(

@@ -28,10 +28,7 @@ struct ManyGroupsFixture {
             func sign(_ device: LocalDevice, _ counter: UInt64, _ op: GroupOperation, _ parent: CID?) throws -> Receipt
             {
                 hlc += 1
-                return try device.sign(
-                    Receipt.Draft(
-                        group: group, type: op.receiptType, counter: counter, parents: parent.map { [$0] } ?? [],
-                        hlc: HLCTimestamp(physical: hlc, logical: 0), body: op.body))
+                return try device.sign(op, in: group, counter: counter, after: parent, hlc: hlc)
             }
             let created = try sign(a, 1, .created(name: "list-\(g)", maxMembers: 12), nil)
             let addB = try sign(a, 2, .memberAdded(identity: b.identity, role: .member), created.cid)

@@ -18,7 +18,8 @@ extension Replica {
         stamp: [Int64], groupOperations: [Int64], changes: GroupChanges?
     ) {
         try store.read { db in
-            (try db.changeStamp(), try db.groupOperationStamp(), try db.changes(since: stamp))
+            let now = try db.changeStamp()
+            return (now, try db.groupOperationStamp(), try db.changes(since: stamp, now: now))
         }
     }
 

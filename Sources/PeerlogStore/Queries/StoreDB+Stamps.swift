@@ -26,12 +26,12 @@ extension StoreDB {
 }
 
 extension StoreDB {
-    /// The groups changed since `stamp` (a `changeStamp()`): receipts and envelopes have rowids
-    /// that only grow while nothing is deleted, so this reads only the rows added since,
-    /// whatever the size of the store. Nil when the stamp went back (the newest rows were
-    /// deleted, and rowids may be reused): the caller must assume every group changed.
-    package func changes(since stamp: [Int64]) throws -> GroupChanges? {
-        let now = try changeStamp()
+    /// The groups changed between `stamp` and `now` (two `changeStamp()`s, `now` read in this
+    /// transaction): receipts and envelopes have rowids that only grow while nothing is
+    /// deleted, so this reads only the rows added since, whatever the size of the store. Nil
+    /// when the stamp went back (the newest rows were deleted, and rowids may be reused): the
+    /// caller must assume every group changed.
+    package func changes(since stamp: [Int64], now: [Int64]) throws -> GroupChanges? {
         guard stamp.count == 2, now.count == 2, now[0] >= stamp[0], now[1] >= stamp[1] else { return nil }
         func groups(_ sql: String) throws -> Set<GroupID> {
             Set(
