@@ -136,6 +136,12 @@ public final class SyncSession {
         /// Grant one credit back after each ingested batch. A node applying backpressure turns this
         /// off and calls `grant(_:)` itself; the peer then stalls once its credit is spent.
         public var autoGrant = true
+        /// The groups the hello may offer (set before `start()`; nil: every group the store
+        /// holds). A node that keeps who is in each group passes the peer's, so a hello costs
+        /// the groups shared with that peer, not every group held (a relay's thousands). Each
+        /// is still checked (`syncSharing`); one the list misses is offered by `localChanged`
+        /// or `membershipChanged` once the node sees it change.
+        public var offerCandidates: [GroupID]? = nil
 
         /// The defaults.
         public init() {}
@@ -161,7 +167,9 @@ public final class SyncSession {
         phase = .started
         var out = [SyncAction]()
         run(&out) { out in
-            let groups = try store.syncOfferedGroups(to: peer).sorted()
+            let groups = try
+                (options.offerCandidates.map { try $0.filter { try store.syncSharing($0, with: peer).offers } }
+                ?? store.syncOfferedGroups(to: peer)).sorted()
             offered = Set(groups)
             let offers: [(Bool, String)] = [
                 (options.offersCommits, Self.commitsCapability), (options.offersPreVote, Self.preVoteCapability),
@@ -353,11 +361,13 @@ public final class SyncSession {
     public var syncedGroups: Set<GroupID> { phase == .open ? synced : [] }
 
     /// Counters and marks for the node's status (§15.4). A group's local mark is read from the
-    /// store, falling back on the session's own when the read fails.
-    public func status() -> SyncSessionStatus {
+    /// store, falling back on the session's own when the read fails; with `readingStore` false
+    /// it is the session's own (the last the session read), and nothing is read: a node that
+    /// reads its groups' marks itself, once for all sessions, asks so.
+    public func status(readingStore: Bool = true) -> SyncSessionStatus {
         let list = order.map { g in
             let s = groups[g]!
-            let localMark = (try? store.vector(of: g).committed) ?? s.localCommitted
+            let localMark = readingStore ? (try? store.vector(of: g).committed) ?? s.localCommitted : s.localCommitted
             return SyncGroupStatus(
                 group: g, peerCommitted: s.peerVectorKnown ? s.sent.committed : nil, localCommitted: localMark,
                 sent: s.sentTraffic, received: s.receivedTraffic, caughtUpSent: s.caughtUpSent,

@@ -269,3 +269,36 @@ extension SyncSessionTests {
         #expect(try Set(peers[1].replica.groupIDs()) == Set(shared))
     }
 }
+
+extension SyncSessionTests {
+    /// A hello built from `offerCandidates` (what a node passes from the members it keeps)
+    /// lists the candidates shared with the peer and nothing else, and a shared group left out
+    /// of the list is offered once the node says it changed (`localChanged`).
+    @Test func helloOffersOnlySharedCandidates() throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        var shared = [GroupID]()
+        for i in 0..<3 {
+            let g = try alice.replica.createGroup(name: "g\(i)")
+            try alice.replica.append(.memberAdded(identity: bob.identity, role: .member), to: g)
+            shared.append(g)
+        }
+        let alone = try alice.replica.createGroup(name: "alone")
+        let s = SyncSession(local: alice.device, peer: bob.device.certificate, store: alice.replica)
+        s.options.offerCandidates = [shared[0], shared[2], alone]
+        func offered(_ actions: [SyncAction]) throws -> [GroupID] {
+            try actions.flatMap { action -> [GroupID] in
+                guard case .send(let bytes) = action else { return [] }
+                switch try SyncMessage.decode(bytes, limits: .init()) {
+                case .hello(_, _, let groups): return groups
+                case .vector(let g, _, _): return [g]
+                default: return []
+                }
+            }
+        }
+        #expect(try Set(offered(s.start())) == [shared[0], shared[2]])
+        _ = s.receive(SyncMessage.hello(versions: [1], capabilities: [], groups: []).encoded())
+        #expect(try offered(s.localChanged(group: shared[1])) == [shared[1]])
+        #expect(try offered(s.localChanged(group: alone)).isEmpty)
+    }
+}

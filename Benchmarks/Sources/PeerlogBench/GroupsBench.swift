@@ -53,7 +53,7 @@ struct ManyGroupsFixture {
 }
 
 /// CPU seconds (user + system) a process has used, from /proc/PID/stat.
-private func cpuSeconds(_ pid: Int32) -> Double {
+func cpuSeconds(_ pid: Int32) -> Double {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
         let close = text.lastIndex(of: ")")
     else { return 0 }

@@ -6,6 +6,7 @@ import Foundation
 //   peerlog-bench writes [SCHEDULES]   (conditional vs plain writes; mixed committed ingest; SCHEDULES property runs, 10,000)
 //   peerlog-bench claims [DEVICES] [NAMES]   (DEVICES members claim the same NAMES offline, then settle through a relay)
 //   peerlog-bench groups [G]   (3 daemons sharing G groups and 1 group: catch-up, idle CPU, RSS, a write's reach)
+//   peerlog-bench relayscale [G] [D]   (a relay sequencing G groups for D daemons: connect, idle CPU, RSS, a write's reach)
 //   peerlog-bench events [N] [ROUNDS]   (ingest with and without a change-stream consumer)
 //   peerlog-bench encryption [N]   (sealed vs plaintext ingest; an epoch rotation to 36 devices)
 //   peerlog-bench floor [UPDATES]   (join from a snapshot vs full catch-up; store size with retention on/off)
@@ -45,6 +46,12 @@ if which == "statuspage" {
 if which == "groups" {
     // `groups [G]`: 3 daemons sharing G groups (default 1,000) and 1 group, same run (issue 37).
     try groupsBench(count: args.count > 1 ? Int(args[1]) ?? 1_000 : 1_000)
+    exit(0)
+}
+if which == "relayscale" {
+    // `relayscale [G] [D]`: one relay sequencing G groups (default 10,000) for D daemons (200).
+    try relayScaleBench(
+        groups: args.count > 1 ? Int(args[1]) ?? 10_000 : 10_000, devices: args.count > 2 ? Int(args[2]) ?? 200 : 200)
     exit(0)
 }
 if which == "restart" {

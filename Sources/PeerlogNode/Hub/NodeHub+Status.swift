@@ -76,14 +76,19 @@ extension NodeHub {
                     device: connection.peer.device.string, name: connection.peer.name, connectedSince: connection.since
                 ))
         }
+        // Each session's groups by group, once: a status of G groups and S sessions costs the
+        // groups the sessions sync, not G × S searches.
+        var synced = [GroupID: [(NodeConnection, SyncGroupStatus)]]()
+        for (connection, status) in sessionStatus {
+            for g in status.groups { synced[g.group, default: []].append((connection, g)) }
+        }
         var groups: [GroupStatus] = []
-        for group in (try? replica.groupIDs()) ?? [] {
-            let name = (try? replica.state(of: group, view: .tentative))??.name ?? ""
-            let committed = (try? replica.vector(of: group).committed) ?? 0
-            let tentative = (try? replica.tentativeCount(of: group)) ?? 0
+        let facts = (try? replica.statusFacts(of: replica.groupIDs())) ?? []
+        groups.reserveCapacity(facts.count)
+        for f in facts {
+            let (group, committed) = (f.group, f.committedSeq)
             var lags: [GroupPeerStatus] = []
-            for (connection, status) in sessionStatus {
-                guard let g = status.groups.first(where: { $0.group == group }) else { continue }
+            for (connection, g) in synced[group] ?? [] {
                 let past = pastTraffic[connection.peer.device]?[group] ?? (0, 0)
                 lags.append(
                     GroupPeerStatus(
@@ -95,13 +100,13 @@ extension NodeHub {
                     ))
             }
             var entry = GroupStatus(
-                id: group.string, name: name, committed: committed, tentative: tentative, peers: lags)
-            entry.sequencer = sequencerStatus(group, tentative: tentative)
-            entry.offline = (try? replica.offlineHeadroom(of: group)).map(OfflineStatus.init)
+                id: group.string, name: f.tentativeState?.name ?? "", committed: committed,
+                tentative: f.tentativeCount, peers: lags)
+            entry.sequencer = sequencerStatus(
+                group, authority: f.committedState?.authority, tentative: f.tentativeCount)
+            entry.offline = f.offline.map(OfflineStatus.init)
             entry.maintenanceSkipped = replica.maintenanceSkipped(of: group)?.reason
-            if (try? replica.state(of: group, view: .tentative))??.encryption != nil {
-                entry.waitingForKey = try? replica.sealedWaitingCount(of: group)
-            }
+            entry.waitingForKey = f.sealedWaiting
             groups.append(entry)
         }
         return NodeStatus(
@@ -124,8 +129,8 @@ extension NodeHub {
     }
 
     /// Who orders the group, and (for a voter) the election as this device sees it.
-    private func sequencerStatus(_ group: GroupID, tentative: Int) -> SequencerStatus? {
-        guard let authority = (try? replica.state(of: group, view: .committed))??.authority else { return nil }
+    private func sequencerStatus(_ group: GroupID, authority: SequencerAuthority?, tentative: Int) -> SequencerStatus? {
+        guard let authority else { return nil }
         var s: SequencerStatus
         switch authority {
         case .solo(let d): s = SequencerStatus(authority: .solo, devices: [d.string], commitLag: tentative)

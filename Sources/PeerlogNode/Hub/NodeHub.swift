@@ -78,6 +78,12 @@ final class NodeHub: @unchecked Sendable {
     /// How many groups name each member and relay in `membership`: their keys are who is let in.
     private var memberCounts: [IdentityID: Int] = [:]
     private var relayCounts: [RelayEndpoint: Int] = [:]
+    /// The groups in `membership` naming each identity a member and each device their relay:
+    /// what a new session may offer its peer (`offerCandidates(for:)`).
+    private var groupsByMember: [IdentityID: Set<GroupID>] = [:]
+    private var groupsByRelay: [DeviceID: Set<GroupID>] = [:]
+    /// Whether `membership` was read whole once (until then a session looks at every group).
+    private var membershipRead = false
     /// The revocation stamp last read and the revoked devices known then.
     private var revocationStamp: Int64 = -1
     private var knownRevocations: Set<RevokedDevice> = []
@@ -210,14 +216,43 @@ final class NodeHub: @unchecked Sendable {
             counts[key] = n > 0 ? n : nil
         }
         if let old = membership[group] {
-            for m in old.members { count(&memberCounts, m, -1) }
-            if let r = old.relay { count(&relayCounts, r, -1) }
+            for m in old.members {
+                count(&memberCounts, m, -1)
+                groupsByMember[m]?.remove(group)
+                if groupsByMember[m]?.isEmpty == true { groupsByMember[m] = nil }
+            }
+            if let r = old.relay {
+                count(&relayCounts, r, -1)
+                groupsByRelay[r.key]?.remove(group)
+                if groupsByRelay[r.key]?.isEmpty == true { groupsByRelay[r.key] = nil }
+            }
         }
         membership[group] = summary
         if let summary {
-            for m in summary.members { count(&memberCounts, m, 1) }
-            if let r = summary.relay { count(&relayCounts, r, 1) }
+            for m in summary.members {
+                count(&memberCounts, m, 1)
+                groupsByMember[m, default: []].insert(group)
+            }
+            if let r = summary.relay {
+                count(&relayCounts, r, 1)
+                groupsByRelay[r.key, default: []].insert(group)
+            }
         }
+    }
+
+    /// The groups a session with `peer` may offer in its hello: those naming the peer's identity
+    /// a member or its device their relay, as of the last observed stamp, and every group
+    /// written since (read from the rows added since, as the poll reads them). Nil, every
+    /// group, until the members were read or when rows were deleted or a group operation
+    /// removed since. `SyncSession` still checks each.
+    private func offerCandidates(for peer: DeviceCertificate) -> [GroupID]? {
+        guard membershipRead, let seen = try? replica.observeChanges(since: machine.lastStamp),
+            let changes = seen.changes,
+            seen.groupOperations == machine.lastGroupOperations || !changes.groupOperations.isEmpty
+        else { return nil }
+        return Array(
+            groupsByMember[peer.identity, default: []].union(groupsByRelay[peer.device, default: []])
+                .union(changes.groups))
     }
 
     /// Tells the blob transfers which groups each live session syncs now.
@@ -302,6 +337,7 @@ final class NodeHub: @unchecked Sendable {
             guard let link = links[id] else { return }
             let session = SyncSession(local: device, peer: link.peer, store: replica, limits: syncLimits)
             session.options.trustsPeerForBootstrap = machine.admission.trustsForBootstrap(link.peer.identity)
+            session.options.offerCandidates = offerCandidates(for: link.peer)
             sessions[id] = session
             perform(session.start(), on: id)
         case .close(let id, let reason):
@@ -353,6 +389,7 @@ final class NodeHub: @unchecked Sendable {
                     updateMembership(group, to: fresh[group])
                     if fresh[group]?.relay?.key != before { relaysChanged[group] = fresh[group]?.relay?.key }
                 }
+                if groups == nil { membershipRead = true }
                 blobs.relaysUpdated(relaysChanged)
                 let observed = machine.membershipObserved(
                     members: Set(memberCounts.keys), relays: Set(relayCounts.keys))
@@ -482,7 +519,7 @@ final class NodeHub: @unchecked Sendable {
         if pastTraffic[peer] == nil, pastTraffic.count >= Self.pastTrafficDevices, let any = pastTraffic.keys.first {
             pastTraffic[any] = nil
         }
-        for g in session.status().groups {
+        for g in session.status(readingStore: false).groups {
             let past = pastTraffic[peer, default: [:]][g.group] ?? (0, 0)
             pastTraffic[peer, default: [:]][g.group] = (past.received + g.received.items, past.sent + g.sent.items)
         }
@@ -502,7 +539,7 @@ final class NodeHub: @unchecked Sendable {
     }
 
     func sessionsSnapshot() -> [(NodeConnection, SyncSessionStatus)] {
-        machine.liveConnections.compactMap { c in sessions[c.id].map { (c, $0.status()) } }
+        machine.liveConnections.compactMap { c in sessions[c.id].map { (c, $0.status(readingStore: false)) } }
     }
 
     func recentCloses() -> [NodeStateMachine.ClosedConnection] { machine.recentlyClosed }
