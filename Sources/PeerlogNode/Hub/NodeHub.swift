@@ -75,13 +75,10 @@ final class NodeHub: @unchecked Sendable {
     /// Each held group's members and named relay, re-read only for groups whose group
     /// operations changed; their union is who the node lets in.
     private var membership: [GroupID: GroupMembershipSummary] = [:]
-    /// How many groups name each member and relay in `membership`: their keys are who is let in.
-    private var memberCounts: [IdentityID: Int] = [:]
-    private var relayCounts: [RelayEndpoint: Int] = [:]
-    /// The groups in `membership` naming each identity a member and each device their relay:
-    /// what a new session may offer its peer (`offerCandidates(for:)`).
+    /// The groups in `membership` naming each identity a member and each relay: their keys are
+    /// who is let in, and a new session may offer its peer those naming it (`offerCandidates`).
     private var groupsByMember: [IdentityID: Set<GroupID>] = [:]
-    private var groupsByRelay: [DeviceID: Set<GroupID>] = [:]
+    private var groupsByRelay: [RelayEndpoint: Set<GroupID>] = [:]
     /// Whether `membership` was read whole once (until then a session looks at every group).
     private var membershipRead = false
     /// The revocation stamp last read and the revoked devices known then.
@@ -209,34 +206,24 @@ final class NodeHub: @unchecked Sendable {
     /// opened is fetched at once, not a tick later) and look for new wants.
     func wakeBlobs() { blobs.valuesArrived(peers: blobPeers()) }
 
-    /// Replaces one group's members and relay in `membership` and the counts over all groups.
+    /// Replaces one group's members and relay in `membership` and in the indexes over all groups.
     private func updateMembership(_ group: GroupID, to summary: GroupMembershipSummary?) {
-        func count<K: Hashable>(_ counts: inout [K: Int], _ key: K, _ delta: Int) {
-            let n = counts[key, default: 0] + delta
-            counts[key] = n > 0 ? n : nil
+        func index<K: Hashable>(_ index: inout [K: Set<GroupID>], _ key: K, adding: Bool) {
+            if adding {
+                index[key, default: []].insert(group)
+            } else {
+                index[key]?.remove(group)
+                if index[key]?.isEmpty == true { index[key] = nil }
+            }
         }
         if let old = membership[group] {
-            for m in old.members {
-                count(&memberCounts, m, -1)
-                groupsByMember[m]?.remove(group)
-                if groupsByMember[m]?.isEmpty == true { groupsByMember[m] = nil }
-            }
-            if let r = old.relay {
-                count(&relayCounts, r, -1)
-                groupsByRelay[r.key]?.remove(group)
-                if groupsByRelay[r.key]?.isEmpty == true { groupsByRelay[r.key] = nil }
-            }
+            for m in old.members { index(&groupsByMember, m, adding: false) }
+            if let r = old.relay { index(&groupsByRelay, r, adding: false) }
         }
         membership[group] = summary
         if let summary {
-            for m in summary.members {
-                count(&memberCounts, m, 1)
-                groupsByMember[m, default: []].insert(group)
-            }
-            if let r = summary.relay {
-                count(&relayCounts, r, 1)
-                groupsByRelay[r.key, default: []].insert(group)
-            }
+            for m in summary.members { index(&groupsByMember, m, adding: true) }
+            if let r = summary.relay { index(&groupsByRelay, r, adding: true) }
         }
     }
 
@@ -250,9 +237,9 @@ final class NodeHub: @unchecked Sendable {
             let changes = seen.changes,
             seen.groupOperations == machine.lastGroupOperations || !changes.groupOperations.isEmpty
         else { return nil }
-        return Array(
-            groupsByMember[peer.identity, default: []].union(groupsByRelay[peer.device, default: []])
-                .union(changes.groups))
+        var candidates = groupsByMember[peer.identity, default: []].union(changes.groups)
+        for (relay, groups) in groupsByRelay where relay.key == peer.device { candidates.formUnion(groups) }
+        return Array(candidates)
     }
 
     /// Tells the blob transfers which groups each live session syncs now.
@@ -392,7 +379,7 @@ final class NodeHub: @unchecked Sendable {
                 if groups == nil { membershipRead = true }
                 blobs.relaysUpdated(relaysChanged)
                 let observed = machine.membershipObserved(
-                    members: Set(memberCounts.keys), relays: Set(relayCounts.keys))
+                    members: Set(groupsByMember.keys), relays: Set(groupsByRelay.keys))
                 let now = machine.admission
                 admission.withLock { $0 = now }
                 perform(observed)
