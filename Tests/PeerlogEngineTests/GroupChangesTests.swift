@@ -58,4 +58,27 @@ struct GroupChangesTests {
             try bob.replica.observeChanges(since: before).changes
                 == GroupChanges(groups: [group], groupOperations: [group]))
     }
+
+    /// The group-operation stamp (migration 0017's kept count) moves when a group operation is
+    /// stored and when it is committed, and stays put for any other write.
+    @Test func theGroupOperationStampMovesOnlyForGroupOperations() throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let group = try alice.replica.createGroup(name: "g")
+        let created = try alice.replica.groupOperationStamp()
+        _ = try alice.replica.append(.entityPut(key: "k", value: 1), to: group)
+        #expect(try alice.replica.groupOperationStamp() == created)
+        _ = try alice.replica.append(.memberAdded(identity: bob.identity, role: .member), to: group)
+        let added = try alice.replica.groupOperationStamp()
+        #expect(added != created)
+
+        // Bob holds the operations tentatively first, then their envelopes commit them.
+        let (receipts, envelopes) = try alice.holdings(group)
+        let empty = try bob.replica.groupOperationStamp()
+        _ = try bob.replica.ingest(receipts: receipts, envelopes: [])
+        let stored = try bob.replica.groupOperationStamp()
+        #expect(stored != empty)
+        _ = try bob.replica.ingest(receipts: [], envelopes: envelopes)
+        #expect(try bob.replica.groupOperationStamp() != stored)
+    }
 }

@@ -42,7 +42,7 @@ struct StoreTests {
                 "0001_initial", "0002_elected_sequencer", "0003_invalid_receipt_evidence", "0004_tentative_overlay",
                 "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox", "0008_revocations",
                 "0009_epoch_keys", "0010_snapshots", "0011_offline_limits", "0012_evidence_caps", "0013_blobs",
-                "0014_blob_cache", "0015_blob_format", "0016_overlay_merge_steps",
+                "0014_blob_cache", "0015_blob_format", "0016_overlay_merge_steps", "0017_group_operation_events",
             ])
         let again = try Store(path: dir + "/s.sqlite")
         #expect(
@@ -50,7 +50,7 @@ struct StoreTests {
                 "0001_initial", "0002_elected_sequencer", "0003_invalid_receipt_evidence", "0004_tentative_overlay",
                 "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox", "0008_revocations",
                 "0009_epoch_keys", "0010_snapshots", "0011_offline_limits", "0012_evidence_caps", "0013_blobs",
-                "0014_blob_cache", "0015_blob_format", "0016_overlay_merge_steps",
+                "0014_blob_cache", "0015_blob_format", "0016_overlay_merge_steps", "0017_group_operation_events",
             ])
         #expect(
             try again.read {
@@ -58,7 +58,7 @@ struct StoreTests {
                     rawSQL:
                         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'"
                 )
-            } == 37)
+            } == 38)
     }
 
     /// Opening and migrating is serialized (`StoreOpenLock`): stores opened on a fresh file at

@@ -109,4 +109,26 @@ struct NodeHarnessTests {
         let total = fromB()
         #expect(total >= first + 3, "after the reconnection a counted \(total), the first connection alone \(first)")
     }
+
+    /// `status` keeps each group's folded name and authority between builds, and drops a
+    /// group's when a group operation of it lands: a rename shows in the next status, even one
+    /// built before the poll saw it.
+    @Test func aStatusShowsARenameMadeSinceTheLastOne() throws {
+        let harness = try NodeHarness(["a"])
+        let replica = harness.nodes[0].replica
+        let (g, other) = try (replica.createGroup(name: "before"), replica.createGroup(name: "other"))
+        harness.advance(300)
+        func names() -> [String: String] {
+            Dictionary(uniqueKeysWithValues: harness.nodes[0].hub.buildStatus().groups.map { ($0.id, $0.name) })
+        }
+        #expect(names() == [g.string: "before", other.string: "other"])
+        #expect(harness.nodes[0].hub.statusFolds.count == 2)
+
+        try replica.append(.renamed(name: "after"), to: g)
+        #expect(names() == [g.string: "after", other.string: "other"])
+        harness.advance(300)
+        try replica.append(.renamed(name: "after again"), to: g)
+        harness.advance(300)
+        #expect(names() == [g.string: "after again", other.string: "other"])
+    }
 }

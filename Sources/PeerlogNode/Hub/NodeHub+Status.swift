@@ -83,7 +83,13 @@ extension NodeHub {
             for g in status.groups { synced[g.group, default: []].append((connection, g)) }
         }
         var groups: [GroupStatus] = []
-        let facts = (try? replica.statusFacts(of: replica.groupIDs())) ?? []
+        // A group operation since the last poll drops its group's kept folds too (the poll will
+        // see it again; that is harmless).
+        if let seen = try? replica.observeChanges(since: machine.lastStamp) {
+            forgetStatusFolds(seen.changes, groupOperations: seen.groupOperations)
+        }
+        let facts = (try? replica.statusFacts(of: replica.groupIDs(), reusing: statusFolds)) ?? []
+        keepStatusFolds(facts)
         groups.reserveCapacity(facts.count)
         for f in facts {
             let (group, committed) = (f.group, f.committedSeq)
@@ -100,10 +106,10 @@ extension NodeHub {
                     ))
             }
             var entry = GroupStatus(
-                id: group.string, name: f.tentativeState?.name ?? "", committed: committed,
+                id: group.string, name: f.folded.name ?? "", committed: committed,
                 tentative: f.tentativeCount, peers: lags)
             entry.sequencer = sequencerStatus(
-                group, authority: f.committedState?.authority, tentative: f.tentativeCount)
+                group, authority: f.folded.authority, tentative: f.tentativeCount)
             entry.offline = f.offline.map(OfflineStatus.init)
             entry.maintenanceSkipped = replica.maintenanceSkipped(of: group)?.reason
             entry.waitingForKey = f.sealedWaiting
@@ -162,5 +168,24 @@ extension NodeHub {
     private func stopCapture() -> [UInt8] {
         guard let stopped = capture.stop() else { return ControlReply.error("no capture is running") }
         do { return try Array(JSONEncoder().encode(stopped)) } catch { return ControlReply.error("\(error)") }
+    }
+}
+
+extension NodeHub {
+    /// Keeps the folded parts a status read, those that were read whole (a state that could not
+    /// be read is folded again next time).
+    func keepStatusFolds(_ facts: [GroupStatusFacts]) {
+        statusFolds.removeAll(keepingCapacity: true)
+        for f in facts where f.folded.name != nil && f.folded.authority != nil { statusFolds[f.group] = f.folded }
+    }
+
+    /// Drops the kept folds of the groups with a group operation since the last look; all of
+    /// them when what changed cannot be told (rows were deleted, or a group operation was
+    /// removed), as the offers do.
+    func forgetStatusFolds(_ changes: GroupChanges?, groupOperations: [Int64]) {
+        guard let changes, groupOperations == machine.lastGroupOperations || !changes.groupOperations.isEmpty else {
+            return statusFolds.removeAll()
+        }
+        for group in changes.groupOperations { statusFolds[group] = nil }
     }
 }

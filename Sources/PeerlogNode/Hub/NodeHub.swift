@@ -82,6 +82,10 @@ final class NodeHub: @unchecked Sendable {
     /// Whether `membership` was read whole once (until then a session looks at every group).
     private var membershipRead = false
     /// The revocation stamp last read and the revoked devices known then.
+    /// The folded part of each group's status facts, as the last status read them; a group's
+    /// is dropped when a group operation of it is observed (`forgetStatusFolds`), so a status
+    /// folds only the groups whose operations changed.
+    var statusFolds: [GroupID: GroupStatusFacts.Folded] = [:]
     private var revocationStamp: Int64 = -1
     private var knownRevocations: Set<RevokedDevice> = []
 
@@ -357,6 +361,7 @@ final class NodeHub: @unchecked Sendable {
             perform(.observeChanges)
         case .observeChanges:
             if let seen = try? replica.observeChanges(since: machine.lastStamp) {
+                forgetStatusFolds(seen.changes, groupOperations: seen.groupOperations)
                 let actions = machine.changesObserved(
                     stamp: seen.stamp, groupOperations: seen.groupOperations, changes: seen.changes)
                 // A write by another process (a blob put, say): the blob transfers look too.

@@ -11,10 +11,10 @@ extension NodeStateMachine {
         if Self.due(&nextPoll, every: cadence.poll, now: now) {
             if lastRetry.map({ now >= $0 + cadence.retry || now < $0 }) ?? true {
                 lastRetry = now
-                actions.append(.retryQueued(backfillVia: liveConnections.first?.id))
+                actions.append(.retryQueued(backfillVia: liveConnectionIDs.first))
             }
             actions.append(.pollChangeStamp)
-            let live = liveConnections.map(\.id)
+            let live = liveConnectionIDs
             if !live.isEmpty { actions.append(.tickSessions(live, now: now)) }
         }
         return actions
@@ -43,7 +43,7 @@ extension NodeStateMachine {
         guard stamp != lastStamp || operationsMoved else { return [] }
         lastStamp = stamp
         lastGroupOperations = groupOperations
-        let live = liveConnections.map(\.id)
+        let live = liveConnectionIDs
         var actions: [NodeAction] = []
         if operationsMoved {
             let groups = changes.flatMap { $0.groupOperations.isEmpty ? nil : $0.groupOperations.sorted() }

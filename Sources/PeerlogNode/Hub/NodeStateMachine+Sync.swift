@@ -98,7 +98,8 @@ extension NodeStateMachine {
     /// session, problems are logged.
     func electionOutput(sends: [ElectionSend], signed: Set<GroupID>, problems: [ElectionError]) -> [NodeAction] {
         var actions: [NodeAction] = []
-        let live = liveConnections
+        // Every tick of every node comes here, most with nothing to send.
+        let live = sends.isEmpty ? [] : liveConnections
         for send in sends {
             for connection in live where connection.peer.device == send.to {
                 actions.append(.sendElection(send.group, send.message, to: connection.id))

@@ -20,6 +20,7 @@ enum Migrations {
         m.registerMigration("0014_blob_cache", migrate: Migration0014.migrate)
         m.registerMigration("0015_blob_format", migrate: Migration0015.migrate)
         m.registerMigration("0016_overlay_merge_steps", migrate: Migration0016.migrate)
+        m.registerMigration("0017_group_operation_events", migrate: Migration0017.migrate)
         return m
     }
 }
