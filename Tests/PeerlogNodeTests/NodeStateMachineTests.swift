@@ -192,6 +192,18 @@ struct NodeStateMachineTests {
         #expect(after.contains(.pollChangeStamp) && after.contains(.retryQueued(backfillVia: nil)))
     }
 
+    /// A start remembers both stamps: its membership read covers every group operation up to
+    /// then, so the first poll after it re-reads nothing (and a status's kept folds survive it).
+    @Test func theFirstPollAfterAStartSeesNoGroupOperationMoved() throws {
+        var m = Self.machine(try Self.device("local"))
+        #expect(m.start(now: 0, stamp: [7, 3], groupOperations: [4]) == [.refreshMembership(groups: nil)])
+        let none = GroupChanges(groups: [], groupOperations: [])
+        #expect(m.changesObserved(stamp: [7, 3], groupOperations: [4], changes: none) == [])
+        #expect(
+            m.changesObserved(stamp: [7, 3], groupOperations: [5], changes: none)
+                == [.refreshMembership(groups: nil)])
+    }
+
     /// Only the groups that changed are offered, and only those with a group operation are
     /// re-checked: the work per change does not grow with the number of groups held.
     @Test func aChangedStampOffersAndRechecksOnlyTheGroupsThatChanged() throws {

@@ -166,7 +166,10 @@ final class NodeHub: @unchecked Sendable {
     }
 
     private func startOnExecutor() {
-        perform(machine.start(now: clock(), stamp: (try? replica.changeStamp()) ?? []))
+        perform(
+            machine.start(
+                now: clock(), stamp: (try? replica.changeStamp()) ?? [],
+                groupOperations: (try? replica.groupOperationStamp()) ?? []))
         checkRevocations()
     }
 

@@ -56,9 +56,12 @@ struct NodeStateMachine: Sendable {
         self.cadence = cadence
     }
 
-    /// The node starts: remember the stamp it starts from and read who is let in.
-    mutating func start(now: UInt64, stamp: [Int64]) -> [NodeAction] {
+    /// The node starts: remember the stamps it starts from and read who is let in (the read
+    /// covers every group operation up to `groupOperations`, so the first poll need not see
+    /// them as moved).
+    mutating func start(now: UInt64, stamp: [Int64], groupOperations: [Int64] = []) -> [NodeAction] {
         lastStamp = stamp
+        lastGroupOperations = groupOperations
         nextPoll = now + cadence.poll
         nextElectionTick = now + cadence.election
         return [.refreshMembership(groups: nil)]
