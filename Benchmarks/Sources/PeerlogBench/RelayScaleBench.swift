@@ -125,7 +125,7 @@ func relayScaleBench(groups: Int, devices: Int, samples: Int = 20) throws {
     for _ in 0..<2 {
         let (asked, start) = (WallClock.nowMillis(), clock.now)
         let status = try ControlClient.status(socketPath: socket)
-        statuses.append((seconds(clock.now - start) * 1000, status.peers.count, status.builtAt >= asked))
+        statuses.append((seconds(clock.now - start) * 1000, status.peers.count, (status.builtAt ?? 0) >= asked))
     }
 
     // One write on an owner (its store written here, its daemon told as the CLI tells it) until
