@@ -81,11 +81,11 @@ final class NodeHub: @unchecked Sendable {
     private var groupsByRelay: [RelayEndpoint: Set<GroupID>] = [:]
     /// Whether `membership` was read whole once (until then a session looks at every group).
     private var membershipRead = false
-    /// The revocation stamp last read and the revoked devices known then.
     /// The folded part of each group's status facts, as the last status read them; a group's
     /// is dropped when a group operation of it is observed (`forgetStatusFolds`), so a status
     /// folds only the groups whose operations changed.
     var statusFolds: [GroupID: GroupStatusFacts.Folded] = [:]
+    /// The revocation stamp last read and the revoked devices known then.
     private var revocationStamp: Int64 = -1
     private var knownRevocations: Set<RevokedDevice> = []
 
