@@ -80,10 +80,10 @@ struct TwoRelayProcessesTests {
         a.stop()
 
         // Bob talks only to the first process, Carol only to the second.
-        let members = [(bob, relays[0]), (carol, relays[1])].map { p, relay in
+        let members = try [(bob, relays[0]), (carol, relays[1])].map { p, relay in
             (
                 p,
-                try! DaemonProcess(
+                try DaemonProcess(
                     home: p.home,
                     arguments: [
                         "--peer", relay.address, "--allow", relayIdentity, "--relay-via", "\(key)=\(relay.address)",
