@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (Fuzz/) and runs each for a bounded time (default 30 s).
+# Builds the libFuzzer targets (Fuzz/) and runs each for a bounded time (default 30 s), as many
+# at a time as there are cores (PEERLOG_FUZZ_JOBS).
 # A crash leaves its input in Fuzz/Regressions/<target>/ so the test suite replays it forever.
 # Usage: bash tools/fuzz.sh [SECONDS]
 set -euo pipefail
@@ -23,19 +24,31 @@ if ! build; then
   fi
 fi
 grep -E 'Build complete' "$scratch/fuzz-build.log" || true
-status=0
-for target in frames:FuzzFrames sync:FuzzSyncMessages pairing:FuzzPairingMessages capture:FuzzCaptureFiles; do
-  name=${target%%:*}; exe=${target#*:}
-  corpus="$scratch/corpus/$name"
+# One run of one target; each is single-threaded, so two run at a time (a 2-core machine: half
+# the wall time, the same seconds of fuzzing each). Returns non-zero on a crash.
+fuzz_one() {
+  local name=$1 exe=$2 corpus="$scratch/corpus/$1"
   mkdir -p "$corpus" "Fuzz/Regressions/$name"
-  echo "fuzz: $exe for ${seconds}s (seeds: Fuzz/Seeds/$name, kept crashers: Fuzz/Regressions/$name)"
   if ! "$scratch/debug/$exe" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=70000 \
       -artifact_prefix="Fuzz/Regressions/$name/" "$corpus" "Fuzz/Seeds/$name" 2>"$scratch/$name.log"; then
     echo "fuzz: $exe found a crash (kept in Fuzz/Regressions/$name/); last lines:" >&2
     tail -30 "$scratch/$name.log" >&2
-    status=1
-  else
-    grep -E '^Done|stat::number_of_executed_units' "$scratch/$name.log" | tail -1 || true
+    return 1
+  fi
+  echo "fuzz: $exe: $(grep -E '^Done|stat::number_of_executed_units' "$scratch/$name.log" | tail -1)"
+}
+parallel=${PEERLOG_FUZZ_JOBS:-$(nproc)}
+status=0
+pids=()
+for target in frames:FuzzFrames sync:FuzzSyncMessages pairing:FuzzPairingMessages capture:FuzzCaptureFiles; do
+  name=${target%%:*}; exe=${target#*:}
+  echo "fuzz: $exe for ${seconds}s (seeds: Fuzz/Seeds/$name, kept crashers: Fuzz/Regressions/$name)"
+  fuzz_one "$name" "$exe" &
+  pids+=($!)
+  if ((${#pids[@]} >= parallel)); then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
   fi
 done
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 exit $status
