@@ -3,10 +3,13 @@ import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import PeerlogTestSupport
+import Synchronization
 import Testing
 
 /// A long committed log held by Ann's home, with Bob's identity invited first or last. Signed
-/// in-process (as the catch-up benchmark does), so the tests spend their time syncing.
+/// in-process (as the catch-up benchmark does), so the tests spend their time syncing. Each
+/// kind of log is built once per test process and copied into each test's directory: signing
+/// and storing 10,000 receipts costs a debug build seconds of CPU, five times over in this file.
 struct LongLog {
     let ann: LocalDevice
     let bob: LocalDevice
@@ -15,20 +18,46 @@ struct LongLog {
     let group: GroupID
     let total: Int
 
+    /// A log built once, in a directory of its own that no daemon ever opens.
+    private struct Built {
+        let ann: LocalDevice
+        let bob: LocalDevice
+        let dir: String
+        let group: GroupID
+        let total: Int
+    }
+    private static let built = Mutex<[String: Built]>([:])
+
     init(dir: String, writes: Int, invitationLast: Bool, snapshots: Bool = false) throws {
-        let ann = try LocalDevice.generate(name: "ann", createdAt: 1)
-        let bob = try LocalDevice.generate(name: "bob", createdAt: 1)
-        self.ann = ann
-        self.bob = bob
+        let key = "\(writes) \(invitationLast) \(snapshots)"
+        let log = try Self.built.withLock { built in
+            if let log = built[key] { return log }
+            let log = try Self.build(writes: writes, invitationLast: invitationLast, snapshots: snapshots)
+            built[key] = log
+            return log
+        }
+        ann = log.ann
+        bob = log.bob
         annHome = dir + "/ann"
         bobHome = dir + "/bob"
+        group = log.group
+        total = log.total
+        try FileManager.default.copyItem(atPath: log.dir + "/ann", toPath: annHome)
+        try FileManager.default.copyItem(atPath: log.dir + "/bob", toPath: bobHome)
+    }
+
+    private static func build(writes: Int, invitationLast: Bool, snapshots: Bool) throws -> Built {
+        let dir = try TestSupport.temporaryDirectory()
+        let ann = try LocalDevice.generate(name: "ann", createdAt: 1)
+        let bob = try LocalDevice.generate(name: "bob", createdAt: 1)
+        let annHome = dir + "/ann"
+        let bobHome = dir + "/bob"
         for home in [annHome, bobHome] {
             try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         }
         try ann.save(home: annHome)
         try bob.save(home: bobHome)
         let g = GroupID.random()
-        let annHome = annHome
         var hlc: UInt64 = 1
         func sign(_ counter: UInt64, _ op: GroupOperation, _ parent: CID?) throws -> Receipt {
             hlc += 1
@@ -52,14 +81,16 @@ struct LongLog {
                 group: g, seq: UInt64($0.offset + 1), receipt: $0.element.cid, term: 0, receivedAt: 1,
                 key: ann.signingKey)
         }
-        group = g
-        total = receipts.count
         // No snapshot of Ann's: these tests interrupt a catch-up of the log, which a snapshot
         // (made when the commits cross 10,000, §23.1) would replace. `snapshots` makes them.
         var limits = ReplicaLimits()
         if !snapshots { limits.snapshotInterval = 0 }
-        let replica = try Replica(path: annHome + "/replica.sqlite", device: ann, limits: limits)
-        _ = try replica.ingest(receipts: receipts, envelopes: envelopes)
+        // Closed (the replica released) before any test copies the files.
+        try {
+            let replica = try Replica(path: annHome + "/replica.sqlite", device: ann, limits: limits)
+            _ = try replica.ingest(receipts: receipts, envelopes: envelopes)
+        }()
+        return Built(ann: ann, bob: bob, dir: dir, group: g, total: receipts.count)
     }
 
     /// Bob's committed mark, read from his store (nil while it has no such group).
