@@ -29,6 +29,10 @@ if [ ! -x .venv/bin/python ] || ! cmp -s tools/requirements.txt .venv/.requireme
   cp tools/requirements.txt .venv/.requirements
 fi
 
-echo "setup: building"
-swift build 2>&1 | grep -E 'error|warning: |Compiling|Build complete' | grep -v '^\[' || true
-swift build >/dev/null
+# PEERLOG_SETUP_TRAITS (say PostgreSQL) builds with those package traits: tools/test.sh builds
+# once, with the trait its tests need, instead of once without it and again with it.
+traits=()
+[ -n "${PEERLOG_SETUP_TRAITS:-}" ] && traits=(--traits "$PEERLOG_SETUP_TRAITS")
+echo "setup: building${traits[*]:+ with ${traits[*]}}"
+swift build "${traits[@]}" 2>&1 | grep -E 'error|warning: |Compiling|Build complete' | grep -v '^\[' || true
+swift build "${traits[@]}" >/dev/null

@@ -17,11 +17,16 @@ our_warnings() {
 }
 
 # One scratch directory (.build) serves every build but the fuzzers' (tools/fuzz.sh: they need
-# -sanitize=fuzzer throughout): tools/setup.sh's default build, the documentation's, the
-# benchmark package's, then the tests' build with the PostgreSQL trait. A build in a scratch
-# directory of its own compiles every dependency again, minutes each on a 2-core machine.
-bash tools/setup.sh 2>&1 | tee "$log"
-our_warnings "$log" "the default build"
+# -sanitize=fuzzer throughout): tools/setup.sh's build, with the PostgreSQL trait the tests need
+# (so the relay's PostgreSQL store of record is tested against a real server on loopback,
+# tools/postgres.sh), the documentation's and the tests' on top of it, and the benchmark
+# package's last. A build in a scratch directory of its own compiles every dependency again,
+# minutes each on a 2-core machine. Without the trait (what tools/setup.sh builds for a user),
+# only the `#else` branches of `#if PostgreSQL` differ: the CLI's one clear error for
+# `relay run --postgres`; the benchmark package compiles the library modules that way.
+traits=(--traits PostgreSQL)
+PEERLOG_SETUP_TRAITS=PostgreSQL bash tools/setup.sh 2>&1 | tee "$log"
+our_warnings "$log" "the build"
 
 # The map stays true: links, docs paths and PROTOCOL.md § citations resolve (tools/check_links.sh).
 bash tools/check_links.sh
@@ -29,35 +34,19 @@ bash tools/check_links.sh
 bash tools/check_imports.sh
 # The code is formatted as .swift-format says (120 columns, 4 spaces, /// on every public
 # declaration); `swift format format -i -r Sources Tests …` fixes most of what this reports.
-swift format lint --strict --recursive Sources Tests Examples Benchmarks/Sources Fuzz/Sources \
+swift format lint --strict --parallel --recursive Sources Tests Examples Benchmarks/Sources Fuzz/Sources \
   Package.swift Benchmarks/Package.swift Fuzz/Package.swift
 
 # The Peerlog module's DocC catalog builds without warnings (broken symbol links fail it).
-swift package generate-documentation --target Peerlog --warnings-as-errors 2>&1 | tee "$log" | grep -E 'error|warning' || true
+swift package "${traits[@]}" generate-documentation --target Peerlog --warnings-as-errors 2>&1 | tee "$log" | grep -E 'error|warning' || true
 if ! grep -q "Generated documentation archive" "$log"; then
   echo "test: the DocC documentation of the Peerlog module did not build (above)" >&2
   exit 1
 fi
 echo "test: the Peerlog documentation builds"
 
-# The benchmarks, a package of their own (Benchmarks/, like Fuzz/): built, so they cannot rot.
-# It depends on this package by path, so in .build it reuses everything setup.sh built.
-if ! swift build --package-path Benchmarks --scratch-path .build >"$log" 2>&1; then
-  echo "test: the benchmark build failed; trying once more" >&2
-  swift build --package-path Benchmarks --scratch-path .build >"$log" 2>&1 || true
-fi
-grep -E 'error|complete!' "$log" || true
-our_warnings "$log" "the benchmark package"
-if ! grep -q "complete!" "$log"; then
-  echo "test: the benchmark package did not build (above)" >&2
-  exit 1
-fi
-echo "test: the benchmarks build"
 
-# The tests run on one build with the PostgreSQL trait (tools/setup.sh has just built, and shown
-# the warnings of, the default build without it), so the relay's PostgreSQL store of record is
-# tested against a real server on loopback (tools/postgres.sh) from the same build.
-traits=(--traits PostgreSQL)
+# The test targets, on top of tools/setup.sh's build (same trait: nothing else is compiled).
 swift build "${traits[@]}" --build-tests 2>&1 | tee "$log" | grep -E 'error|Build complete' || true
 our_warnings "$log" "the build"
 
@@ -121,6 +110,22 @@ if ! grep -q "Test run with .* passed" "$log"; then
   exit 1
 fi
 echo "test: the PostgreSQL relay tests passed"
+
+# The benchmarks, a package of their own (Benchmarks/, like Fuzz/): built, so they cannot rot.
+# It depends on this package by path, so in .build it reuses the dependencies setup.sh built;
+# our modules are compiled again (a dependency gets other compiler flags than the root package,
+# and without the trait), which is why this comes after the tests, not before their build.
+if ! swift build --package-path Benchmarks --scratch-path .build >"$log" 2>&1; then
+  echo "test: the benchmark build failed; trying once more" >&2
+  swift build --package-path Benchmarks --scratch-path .build >"$log" 2>&1 || true
+fi
+grep -E 'error|complete!' "$log" || true
+our_warnings "$log" "the benchmark package"
+if ! grep -q "complete!" "$log"; then
+  echo "test: the benchmark package did not build (above)" >&2
+  exit 1
+fi
+echo "test: the benchmarks build"
 
 # The fuzz targets, bounded in time; a crash fails the run and its input stays in Fuzz/Regressions.
 bash tools/fuzz.sh "${PEERLOG_FUZZ_SECONDS:-30}"
