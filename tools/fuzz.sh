@@ -24,8 +24,8 @@ if ! build; then
   fi
 fi
 grep -E 'Build complete' "$scratch/fuzz-build.log" || true
-# One run of one target; each is single-threaded, so two run at a time (a 2-core machine: half
-# the wall time, the same seconds of fuzzing each). Returns non-zero on a crash.
+# One run of one target; each is single-threaded, so one runs per core (on 2 cores: half the
+# wall time, the same seconds of fuzzing each). Returns non-zero on a crash.
 fuzz_one() {
   local name=$1 exe=$2 corpus="$scratch/corpus/$1"
   mkdir -p "$corpus" "Fuzz/Regressions/$name"
