@@ -6,13 +6,18 @@
 // The daemon benchmarks (catchup, elected, relay, noise over processes) run the `peerlog`
 // binary from the main package's release build (`swift build -c release --product peerlog`;
 // PEERLOG_BIN or the directory of peerlog-bench itself otherwise).
+//
+// The PostgreSQL trait is on for the dependency although no benchmark uses it: a trait is a
+// compiler define on every module of the package, so with it the modules compile exactly as in
+// tools/test.sh's build (which has the trait) and that build, sharing its scratch directory, reuses
+// them instead of compiling them again. postgres-nio is not built: no target here needs it.
 import PackageDescription
 
 let package = Package(
     name: "PeerlogBenchmarks",
     platforms: [.macOS(.v14)],
     products: [.executable(name: "peerlog-bench", targets: ["PeerlogBench"])],
-    dependencies: [.package(name: "Peerlog", path: "..")],
+    dependencies: [.package(name: "Peerlog", path: "..", traits: ["PostgreSQL"])],
     targets: [
         .executableTarget(
             name: "PeerlogBench",

@@ -3,12 +3,15 @@
 # at a time as there are cores (PEERLOG_FUZZ_JOBS).
 # A crash leaves its input in Fuzz/Regressions/<target>/ so the test suite replays it forever.
 # Usage: bash tools/fuzz.sh [SECONDS]
+# PEERLOG_FUZZ_BUILD_FLAGS are added to the build's flags (tools/test.sh: no debug information).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 scratch=$(pwd)/.build-fuzz
+read -r -a extra <<<"${PEERLOG_FUZZ_BUILD_FLAGS:-}"
 build() {
-  swift build --package-path Fuzz --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer >"$scratch/fuzz-build.log" 2>&1
+  swift build --package-path Fuzz --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer "${extra[@]}" \
+    >"$scratch/fuzz-build.log" 2>&1
 }
 # A build that fails must stop the run: fuzzing the previous binaries would test old code. An
 # incremental build can fail on a source file deleted since the last one ("missing inputs"); its

@@ -29,10 +29,10 @@ if [ ! -x .venv/bin/python ] || ! cmp -s tools/requirements.txt .venv/.requireme
   cp tools/requirements.txt .venv/.requirements
 fi
 
-# PEERLOG_SETUP_TRAITS (say PostgreSQL) builds with those package traits: tools/test.sh builds
-# once, with the trait its tests need, instead of once without it and again with it.
-traits=()
-[ -n "${PEERLOG_SETUP_TRAITS:-}" ] && traits=(--traits "$PEERLOG_SETUP_TRAITS")
-echo "setup: building${traits[*]:+ with ${traits[*]}}"
-swift build "${traits[@]}" 2>&1 | grep -E 'error|warning: |Compiling|Build complete' | grep -v '^\[' || true
-swift build "${traits[@]}" >/dev/null
+# PEERLOG_SETUP_BUILD_FLAGS (say "--traits PostgreSQL") are added to this build's flags:
+# tools/test.sh builds once, with the flags all its later builds use, instead of once without
+# them here and again with them.
+read -r -a flags <<<"${PEERLOG_SETUP_BUILD_FLAGS:-}"
+echo "setup: building${flags[*]:+ with ${flags[*]}}"
+swift build "${flags[@]}" 2>&1 | grep -E 'error|warning: |Compiling|Build complete' | grep -v '^\[' || true
+swift build "${flags[@]}" >/dev/null

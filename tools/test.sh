@@ -20,12 +20,16 @@ our_warnings() {
 # -sanitize=fuzzer throughout): tools/setup.sh's build, with the PostgreSQL trait the tests need
 # (so the relay's PostgreSQL store of record is tested against a real server on loopback,
 # tools/postgres.sh), the documentation's and the tests' on top of it, and the benchmark
-# package's last. A build in a scratch directory of its own compiles every dependency again,
-# minutes each on a 2-core machine. Without the trait (what tools/setup.sh builds for a user),
-# only the `#else` branches of `#if PostgreSQL` differ: the CLI's one clear error for
-# `relay run --postgres`; the benchmark package compiles the library modules that way.
-traits=(--traits PostgreSQL)
-PEERLOG_SETUP_TRAITS=PostgreSQL bash tools/setup.sh 2>&1 | tee "$log"
+# package's (its manifest turns the same trait on, so it compiles only its own target). A build
+# in a scratch directory of its own compiles every dependency again, minutes each on a 2-core
+# machine. Without the trait (what tools/setup.sh builds for a user), only the `#else` branches
+# of `#if PostgreSQL` differ: the CLI's one clear error for `relay run --postgres`.
+# No debug information: nothing here runs a debugger, a crash's backtrace still names its
+# functions, and without it every build of this command (the fuzzers' too) takes about a tenth
+# less CPU and links binaries a third smaller. (A plain `swift build` afterwards compiles
+# everything again, with it.)
+build_flags=(--traits PostgreSQL -debug-info-format none)
+PEERLOG_SETUP_BUILD_FLAGS="${build_flags[*]}" bash tools/setup.sh 2>&1 | tee "$log"
 our_warnings "$log" "the build"
 
 # The map stays true: links, docs paths and PROTOCOL.md § citations resolve (tools/check_links.sh).
@@ -38,7 +42,7 @@ swift format lint --strict --parallel --recursive Sources Tests Examples Benchma
   Package.swift Benchmarks/Package.swift Fuzz/Package.swift
 
 # The Peerlog module's DocC catalog builds without warnings (broken symbol links fail it).
-swift package "${traits[@]}" generate-documentation --target Peerlog --warnings-as-errors 2>&1 | tee "$log" | grep -E 'error|warning' || true
+swift package "${build_flags[@]}" generate-documentation --target Peerlog --warnings-as-errors 2>&1 | tee "$log" | grep -E 'error|warning' || true
 if ! grep -q "Generated documentation archive" "$log"; then
   echo "test: the DocC documentation of the Peerlog module did not build (above)" >&2
   exit 1
@@ -47,7 +51,7 @@ echo "test: the Peerlog documentation builds"
 
 
 # The test targets, on top of tools/setup.sh's build (same trait: nothing else is compiled).
-swift build "${traits[@]}" --build-tests 2>&1 | tee "$log" | grep -E 'error|Build complete' || true
+swift build "${build_flags[@]}" --build-tests 2>&1 | tee "$log" | grep -E 'error|Build complete' || true
 our_warnings "$log" "the build"
 
 # The spin model of election and assignment (docs/MODEL.md), exhaustive within its bounds, on
@@ -57,7 +61,7 @@ bash tools/model-check.sh >"$model_log" 2>&1 &
 model_pid=$!
 
 swift_tests() {
-  swift test "${traits[@]}" --skip-build "$@" 2>&1 | tee "$log" | grep -E '✘|error:|Test run with|passed after|failed after' | grep -vE '^✔ Test [a-zA-Z"]' || true
+  swift test "${build_flags[@]}" --skip-build "$@" 2>&1 | tee "$log" | grep -E '✘|error:|Test run with|passed after|failed after' | grep -vE '^✔ Test [a-zA-Z"]' || true
 }
 # One run, no retry: the tests start children with posix_spawn (PeerlogTestSupport/ChildProcess),
 # not Foundation's Process, whose launch crashed now and then on 6.3.1
@@ -79,7 +83,7 @@ if bash tools/lan.sh check >/dev/null 2>&1; then
   lan_dir=$(mktemp -d)
   bash tools/lan.sh up 1 --dir "$lan_dir/lan" >/dev/null
   bash tools/lan.sh exec 1 --dir "$lan_dir/lan" -- env PEERLOG_DISCOVERY_NS=1 \
-    swift test "${traits[@]}" --skip-build --filter 'DiscoveryTests/registersFindsAndLoses' >"$log" 2>&1 || true
+    swift test "${build_flags[@]}" --skip-build --filter 'DiscoveryTests/registersFindsAndLoses' >"$log" 2>&1 || true
   bash tools/lan.sh down --dir "$lan_dir/lan" >/dev/null 2>&1 || true
   grep -E '✘|registersFindsAndLoses' "$log" || true
   if ! grep -q "✔ Test registersFindsAndLoses() passed" "$log"; then
@@ -112,12 +116,12 @@ fi
 echo "test: the PostgreSQL relay tests passed"
 
 # The benchmarks, a package of their own (Benchmarks/, like Fuzz/): built, so they cannot rot.
-# It depends on this package by path, so in .build it reuses the dependencies setup.sh built;
-# our modules are compiled again (a dependency gets other compiler flags than the root package,
-# and without the trait), which is why this comes after the tests, not before their build.
-if ! swift build --package-path Benchmarks --scratch-path .build >"$log" 2>&1; then
+# It depends on this package by path with the same trait, so in .build it reuses everything
+# built above and compiles only its own target.
+bench_build() { swift build --package-path Benchmarks --scratch-path .build -debug-info-format none >"$log" 2>&1; }
+if ! bench_build; then
   echo "test: the benchmark build failed; trying once more" >&2
-  swift build --package-path Benchmarks --scratch-path .build >"$log" 2>&1 || true
+  bench_build || true
 fi
 grep -E 'error|complete!' "$log" || true
 our_warnings "$log" "the benchmark package"
@@ -128,5 +132,5 @@ fi
 echo "test: the benchmarks build"
 
 # The fuzz targets, bounded in time; a crash fails the run and its input stays in Fuzz/Regressions.
-bash tools/fuzz.sh "${PEERLOG_FUZZ_SECONDS:-30}"
+PEERLOG_FUZZ_BUILD_FLAGS="-debug-info-format none" bash tools/fuzz.sh "${PEERLOG_FUZZ_SECONDS:-30}"
 echo "test: fuzzing found nothing"
