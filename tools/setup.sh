@@ -34,5 +34,10 @@ fi
 # them here and again with them.
 read -r -a flags <<<"${PEERLOG_SETUP_BUILD_FLAGS:-}"
 echo "setup: building${flags[*]:+ with ${flags[*]}}"
-swift build "${flags[@]}" 2>&1 | grep -E 'error|warning: |Compiling|Build complete' | grep -v '^\[' || true
-swift build "${flags[@]}" >/dev/null
+# One build; its errors, warnings and last line are shown, and its exit status is this script's.
+build_log=$(mktemp)
+status=0
+swift build "${flags[@]}" >"$build_log" 2>&1 || status=$?
+grep -E 'error|warning: |Compiling|Build complete' "$build_log" | grep -v '^\[' || true
+rm -f "$build_log"
+exit "$status"
