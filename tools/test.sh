@@ -32,6 +32,13 @@ build_flags=(--traits PostgreSQL -debug-info-format none)
 PEERLOG_SETUP_BUILD_FLAGS="${build_flags[*]}" bash tools/setup.sh 2>&1 | tee "$log"
 our_warnings "$log" "the build"
 
+# The spin model of election and assignment (docs/MODEL.md), exhaustive within its bounds: about
+# 9 CPU-minutes on one core, from here on beside everything up to the tests (spin and gcc are
+# installed by now); its report follows theirs. Started after the tests' build, it ran 3 minutes
+# past the tests with the other core idle.
+bash tools/model-check.sh >"$model_log" 2>&1 &
+model_pid=$!
+
 # The map stays true: links, docs paths and PROTOCOL.md § citations resolve (tools/check_links.sh).
 bash tools/check_links.sh
 # Package.swift declares every module each target imports (tools/check_imports.sh).
@@ -49,16 +56,9 @@ if ! grep -q "Generated documentation archive" "$log"; then
 fi
 echo "test: the Peerlog documentation builds"
 
-
 # The test targets, on top of tools/setup.sh's build (same trait: nothing else is compiled).
 swift build "${build_flags[@]}" --build-tests 2>&1 | tee "$log" | grep -E 'error|Build complete' || true
 our_warnings "$log" "the build"
-
-# The spin model of election and assignment (docs/MODEL.md), exhaustive within its bounds, on
-# one core beside the tests; its report follows theirs. (The tests keep a core busy too, so this
-# saves little: on 2 cores the run took 44.9 min with it beside them.)
-bash tools/model-check.sh >"$model_log" 2>&1 &
-model_pid=$!
 
 swift_tests() {
   swift test "${build_flags[@]}" --skip-build "$@" 2>&1 | tee "$log" | grep -E '✘|error:|Test run with|passed after|failed after' | grep -vE '^✔ Test [a-zA-Z"]' || true
