@@ -7,7 +7,7 @@ model_log=$(mktemp)
 model_pid=""
 # The throwaway PostgreSQL server started below is stopped on the way out, and a model check
 # still running (a failure stopped the run early) is stopped too.
-trap 'rm -f "$log" "$model_log"; [ -n "$model_pid" ] && kill "$model_pid" 2>/dev/null; bash tools/postgres.sh stop >/dev/null 2>&1 || true' EXIT
+trap 'rm -f "$log" "$model_log"; [ -n "$model_pid" ] && { pkill -P "$model_pid" 2>/dev/null; kill "$model_pid" 2>/dev/null; }; bash tools/postgres.sh stop >/dev/null 2>&1 || true' EXIT
 
 our_warnings() {
   if grep -E "^$(pwd)/(Sources|Tests|Benchmarks/Sources)/.*(warning|error):" "$1" | sort -u | grep .; then
