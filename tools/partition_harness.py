@@ -645,7 +645,8 @@ class Cluster:
         async with self.check_lock:
             # The cut state at the moment of reading; a guarded write must not be committed
             # before its node is no longer cut off.
-            results = [self.read_committed(n) for n in self.nodes]
+            # In threads: a read that waits on a lock must not stall the proxies on this loop.
+            results = await asyncio.gather(*(asyncio.to_thread(self.read_committed, n) for n in self.nodes))
             self.polls += 1
             for node, entries in zip(self.nodes, results):
                 if entries is None:
