@@ -163,7 +163,7 @@ let package = Package(
             name: "PeerlogFuzzHarness",
             dependencies: [
                 "PeerlogCaptureTools", "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogStore", "PeerlogModel",
-                "PeerlogPairing",
+                "PeerlogPairing", "PeerlogCrypto",
             ]),
         // App layer.
         .executableTarget(

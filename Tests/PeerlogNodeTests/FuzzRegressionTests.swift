@@ -14,6 +14,12 @@ struct FuzzRegressionTests {
         }
     }
 
+    /// The check every fuzz target runs first (their build hashes with libsodium), here with
+    /// swift-crypto: both give FIPS 180-2's digests.
+    @Test func sha256KnownAnswers() {
+        #expect(FuzzHarness.sha256KnownAnswers() == nil)
+    }
+
     @Test func frameInputsReturn() throws {
         let files = Self.inputs("frames")
         #expect(!files.isEmpty, "no seeds in Fuzz/Seeds/frames")
