@@ -10,7 +10,9 @@
 // The PostgreSQL trait is on for the dependency although no benchmark uses it: a trait is a
 // compiler define on every module of the package, so with it the modules compile exactly as in
 // tools/test.sh's build (which has the trait) and that build, sharing its scratch directory, reuses
-// them instead of compiling them again. postgres-nio is not built: no target here needs it.
+// them instead of compiling them again. postgres-nio is not built: no target here needs it. The
+// trait also keeps SHA-256 on swift-crypto (see the main Package.swift), as the blob benchmarks
+// assume; with no traits at all it would be libsodium's.
 import PackageDescription
 
 let package = Package(
