@@ -7,7 +7,7 @@
 // binary from the main package's release build (`swift build -c release --product peerlog`;
 // PEERLOG_BIN or the directory of peerlog-bench itself otherwise).
 //
-// The PostgreSQL trait is on for the dependency although no benchmark uses it: a trait is a
+// The PostgreSQL trait is on for the dependency although no benchmark runs that relay: a trait is a
 // compiler define on every module of the package, so with it the modules compile exactly as in
 // tools/test.sh's build (which has the trait) and that build, sharing its scratch directory, reuses
 // them instead of compiling them again. postgres-nio is not built: no target here needs it. The
