@@ -65,6 +65,18 @@ def cid_text(cid):
     return "b" + base64.b32encode(bytes(cid)).decode().lower().rstrip("=")
 
 
+def read_store(node, query):
+    """query(db) on the node's store opened read-only, or None if it cannot be read."""
+    try:
+        db = sqlite3.connect(f"file:{os.path.join(node.home, 'replica.sqlite')}?mode=ro", uri=True, timeout=2)
+        try:
+            return query(db)
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+
+
 def _kill_all_pids(reap=True):
     for pid in list(_LIVE_PIDS):
         try:
@@ -516,17 +528,11 @@ class Cluster:
     def sequencer_tables(self, node):
         """The node's persisted election state (docs/PROTOCOL.md §18.5), read-only: (term, base,
         [(seq, cid text, term), …]) or None."""
-        try:
-            db = sqlite3.connect(f"file:{os.path.join(node.home, 'replica.sqlite')}?mode=ro", uri=True, timeout=2)
-            try:
-                state = db.execute("SELECT term, base FROM sequencer_state").fetchone()
-                rows = db.execute("SELECT seq, cid, term FROM sequencer_log ORDER BY seq").fetchall()
-            finally:
-                db.close()
-        except sqlite3.Error:
+        read = read_store(node, lambda db: (db.execute("SELECT term, base FROM sequencer_state").fetchone(),
+                                            db.execute("SELECT seq, cid, term FROM sequencer_log ORDER BY seq").fetchall()))
+        if read is None or read[0] is None:
             return None
-        if state is None:
-            return None
+        state, rows = read
 
         return state[0], state[1], [(seq, cid_text(cid), term) for seq, cid, term in rows]
 
@@ -589,15 +595,10 @@ class Cluster:
         (docs/PROTOCOL.md §10: the envelopes joined with the receipts held, in seq order), or None.
         The checker polls this: a `peerlog log` call per replica several times a second cost the
         run most of its CPU (a debug build), and reading the file is what that call does."""
-        try:
-            db = sqlite3.connect(f"file:{os.path.join(node.home, 'replica.sqlite')}?mode=ro", uri=True, timeout=2)
-            try:
-                rows = db.execute(
-                    "SELECT e.seq, e.cid FROM envelopes e JOIN receipts r ON r.cid = e.cid "
-                    "WHERE e.group_id = ? ORDER BY e.seq", (self.group_bytes(),)).fetchall()
-            finally:
-                db.close()
-        except sqlite3.Error:
+        rows = read_store(node, lambda db: db.execute(
+            "SELECT e.seq, e.cid FROM envelopes e JOIN receipts r ON r.cid = e.cid "
+            "WHERE e.group_id = ? ORDER BY e.seq", (self.group_bytes(),)).fetchall())
+        if rows is None:
             return None
         return [{"seq": seq, "cid": cid_text(cid), "status": "committed"} for seq, cid in rows]
 
