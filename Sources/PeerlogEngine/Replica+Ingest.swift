@@ -45,26 +45,26 @@ extension Replica {
         return report
     }
 
+    /// Verifies and writes several batches, each from its own peer (a session's messages that
+    /// arrived together, several sessions' batches), in ONE transaction: one commit instead of
+    /// one per batch. Each part is applied and settled as `ingest(receipts:envelopes:from:)`
+    /// would apply it after the parts before it, and gets its own report, in order. The
+    /// signatures of all parts are checked together on all cores first. Meant for parts of a
+    /// sync message's size; a large import goes through `ingest(receipts:envelopes:from:)`,
+    /// which splits it into transactions of `limits.ingestBatchSize`.
+    public func ingest(parts: [IngestPart]) throws -> [IngestReport] {
+        guard !parts.isEmpty else { return [] }
+        let prepared = try prepare(parts: parts.map { ($0.receipts, $0.envelopes) })
+        let reports = try write(parts: prepared.count) { p, i in try p.apply(prepared[i], from: parts[i].from) }
+        hlc.withLock { clock in
+            for part in parts { for r in part.receipts { clock.observe(r.hlc, wallMillis: self.clock()) } }
+        }
+        return reports
+    }
+
     /// Stores and applies one prepared batch in one transaction.
     private func write(_ batch: PreparedBatch, from peer: DeviceID?) throws -> IngestReport {
-        try write { p in
-            p.report.duplicates += batch.duplicates
-            p.source = peer
-            for (r, problem) in zip(batch.receipts, batch.receiptChecks) {
-                if let problem {
-                    try p.recordInvalid(r, reason: problem)
-                } else {
-                    try p.ingest(receipt: r, verified: true)
-                }
-            }
-            for (e, problem) in zip(batch.envelopes, batch.envelopeChecks) {
-                if let problem {
-                    p.report.rejected.append((e.receipt, problem))
-                } else {
-                    try p.ingest(envelope: e, verified: true)
-                }
-            }
-        }
+        try write { p in try p.apply(batch, from: peer) }
     }
 
     /// A batch with its duplicates removed and its signatures checked (nil: valid).
@@ -99,22 +99,44 @@ extension Replica {
 
     /// Drops known CIDs (before paying for signature checks) and verifies the rest in parallel.
     func prepare(_ batch: (receipts: [Receipt], envelopes: [Envelope])) throws -> PreparedBatch {
+        try prepare(parts: [batch])[0]
+    }
+
+    /// `prepare` for several batches at once: one store read, and every fresh receipt's
+    /// signature checked in one parallel pass (small batches would each use one core). A
+    /// receipt repeated later counts as a duplicate there, as it would once the earlier one was
+    /// written.
+    func prepare(parts: [(receipts: [Receipt], envelopes: [Envelope])]) throws -> [PreparedBatch] {
+        let all = parts.flatMap(\.receipts)
         let (known, verifiedCertificates) = try store.read { db in
             (
-                try batch.receipts.filter {
+                try all.filter {
                     try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid)
                         || db.processedOutcome($0.cid).map({ $0 != .invalid }) == true
                 },
-                try db.knownCertificates(Set(batch.receipts.map(\.certificate.cid)))
+                try db.knownCertificates(Set(all.map(\.certificate.cid)))
             )
         }
         let knownSet = Set(known.map(\.cid))
-        var seen = Set<CID>()
-        let fresh = batch.receipts.filter { !knownSet.contains($0.cid) && seen.insert($0.cid).inserted }
-        let envelopeChecks = Self.checkEnvelopes(batch.envelopes)
-        return PreparedBatch(
-            receipts: fresh, receiptChecks: Self.verifyInParallel(fresh, verifiedCertificates: verifiedCertificates),
-            envelopes: batch.envelopes, envelopeChecks: envelopeChecks, duplicates: batch.receipts.count - fresh.count)
+        // By CID and signature: a forgery reuses a genuine payload (so its CID), and must not
+        // make the genuine receipt after it, maybe from another peer, pass for a duplicate.
+        var seen = [CID: [UInt8]]()
+        let fresh = parts.map { part in
+            part.receipts.filter { r in
+                guard !knownSet.contains(r.cid) else { return false }
+                if let first = seen[r.cid] { return first != r.signature }
+                seen[r.cid] = r.signature
+                return true
+            }
+        }
+        var checks = Self.verifyInParallel(fresh.flatMap { $0 }, verifiedCertificates: verifiedCertificates)[...]
+        return zip(parts, fresh).map { part, fresh in
+            let receiptChecks = Array(checks.prefix(fresh.count))
+            checks = checks.dropFirst(fresh.count)
+            return PreparedBatch(
+                receipts: fresh, receiptChecks: receiptChecks, envelopes: part.envelopes,
+                envelopeChecks: Self.checkEnvelopes(part.envelopes), duplicates: part.receipts.count - fresh.count)
+        }
     }
 
     /// Receipt signatures and certificate chains, checked on all cores. Certificates already
@@ -145,5 +167,28 @@ extension Replica {
             results.withLock { for (i, why) in local { $0[i] = why } }
         }
         return results.withLock { $0 }
+    }
+}
+
+extension Pipeline {
+    /// One prepared batch from `peer`: receipts that failed their checks are kept as evidence,
+    /// envelopes that failed are refused, the rest is ingested.
+    mutating func apply(_ batch: Replica.PreparedBatch, from peer: DeviceID?) throws {
+        report.duplicates += batch.duplicates
+        source = peer
+        for (r, problem) in zip(batch.receipts, batch.receiptChecks) {
+            if let problem {
+                try recordInvalid(r, reason: problem)
+            } else {
+                try ingest(receipt: r, verified: true)
+            }
+        }
+        for (e, problem) in zip(batch.envelopes, batch.envelopeChecks) {
+            if let problem {
+                report.rejected.append((e.receipt, problem))
+            } else {
+                try ingest(envelope: e, verified: true)
+            }
+        }
     }
 }

@@ -136,30 +136,42 @@ public final class Replica: Sendable {
 
     /// Runs a pipeline transaction, settles touched groups, and delivers events after commit.
     func write(_ body: (inout Pipeline) throws -> Void) throws -> IngestReport {
+        try write(parts: 1) { p, _ in try body(&p) }[0]
+    }
+
+    /// Runs `count` bodies in one pipeline transaction, each settled before the next, and
+    /// returns each one's report; after the commit, delivers their events and runs the work
+    /// each left for after it (rotations, key shares, snapshots), as `count` writes would.
+    func write(parts count: Int, _ body: (inout Pipeline, Int) throws -> Void) throws -> [IngestReport] {
         let now = clock()
         var fromPeer = false
-        var report = try store.write { db in
+        var reports = try store.write { db in
             var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: sequenceGate != nil)
-            try body(&p)
-            try p.settle()
-            if !p.report.invalid.isEmpty {
-                try db.trimInvalid(peer: p.source, perPeer: limits.maxEvidencePerPeer, total: limits.maxEvidence)
+            var reports = [IngestReport]()
+            reports.reserveCapacity(count)
+            for i in 0..<count {
+                try body(&p, i)
+                try p.settle()
+                if !p.report.invalid.isEmpty {
+                    try db.trimInvalid(peer: p.source, perPeer: limits.maxEvidencePerPeer, total: limits.maxEvidence)
+                }
+                fromPeer = fromPeer || p.source != nil
+                reports.append(p.takeReport())
             }
-            fromPeer = p.source != nil
-            return p.report
+            return reports
         }
-        deliver(report.events, fromPeer: fromPeer)
-        gateBacklog.add(report.gated)
-        for group in report.rotations.sorted() { try? rotateEpochIfDue(group) }
-        for share in report.keyShares {
+        deliver(reports.flatMap(\.events), fromPeer: fromPeer)
+        for report in reports { gateBacklog.add(report.gated) }
+        for group in Set(reports.flatMap(\.rotations)).sorted() { try? rotateEpochIfDue(group) }
+        for share in reports.flatMap(\.keyShares) {
             // Best effort: the device asks again at its next accept or connection otherwise.
             try? shareEpochKeys(share.group, with: share.certificate)
         }
-        if !report.snapshotsDue.isEmpty {
-            let due = report.snapshotsDue
-            report.snapshotsDue = []
-            snapshotAndCompact(due, into: &report)
+        for i in reports.indices where !reports[i].snapshotsDue.isEmpty {
+            let due = reports[i].snapshotsDue
+            reports[i].snapshotsDue = []
+            snapshotAndCompact(due, into: &reports[i])
         }
-        return report
+        return reports
     }
 }

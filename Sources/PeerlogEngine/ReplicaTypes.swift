@@ -50,6 +50,23 @@ public struct MaintenanceSkipped: Sendable, Hashable {
     public let at: UInt64
 }
 
+/// One peer's batch for `Replica.ingest(parts:)`: what `ingest(receipts:envelopes:from:)` takes.
+public struct IngestPart: Sendable {
+    /// The receipts, in the order the peer sent them.
+    public var receipts: [Receipt]
+    /// The envelopes, in the order the peer sent them.
+    public var envelopes: [Envelope]
+    /// The device that sent them (recorded with any that fail verification).
+    public var from: DeviceID?
+
+    /// A batch of `receipts` and `envelopes` from `from`.
+    public init(receipts: [Receipt], envelopes: [Envelope] = [], from: DeviceID? = nil) {
+        self.receipts = receipts
+        self.envelopes = envelopes
+        self.from = from
+    }
+}
+
 /// The result of one `ingest` call.
 public struct IngestReport: Sendable, Equatable {
     /// Receipts stored (each new, with its author's earlier counters held).

@@ -93,7 +93,7 @@ extension SyncSession {
                 out.append(.ingest(ingest))
                 return
             }
-            awaitingIngest = pending
+            awaitingIngests.append(pending)
             out.append(.ingest(ingest))
         case .request(let g, let id, let what):
             guard groups[g] != nil else { throw SyncFailure("protocol", "request for group \(g), which is not synced") }
@@ -238,9 +238,11 @@ extension SyncSession {
             envelopes.append(e)
         }
         // The driver writes; the rest of this message waits for `ingested(_:)`.
-        awaitingIngest = PendingIngest(
-            group: g, receipts: receipts, firstEnvelopeSeq: envelopes.first?.seq, lastEnvelopeSeq: envelopes.last?.seq,
-            items: items.count + envelopeItems.count, size: size)
+        awaitingIngests.append(
+            PendingIngest(
+                group: g, receipts: receipts, firstEnvelopeSeq: envelopes.first?.seq,
+                lastEnvelopeSeq: envelopes.last?.seq,
+                items: items.count + envelopeItems.count, size: size))
         out.append(.ingest(SyncIngest(group: g, receipts: receipts, envelopes: envelopes, from: peer.device)))
     }
 

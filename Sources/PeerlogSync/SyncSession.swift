@@ -81,8 +81,13 @@ public final class SyncSession {
     var creditWithheldAt: UInt64 = 0
     var nextRequestID: UInt64 = 1
     var outstandingAnswers = 0
-    /// A batch handed out as `.ingest`, until the driver calls `ingested(_:)`.
-    var awaitingIngest: PendingIngest?
+    /// Batches handed out as `.ingest`, oldest first, each until the driver calls `ingested(_:)`.
+    var awaitingIngests: [PendingIngest] = []
+    /// Messages that came while batches waited to be ingested and must wait for them (any
+    /// but `mayHandleBeforeIngested`): handled in order once no batch waits.
+    var held: [(message: SyncMessage, size: Int)] = []
+    /// The most batches handed out before the driver answers the first: past it, messages wait.
+    public static let maxPendingIngests = 64
     var ignored = 0
     /// Receipts from the peer that failed verification in this session (`maxInvalidItems`).
     var invalidReceived = 0
@@ -193,9 +198,14 @@ public final class SyncSession {
     }
 
     /// One message from the peer. A batch ends the returned actions with `.ingest`: the
-    /// driver ingests it and calls ``ingested(_:)`` before calling anything else.
+    /// driver answers each `.ingest` with ``ingested(_:)``, in the order they came, and calls
+    /// nothing else before the last is answered but `receive` for the peer's next messages.
+    /// Their batches are handed out too, so a driver can write several in one transaction
+    /// (`Replica.ingest(parts:)`); what else they carry waits for the batches before it, or
+    /// (`credit`, `caught_up`, a vector of a synced group) comes out at once. A driver
+    /// performs the actions `receive` returned in order, each `.ingest` answered in its place:
+    /// an event then never runs before the batches the peer sent ahead of it are written.
     public func receive(_ message: [UInt8]) -> [SyncAction] {
-        requireNoIngestPending()
         guard phase != .closed else { return [] }
         heardSinceTick = true
         var out = phase == .idle ? start() : []
@@ -204,25 +214,51 @@ public final class SyncSession {
             do { m = try SyncMessage.decode(message, limits: limits) } catch let e as SyncCodecError {
                 throw SyncFailure(e.code.wireName, e.detail)
             }
+            guard awaitingIngests.isEmpty || (held.isEmpty && mayHandleBeforeIngested(m)) else {
+                held.append((m, message.count))
+                return
+            }
             try handle(m, size: message.count, into: &out)
-            if awaitingIngest == nil { try pump(into: &out) }
+            if awaitingIngests.isEmpty { try pump(into: &out) }
         }
         return out
+    }
+
+    /// Whether `m` may be handled while batches wait to be ingested: another batch (up to
+    /// `maxPendingIngests`, none of them a snapshot), or a message whose handling reads nothing
+    /// those batches write. Everything else waits in `held`.
+    func mayHandleBeforeIngested(_ m: SyncMessage) -> Bool {
+        guard awaitingIngests.count < Self.maxPendingIngests, !awaitingIngests.contains(where: \.snapshot) else {
+            return false
+        }
+        switch m {
+        case .receipts, .envelopes, .commits, .credit, .ping, .caughtUp, .done: return true
+        case .vector(let g, _, _): return groups[g] != nil
+        default: return false
+        }
     }
 
     /// The outcome of the last `.ingest`: the rest of that message's work (events, `refused`,
     /// credit, backfill requests, what the peer now lacks). A failure to write ends the
     /// session with an `internal` error, as any failure of the local store does.
     public func ingested(_ outcome: Result<IngestReport, any Error>) -> [SyncAction] {
-        guard let pending = awaitingIngest else {
+        guard !awaitingIngests.isEmpty else {
             preconditionFailure("ingested(_:) without an .ingest action pending")
         }
-        awaitingIngest = nil
-        guard phase != .closed else { return [] }
+        let pending = awaitingIngests.removeFirst()
+        guard phase != .closed else {
+            held = []
+            return []
+        }
         var out = [SyncAction]()
         run(&out) { out in
             try afterIngest(pending, report: outcome.get(), into: &out)
-            try pump(into: &out)
+            // What waited for the batches, in order, until one is a batch again.
+            while awaitingIngests.isEmpty, !held.isEmpty, phase != .closed {
+                let (m, size) = held.removeFirst()
+                try handle(m, size: size, into: &out)
+            }
+            if awaitingIngests.isEmpty { try pump(into: &out) }
         }
         return out
     }
@@ -236,7 +272,7 @@ public final class SyncSession {
         guard phase != .closed, let deferred = groups[group]?.deferredSnapshot, let b = deferred.ingest.snapshot
         else { return [] }
         groups[group]!.deferredSnapshot = nil
-        awaitingIngest = deferred.pending
+        awaitingIngests.append(deferred.pending)
         var ingest = deferred.ingest
         ingest.snapshot = SnapshotBundle(
             snapshot: bytes ?? [], anchorEnvelope: b.anchorEnvelope, anchorReceipt: b.anchorReceipt,
@@ -246,7 +282,7 @@ public final class SyncSession {
 
     /// The driver must answer `.ingest` before anything else: what follows depends on it.
     func requireNoIngestPending() {
-        precondition(awaitingIngest == nil, "SyncSession: call ingested(_:) for the pending .ingest action first")
+        precondition(awaitingIngests.isEmpty, "SyncSession: call ingested(_:) for the pending .ingest actions first")
     }
 
     /// The local replica changed `group` (a write or an ingest from another peer): push what the

@@ -165,6 +165,11 @@ public struct RejectedItem: Sendable, Equatable {
 }
 
 extension SyncAction {
+    /// The action ends the session (`.close`).
+    public var closes: Bool {
+        if case .close = self { true } else { false }
+    }
+
     /// An ingest of a snapshot sent as a blob (§23.3): the node fetches the blob first.
     public var holdsSnapshotBlob: Bool {
         if case .ingest(let batch) = self { return batch.snapshot?.blob != nil }

@@ -7,6 +7,9 @@ import PeerlogModel
 public protocol SyncWriter: AnyObject {
     /// Verifies, stores and applies what `peer` sent.
     func ingest(receipts: [Receipt], envelopes: [Envelope], from peer: DeviceID?) throws -> IngestReport
+    /// Verifies, stores and applies several batches, each reported as `ingest` would report it
+    /// after the ones before it; `Replica` writes them in one transaction.
+    func ingest(parts: [IngestPart]) throws -> [IngestReport]
     /// Verifies and installs a snapshot a peer of identity `sender` and device `device` sent
     /// (§23.3); `trustedForBootstrap`: see `SyncSession.Options.trustsPeerForBootstrap`.
     func installSnapshot(
@@ -17,6 +20,13 @@ public protocol SyncWriter: AnyObject {
 }
 
 extension Replica: SyncWriter {}
+
+extension SyncWriter {
+    /// One `ingest` per part, in order.
+    public func ingest(parts: [IngestPart]) throws -> [IngestReport] {
+        try parts.map { try ingest(receipts: $0.receipts, envelopes: $0.envelopes, from: $0.from) }
+    }
+}
 
 extension SyncSession {
     /// For a driver that writes at once, in order: performs each `.ingest` in `actions` with

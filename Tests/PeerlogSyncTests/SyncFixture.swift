@@ -74,7 +74,12 @@ final class Mesh {
 
     /// Performs the session's writes on its owner's replica (as the node does), then delivers.
     func route(_ actions: [SyncAction], from e: Int) {
-        for action in ends[e].session.settle(actions, with: peers[ends[e].owner].replica) {
+        routeSettled(ends[e].session.settle(actions, with: peers[ends[e].owner].replica), from: e)
+    }
+
+    /// Delivers what a session's writes left: messages, closes and events.
+    func routeSettled(_ settled: [SyncAction], from e: Int) {
+        for action in settled {
             switch action {
             case .send(let bytes):
                 let m = try! SyncMessage.decode(bytes, limits: .init())
@@ -112,6 +117,39 @@ final class Mesh {
         }
     }
 
+    /// Like `pump`, but as a node takes what arrived while it was busy: each round, each
+    /// owner's waiting messages, on all its ends, go through `SyncSession.receive(_:writingWith:)`
+    /// together, then are settled and routed in order. `partsPerWrite` records each write.
+    func pumpTogether(limit: Int = 1_000_000) {
+        var steps = 0
+        while steps < limit {
+            var progressed = false
+            for owner in peers.indices {
+                var taken = [(end: Int, bytes: [UInt8])]()
+                for e in ends.indices where ends[e].owner == owner {
+                    while !ends[e].inbox.isEmpty {
+                        let m = ends[e].inbox.removeFirst()
+                        progressed = true
+                        steps += 1
+                        if ends[e].closed == nil && ends[partner[e]].closed == nil { taken.append((e, m)) }
+                    }
+                }
+                guard !taken.isEmpty else { continue }
+                let writer = CountingWriter(peers[owner].replica)
+                let received = SyncSession.receive(taken.map { (ends[$0.end].session, $0.bytes) }, writingWith: writer)
+                let settled = zip(taken, received).map { m, r in
+                    (m.end, ends[m.end].session.settle(r.actions, with: r.writer))
+                }
+                partsPerWrite += writer.partsPerWrite
+                for (e, actions) in settled { routeSettled(actions, from: e) }
+            }
+            if !progressed { return }
+        }
+    }
+
+    /// The parts of each `ingest(parts:)` `pumpTogether` made.
+    var partsPerWrite = [Int]()
+
     func status(_ e: Int, _ g: GroupID) -> SyncGroupStatus? { ends[e].session.status().groups.first { $0.group == g } }
     func sentItems(_ e: Int) -> Int { ends[e].session.status().groups.reduce(0) { $0 + $1.sent.items } }
 }
@@ -130,4 +168,30 @@ func sharedGroup(_ peers: [TestReplica], name: String = "g") throws -> GroupID {
     }
     mesh.pump()
     return g
+}
+
+/// A replica's writer that counts the parts of each multi-part write.
+final class CountingWriter: SyncWriter {
+    let replica: Replica
+    var partsPerWrite = [Int]()
+    init(_ replica: Replica) { self.replica = replica }
+
+    func ingest(receipts: [Receipt], envelopes: [Envelope], from peer: DeviceID?) throws -> IngestReport {
+        try replica.ingest(receipts: receipts, envelopes: envelopes, from: peer)
+    }
+
+    func ingest(parts: [IngestPart]) throws -> [IngestReport] {
+        partsPerWrite.append(parts.count)
+        return try replica.ingest(parts: parts)
+    }
+
+    func installSnapshot(
+        _ bundle: SnapshotBundle, from sender: IdentityID, device: DeviceID?, trustedForBootstrap: Bool
+    ) throws -> IngestReport {
+        try replica.installSnapshot(bundle, from: sender, device: device, trustedForBootstrap: trustedForBootstrap)
+    }
+
+    func recordPeerVector(peer: DeviceID, group: GroupID, committed: UInt64, authors: [DeviceID: UInt64]) throws {
+        try replica.recordPeerVector(peer: peer, group: group, committed: committed, authors: authors)
+    }
 }

@@ -102,6 +102,16 @@ struct Pipeline {
         firstNewReceiptID = try db.lastReceiptRowID() + 1
     }
 
+    /// Hands out what the transaction reported so far and starts a new report: the next part
+    /// of a multi-part write (`Replica.write(parts:_:)`) reports only its own work.
+    mutating func takeReport() -> IngestReport {
+        defer {
+            report = IngestReport()
+            changeLog.eventsLogged = 0
+        }
+        return report
+    }
+
     mutating func touch(_ group: GroupID) {
         if touchedSet.insert(group).inserted { touched.append(group) }
     }

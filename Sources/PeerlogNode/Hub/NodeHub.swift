@@ -36,7 +36,7 @@ final class NodeHub: @unchecked Sendable {
     /// The devices with a live connection, as the hub last published them (`isConnected`).
     private let connectedDevices = Mutex<Set<DeviceID>>([])
     /// Status requests sharing builds and not waiting long for a busy queue.
-    private let statusRequests = StatusRequests()
+    let statusRequests = StatusRequests()
     /// Devices refused for a while after sending receipts that fail verification.
     private let penalties = Mutex(PeerPenalties())
     /// Blob requests and fetches, on a queue of their own.
@@ -64,6 +64,8 @@ final class NodeHub: @unchecked Sendable {
     let election: ElectedSequencerDriver
     private var links: [UInt64: ConnectionRef] = [:]
     private var sessions: [UInt64: SyncSession] = [:]
+    /// Messages read from the connections, waiting for the executor.
+    let inbox = Inbox()
     /// Snapshot ingests held until their blob is here (NodeHub+SnapshotBlobs).
     var awaitingSnapshotBlobs: [SnapshotAwaitingBlob] = []
     /// Items each device's ended sessions moved, per group, so `status` counts a peer's
@@ -282,18 +284,18 @@ final class NodeHub: @unchecked Sendable {
         }
     }
 
-    /// `processed` runs once the message was handled (the handler's read backpressure).
+    /// `processed` runs once the message was handled (the handler's read backpressure). The
+    /// messages that arrive while the executor is busy are handled together (`drainInbox`).
     func received(_ message: [UInt8], on id: UInt64, processed: @escaping @Sendable () -> Void) {
-        async { [self] in
-            defer { processed() }
-            guard let session = sessions[id] else { return }
-            perform(session.receive(message), on: id)
-            statusRequests.serveWaiting { buildStatus() }
+        if inbox.add(InboxMessage(connection: id, bytes: message, processed: processed)) {
+            async { [self] in drainInbox() }
         }
     }
 
     func closed(_ id: UInt64, peer: DeviceID?, remote: String, reason: String) {
         async { [self] in
+            // What the connection read before it closed is handled first, as it came first.
+            while inbox.holds(id) { drainInbox() }
             perform(machine.connectionClosed(id, peer: peer, remote: remote, reason: reason, now: clock()))
             publishConnected()
         }
@@ -415,12 +417,23 @@ final class NodeHub: @unchecked Sendable {
 
     /// Performs one session's output: bytes go to its connection, events to the machine.
     func perform(_ actions: [SyncAction], on id: UInt64) {
+        performSettled(settle(actions, on: id, with: replica), on: id)
+    }
+
+    /// A session's output with its writes done through `writer`: what the peer sent ingested
+    /// (each `.ingest` answered in its place), its vectors recorded. Returns what is left to
+    /// perform (`performSettled`).
+    func settle(_ actions: [SyncAction], on id: UInt64, with writer: some SyncWriter) -> [SyncAction] {
         // A snapshot sent as a blob waits for its blob; the rest of the session's writes (what
         // the peer sent, its vectors) go to the replica first.
         let actions = actions.contains(where: \.holdsSnapshotBlob) ? holdSnapshotBlobs(actions, on: id) : actions
-        let settled = sessions[id]?.settle(actions, with: replica) ?? actions
+        return sessions[id]?.settle(actions, with: writer) ?? actions
+    }
+
+    /// Performs a session's settled output: bytes go to its connection, events to the machine.
+    func performSettled(_ settled: [SyncAction], on id: UInt64) {
         // A forger is refused before its session's "error" leaves: it cannot redial in between.
-        let closes = settled.contains { if case .close = $0 { true } else { false } }
+        let closes = settled.contains(where: \.closes)
         if closes, sessions[id]?.endedForInvalidItems == true, let peer = machine.connection(id)?.peer.device {
             let now = clock()
             let ms = penalties.withLock { $0.strike(peer, now: now) }

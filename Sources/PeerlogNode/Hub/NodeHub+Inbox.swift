@@ -1,0 +1,78 @@
+import PeerlogEngine
+import PeerlogModel
+import PeerlogSync
+import Synchronization
+
+/// One message read from a connection, waiting for the executor.
+struct InboxMessage: Sendable {
+    let connection: UInt64
+    let bytes: [UInt8]
+    /// Runs once the message was handled (the handler's read backpressure).
+    let processed: @Sendable () -> Void
+}
+
+/// The messages the connections read while the executor was busy. The first one schedules a
+/// drain; the ones that come before it runs are handled by the same drain.
+final class Inbox: Sendable {
+    private let state = Mutex((messages: [InboxMessage](), scheduled: false))
+
+    /// Adds `message`; true when the caller must schedule a drain (none is scheduled).
+    func add(_ message: InboxMessage) -> Bool {
+        state.withLock { s in
+            s.messages.append(message)
+            defer { s.scheduled = true }
+            return !s.scheduled
+        }
+    }
+
+    /// Whether a message of `connection` waits.
+    func holds(_ connection: UInt64) -> Bool {
+        state.withLock { s in s.messages.contains { $0.connection == connection } }
+    }
+
+    /// Takes the oldest messages, up to `maxMessages` and `maxBytes` (at least one), and
+    /// whether more wait (then the drain stays scheduled: the caller schedules the next).
+    func take(maxMessages: Int, maxBytes: Int) -> (messages: [InboxMessage], more: Bool) {
+        state.withLock { s in
+            var n = 0
+            var bytes = 0
+            while n < min(s.messages.count, maxMessages), n == 0 || bytes + s.messages[n].bytes.count <= maxBytes {
+                bytes += s.messages[n].bytes.count
+                n += 1
+            }
+            let taken = Array(s.messages.prefix(n))
+            s.messages.removeFirst(n)
+            if s.messages.isEmpty { s.scheduled = false }
+            return (taken, !s.messages.isEmpty)
+        }
+    }
+}
+
+extension NodeHub {
+    /// The most messages one drain handles, and the bytes they may hold together (past either,
+    /// the rest goes to the next drain, after what else waits for the executor).
+    static let maxMessagesPerDrain = 64
+    static let maxBytesPerDrain = 2 << 20
+
+    /// Handles the messages that arrived since the last drain. Each goes to its session; the
+    /// batches they carry (from one peer or several) are written in one transaction
+    /// (`SyncSession.receive(_:writingWith:)`): a catch-up of many small groups pays one commit
+    /// per drain, not one per group. Every session's ingests are answered before any output is
+    /// performed.
+    func drainInbox() {
+        let (messages, more) = inbox.take(maxMessages: Self.maxMessagesPerDrain, maxBytes: Self.maxBytesPerDrain)
+        defer {
+            for m in messages { m.processed() }
+            statusRequests.serveWaiting { buildStatus() }
+            if more { queueAsync { [self] in drainInbox() } }
+        }
+        let live = messages.compactMap { m in session(m.connection).map { (m.connection, $0, m.bytes) } }
+        let received = SyncSession.receive(live.map { ($0.1, $0.2) }, writingWith: replica)
+        let settled = zip(live, received).map { m, r in (m.0, settle(r.actions, on: m.0, with: r.writer)) }
+        var closed = Set<UInt64>()
+        for (connection, actions) in settled where !closed.contains(connection) {
+            performSettled(actions, on: connection)
+            if session(connection) == nil || actions.contains(where: \.closes) { closed.insert(connection) }
+        }
+    }
+}
