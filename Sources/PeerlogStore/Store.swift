@@ -16,6 +16,10 @@ package final class Store: Sendable {
     private let checkpointer: DatabaseQueue?
     private let checkpointQueue = DispatchQueue(label: "peerlog.store.checkpoint")
     private let writes = Atomic<Int>(0)
+    private let committed = Atomic<Int>(0)
+    /// Write transactions this instance committed (not other processes'): a reader that saw the
+    /// store at one count has nothing new of this process to read while it holds.
+    package var writeCount: Int { committed.load(ordering: .acquiring) }
     private let checkpointing = Atomic<Bool>(false)
 
     /// A background checkpoint is started every this many write transactions.
@@ -84,6 +88,7 @@ package final class Store: Sendable {
     package func write<T>(_ body: (StoreDB) throws -> T) throws -> T {
         guard access == .readWrite else { throw readOnlyRefusal }
         let result = try pool.write { db in try body(StoreDB(db: db)) }
+        committed.add(1, ordering: .releasing)
         if let checkpointer, writes.add(1, ordering: .relaxed).newValue % Self.checkpointEveryWrites == 0,
             !checkpointing.exchange(true, ordering: .acquiringAndReleasing)
         {

@@ -89,6 +89,8 @@ final class NodeHub: @unchecked Sendable {
     var statusFolds: [GroupID: GroupStatusFacts.Folded] = [:]
     /// The revocation stamp last read and the revoked devices known then.
     private var revocationStamp: Int64 = -1
+    /// The store's write count when changes were last observed (`observeChanges`).
+    private var observedAtWrite = -1
     private var knownRevocations: Set<RevokedDevice> = []
 
     init(
@@ -363,16 +365,11 @@ final class NodeHub: @unchecked Sendable {
             route(election.tick())
         case .pollChangeStamp:
             checkRevocations()
-            perform(.observeChanges)
+            observeChanges()
         case .observeChanges:
-            if let seen = try? replica.observeChanges(since: machine.lastStamp) {
-                forgetStatusFolds(seen.changes, groupOperations: seen.groupOperations)
-                let actions = machine.changesObserved(
-                    stamp: seen.stamp, groupOperations: seen.groupOperations, changes: seen.changes)
-                // A write by another process (a blob put, say): the blob transfers look too.
-                if !actions.isEmpty { wakeBlobs() }
-                perform(actions)
-            }
+            // Asked after each batch with group operations; a drain writes all its batches
+            // before it performs the first, so one read finds what they all changed.
+            if replica.store.writeCount != observedAtWrite { observeChanges() }
         case .tickSessions(let ids, let now):
             for id in ids {
                 if let session = sessions[id] { perform(session.tick(now: now), on: id) }
@@ -413,6 +410,18 @@ final class NodeHub: @unchecked Sendable {
         case .log(let level, let message):
             logger.log(level: level, "\(message)")
         }
+    }
+
+    /// Reads what changed since the last stamp (this process's writes and others') and acts on it.
+    private func observeChanges() {
+        observedAtWrite = replica.store.writeCount
+        guard let seen = try? replica.observeChanges(since: machine.lastStamp) else { return }
+        forgetStatusFolds(seen.changes, groupOperations: seen.groupOperations)
+        let actions = machine.changesObserved(
+            stamp: seen.stamp, groupOperations: seen.groupOperations, changes: seen.changes)
+        // A write by another process (a blob put, say): the blob transfers look too.
+        if !actions.isEmpty { wakeBlobs() }
+        perform(actions)
     }
 
     /// Performs one session's output: bytes go to its connection, events to the machine.
