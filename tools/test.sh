@@ -9,6 +9,10 @@ model_pid=""
 # still running (a failure stopped the run early) is stopped too.
 trap 'rm -f "$log" "$model_log"; [ -n "$model_pid" ] && { pkill -P "$model_pid" 2>/dev/null; kill "$model_pid" 2>/dev/null; }; bash tools/postgres.sh stop >/dev/null 2>&1 || true' EXIT
 
+# Each stage's line ends with the time since the start (minutes:seconds), to see where a slow
+# run went.
+say() { printf 'test: %s [%d:%02d]\n' "$1" $((SECONDS / 60)) $((SECONDS % 60)); }
+
 our_warnings() {
   if grep -E "^$(pwd)/(Sources|Tests|Benchmarks/Sources)/.*(warning|error):" "$1" | sort -u | grep .; then
     echo "test: $2 has warnings or errors in our code (above)" >&2
@@ -31,6 +35,7 @@ our_warnings() {
 build_flags=(--traits PostgreSQL -debug-info-format none)
 PEERLOG_SETUP_BUILD_FLAGS="${build_flags[*]}" bash tools/setup.sh 2>&1 | tee "$log"
 our_warnings "$log" "the build"
+say "set up and built"
 
 # The spin model of election and assignment (docs/MODEL.md), exhaustive within its bounds: about
 # 9 CPU-minutes on one core, from here on beside everything up to the tests (spin and gcc are
@@ -54,11 +59,12 @@ if ! grep -q "Generated documentation archive" "$log"; then
   echo "test: the DocC documentation of the Peerlog module did not build (above)" >&2
   exit 1
 fi
-echo "test: the Peerlog documentation builds"
+say "the Peerlog documentation builds"
 
 # The test targets, on top of tools/setup.sh's build (same trait: nothing else is compiled).
 swift build "${build_flags[@]}" --build-tests 2>&1 | tee "$log" | grep -E 'error|Build complete' || true
 our_warnings "$log" "the build"
+say "the tests build"
 
 swift_tests() {
   swift test "${build_flags[@]}" --skip-build "$@" 2>&1 | tee "$log" | grep -E '✘|error:|Test run with|passed after|failed after' | grep -vE '^✔ Test [a-zA-Z"]' || true
@@ -74,7 +80,7 @@ if ! grep -q "Test run with .* passed" "$log"; then
   echo "test: FAILED (see the lines marked ✘ above; the whole output: .build/test-failure.log)" >&2
   exit 1
 fi
-echo "test: all tests passed"
+say "all tests passed"
 
 # The one test that needs a live avahi of its own (DiscoveryTests.registersFindsAndLoses): run
 # inside host 1 of a namespace LAN (tools/lan.sh: its own avahi, allow-interfaces=eth0), never on
@@ -90,9 +96,9 @@ if bash tools/lan.sh check >/dev/null 2>&1; then
     echo "test: the live-avahi discovery test FAILED in the namespace LAN (above)" >&2
     exit 1
   fi
-  echo "test: the live-avahi discovery test passed in a namespace"
+  say "the live-avahi discovery test passed in a namespace"
 else
-  echo "test: skipped the live-avahi discovery test (tools/lan.sh check: the namespace LAN cannot be built here)"
+  say "skipped the live-avahi discovery test (tools/lan.sh check: the namespace LAN cannot be built here)"
 fi
 
 model_status=0
@@ -103,7 +109,7 @@ if [ "$model_status" -ne 0 ]; then
   echo "test: the sequencer model check FAILED (above)" >&2
   exit 1
 fi
-echo "test: the sequencer model holds"
+say "the sequencer model holds"
 
 bash tools/postgres.sh start
 export PEERLOG_POSTGRES_URL="$(bash tools/postgres.sh url)"
@@ -113,7 +119,7 @@ if ! grep -q "Test run with .* passed" "$log"; then
   echo "test: the PostgreSQL relay tests FAILED (see the lines marked ✘ above; the whole output: .build/test-failure.log)" >&2
   exit 1
 fi
-echo "test: the PostgreSQL relay tests passed"
+say "the PostgreSQL relay tests passed"
 
 # The benchmarks, a package of their own (Benchmarks/, like Fuzz/): built, so they cannot rot.
 # It depends on this package by path with the same trait, so in .build it reuses everything
@@ -129,8 +135,8 @@ if ! grep -q "complete!" "$log"; then
   echo "test: the benchmark package did not build (above)" >&2
   exit 1
 fi
-echo "test: the benchmarks build"
+say "the benchmarks build"
 
 # The fuzz targets, bounded in time; a crash fails the run and its input stays in Fuzz/Regressions.
 PEERLOG_FUZZ_BUILD_FLAGS="-debug-info-format none" bash tools/fuzz.sh "${PEERLOG_FUZZ_SECONDS:-30}"
-echo "test: fuzzing found nothing"
+say "fuzzing found nothing"
