@@ -8,7 +8,8 @@ extension SyncSession {
     /// pays a commit per batch). Returns each message's actions with the writer that answers
     /// them: the driver settles each (`settle(_:with:)`) in order, all of them before it
     /// performs any (an event may reach any session, which must have no ingest waiting).
-    /// A write that fails fails every batch in it: each of their sessions ends (`internal`).
+    /// When the write fails, each batch is written alone, in order; a batch whose own write
+    /// fails ends its session (`internal`).
     public static func receive<W: SyncWriter>(
         _ messages: [(session: SyncSession, bytes: [UInt8])], writingWith writer: W
     ) -> [(actions: [SyncAction], writer: PrewrittenWriter<W>)] {
@@ -26,7 +27,11 @@ extension SyncSession {
         var results = [Result<IngestReport, any Error>]()
         if !parts.isEmpty {
             do { results = try writer.ingest(parts: parts).map { .success($0) } } catch {
-                results = Array(repeating: .failure(error), count: parts.count)
+                // One write too large for what is left (a full disk): each batch alone, so the
+                // ones that fit are kept, as they were when each message was its own write.
+                results =
+                    parts.count == 1
+                    ? [.failure(error)] : parts.map { part in Result { try writer.ingest(parts: [part])[0] } }
             }
         }
         var writers = [ObjectIdentifier: PrewrittenWriter<W>]()

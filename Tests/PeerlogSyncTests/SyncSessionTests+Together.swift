@@ -92,4 +92,44 @@ extension SyncSessionTests {
         #expect(mesh.ends.allSatisfy { $0.closed == nil })
         #expect((mesh.partsPerWrite.max() ?? 0) > 1, "several batches in one write: \(mesh.partsPerWrite)")
     }
+
+    @Test func aWriteOfSeveralBatchesThatFailsWritesEachAlone() throws {
+        struct DiskFull: Error {}
+        /// Refuses any write of more than one batch (as a disk with room for one would).
+        final class OneAtATime: SyncWriter {
+            let replica: Replica
+            init(_ replica: Replica) { self.replica = replica }
+            func ingest(receipts: [Receipt], envelopes: [Envelope], from peer: DeviceID?) throws -> IngestReport {
+                try replica.ingest(receipts: receipts, envelopes: envelopes, from: peer)
+            }
+            func ingest(parts: [IngestPart]) throws -> [IngestReport] {
+                guard parts.count == 1 else { throw DiskFull() }
+                return try replica.ingest(parts: parts)
+            }
+            func installSnapshot(
+                _ bundle: SnapshotBundle, from sender: IdentityID, device: DeviceID?, trustedForBootstrap: Bool
+            ) throws -> IngestReport {
+                try replica.installSnapshot(
+                    bundle, from: sender, device: device, trustedForBootstrap: trustedForBootstrap)
+            }
+            func recordPeerVector(
+                peer: DeviceID, group: GroupID, committed: UInt64, authors: [DeviceID: UInt64]
+            )
+                throws
+            {}
+        }
+        let peers = [try TestReplica("alice"), try TestReplica("bob")]
+        let g1 = try sharedGroup(peers, name: "one")
+        let g2 = try sharedGroup(peers, name: "two")
+        try peers[0].put(g1, "k", 1)
+        try peers[0].put(g2, "k", 2)
+        let s = SyncSession(local: peers[1].device, peer: peers[0].device.certificate, store: peers[1].replica)
+        _ = s.start()
+        _ = s.receive(SyncMessage.hello(versions: [1], capabilities: ["commits"], groups: [g1, g2]).encoded())
+        let messages = [try commitsBobLacks(peers, g1), try commitsBobLacks(peers, g2)]
+        let received = SyncSession.receive(messages.map { (s, $0) }, writingWith: OneAtATime(peers[1].replica))
+        for r in received { _ = s.settle(r.actions, with: r.writer) }
+        #expect(!s.status().closed)
+        for g in [g1, g2] { #expect(try peers[1].replica.vector(of: g) == peers[0].replica.vector(of: g)) }
+    }
 }

@@ -50,9 +50,11 @@ final class Inbox: Sendable {
 
 extension NodeHub {
     /// The most messages one drain handles, and the bytes they may hold together (past either,
-    /// the rest goes to the next drain, after what else waits for the executor).
+    /// the rest goes to the next drain, after what else waits for the executor): one
+    /// transaction stays small enough to fit where the disk has little room left.
     static let maxMessagesPerDrain = 64
-    static let maxBytesPerDrain = 2 << 20
+    /// (A catch-up's full batches, up to 1 MiB each, so go one per drain, as before.)
+    static let maxBytesPerDrain = 512 << 10
 
     /// Handles the messages that arrived since the last drain. Each goes to its session; the
     /// batches they carry (from one peer or several) are written in one transaction
