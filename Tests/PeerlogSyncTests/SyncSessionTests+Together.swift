@@ -16,7 +16,9 @@ extension SyncSessionTests {
             .encoded()
     }
 
-    @Test func batchesComeOutBeforeTheFirstIsAnsweredAndOtherMessagesWaitForThem() throws {
+    /// Two groups shared by alice and bob, each with a write of alice's that bob lacks, and a
+    /// session of bob's with alice after hello.
+    func twoGroupsBobLacks() throws -> ([TestReplica], GroupID, GroupID, SyncSession) {
         let peers = [try TestReplica("alice"), try TestReplica("bob")]
         let g1 = try sharedGroup(peers, name: "one")
         let g2 = try sharedGroup(peers, name: "two")
@@ -25,6 +27,11 @@ extension SyncSessionTests {
         let s = SyncSession(local: peers[1].device, peer: peers[0].device.certificate, store: peers[1].replica)
         _ = s.start()
         _ = s.receive(SyncMessage.hello(versions: [1], capabilities: ["commits"], groups: [g1, g2]).encoded())
+        return (peers, g1, g2, s)
+    }
+
+    @Test func batchesComeOutBeforeTheFirstIsAnsweredAndOtherMessagesWaitForThem() throws {
+        let (peers, g1, g2, s) = try twoGroupsBobLacks()
         let first = s.receive(try commitsBobLacks(peers, g1))
         let second = s.receive(try commitsBobLacks(peers, g2))
         // `caught_up` comes out at once; `unshared` must wait: the batch of g2 before it is not written.
@@ -118,14 +125,7 @@ extension SyncSessionTests {
                 throws
             {}
         }
-        let peers = [try TestReplica("alice"), try TestReplica("bob")]
-        let g1 = try sharedGroup(peers, name: "one")
-        let g2 = try sharedGroup(peers, name: "two")
-        try peers[0].put(g1, "k", 1)
-        try peers[0].put(g2, "k", 2)
-        let s = SyncSession(local: peers[1].device, peer: peers[0].device.certificate, store: peers[1].replica)
-        _ = s.start()
-        _ = s.receive(SyncMessage.hello(versions: [1], capabilities: ["commits"], groups: [g1, g2]).encoded())
+        let (peers, g1, g2, s) = try twoGroupsBobLacks()
         let messages = [try commitsBobLacks(peers, g1), try commitsBobLacks(peers, g2)]
         let received = SyncSession.receive(messages.map { (s, $0) }, writingWith: OneAtATime(peers[1].replica))
         for r in received { _ = s.settle(r.actions, with: r.writer) }
