@@ -48,6 +48,12 @@ final class Inbox: Sendable {
     }
 }
 
+/// A message of a connection still open, with its session.
+private struct Received {
+    let message: InboxMessage
+    let session: SyncSession
+}
+
 extension NodeHub {
     /// The most messages one drain handles, and the bytes they may hold together (past either,
     /// the rest goes to the next drain, after what else waits for the executor): one
@@ -68,13 +74,16 @@ extension NodeHub {
             statusRequests.serveWaiting { buildStatus() }
             if more { queueAsync { [self] in drainInbox() } }
         }
-        let live = messages.compactMap { m in session(m.connection).map { (m.connection, $0, m.bytes) } }
-        let received = SyncSession.receive(live.map { ($0.1, $0.2) }, writingWith: replica)
-        let settled = zip(live, received).map { m, r in (m.0, settle(r.actions, on: m.0, with: r.writer)) }
+        // Messages of connections closed meanwhile are dropped.
+        let live = messages.compactMap { m in session(m.connection).map { Received(message: m, session: $0) } }
+        let results = SyncSession.receive(live.map { ($0.session, $0.message.bytes) }, writingWith: replica)
+        let settled = zip(live, results).map { m, r in
+            (connection: m.message.connection, actions: settle(r.actions, on: m.message.connection, with: r.writer))
+        }
         var closed = Set<UInt64>()
-        for (connection, actions) in settled where !closed.contains(connection) {
-            performSettled(actions, on: connection)
-            if session(connection) == nil || actions.contains(where: \.closes) { closed.insert(connection) }
+        for m in settled where !closed.contains(m.connection) {
+            performSettled(m.actions, on: m.connection)
+            if session(m.connection) == nil || m.actions.contains(where: \.closes) { closed.insert(m.connection) }
         }
     }
 }
