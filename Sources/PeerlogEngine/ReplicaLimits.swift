@@ -34,6 +34,10 @@ public struct ReplicaLimits: Sendable {
     /// pass reserves in several batches. Bounds the shared store's transaction and what one
     /// refusal leaves uncommitted.
     public var maxReservationBatch: Int = 1_000
+    /// The fewest tentative receipts, the earliest by HLC, that a bounded sequencer pass reads
+    /// (a relay on a shared store reads at least twice its `maxReservationBatch`), so a pass
+    /// costs the same however long the backlog behind it.
+    public var sequencingWindow: Int = 1_024
     /// Offline limits (docs/PROTOCOL.md §10.5): most of this device's own writes that may wait
     /// for a seq in one group. An application write that would pass it is refused (nothing
     /// written) until the sequencer commits some; a group can override it

@@ -13,11 +13,14 @@ final class TableGate: SequenceGate {
     let rows = Mutex<[UInt64: CID]>([:])
     /// The seqs of every batch asked, in order.
     let asked = Mutex<[[UInt64]]>([])
+    /// The envelopes of every batch asked, in order.
+    let envelopes = Mutex<[[Envelope]]>([])
     /// A batch holding this seq fails once (the store unreachable), storing nothing.
     let failOnce = Mutex<UInt64?>(nil)
 
     func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) async throws -> SequenceReservation {
         asked.withLock { $0.append(batch.map(\.envelope.seq)) }
+        envelopes.withLock { $0.append(batch.map(\.envelope)) }
         if let seq = failOnce.withLock({ f in batch.contains { $0.envelope.seq == f } ? f.take() : nil }) {
             throw ReplicaError(.storeCorrupt, "injected failure at seq \(seq)")
         }
@@ -74,6 +77,85 @@ final class TableGate: SequenceGate {
         // Nothing is left for the gate.
         #expect(try await relay.sequenceThroughGate().committed == 0)
         #expect(gate.asked.withLock { $0 }.count == 1)
+    }
+
+    /// A pass's seqs are signed as runs of at most `EnvelopeRun.maxLength` (one signature each,
+    /// every item valid on its own); a pass of one seq as a single envelope.
+    @Test func aPassIsSignedAsRuns() async throws {
+        let alice = try TestReplica("alice")
+        let gate = TableGate()
+        let (group, relay, base) = try Self.relayed(alice, gate: gate)
+        let count = Int(EnvelopeRun.maxLength) + 3
+        let writes = try (1...count).map {
+            try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt
+        }
+        _ = try relay.ingest(receipts: writes)
+        #expect(try await relay.sequenceThroughGate().committed == count)
+        let batch = try #require(gate.envelopes.withLock { $0 }.first)
+        #expect(batch.map(\.seq) == Array((base + 1)...(base + UInt64(count))))
+        #expect(batch.allSatisfy { $0.run != nil && $0.verify() == .valid })
+        #expect(Set(batch.map(\.signature)).count == 2, "a run of \(EnvelopeRun.maxLength) and a run of 3")
+        // What the members are sent verifies where they check it: a fresh replica ingests the
+        // relay's log and commits every seq.
+        let (receipts, envelopes) = try alice.holdings(group)
+        let member = try TestReplica("carol")
+        _ = try member.replica.ingest(receipts: receipts, envelopes: envelopes)
+        _ = try member.replica.ingest(receipts: writes, envelopes: batch)
+        #expect(try member.replica.committedSeq(of: group) == base + UInt64(count))
+
+        let one = try alice.replica.append(.entityPut(key: "one", value: "v"), to: group).receipt
+        _ = try relay.ingest(receipts: [one])
+        #expect(try await relay.sequenceThroughGate().committed == 1)
+        let single = try #require(gate.envelopes.withLock { $0 }.last?.first)
+        #expect(single.run == nil && single.seq == base + UInt64(count) + 1 && single.verify() == .valid)
+    }
+
+    /// A gated pass reads a window of the backlog (the earliest by HLC), not all of it; the
+    /// passes still assign the whole backlog, in the order a pass over all of it would.
+    @Test func aBacklogBeyondTheWindowIsAssignedInTentativeOrder() async throws {
+        var limits = ReplicaLimits()
+        limits.maxReservationBatch = 3
+        limits.sequencingWindow = 4
+        let alice = try TestReplica("alice")
+        let gate = TableGate()
+        let (group, relay, base) = try Self.relayed(alice, gate: gate, limits: limits)
+        let writes = try (1...14).map {
+            try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt
+        }
+        _ = try relay.ingest(receipts: writes)
+        #expect(try await relay.sequenceThroughGate().committed == 14)
+        #expect(gate.asked.withLock { $0 }.map(\.count) == [3, 3, 3, 3, 2])
+        #expect(try relay.log(of: group, view: .committed).suffix(14).map(\.receipt.cid) == writes.map(\.cid))
+        #expect(try relay.committedSeq(of: group) == base + 14)
+        #expect(try relay.checkTentativeOverlay(of: group) == .matches)
+    }
+
+    /// Receipts whose parent has a later clock than theirs (a clock that ran backwards) fill the
+    /// window with receipts none of which can go first: the pass is planned over the whole
+    /// backlog instead, and the group does not stall.
+    @Test func aWindowOfReceiptsWaitingForALaterParentDoesNotStall() async throws {
+        var limits = ReplicaLimits()
+        limits.maxReservationBatch = 3
+        limits.sequencingWindow = 4
+        let alice = try TestReplica("alice")
+        let gate = TableGate()
+        let (group, relay, base) = try Self.relayed(alice, gate: gate, limits: limits)
+        let last = try alice.replica.append(.entityPut(key: "first", value: "v"), to: group).receipt
+        let late = try handmade(
+            alice.device, group: group, counter: last.counter + 1, op: .entityPut(key: "parent", value: "p"),
+            hlc: last.hlc.physical + 10_000_000, parents: [last.cid])
+        let children = try (1...7).map {
+            try handmade(
+                alice.device, group: group, counter: last.counter + 1 + UInt64($0),
+                op: .entityPut(key: "c\($0)", value: "c"), hlc: last.hlc.physical + UInt64($0), parents: [late.cid])
+        }
+        _ = try relay.ingest(receipts: [last, late] + children)
+        #expect(try await relay.sequenceThroughGate().committed == 9)
+        #expect(
+            try relay.log(of: group, view: .committed).suffix(9).map(\.receipt.cid)
+                == [last.cid, late.cid] + children.map(\.cid))
+        #expect(try relay.committedSeq(of: group) == base + 9)
+        #expect(try relay.tentativeCount(of: group) == 0)
     }
 
     @Test func aRefusedBatchLeavesNothingAndTheNextPassCommitsItAll() async throws {

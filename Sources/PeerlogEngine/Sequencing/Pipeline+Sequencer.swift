@@ -22,6 +22,8 @@ struct SequencingPlan: Sendable {
     /// The pass ended at its limit of assignments: more may follow once these are committed.
     var full = false
     var assignments = 0
+    /// The pass read a window of the tentative receipts, and more lie beyond it.
+    var windowFilled = false
 
     /// The steps before the first assignment: decided on the committed state alone.
     var leadingRefusals: [(receipt: Receipt, reason: String)] {
@@ -42,7 +44,9 @@ extension Pipeline {
     /// assigned here: refusals before the first assignment are recorded, and the group is left
     /// to the gate's driver (`report.gated`), which reserves the assignments and then commits them.
     mutating func sequenceIfAuthority(_ group: GroupID) throws {
-        guard let plan = try planSequencing(group) else { return }
+        // Gated, only the refusals before the first assignment are needed here: a plan that
+        // stops at its second assignment reads a window of the backlog, not all of it.
+        guard let plan = try planSequencing(group, maxAssignments: gated ? 1 : .max) else { return }
         if gated {
             for (r, reason) in plan.leadingRefusals { try refuse(r, reason: reason, group: group) }
             if plan.assignments > 0, !reservedHere.contains(group) { report.gated.insert(group) }
@@ -58,7 +62,36 @@ extension Pipeline {
     /// sequence. The committed state advances in memory through each assignment (as `commit`
     /// would advance it), so later receipts are judged as they will be at their seq. At most
     /// `maxAssignments` assignments (`full` then says the pass stopped there).
+    ///
+    /// A bounded pass reads only the earliest tentative receipts by (HLC, CID), a window of
+    /// `planWindow(for:)`, so a pass costs the same however long the backlog behind it (as the
+    /// elected leader's `assignableReceipts`). With honest clocks (an HLC after its parents' and
+    /// its author's previous one) the window's order is the start of the whole set's. When the window holds more than it assigned, the plan says `full` and the
+    /// caller passes again; a window that yields no step at all (receipts whose parents lie
+    /// beyond it, which only clocks that run backwards produce) is planned again over the
+    /// whole set, so such receipts cannot stall the group.
     mutating func planSequencing(_ group: GroupID, maxAssignments: Int = .max) throws -> SequencingPlan? {
+        let window = planWindow(for: maxAssignments)
+        guard var plan = try planSequencing(group, maxAssignments: maxAssignments, window: window) else { return nil }
+        if plan.windowFilled, !plan.stopped, !plan.full {
+            if plan.steps.isEmpty {
+                plan = try planSequencing(group, maxAssignments: maxAssignments, window: nil) ?? plan
+            } else {
+                plan.full = true
+            }
+        }
+        return plan
+    }
+
+    /// How many of the earliest tentative receipts a pass of at most `maxAssignments` reads
+    /// (nil: all of them).
+    func planWindow(for maxAssignments: Int) -> Int? {
+        maxAssignments >= 1 << 20 ? nil : max(limits.sequencingWindow, 2 * maxAssignments)
+    }
+
+    private mutating func planSequencing(
+        _ group: GroupID, maxAssignments: Int, window: Int?
+    ) throws -> SequencingPlan? {
         guard try !isTombstoned(group) else { return nil }
         var state = try committedState(group)
         if let state {
@@ -69,7 +102,11 @@ extension Pipeline {
         var plan = SequencingPlan(group: group)
         let refused = try db.refusals(group: group)
         let flagged = try db.flaggedAuthors(group: group)
-        let candidates = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in
+        let tentative =
+            try window.map { try db.earliestTentativeReceipts(group: group, limit: $0) }
+            ?? db.tentativeReceipts(group: group)
+        plan.windowFilled = window.map { tentative.count >= $0 } ?? false
+        let candidates = tentative.map(\.receipt).filter { r in
             refused[r.cid] == nil && (flagged[r.author].map { r.counter < $0 } ?? true)
         }
         guard !candidates.isEmpty else { return plan }

@@ -6,10 +6,10 @@ import Synchronization
 /// The driver of a relay whose assignments a shared store admits first (`SequenceGate`,
 /// docs/PROTOCOL.md §19.3). A write on such a replica assigns nothing: it notes the groups with
 /// receipts to assign. The driver then, per group: plans the pass in a read transaction (the
-/// pipeline's `planSequencing`, at most `limits.maxReservationBatch` assignments), signs an
-/// envelope per seq, reserves them all in one call to the gate (no SQLite transaction is open
-/// meanwhile), and commits them in a write transaction of their own (`commitReserved`). A batch
-/// the gate refuses commits nothing and marks the group contended.
+/// pipeline's `planSequencing`, at most `limits.maxReservationBatch` assignments), signs its
+/// consecutive seqs as envelope runs, reserves them all in one call to the gate (no SQLite
+/// transaction is open meanwhile), and commits them in a write transaction of their own
+/// (`commitReserved`). A batch the gate refuses commits nothing and marks the group contended.
 extension Replica {
     /// Plans, reserves and commits the passes of every group a write left for the gate, until
     /// each is done or contended. Returns what the commits did (`contended`: groups where the
@@ -64,13 +64,22 @@ extension Replica {
                 }
             }
             guard let plan, !plan.steps.isEmpty else { return report }
+            // The pass's seqs are consecutive: signed as runs (§3.5), one signature per
+            // `EnvelopeRun.maxLength` seqs, which each member and every other relay process
+            // then verifies once per run rather than once per seq.
+            var assigned = [(seq: UInt64, receipt: Receipt)]()
+            for case .assign(let seq, let r) in plan.steps { assigned.append((seq, r)) }
             var envelopes = [UInt64: Envelope]()
             var batch = [(envelope: Envelope, receipt: Receipt)]()
-            for case .assign(let seq, let r) in plan.steps {
-                let e = try Envelope.sign(
-                    group: group, seq: seq, receipt: r.cid, term: 0, receivedAt: now, key: local.signingKey)
-                envelopes[seq] = e
-                batch.append((e, r))
+            if let first = assigned.first {
+                let signed = try EnvelopeRun.signRuns(
+                    group: group, firstSeq: first.seq, receipts: assigned.map(\.receipt.cid), term: 0,
+                    receivedAt: now, key: local.signingKey)
+                for (e, a) in zip(signed, assigned) {
+                    precondition(e.seq == a.seq, "a pass assigns consecutive seqs")
+                    envelopes[e.seq] = e
+                    batch.append((e, a.receipt))
+                }
             }
             if !batch.isEmpty, try await gate.reserve(batch) == .taken {
                 report.contended.insert(group)
