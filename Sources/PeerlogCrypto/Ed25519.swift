@@ -66,6 +66,12 @@ public enum Ed25519 {
             rawRepresentation = bytes
         }
 
+        /// The 32 bytes in one call (not one byte at a time, as the synthesized conformance
+        /// did): device and identity ids key many of the engine's sets and dictionaries.
+        public func hash(into hasher: inout Hasher) {
+            rawRepresentation.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+
         /// True when `signature` is a valid signature of `message` by this key.
         /// Rejects non-canonical signatures and small-order keys (libsodium's strict checks).
         public func isValidSignature(_ signature: [UInt8], for message: some Collection<UInt8>) -> Bool {
