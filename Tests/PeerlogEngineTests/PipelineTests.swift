@@ -47,6 +47,27 @@ struct PipelineTests {
         #expect(try bob.replica.pending().isEmpty)
     }
 
+    /// An author's later counters first, all queued; then the first ones: the queue drains
+    /// into the store in counter order, a page of the next counter at a time.
+    @Test func laterCountersFirstThenTheFirstDrainsTheQueueInOrder() throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let group = try alice.replica.createGroup(name: "g")
+        for i in 0..<300 { try alice.replica.append(.entityPut(key: "k\(i % 7)", value: .int(Int64(i))), to: group) }
+        let h = try alice.holdings(group)
+        let late = Array(h.receipts.dropFirst(2).reversed())
+        let queued = try bob.replica.ingest(receipts: late)
+        #expect(queued.queued == late.count && queued.stored == 0)
+        #expect(try bob.replica.pending().count == late.count)
+        let drained = try bob.replica.ingest(receipts: Array(h.receipts.prefix(2)), envelopes: h.envelopes)
+        #expect(drained.stored == h.receipts.count)
+        #expect(try bob.replica.pending().isEmpty)
+        #expect(try bob.hashes(group) == alice.hashes(group))
+        #expect(
+            try bob.replica.log(of: group, view: .committed).map(\.receipt.cid)
+                == alice.replica.log(of: group, view: .committed).map(\.receipt.cid))
+    }
+
     @Test func outOfOrderAndDuplicatedEnvelopesCommitInSeqOrder() throws {
         let alice = try TestReplica("alice")
         let bob = try TestReplica("bob")

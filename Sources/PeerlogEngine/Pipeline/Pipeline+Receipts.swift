@@ -98,23 +98,31 @@ extension Pipeline {
     }
 
     /// Moves an author's pending receipts into the store while their counters are contiguous.
+    /// Reads only those at or below the next counter (a page at a time), never the ones that
+    /// wait further on: a catch-up whose later counters arrived first would otherwise read
+    /// them all again for every receipt stored in order before them.
     mutating func drainAuthor(group: GroupID, author: DeviceID, held: UInt64) throws {
         var held = held
         guard try pendingReceiptCount(group) > 0 else { return }
-        let pending = try db.pendingReceipts(group: group, author: author)
-        guard !pending.isEmpty else { return }
-        for item in pending {
-            if item.seqOrCounter > held + 1 { break }
-            try db.deletePendingReceipt(item.cid)
-            caches.pendingReceiptCounts[group, default: 1] -= 1
-            let r = try Receipt(encoded: item.encoded)
-            if r.counter <= held {
-                try recordEquivocation(r)
-            } else {
-                try store(r)
-                held = r.counter
+        var drained = false
+        while true {
+            let page = try db.pendingReceipts(group: group, author: author, upToCounter: held + 1, limit: 256)
+            guard !page.isEmpty else { break }
+            drained = true
+            for item in page {
+                try db.deletePendingReceipt(item.cid)
+                caches.pendingReceiptCounts[group, default: 1] -= 1
+                let r = try Receipt(encoded: item.encoded)
+                // The page holds counters up to the next one only: each is that one or older.
+                if r.counter <= held {
+                    try recordEquivocation(r)
+                } else {
+                    try store(r)
+                    held = r.counter
+                }
             }
         }
+        guard drained else { return }
         try db.clearBackfillRequests(group: group, kind: .author, subject: author.bytes, upTo: held)
     }
 

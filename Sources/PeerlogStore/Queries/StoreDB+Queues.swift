@@ -50,11 +50,17 @@ extension StoreDB {
         Int(try int("SELECT COUNT(*) FROM pending_receipts WHERE group_id = ?", [group.bytes.blob]) ?? 0)
     }
 
-    /// Pending receipts of one author, lowest counter first.
-    package func pendingReceipts(group: GroupID, author: DeviceID) throws -> [QueuedItem] {
+    /// Pending receipts of one author with counters up to `counter`, lowest first, at most
+    /// `limit`: one range of the `pending_receipts_author` index, however many wait beyond it.
+    package func pendingReceipts(
+        group: GroupID, author: DeviceID, upToCounter counter: UInt64, limit: Int
+    ) throws -> [QueuedItem] {
         try rows(
-            "SELECT * FROM pending_receipts WHERE group_id = ? AND author = ? ORDER BY author_counter, cid",
-            [group.bytes.blob, author.bytes.blob]
+            """
+            SELECT * FROM pending_receipts WHERE group_id = ? AND author = ? AND author_counter <= ?
+            ORDER BY author_counter, cid LIMIT ?
+            """,
+            [group.bytes.blob, author.bytes.blob, counter.sql, limit]
         ).map(pendingReceipt)
     }
 
