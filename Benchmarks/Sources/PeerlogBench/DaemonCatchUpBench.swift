@@ -118,7 +118,7 @@ func daemonCatchUpBench(count: Int) throws {
     figure("local ingest \(format(Double(f.receipts.count))) receipts + envelopes", format(localRate) + " /s")
     figure("daemon → fresh daemon catch-up", format(catchUpRate) + " /s")
     figure("  wall time (incl. start and handshake)", String(format: "%.2f s", catchUpSeconds))
-    ratio("daemon catch-up / local ingest", catchUpRate / localRate, target: 0.5)
+    ratio("daemon catch-up / local ingest", catchUpRate / localRate, target: 0.8)  // issue 37 (0.5 before it)
     figure("receiving daemon peak RSS (VmHWM)", mebibytes(receiverPeak) + " (target < 256 MiB)")
     figure("  its RSS once caught up", mebibytes(receiverAfter))
     figure("sending daemon peak RSS (VmHWM)", mebibytes(senderPeak))
