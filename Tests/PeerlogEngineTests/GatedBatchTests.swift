@@ -110,15 +110,23 @@ final class TableGate: SequenceGate {
         #expect(single.run == nil && single.seq == base + UInt64(count) + 1 && single.verify() == .valid)
     }
 
-    /// A gated pass reads a window of the backlog (the earliest by HLC), not all of it; the
-    /// passes still assign the whole backlog, in the order a pass over all of it would.
-    @Test func aBacklogBeyondTheWindowIsAssignedInTentativeOrder() async throws {
+    /// A relay that reserves at most 3 seqs a batch and plans over windows of at least 4.
+    static func windowOfFour() throws -> (
+        alice: TestReplica, gate: TableGate, group: GroupID, relay: Replica, base: UInt64
+    ) {
         var limits = ReplicaLimits()
         limits.maxReservationBatch = 3
         limits.sequencingWindow = 4
         let alice = try TestReplica("alice")
         let gate = TableGate()
         let (group, relay, base) = try Self.relayed(alice, gate: gate, limits: limits)
+        return (alice, gate, group, relay, base)
+    }
+
+    /// A gated pass reads a window of the backlog (the earliest by HLC), not all of it; the
+    /// passes still assign the whole backlog, in the order a pass over all of it would.
+    @Test func aBacklogBeyondTheWindowIsAssignedInTentativeOrder() async throws {
+        let (alice, gate, group, relay, base) = try Self.windowOfFour()
         let writes = try (1...14).map {
             try alice.replica.append(.entityPut(key: "k\($0)", value: "v"), to: group).receipt
         }
@@ -134,12 +142,7 @@ final class TableGate: SequenceGate {
     /// window with receipts none of which can go first: the pass is planned over the whole
     /// backlog instead, and the group does not stall.
     @Test func aWindowOfReceiptsWaitingForALaterParentDoesNotStall() async throws {
-        var limits = ReplicaLimits()
-        limits.maxReservationBatch = 3
-        limits.sequencingWindow = 4
-        let alice = try TestReplica("alice")
-        let gate = TableGate()
-        let (group, relay, base) = try Self.relayed(alice, gate: gate, limits: limits)
+        let (alice, _, group, relay, base) = try Self.windowOfFour()
         let last = try alice.replica.append(.entityPut(key: "first", value: "v"), to: group).receipt
         let late = try handmade(
             alice.device, group: group, counter: last.counter + 1, op: .entityPut(key: "parent", value: "p"),
@@ -156,6 +159,30 @@ final class TableGate: SequenceGate {
                 == [last.cid, late.cid] + children.map(\.cid))
         #expect(try relay.committedSeq(of: group) == base + 9)
         #expect(try relay.tentativeCount(of: group) == 0)
+    }
+
+    /// Receipts the relay refused stay tentative at the front of the order; the window skips
+    /// them, and the writes behind them are assigned.
+    @Test func refusedReceiptsAtTheFrontAreSkippedByTheWindow() async throws {
+        let (alice, gate, group, relay, base) = try Self.windowOfFour()
+        let stranger = try TestReplica("stranger")
+        let last = try alice.replica.append(.entityPut(key: "first", value: "v"), to: group).receipt
+        func signed(_ n: UInt64, _ op: GroupOperation) throws -> Receipt {
+            try handmade(
+                alice.device, group: group, counter: last.counter + n, op: op, hlc: last.hlc.physical + n,
+                parents: [last.cid])
+        }
+        let removals = try (1...6).map { try signed(UInt64($0), .memberRemoved(identity: stranger.identity)) }
+        let writes = try (7...11).map { try signed(UInt64($0), .entityPut(key: "k\($0)", value: "v")) }
+        _ = try relay.ingest(receipts: [last] + removals + writes)
+        let report = try await relay.sequenceThroughGate()
+        #expect(report.committed == 6, "\(report.rejected)")
+        #expect(try relay.log(of: group, view: .committed).suffix(6).map(\.receipt.cid) == ([last] + writes).map(\.cid))
+        #expect(try relay.committedSeq(of: group) == base + 6)
+        #expect(try relay.tentativeCount(of: group) == 6, "the refused removals stay tentative")
+        // The first window (6) holds `last` and five removals; the next ones skip all refused.
+        #expect(gate.asked.withLock { $0 }.map(\.count) == [1, 3, 2])
+        #expect(try await relay.sequenceThroughGate().committed == 0)
     }
 
     @Test func aRefusedBatchLeavesNothingAndTheNextPassCommitsItAll() async throws {

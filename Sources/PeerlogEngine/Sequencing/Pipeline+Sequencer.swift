@@ -63,12 +63,13 @@ extension Pipeline {
     /// would advance it), so later receipts are judged as they will be at their seq. At most
     /// `maxAssignments` assignments (`full` then says the pass stopped there).
     ///
-    /// A bounded pass reads only the earliest tentative receipts by (HLC, CID), a window of
-    /// `planWindow(for:)`, so a pass costs the same however long the backlog behind it (as the
-    /// elected leader's `assignableReceipts`). With honest clocks (an HLC after its parents' and
-    /// its author's previous one) the window's order is the start of the whole set's. When the window holds more than it assigned, the plan says `full` and the
-    /// caller passes again; a window that yields no step at all (receipts whose parents lie
-    /// beyond it, which only clocks that run backwards produce) is planned again over the
+    /// A bounded pass reads only the earliest tentative receipts by (HLC, CID) not refused
+    /// already, a window of `planWindow(for:)`, so a pass costs the same however long the
+    /// backlog behind it (as the elected leader's `assignableReceipts`). With honest clocks (an
+    /// HLC after its parents' and its author's previous one) the window's order is the start
+    /// of the whole set's. When the window holds more than it assigned, the plan says `full`
+    /// and the caller passes again; a window that yields no step at all (receipts whose parents
+    /// lie beyond it, which only clocks that run backwards produce) is planned again over the
     /// whole set, so such receipts cannot stall the group.
     mutating func planSequencing(_ group: GroupID, maxAssignments: Int = .max) throws -> SequencingPlan? {
         let window = planWindow(for: maxAssignments)
@@ -103,7 +104,7 @@ extension Pipeline {
         let refused = try db.refusals(group: group)
         let flagged = try db.flaggedAuthors(group: group)
         let tentative =
-            try window.map { try db.earliestTentativeReceipts(group: group, limit: $0) }
+            try window.map { try db.earliestUnrefusedTentativeReceipts(group: group, limit: $0) }
             ?? db.tentativeReceipts(group: group)
         plan.windowFilled = window.map { tentative.count >= $0 } ?? false
         let candidates = tentative.map(\.receipt).filter { r in

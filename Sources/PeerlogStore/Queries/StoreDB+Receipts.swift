@@ -209,6 +209,20 @@ extension StoreDB {
         ).map(Self.storedReceipt)
     }
 
+    /// The `limit` earliest tentative receipts by (HLC, CID) that the local sequencer has not
+    /// refused (`sequencer_refusals`): refused ones stay tentative, and however many gather
+    /// at the front of the order, a sequencer's window still holds receipts it may assign.
+    package func earliestUnrefusedTentativeReceipts(group: GroupID, limit: Int) throws -> [StoredReceipt] {
+        try rows(
+            Self.receiptSelect + """
+                 WHERE r.group_id = ? AND r.seq IS NULL
+                 AND NOT EXISTS (SELECT 1 FROM sequencer_refusals s WHERE s.cid = r.cid)
+                 ORDER BY r.hlc, r.cid LIMIT ?
+                """,
+            [group.bytes.blob, limit]
+        ).map(Self.storedReceipt)
+    }
+
     package func tentativeCount(group: GroupID) throws -> Int {
         Int(try int("SELECT COUNT(*) FROM receipts WHERE group_id = ? AND seq IS NULL", [group.bytes.blob]) ?? 0)
     }
