@@ -29,18 +29,18 @@ struct DeviceRevocationTests {
         return peers.contains { text($0["device"]) == device && $0["state"] == .string("connected") }
     }
 
-    /// An export file (docs/PROTOCOL.md §13) of one `put stolen 4` signed by `device`.
-    static func writeStolenExport(to file: String, by device: LocalDevice, group: GroupID) throws {
+    /// An export file (docs/PROTOCOL.md §13) of one `put stolen 4` signed by `device`, written
+    /// by `Replica.export` from a replica of the thief's that holds only that receipt.
+    func writeStolenExport(to file: String, by device: LocalDevice, group: GroupID) throws {
         let op = GroupOperation.entityPut(key: "stolen", value: .int(4))
         let receipt = try device.sign(
             Receipt.Draft(
                 group: group, type: op.receiptType, counter: 1,
                 hlc: HLCTimestamp(physical: WallClock.nowMillis(), logical: 0), body: op.body))
-        let hex = receipt.encoded.map { String(format: "%02x", $0) }.joined()
-        let lines = [
-            #"{"format": "peerlog-export", "version": 1, "group": "\#(group.string)", "receipts": 1, "envelopes": 0}"#,
-            #"{"kind": "receipt", "cid": "\#(receipt.cid.string)", "type": "entity.put", "data": "\#(hex)"}"#,
-        ]
+        let thief = try Replica(path: dir + "/thief.sqlite", device: device)
+        #expect(try thief.ingest(receipts: [receipt]).stored == 1)
+        var lines = [String]()
+        try thief.export(group: group, partial: true) { lines.append($0) }
         try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
     }
 
@@ -160,7 +160,7 @@ struct DeviceRevocationTests {
             // it with the write that made it), so its own replica refuses the write. A thief's
             // tool need not: the same write signed with B's key, in an export file of its own.
             #expect(put.stderr.contains("was revoked by identity \(a.identity) in this group"), "\(put)")
-            try Self.writeStolenExport(to: file, by: laptopB, group: try GroupID(string: group))
+            try writeStolenExport(to: file, by: laptopB, group: try GroupID(string: group))
         }
         for home in [a.home, c.home] {
             _ = try TestSupport.peerlog(["import", "--home", home, file])

@@ -87,7 +87,7 @@ extension Pipeline {
     /// How many of the earliest tentative receipts a pass of at most `maxAssignments` reads
     /// (nil: all of them).
     func planWindow(for maxAssignments: Int) -> Int? {
-        maxAssignments >= 1 << 20 ? nil : max(limits.sequencingWindow, 2 * maxAssignments)
+        maxAssignments == .max ? nil : max(limits.sequencingWindow, 2 * maxAssignments)
     }
 
     private mutating func planSequencing(

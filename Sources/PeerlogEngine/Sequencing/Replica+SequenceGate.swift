@@ -69,26 +69,22 @@ extension Replica {
             // then verifies once per run rather than once per seq.
             var assigned = [(seq: UInt64, receipt: Receipt)]()
             for case .assign(let seq, let r) in plan.steps { assigned.append((seq, r)) }
-            var envelopes = [UInt64: Envelope]()
-            var batch = [(envelope: Envelope, receipt: Receipt)]()
-            if let first = assigned.first {
-                let signed = try EnvelopeRun.signRuns(
-                    group: group, firstSeq: first.seq, receipts: assigned.map(\.receipt.cid), term: 0,
-                    receivedAt: now, key: local.signingKey)
-                for (e, a) in zip(signed, assigned) {
-                    precondition(e.seq == a.seq, "a pass assigns consecutive seqs")
-                    envelopes[e.seq] = e
-                    batch.append((e, a.receipt))
-                }
-            }
+            let signed =
+                try assigned.first.map { first in
+                    try EnvelopeRun.signRuns(
+                        group: group, firstSeq: first.seq, receipts: assigned.map(\.receipt.cid), term: 0,
+                        receivedAt: now, key: local.signingKey)
+                } ?? []
+            precondition(zip(signed, assigned).allSatisfy { $0.seq == $1.seq }, "a pass assigns consecutive seqs")
+            let batch = zip(signed, assigned).map { (envelope: $0, receipt: $1.receipt) }
+            let envelopes = Dictionary(uniqueKeysWithValues: signed.map { ($0.seq, $0) })
             if !batch.isEmpty, try await gate.reserve(batch) == .taken {
                 report.contended.insert(group)
                 return report
             }
-            let admitted = envelopes
             let (committed, written) = try await offPool { [self] in
                 var committed = false
-                let written = try write { p in committed = try p.commitReserved(plan, envelopes: admitted) }
+                let written = try write { p in committed = try p.commitReserved(plan, envelopes: envelopes) }
                 return (committed, written)
             }
             report.merge(written)

@@ -62,11 +62,9 @@ extension Replica {
     /// earliest by HLC are read, so a large backlog costs the same per step as a small one.
     package func assignableReceipts(of group: GroupID, limit: Int = 1024) throws -> [Receipt] {
         try store.read { db in
-            let refused = try db.refusals(group: group)
             let flagged = try db.flaggedAuthors(group: group)
-            let candidates = try db.earliestTentativeReceipts(group: group, limit: limit).map(\.receipt).filter { r in
-                refused[r.cid] == nil && (flagged[r.author].map { r.counter < $0 } ?? true)
-            }
+            let earliest = try db.earliestUnrefusedTentativeReceipts(group: group, limit: limit)
+            let candidates = earliest.map(\.receipt).filter { r in flagged[r.author].map { r.counter < $0 } ?? true }
             return TentativeOrder.order(candidates)
         }
     }

@@ -201,17 +201,10 @@ extension StoreDB {
         ).map(Self.storedReceipt)
     }
 
-    /// The `limit` earliest tentative receipts by (HLC, CID) (an HLC is after its parents').
-    package func earliestTentativeReceipts(group: GroupID, limit: Int) throws -> [StoredReceipt] {
-        try rows(
-            Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid LIMIT ?",
-            [group.bytes.blob, limit]
-        ).map(Self.storedReceipt)
-    }
-
-    /// The `limit` earliest tentative receipts by (HLC, CID) that the local sequencer has not
-    /// refused (`sequencer_refusals`): refused ones stay tentative, and however many gather
-    /// at the front of the order, a sequencer's window still holds receipts it may assign.
+    /// The `limit` earliest tentative receipts by (HLC, CID) (an HLC is after its parents') that
+    /// the local sequencer has not refused (`sequencer_refusals`): refused ones stay tentative,
+    /// and however many gather at the front of the order, a sequencer's window still holds
+    /// receipts it may assign.
     package func earliestUnrefusedTentativeReceipts(group: GroupID, limit: Int) throws -> [StoredReceipt] {
         try rows(
             Self.receiptSelect + """
