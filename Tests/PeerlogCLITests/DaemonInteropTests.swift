@@ -97,7 +97,7 @@ struct DaemonInteropTests {
             ])
         #expect(r.status != 0)
         #expect(r.stderr.contains("decrypt") || r.stderr.contains("handshake"), "\(r.stderr)")
-        #expect(TestSupport.waitUntil(timeout: 5) { daemon.stderr.contains("closed") }, "\(daemon.stderr)")
+        #expect(TestSupport.waitUntil(timeout: 30) { daemon.stderr.contains("closed") }, "\(daemon.stderr)")
         #expect(daemon.isRunning)
     }
 

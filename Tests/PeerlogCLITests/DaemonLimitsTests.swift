@@ -83,7 +83,7 @@ struct DaemonLimitsTests {
         try? peer.input?.close()
         _ = TestSupport.waitUntil(timeout: 20) { !peer.isRunning }
         var after = Self.residentBytes(daemon.pid)
-        _ = TestSupport.waitUntil(timeout: 5) {
+        _ = TestSupport.waitUntil(timeout: 20) {
             after = Self.residentBytes(daemon.pid)
             return after - baseline < 12 << 20
         }

@@ -81,12 +81,16 @@ struct DaemonRejectionTests {
             let before = daemon.stderr.count
             let result = try hostile(c.mode, daemon)
             #expect(result["outcome"] == .string("closed"), "\(c.mode): \(result)")
-            let logged = TestSupport.waitUntil(timeout: 5) {
+            // Some reasons are logged only after the socket closes (a close by the peer is seen
+            // by the daemon afterwards), so this waits; generously, for a loaded machine.
+            let logged = TestSupport.waitUntil(timeout: 30) {
                 String(daemon.stderr.dropFirst(before)).contains(c.logged)
             }
-            #expect(
-                logged,
-                "\(c.mode): the daemon log does not say \"\(c.logged)\": \(String(daemon.stderr.dropFirst(before)))")
+            if !logged {
+                Issue.record(
+                    "\(c.mode): the daemon log does not say \"\(c.logged)\": \(String(daemon.stderr.dropFirst(before)))"
+                )
+            }
             #expect(daemon.isRunning, "\(c.mode) crashed the daemon")
         }
         // The unauthorized device is named in the log.
@@ -132,7 +136,7 @@ struct DaemonRejectionTests {
         for cid in cids {
             guard case .string(let c) = cid else { continue }
             #expect(
-                TestSupport.waitUntil(timeout: 5) { daemon.stderr.contains("rejected invalid receipt \(c)") },
+                TestSupport.waitUntil(timeout: 30) { daemon.stderr.contains("rejected invalid receipt \(c)") },
                 "not logged: \(c)\n\(daemon.stderr)")
         }
         #expect(daemon.stderr.contains("from peer \(forger)"))

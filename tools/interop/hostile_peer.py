@@ -55,23 +55,13 @@ def run(mode, host, port, seed):
             return "closed", e.reason
         except (ChannelError, OSError) as e:
             return "closed", str(e)
-    s = raw(host, port)
-    if mode == "garbage":
-        s.sendall(os.urandom(5000))
-    elif mode == "zero-length":
-        s.sendall(b"\x00\x00")
-    elif mode == "oversized-handshake":
-        s.sendall(b"\xff\xff" + b"\x00" * 1000)
-    elif mode == "truncated":
-        s.sendall(b"\x00\x20" + b"\x01" * 10)
-        s.shutdown(socket.SHUT_WR)
-    elif mode == "bad-transport-frame":
+    if mode == "bad-transport-frame":
         # A genuine session, then a frame that does not decrypt.
         ch = connect(host, port, "", Device.deterministic(bytes.fromhex(seed), "python-peer", 1_800_000_000_000))
         ch.sock.sendall(struct.pack(">H", 40) + os.urandom(40))
         got = read_until_closed(ch.sock)
         return ("closed" if got is not None else "not closed"), "bytes after bad frame: %s" % got
-    elif mode == "flood":
+    if mode == "flood":
         # An authorized peer sends 64 MiB of well-formed messages of an unknown type as fast as
         # the socket takes them: the daemon must ignore them without buffering them.
         ch = connect(host, port, "", Device.deterministic(bytes.fromhex(seed), "python-peer", 1_800_000_000_000))
@@ -83,6 +73,17 @@ def run(mode, host, port, seed):
             sent += len(pad)
         ch.close("flood over")
         return "sent", "%d bytes" % sent
+    # The raw modes: bytes that are no handshake at all.
+    s = raw(host, port)
+    if mode == "garbage":
+        s.sendall(os.urandom(5000))
+    elif mode == "zero-length":
+        s.sendall(b"\x00\x00")
+    elif mode == "oversized-handshake":
+        s.sendall(b"\xff\xff" + b"\x00" * 1000)
+    elif mode == "truncated":
+        s.sendall(b"\x00\x20" + b"\x01" * 10)
+        s.shutdown(socket.SHUT_WR)
     got = read_until_closed(s)
     return ("closed" if got is not None else "not closed"), "read %s bytes before close" % got
 
