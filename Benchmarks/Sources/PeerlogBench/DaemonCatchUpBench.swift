@@ -50,7 +50,7 @@ extension CatchUpFixture {
     /// with the ingest's seconds); `dir/target`, the receiver's keys. The source makes no
     /// snapshot (issue 18 makes one every 10,000 commits), so a receiver catches up through the
     /// log, not from a snapshot (§23.3, which FloorBench measures).
-    func makeHomes(in dir: String) throws -> (source: Replica, ingestSeconds: Double) {
+    func makeHomes(in dir: String) throws -> (source: Replica, ingestSeconds: Double, ingestCPU: Double) {
         for home in ["source", "target"] {
             try FileManager.default.createDirectory(atPath: dir + "/" + home, withIntermediateDirectories: true)
         }
@@ -59,8 +59,9 @@ extension CatchUpFixture {
         var limits = ReplicaLimits()
         limits.snapshotInterval = 0
         let source = try Replica(path: dir + "/source/replica.sqlite", device: owner, limits: limits)
+        let cpuBefore = cpuSeconds()
         let seconds = try timed { _ = try source.ingest(receipts: receipts, envelopes: envelopes) }
-        return (source, seconds)
+        return (source, seconds, cpuSeconds() - cpuBefore)
     }
 }
 
@@ -72,7 +73,7 @@ func daemonCatchUpBench(count: Int) throws {
     let dir = NSTemporaryDirectory() + "peerlog-catchup-\(getpid())"
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let f = try CatchUpFixture(count: count)
-    let (source, ingestSeconds) = try f.makeHomes(in: dir)
+    let (source, ingestSeconds, ingestCPU) = try f.makeHomes(in: dir)
     let expected = UInt64(f.receipts.count)
 
     let sourceDaemon = try BenchDaemon(home: dir + "/source", [])
@@ -109,6 +110,9 @@ func daemonCatchUpBench(count: Int) throws {
         }
     }
     let catchUpSeconds = seconds(clock.now - began)
+    let (senderCPU, receiverCPU) = (
+        cpuSeconds(sourceDaemon.process.processIdentifier), cpuSeconds(targetDaemon.process.processIdentifier)
+    )
     let (receiverPeak, receiverAfter, senderPeak) = (receiverMemory.peak, receiverMemory.current, senderMemory.peak)
     let same = try target.stateHash(of: f.group, view: .committed) == source.stateHash(of: f.group, view: .committed)
     guard same else { throw BenchError("receiver's state hash differs after catch-up") }
@@ -119,6 +123,8 @@ func daemonCatchUpBench(count: Int) throws {
     figure("daemon → fresh daemon catch-up", format(catchUpRate) + " /s")
     figure("  wall time (incl. start and handshake)", String(format: "%.2f s", catchUpSeconds))
     ratio("daemon catch-up / local ingest", catchUpRate / localRate, target: 0.8)  // issue 37 (0.5 before it)
+    figure("  CPU of the sender / the receiver", String(format: "%.2f / %.2f s", senderCPU, receiverCPU))
+    figure("  CPU of the local ingest (this process)", String(format: "%.2f s", ingestCPU))
     figure("receiving daemon peak RSS (VmHWM)", mebibytes(receiverPeak) + " (target < 256 MiB)")
     figure("  its RSS once caught up", mebibytes(receiverAfter))
     figure("sending daemon peak RSS (VmHWM)", mebibytes(senderPeak))
