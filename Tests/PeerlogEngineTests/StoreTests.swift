@@ -94,3 +94,22 @@ struct StoreTests {
         #expect(!FileManager.default.fileExists(atPath: dir + "/absent.sqlite"))
     }
 }
+
+struct DecodedCertificatesTests {
+    /// A hit is the decoding of the same bytes, bad bytes throw and are not kept, and the cache
+    /// never holds more than its capacity.
+    @Test func aHitIsWhatDecodingReturnsAndTheCacheIsBounded() throws {
+        let cache = DecodedCertificates(capacity: 3)
+        let devices = try (0..<5).map { try LocalDevice.generate(name: "d\($0)", createdAt: 1) }
+        let a = devices[0].certificate
+        #expect(try cache.certificate(Data(a.encoded)) == a)
+        #expect(try cache.certificate(Data(a.encoded)) == a)
+        #expect(cache.count == 1)
+        #expect(throws: (any Error).self) { try cache.certificate(Data([0xa1, 0x01, 0x02])) }
+        #expect(cache.count == 1)
+        for d in devices {
+            #expect(try cache.certificate(Data(d.certificate.encoded)) == d.certificate)
+            #expect(cache.count <= 3)
+        }
+    }
+}

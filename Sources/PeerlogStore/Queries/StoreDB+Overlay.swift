@@ -184,9 +184,7 @@ extension StoreDB {
             WHERE s.group_id = ? AND (s.hlc, s.cid) \(after ? ">" : ">=") (?, ?) ORDER BY s.hlc, s.cid LIMIT ?
             """, StatementArguments([group.bytes.blob]) + start.arguments + [limit]
         ).map { row in
-            let cert = try DeviceCertificate(encoded: (row["certificate"] as Data).bytes)
-            let receipt = try Receipt(
-                payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
+            let receipt = try StoreDB.receipt(row)
             return try Self.overlayStep(row, receipt: receipt)
         }
     }

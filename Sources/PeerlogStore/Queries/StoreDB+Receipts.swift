@@ -299,9 +299,7 @@ extension StoreDB {
         """
 
     static func storedReceipt(_ row: Row) throws -> StoredReceipt {
-        let cert = try DeviceCertificate(encoded: (row["certificate"] as Data).bytes)
-        let receipt = try Receipt(
-            payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
+        let receipt = try StoreDB.receipt(row)
         let seq: Int64? = row["seq"]
         return StoredReceipt(id: row["id"], receipt: receipt, seq: seq.map(UInt64.init(sql:)))
     }
@@ -339,9 +337,7 @@ extension StoreDB {
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
             """, [group.bytes.blob, fromSeq.sql, limit]
         ).map { row in
-            let cert = try DeviceCertificate(encoded: (row["certificate"] as Data).bytes)
-            let receipt = try Receipt(
-                payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
+            let receipt = try StoreDB.receipt(row)
             let outcome: String = row["outcome"]
             return (
                 receipt, UInt64(sql: row["seq"]), outcome == "applied" ? nil : (row["reason"] as String?) ?? "rejected"

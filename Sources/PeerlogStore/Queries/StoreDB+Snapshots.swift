@@ -231,9 +231,7 @@ extension StoreDB {
             ORDER BY r.seq
             """, [group.bytes.blob, type, seq.sql]
         ).map { row in
-            let cert = try DeviceCertificate(encoded: (row["certificate"] as Data).bytes)
-            let receipt = try Receipt(
-                payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes, certificate: cert)
+            let receipt = try StoreDB.receipt(row)
             let envelope = try Envelope(payload: (row["ep"] as Data).bytes, signature: (row["es"] as Data).bytes)
             return (receipt, envelope.encoded, UInt64(sql: row["seq"]))
         }
