@@ -129,7 +129,8 @@ extension Replica {
                 return true
             }
         }
-        var checks = Self.verifyInParallel(fresh.flatMap { $0 }, verifiedCertificates: verifiedCertificates)[...]
+        var checks = Self.verifyInParallel(
+            fresh.flatMap { $0 }, verifiedCertificates: verifiedCertificates, checkedAhead: signaturesCheckedAhead)[...]
         return zip(parts, fresh).map { part, fresh in
             let receiptChecks = Array(checks.prefix(fresh.count))
             checks = checks.dropFirst(fresh.count)
@@ -141,18 +142,42 @@ extension Replica {
 
     /// Receipt signatures and certificate chains, checked on all cores. Certificates already
     /// in the store were verified when stored; each other distinct one is verified once.
-    static func verifyInParallel(_ receipts: [Receipt], verifiedCertificates: Set<CID> = []) -> [String?] {
+    static func verifyInParallel(
+        _ receipts: [Receipt], verifiedCertificates: Set<CID> = [], checkedAhead: SignatureMemo? = nil
+    ) -> [String?] {
         var certificates = [CID: VerificationResult]()
         for cid in verifiedCertificates { certificates[cid] = .valid }
         for r in receipts where certificates[r.certificate.cid] == nil {
             certificates[r.certificate.cid] = r.certificate.verify()
         }
         let certOK = certificates
-        return inParallel(receipts) { r in
+        let ahead = receipts.map { checkedAhead?.take($0) ?? false }
+        return inParallel(Array(zip(receipts, ahead))) { r, ahead in
             if case .invalid(let why) = certOK[r.certificate.cid]! { return why }
-            if case .invalid(let why) = r.verify(certificateVerified: true) { return why }
+            if !ahead, case .invalid(let why) = r.verify(certificateVerified: true) { return why }
             return nil
         }
+    }
+
+    /// Checks the signatures of receipts that arrived and wait for their ingest, on the
+    /// caller's thread, and remembers the valid ones, so the ingest (on the writer's thread)
+    /// does not check them again: a node calls it as messages arrive, overlapping the checks
+    /// with the writing of what came before. Optional: what it did not check, or checked and
+    /// found invalid, the ingest checks as always.
+    public func checkAhead(_ receipts: [Receipt]) {
+        var certificates = [CID: Bool]()
+        var valid = [SignatureMemo.Key]()
+        for r in receipts {
+            let certificateValid =
+                certificates[r.certificate.cid]
+                ?? {
+                    let v = r.certificate.verify() == .valid
+                    certificates[r.certificate.cid] = v
+                    return v
+                }()
+            if certificateValid, r.verify(certificateVerified: true) == .valid { valid.append(SignatureMemo.Key(r)) }
+        }
+        signaturesCheckedAhead.insert(valid)
     }
 
     /// Applies `check` to every element on all cores, keeping the order of results.

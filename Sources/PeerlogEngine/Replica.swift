@@ -23,6 +23,8 @@ public final class Replica: Sendable {
     public let sequenceGate: (any SequenceGate)?
     /// Groups with assignments waiting for the gate's driver (Replica+SequenceGate.swift).
     let gateBacklog = GateBacklog()
+    /// Receipts a node checked as they arrived (`checkAhead`), which its ingest then skips.
+    package let signaturesCheckedAhead = SignatureMemo(capacity: 16_384)
     /// Internal for the local write path (Replica+LocalWrite.swift).
     let hlc = Mutex(HybridLogicalClock())
     private let subscribers = Mutex<[Int: @Sendable (ReplicaEvent) -> Void]>([:])

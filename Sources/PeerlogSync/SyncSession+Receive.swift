@@ -222,7 +222,7 @@ extension SyncSession {
         var receipts = [Receipt]()
         var envelopes = [Envelope]()
         for item in items {
-            guard let r = try? Receipt(encoded: item) else {
+            guard let r = try? options.decodeReceipt(item) else {
                 throw SyncFailure("malformed", "a receipt item does not parse")
             }
             guard r.group == g else { throw SyncFailure("protocol", "receipt of group \(r.group) in a batch for \(g)") }

@@ -147,6 +147,9 @@ public final class SyncSession {
         /// is still checked (`syncSharing`); one the list misses is offered by `localChanged`
         /// or `membershipChanged` once the node sees it change.
         public var offerCandidates: [GroupID]? = nil
+        /// How a receipt item of a batch is decoded: a node that decoded it already, as it
+        /// arrived, passes what it kept (the same bytes decode to the same receipt).
+        public var decodeReceipt: @Sendable ([UInt8]) throws -> Receipt = { try Receipt(encoded: $0) }
 
         /// The defaults.
         public init() {}

@@ -81,4 +81,24 @@ struct IngestPartsTests {
         #expect(try bob.replica.ingest(parts: parts).map(\.committed) == [3, 3])
         #expect(try bob.replica.ingest(parts: []).isEmpty)
     }
+
+    /// Signatures checked as they arrived (`checkAhead`) are not checked again, and only the
+    /// exact receipts found valid are: a forgery of a checked payload is still refused, and a
+    /// forgery checked ahead is not remembered.
+    @Test func aCheckAheadCoversExactlyTheReceiptsItFoundValid() throws {
+        let (alice, groups, forged) = try Self.fixture()
+        let two = try alice.holdings(groups[1])
+        let bob = try TestReplica("bob")
+        bob.replica.checkAhead([forged])
+        #expect(bob.replica.signaturesCheckedAhead.count == 0, "an invalid receipt is not remembered")
+        bob.replica.checkAhead(two.receipts)
+        #expect(bob.replica.signaturesCheckedAhead.count == two.receipts.count)
+        // The forgery has the CID of a receipt checked ahead, not its signature: refused.
+        let reports = try bob.replica.ingest(
+            parts: [IngestPart(receipts: [forged] + two.receipts, envelopes: two.envelopes)])
+        #expect(reports.map(\.invalid) == [[forged.cid]])
+        #expect(reports.map(\.committed) == [two.receipts.count])
+        #expect(bob.replica.signaturesCheckedAhead.count == 0, "each entry is used once")
+        #expect(try bob.hashes(groups[1]) == alice.hashes(groups[1]))
+    }
 }

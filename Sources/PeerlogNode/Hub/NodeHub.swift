@@ -41,6 +41,8 @@ final class NodeHub: @unchecked Sendable {
     private let penalties = Mutex(PeerPenalties())
     /// Blob requests and fetches, on a queue of their own.
     let blobs: BlobTransfers
+    /// Batch messages' signatures, checked as they arrive, ahead of their ingest.
+    let checkAhead: CheckAhead
     /// A `wrote` from the control socket is waiting for the queue (later ones join it).
     let lookPending = Atomic<Bool>(false)
 
@@ -100,6 +102,7 @@ final class NodeHub: @unchecked Sendable {
         syncLimits: SyncLimits = SyncLimits(), blobKeeping: BlobTransfers.Keeping = .init()
     ) {
         self.syncLimits = syncLimits
+        checkAhead = CheckAhead(replica: replica, limits: syncLimits)
         self.metrics = metrics
         self.replica = replica
         self.device = device
@@ -289,6 +292,7 @@ final class NodeHub: @unchecked Sendable {
     /// `processed` runs once the message was handled (the handler's read backpressure). The
     /// messages that arrive while the executor is busy are handled together (`drainInbox`).
     func received(_ message: [UInt8], on id: UInt64, processed: @escaping @Sendable () -> Void) {
+        checkAhead.received(message)
         if inbox.add(InboxMessage(connection: id, bytes: message, processed: processed)) {
             async { [self] in drainInbox() }
         }
@@ -336,6 +340,7 @@ final class NodeHub: @unchecked Sendable {
             let session = SyncSession(local: device, peer: link.peer, store: replica, limits: syncLimits)
             session.options.trustsPeerForBootstrap = machine.admission.trustsForBootstrap(link.peer.identity)
             session.options.offerCandidates = offerCandidates(for: link.peer)
+            session.options.decodeReceipt = { [checkAhead] in try checkAhead.receipt($0) }
             sessions[id] = session
             perform(session.start(), on: id)
         case .close(let id, let reason):

@@ -1,0 +1,70 @@
+import Dispatch
+import PeerlogEngine
+import PeerlogModel
+import PeerlogSync
+import Synchronization
+
+/// Decodes the receipts of batch messages as they arrive, and checks their signatures, on a
+/// thread of its own while the hub's queue writes what came before (`Replica.checkAhead`);
+/// the hub's sessions then take the decoded receipts (`receipt(_:)`) and its ingest skips the
+/// checks. Without it a catch-up's writer thread decoded and checked every receipt itself and
+/// was the whole bound (busy nine tenths of the time, the other core mostly idle).
+/// At most `maxWaiting` messages wait here, and `maxDecoded` receipts are kept: past either
+/// the hub does the work itself, as before, so this never falls far behind the hub or holds
+/// more than a few batches.
+final class CheckAhead: Sendable {
+    static let maxWaiting = 16
+    static let maxDecoded = 4_096
+    private let queue = DispatchQueue(label: "peerlog.hub.check-ahead", qos: .utility)
+    private let waiting = Atomic<Int>(0)
+    private let decoded = Mutex<[Item: Receipt]>([:])
+    private let replica: Replica
+    private let limits: SyncLimits
+
+    init(replica: Replica, limits: SyncLimits) {
+        self.replica = replica
+        self.limits = limits
+    }
+
+    /// A message as read from a connection: if it is a batch, its receipts are decoded and
+    /// checked soon.
+    func received(_ message: [UInt8]) {
+        guard waiting.add(1, ordering: .relaxed).newValue <= Self.maxWaiting else {
+            waiting.subtract(1, ordering: .relaxed)
+            return
+        }
+        queue.async { [self] in
+            defer { waiting.subtract(1, ordering: .relaxed) }
+            let items: [[UInt8]]
+            switch try? SyncMessage.decode(message, limits: limits) {
+            case .receipts(_, let i)?, .commits(_, let i, _)?: items = i
+            default: return
+            }
+            let receipts = items.compactMap { item in (try? Receipt(encoded: item)).map { (Item(item), $0) } }
+            replica.checkAhead(receipts.map(\.1))
+            decoded.withLock { kept in
+                if kept.count + receipts.count > Self.maxDecoded { kept.removeAll(keepingCapacity: true) }
+                for (item, receipt) in receipts.prefix(Self.maxDecoded) { kept[item] = receipt }
+            }
+        }
+    }
+
+    /// The receipt `item` decodes to: the one decoded ahead (and forgotten), or decoded now.
+    func receipt(_ item: [UInt8]) throws -> Receipt {
+        if let kept = decoded.withLock({ $0.removeValue(forKey: Item(item)) }) { return kept }
+        return try Receipt(encoded: item)
+    }
+
+    /// Returns once every message handed in so far was handled (tests).
+    func waitUntilIdle() { queue.sync {} }
+
+    /// Receipts decoded ahead and not yet taken.
+    var decodedCount: Int { decoded.withLock { $0.count } }
+
+    /// An item's bytes as a key, hashed in one call (an array hashes byte by byte).
+    private struct Item: Hashable {
+        let bytes: [UInt8]
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
+}
