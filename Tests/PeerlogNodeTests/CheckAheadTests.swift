@@ -18,6 +18,13 @@ struct CheckAheadTests {
         let bob = try TestReplica("bob")
         let ahead = CheckAhead(replica: bob.replica, limits: SyncLimits())
 
+        let group2 = GroupID.random()
+        #expect(CheckAhead.mayBeBatch(SyncMessage.receipts(group: group2, items: items).encoded()))
+        #expect(CheckAhead.mayBeBatch(SyncMessage.commits(group: group2, receipts: items, envelopes: []).encoded()))
+        #expect(!CheckAhead.mayBeBatch(SyncMessage.envelopes(group: group2, items: []).encoded()))
+        #expect(!CheckAhead.mayBeBatch(SyncMessage.credit(1).encoded()))
+        #expect(!CheckAhead.mayBeBatch([]))
+
         // Not a batch: nothing kept.
         ahead.received(SyncMessage.credit(1).encoded())
         ahead.waitUntilIdle()

@@ -29,6 +29,7 @@ final class CheckAhead: Sendable {
     /// A message as read from a connection: if it is a batch, its receipts are decoded and
     /// checked soon.
     func received(_ message: [UInt8]) {
+        guard Self.mayBeBatch(message) else { return }
         guard waiting.add(1, ordering: .relaxed).newValue <= Self.maxWaiting else {
             waiting.subtract(1, ordering: .relaxed)
             return
@@ -54,6 +55,19 @@ final class CheckAhead: Sendable {
         if let kept = decoded.withLock({ $0.removeValue(forKey: Item(item)) }) { return kept }
         return try Receipt(encoded: item)
     }
+
+    /// Whether `message` starts as a "receipts" or "commits" message does, without decoding
+    /// it (a blob chunk is a megabyte of CBOR): deterministic CBOR puts the shortest key first,
+    /// and a batch's only one-letter key is its type, "t" (§15.1).
+    static func mayBeBatch(_ message: [UInt8]) -> Bool {
+        guard message.count > 12, (0xa1...0xb7).contains(message[0]), message[1] == 0x61, message[2] == 0x74 else {
+            return false
+        }
+        let type = message[3...]
+        return type.starts(with: Self.receiptsType) || type.starts(with: Self.commitsType)
+    }
+    private static let receiptsType: [UInt8] = [0x68] + Array("receipts".utf8)
+    private static let commitsType: [UInt8] = [0x67] + Array("commits".utf8)
 
     /// Returns once every message handed in so far was handled (tests).
     func waitUntilIdle() { queue.sync {} }
