@@ -292,9 +292,13 @@ final class NodeHub: @unchecked Sendable {
     /// `processed` runs once the message was handled (the handler's read backpressure). The
     /// messages that arrive while the executor is busy are handled together (`drainInbox`).
     func received(_ message: [UInt8], on id: UInt64, processed: @escaping @Sendable () -> Void) {
-        checkAhead.received(message)
         if inbox.add(InboxMessage(connection: id, bytes: message, processed: processed)) {
             async { [self] in drainInbox() }
+        } else {
+            // Messages wait for the queue: check this one's receipts meanwhile. (One that
+            // finds the inbox empty is handled next; checking it too would only double the
+            // work of a live write.)
+            checkAhead.received(message)
         }
     }
 
