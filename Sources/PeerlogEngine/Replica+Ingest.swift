@@ -145,12 +145,7 @@ extension Replica {
     static func verifyInParallel(
         _ receipts: [Receipt], verifiedCertificates: Set<CID> = [], checkedAhead: SignatureMemo? = nil
     ) -> [String?] {
-        var certificates = [CID: VerificationResult]()
-        for cid in verifiedCertificates { certificates[cid] = .valid }
-        for r in receipts where certificates[r.certificate.cid] == nil {
-            certificates[r.certificate.cid] = r.certificate.verify()
-        }
-        let certOK = certificates
+        let certOK = certificateChecks(receipts, verified: verifiedCertificates)
         let ahead = receipts.map { checkedAhead?.take($0) ?? false }
         return inParallel(Array(zip(receipts, ahead))) { r, ahead in
             if case .invalid(let why) = certOK[r.certificate.cid]! { return why }
@@ -165,19 +160,21 @@ extension Replica {
     /// with the writing of what came before. Optional: what it did not check, or checked and
     /// found invalid, the ingest checks as always.
     public func checkAhead(_ receipts: [Receipt]) {
-        var certificates = [CID: Bool]()
-        var valid = [SignatureMemo.Key]()
-        for r in receipts {
-            let certificateValid =
-                certificates[r.certificate.cid]
-                ?? {
-                    let v = r.certificate.verify() == .valid
-                    certificates[r.certificate.cid] = v
-                    return v
-                }()
-            if certificateValid, r.verify(certificateVerified: true) == .valid { valid.append(SignatureMemo.Key(r)) }
+        let certificates = Self.certificateChecks(receipts)
+        let valid = receipts.filter {
+            certificates[$0.certificate.cid] == .valid && $0.verify(certificateVerified: true) == .valid
         }
-        signaturesCheckedAhead.insert(valid)
+        signaturesCheckedAhead.insert(valid.map(SignatureMemo.Key.init))
+    }
+
+    /// Each distinct certificate of `receipts` checked once (those in `verified` taken as valid).
+    static func certificateChecks(_ receipts: [Receipt], verified: Set<CID> = []) -> [CID: VerificationResult] {
+        var certificates = [CID: VerificationResult]()
+        for cid in verified { certificates[cid] = .valid }
+        for r in receipts where certificates[r.certificate.cid] == nil {
+            certificates[r.certificate.cid] = r.certificate.verify()
+        }
+        return certificates
     }
 
     /// Applies `check` to every element on all cores, keeping the order of results.
