@@ -62,6 +62,8 @@ let package = Package(
         // avahi's Bonjour compatibility library on Linux (Debian: libavahi-compat-libdnssd-dev), the
         // system's dns_sd on macOS. No pkgConfig: avahi's adds -D_REENTRANT, which SwiftPM refuses.
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
+        // sqlite3_config for the store (variadic, so C): the statement-journal spill threshold.
+        .target(name: "CSQLiteTuning", linkerSettings: [.linkedLibrary("sqlite3")]),
         // Base layer.
         .target(
             name: "PeerlogCrypto",
@@ -77,7 +79,8 @@ let package = Package(
         .target(
             name: "PeerlogStore",
             dependencies: [
-                "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", .product(name: "GRDB", package: "GRDB.swift"),
+                "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto", "CSQLiteTuning",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .target(
             name: "PeerlogEngine", dependencies: ["PeerlogStore", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto"]),

@@ -1,3 +1,4 @@
+import CSQLiteTuning
 import Dispatch
 import Foundation
 import GRDB
@@ -29,6 +30,23 @@ package final class Store: Sendable {
     package static let writerCheckpointPages = 4_000
     /// Size the WAL file is truncated to when it restarts.
     package static let walSizeLimitBytes = 4 << 20
+    /// Bytes of one statement's journal SQLite keeps in memory (its default: 64 KiB). Storing a
+    /// receipt fires triggers, so SQLite keeps the old content of every page the statement
+    /// changes, to undo that statement alone. Once one statement of a transaction passed 64 KiB,
+    /// the journal became a temporary file for the rest of it: each of a catch-up's batch
+    /// transactions wrote a 4 KiB page there for nearly every page it changed (3.9 M writes
+    /// for 100,000 receipts). In memory it is emptied after each statement, so this bounds it.
+    ///
+    /// The ceiling is SQLite's: past the threshold the journal held in memory goes to the file
+    /// in one write call, and the unix VFS masks a write's length to 17 bits (0x1ffff; it
+    /// assumes no call is longer). A journal of 128 KiB or more was cut short, and its statement
+    /// failed with SQLITE_FULL whatever the free space (SQLite 3.40; a 4 MiB threshold broke
+    /// every compaction that pruned thousands of receipts).
+    package static let statementJournalSpillBytes = 0x1ffff
+    /// Whether SQLite took `statementJournalSpillBytes`: it must be set before the process opens
+    /// its first connection, so a host that opened SQLite before any store keeps the default.
+    package static let statementJournalInMemory: Bool =
+        peerlog_sqlite_statement_journal_spill(Int32(statementJournalSpillBytes)) == 0
 
     /// Opens (creating if needed) and migrates, one process at a time (`StoreOpenLock`); a busy
     /// store is waited for (busy timeout), not failed. `synchronous=NORMAL` in WAL mode: a committed
@@ -37,6 +55,7 @@ package final class Store: Sendable {
     ///
     /// With `.readOnly`, nothing is created, locked or migrated, and `write` throws.
     package init(path: String, access: Access = .readWrite) throws {
+        _ = Store.statementJournalInMemory
         self.path = path
         self.access = access
         if access == .readOnly {
@@ -67,6 +86,7 @@ package final class Store: Sendable {
 
     /// A private in-memory store (tests, property runs). Same schema, no file.
     package init(inMemory: Void = ()) throws {
+        _ = Store.statementJournalInMemory
         path = ":memory:"
         access = .readWrite
         let queue = try DatabaseQueue()

@@ -33,6 +33,40 @@ struct StoreTests {
         #expect(try replica.store.integrityCheck() == "ok")
     }
 
+    /// One statement whose journal outgrows what SQLite keeps in memory (an UPDATE of every row,
+    /// with a trigger, inside a transaction) moves the journal to a file and still commits. With
+    /// a spill threshold of 128 KiB or more, SQLite wrote the journal in one call its unix VFS
+    /// cuts to nothing, and the statement failed with SQLITE_FULL on an empty disk.
+    @Test func aStatementJournalPastItsSpillThresholdStillCommits() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try Store(path: dir + "/s.sqlite")
+        #expect(Store.statementJournalInMemory, "SQLite was opened in this process before the first store")
+        // Four times the threshold in 1,000-byte rows: every page of them is journalled.
+        let rows = 4 * Store.statementJournalSpillBytes / 1_000 + 100
+        try store.write { db in
+            try db.execute(rawSQL: "CREATE TABLE spill_probe (id INTEGER PRIMARY KEY, v BLOB NOT NULL)")
+            try db.execute(rawSQL: "CREATE TABLE spill_updates (n INTEGER NOT NULL)")
+            try db.execute(rawSQL: "INSERT INTO spill_updates (n) VALUES (0)")
+            try db.execute(
+                rawSQL: """
+                    CREATE TRIGGER spill_probe_updated AFTER UPDATE ON spill_probe
+                    BEGIN UPDATE spill_updates SET n = n + 1; END
+                    """)
+            try db.execute(
+                rawSQL: """
+                    WITH RECURSIVE i(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM i WHERE k < \(rows))
+                    INSERT INTO spill_probe (v) SELECT randomblob(1000) FROM i
+                    """)
+        }
+        try store.write { db in
+            try db.execute(rawSQL: "UPDATE spill_updates SET n = 0")
+            try db.execute(rawSQL: "UPDATE spill_probe SET v = randomblob(1000)")
+        }
+        #expect(try store.read { try $0.count(rawSQL: "SELECT n FROM spill_updates") } == rows)
+        #expect(try store.integrityCheck() == "ok")
+    }
+
     @Test func migrationsAreRecordedAndReopenIsIdempotent() throws {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -113,6 +113,7 @@ func daemonCatchUpBench(count: Int) throws {
     let (senderCPU, receiverCPU) = (
         cpuSeconds(sourceDaemon.process.processIdentifier), cpuSeconds(targetDaemon.process.processIdentifier)
     )
+    let receiverWrote = bytesWritten(targetDaemon.process.processIdentifier)
     let (receiverPeak, receiverAfter, senderPeak) = (receiverMemory.peak, receiverMemory.current, senderMemory.peak)
     let same = try target.stateHash(of: f.group, view: .committed) == source.stateHash(of: f.group, view: .committed)
     guard same else { throw BenchError("receiver's state hash differs after catch-up") }
@@ -125,6 +126,7 @@ func daemonCatchUpBench(count: Int) throws {
     ratio("daemon catch-up / local ingest", catchUpRate / localRate, target: 0.8)  // issue 37 (0.5 before it)
     figure("  CPU of the sender / the receiver", String(format: "%.2f / %.2f s", senderCPU, receiverCPU))
     figure("  CPU of the local ingest (this process)", String(format: "%.2f s", ingestCPU))
+    figure("  bytes the receiver passed to write calls", String(format: "%.2f GB", Double(receiverWrote) / 1e9))
     figure("receiving daemon peak RSS (VmHWM)", mebibytes(receiverPeak) + " (target < 256 MiB)")
     figure("  its RSS once caught up", mebibytes(receiverAfter))
     figure("sending daemon peak RSS (VmHWM)", mebibytes(senderPeak))

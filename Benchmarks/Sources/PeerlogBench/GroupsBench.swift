@@ -63,6 +63,16 @@ func cpuSeconds(_ pid: Int32) -> Double {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// Bytes a process has passed to write calls so far (`wchar` of /proc/PID/io): what it wrote to
+/// files and sockets, whether or not the page cache ever sent it to a disk.
+func bytesWritten(_ pid: Int32) -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8) else { return 0 }
+    for line in text.split(separator: "\n") where line.hasPrefix("wchar:") {
+        return Int(line.dropFirst("wchar:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+    }
+    return 0
+}
+
 /// Three daemons on loopback sharing `count` groups (issue 37, item 5): the time from starting B
 /// and C until both hold every group A holds, their idle CPU and RSS once caught up, and the
 /// time one write in one group on A takes to reach both (A's store written by this process, its
