@@ -16,7 +16,7 @@ struct CheckAheadTests {
         let held = try alice.holdings(group)
         let items = held.receipts.map(\.encoded)
         let bob = try TestReplica("bob")
-        let ahead = CheckAhead(replica: bob.replica, limits: SyncLimits())
+        let ahead = CheckAhead(replica: bob.replica, limits: SyncLimits(), minMessageBytes: 0)
 
         let group2 = GroupID.random()
         #expect(CheckAhead.mayBeBatch(SyncMessage.receipts(group: group2, items: items).encoded()))
@@ -46,5 +46,23 @@ struct CheckAheadTests {
         let report = try bob.replica.ingest(receipts: held.receipts, envelopes: held.envelopes)
         #expect(report.committed == held.receipts.count)
         #expect(bob.replica.signaturesCheckedAhead.count == 0)
+    }
+
+    /// A batch shorter than `minMessageBytes` is left to the hub: nothing decoded or checked.
+    @Test func aSmallBatchIsLeftToTheHub() throws {
+        let alice = try TestReplica("alice")
+        let group = try alice.replica.createGroup(name: "g")
+        for i in 0..<3 { try alice.replica.append(.entityPut(key: "k\(i)", value: .int(Int64(i))), to: group) }
+        let message = SyncMessage.receipts(group: group, items: try alice.holdings(group).receipts.map(\.encoded))
+            .encoded()
+        let bob = try TestReplica("bob")
+        let ahead = CheckAhead(replica: bob.replica, limits: SyncLimits(), minMessageBytes: message.count + 1)
+        ahead.received(message)
+        ahead.waitUntilIdle()
+        #expect(ahead.decodedCount == 0 && bob.replica.signaturesCheckedAhead.count == 0)
+        let atItsSize = CheckAhead(replica: bob.replica, limits: SyncLimits(), minMessageBytes: message.count)
+        atItsSize.received(message)
+        atItsSize.waitUntilIdle()
+        #expect(atItsSize.decodedCount == 4 && bob.replica.signaturesCheckedAhead.count == 4)
     }
 }
