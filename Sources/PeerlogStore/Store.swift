@@ -45,6 +45,8 @@ package final class Store: Sendable {
     package static let statementJournalSpillBytes = 0x1ffff
     /// Whether SQLite took `statementJournalSpillBytes`: it must be set before the process opens
     /// its first connection, so a host that opened SQLite before any store keeps the default.
+    /// The setting is the process's: a host's own connections opened later get it too, which
+    /// only keeps a little more of a statement's journal in memory.
     package static let statementJournalInMemory: Bool =
         peerlog_sqlite_statement_journal_spill(Int32(statementJournalSpillBytes)) == 0
 
