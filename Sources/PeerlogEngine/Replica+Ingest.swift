@@ -146,7 +146,7 @@ extension Replica {
         _ receipts: [Receipt], verifiedCertificates: Set<CID> = [], checkedAhead: SignatureMemo? = nil
     ) -> [String?] {
         let certOK = certificateChecks(receipts, verified: verifiedCertificates)
-        let ahead = receipts.map { checkedAhead?.take($0) ?? false }
+        let ahead = checkedAhead?.take(receipts) ?? Array(repeating: false, count: receipts.count)
         return inParallel(Array(zip(receipts, ahead))) { r, ahead in
             if case .invalid(let why) = certOK[r.certificate.cid]! { return why }
             if !ahead, case .invalid(let why) = r.verify(certificateVerified: true) { return why }

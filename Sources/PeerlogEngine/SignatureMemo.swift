@@ -36,6 +36,9 @@ package final class SignatureMemo: Sendable {
         }
     }
 
-    /// Whether `r`'s signature was checked ahead (and forgets it).
-    func take(_ r: Receipt) -> Bool { keys.withLock { $0.remove(Key(r)) != nil } }
+    /// Whether each receipt's signature was checked ahead (and forgets it), under one lock.
+    func take(_ receipts: [Receipt]) -> [Bool] {
+        let wanted = receipts.map(Key.init)
+        return keys.withLock { keys in wanted.map { keys.remove($0) != nil } }
+    }
 }

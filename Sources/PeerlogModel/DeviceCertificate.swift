@@ -28,6 +28,9 @@ public struct DeviceCertificate: Hashable, Sendable {
     /// The identity's 64-byte Ed25519 signature over `peerlog/certificate/v1` ‖ 0x00 ‖ `payload`;
     /// checked by `verify()`.
     public let signature: [UInt8]
+    /// CID of the payload, hashed once when parsed: the ingest keys its certificate checks and
+    /// its signatures checked ahead by it, several times per receipt.
+    public let cid: CID
 
     /// Issues a certificate for a device, signed by the identity key.
     public static func issue(
@@ -63,6 +66,7 @@ public struct DeviceCertificate: Hashable, Sendable {
         try Fields.requireSignatureLength(signature, of: "certificate")
         self.payload = payload
         self.signature = signature
+        cid = CID(hashing: payload)
     }
 
     /// Parses the container form.
@@ -77,9 +81,6 @@ public struct DeviceCertificate: Hashable, Sendable {
     /// The container's deterministic bytes: the `device.cert` file and the handshake payload
     /// (docs/PROTOCOL.md §3.1, §14.3).
     public var encoded: [UInt8] { CBOREncoder.encode(containerValue) }
-    /// CID of the payload.
-    public var cid: CID { CID(hashing: payload) }
-
     /// Checks the identity's signature.
     public func verify() -> VerificationResult {
         identity.publicKey.isValidSignature(signature, for: SignatureContext.certificate.message(for: payload))
