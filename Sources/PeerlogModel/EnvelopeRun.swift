@@ -88,10 +88,11 @@ public enum EnvelopeRun {
             group: group, firstSeq: firstSeq, count: UInt64(receipts.count), root: root, term: term,
             sequencer: DeviceID(publicKey: key.publicKey), receivedAt: receivedAt)
         let signature = key.signature(for: SignatureContext.envelopeRun.message(for: header))
+        // The header is parsed once, as a receiver would (its checks included); each item is then
+        // built from its parts, not parsed back from the bytes just encoded.
+        let parsed = try Header(payload: header)
         return try receipts.enumerated().map { i, cid in
-            try Envelope(
-                payload: Envelope.itemPayload(run: header, seq: firstSeq + UInt64(i), receipt: cid, path: paths[i]),
-                signature: signature)
+            try Envelope(item: parsed, seq: firstSeq + UInt64(i), receipt: cid, path: paths[i], signature: signature)
         }
     }
 

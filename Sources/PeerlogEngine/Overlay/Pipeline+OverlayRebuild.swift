@@ -63,7 +63,7 @@ extension Pipeline {
         try db.clearOverlay(group)
         overlay.hasEntities[group] = nil
         let flagged = try db.flaggedAuthors(group: group)
-        let held = try db.tentativeReceipts(group: group).map(\.receipt).filter { r in
+        let held = try db.tentativeReceipts(group: group, known: caches.storedHere).map(\.receipt).filter { r in
             flagged[r.author].map { r.counter < $0 } ?? true
         }
         let order = TentativeOrder.order(held)

@@ -104,8 +104,9 @@ extension Pipeline {
         let refused = try db.refusals(group: group)
         let flagged = try db.flaggedAuthors(group: group)
         let tentative =
-            try window.map { try db.earliestUnrefusedTentativeReceipts(group: group, limit: $0) }
-            ?? db.tentativeReceipts(group: group)
+            try window.map {
+                try db.earliestUnrefusedTentativeReceipts(group: group, limit: $0, known: caches.storedHere)
+            } ?? db.tentativeReceipts(group: group, known: caches.storedHere)
         plan.windowFilled = window.map { tentative.count >= $0 } ?? false
         let candidates = tentative.map(\.receipt).filter { r in
             refused[r.cid] == nil && (flagged[r.author].map { r.counter < $0 } ?? true)

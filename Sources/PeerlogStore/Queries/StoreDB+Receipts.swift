@@ -195,17 +195,21 @@ extension StoreDB {
     }
 
     /// Receipts without an envelope, in (HLC, CID) order; the engine refines the order by parents.
-    package func tentativeReceipts(group: GroupID) throws -> [StoredReceipt] {
+    /// A receipt in `known` (by CID: one this transaction stored and still holds) is taken from
+    /// there instead of being decoded again from its row.
+    package func tentativeReceipts(group: GroupID, known: [CID: Receipt] = [:]) throws -> [StoredReceipt] {
         try rows(
             Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid", [group.bytes.blob]
-        ).map(Self.storedReceipt)
+        ).map { try Self.storedReceipt($0, known: known) }
     }
 
     /// The `limit` earliest tentative receipts by (HLC, CID) (an HLC is after its parents') that
     /// the local sequencer has not refused (`sequencer_refusals`): refused ones stay tentative,
     /// and however many gather at the front of the order, a sequencer's window still holds
     /// receipts it may assign.
-    package func earliestUnrefusedTentativeReceipts(group: GroupID, limit: Int) throws -> [StoredReceipt] {
+    package func earliestUnrefusedTentativeReceipts(
+        group: GroupID, limit: Int, known: [CID: Receipt] = [:]
+    ) throws -> [StoredReceipt] {
         try rows(
             Self.receiptSelect + """
                  WHERE r.group_id = ? AND r.seq IS NULL
@@ -213,7 +217,7 @@ extension StoreDB {
                  ORDER BY r.hlc, r.cid LIMIT ?
                 """,
             [group.bytes.blob, limit]
-        ).map(Self.storedReceipt)
+        ).map { try Self.storedReceipt($0, known: known) }
     }
 
     package func tentativeCount(group: GroupID) throws -> Int {
@@ -294,12 +298,23 @@ extension StoreDB {
     }
 
     static let receiptSelect = """
-        SELECT r.id, r.payload, r.signature, r.seq, c.encoded AS certificate FROM receipts r
+        SELECT r.id, r.cid, r.payload, r.signature, r.seq, c.encoded AS certificate FROM receipts r
         JOIN certificates c ON c.cid = r.certificate_cid
         """
 
     static func storedReceipt(_ row: Row) throws -> StoredReceipt {
-        let receipt = try StoreDB.receipt(row)
+        try storedReceipt(row, known: [:])
+    }
+
+    /// The row's receipt, from `known` when it holds the row's CID (the row's bytes are the
+    /// receipt's payload, whose hash is its CID), else decoded.
+    static func storedReceipt(_ row: Row, known: [CID: Receipt]) throws -> StoredReceipt {
+        let receipt: Receipt
+        if !known.isEmpty, let cid = try? CID(bytes: (row["cid"] as Data).bytes), let held = known[cid] {
+            receipt = held
+        } else {
+            receipt = try StoreDB.receipt(row)
+        }
         let seq: Int64? = row["seq"]
         return StoredReceipt(id: row["id"], receipt: receipt, seq: seq.map(UInt64.init(sql:)))
     }
