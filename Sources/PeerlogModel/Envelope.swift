@@ -128,7 +128,8 @@ public struct Envelope: Hashable, Sendable {
         try Fields.requireSignatureLength(signature, of: "envelope")
         let payload = Self.itemPayload(run: header.payload, seq: seq, receipt: receipt, path: path)
         guard payload.count <= Self.maxEncodedBytes else {
-            throw ModelError(.sizeLimitExceeded, "envelope item is \(payload.count) bytes, limit \(Self.maxEncodedBytes)")
+            throw ModelError(
+                .sizeLimitExceeded, "envelope item is \(payload.count) bytes, limit \(Self.maxEncodedBytes)")
         }
         (group, self.seq, self.receipt, term) = (header.group, seq, receipt, header.term)
         (sequencer, receivedAt, run, self.path) = (header.sequencer, header.receivedAt, header, path)
