@@ -119,21 +119,14 @@ public struct Envelope: Hashable, Sendable {
         self.signature = signature
     }
 
-    /// The item of `seq` in the run `header` describes, made by its signer: the same value
+    /// The item of `seq` in the run `header` describes, made by its signer (`EnvelopeRun.sign`:
+    /// a seq inside the run, its path from the run's tree, the header's signature): the value
     /// `init(payload:signature:)` gives for the item's payload, without parsing it back.
-    init(item header: EnvelopeRun.Header, seq: UInt64, receipt: CID, path: [[UInt8]], signature: [UInt8]) throws {
-        guard seq >= header.firstSeq, seq - header.firstSeq < header.count, path.count <= 8,
-            path.allSatisfy({ $0.count == 32 })
-        else { throw ModelError(.fieldOutOfRange, "envelope item for seq \(seq) does not fit its run") }
-        try Fields.requireSignatureLength(signature, of: "envelope")
-        let payload = Self.itemPayload(run: header.payload, seq: seq, receipt: receipt, path: path)
-        guard payload.count <= Self.maxEncodedBytes else {
-            throw ModelError(
-                .sizeLimitExceeded, "envelope item is \(payload.count) bytes, limit \(Self.maxEncodedBytes)")
-        }
+    init(item header: EnvelopeRun.Header, seq: UInt64, receipt: CID, path: [[UInt8]], signature: [UInt8]) {
         (group, self.seq, self.receipt, term) = (header.group, seq, receipt, header.term)
         (sequencer, receivedAt, run, self.path) = (header.sequencer, header.receivedAt, header, path)
-        (self.payload, self.signature) = (payload, signature)
+        payload = Self.itemPayload(run: header.payload, seq: seq, receipt: receipt, path: path)
+        self.signature = signature
     }
 
     /// The payload of one seq's item in a run.

@@ -91,8 +91,8 @@ public enum EnvelopeRun {
         // The header is parsed once, as a receiver would (its checks included); each item is then
         // built from its parts, not parsed back from the bytes just encoded.
         let parsed = try Header(payload: header)
-        return try receipts.enumerated().map { i, cid in
-            try Envelope(item: parsed, seq: firstSeq + UInt64(i), receipt: cid, path: paths[i], signature: signature)
+        return receipts.enumerated().map { i, cid in
+            Envelope(item: parsed, seq: firstSeq + UInt64(i), receipt: cid, path: paths[i], signature: signature)
         }
     }
 

@@ -67,6 +67,34 @@ struct StoreTests {
         #expect(try store.integrityCheck() == "ok")
     }
 
+    /// A sequencer's pass reads the tentative rows for their order and takes each receipt its
+    /// own transaction still holds from memory, not from the row. Here the held receipt's row
+    /// cannot be decoded at all: read with it known, the pass gets the held receipt; read
+    /// without, the row is decoded and refused.
+    @Test func aTentativeRowWhoseReceiptIsHeldIsNotDecodedAgain() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try Store(path: dir + "/s.sqlite")
+        let device = try LocalDevice.generate(name: "w", createdAt: 1)
+        let group = GroupID.random()
+        let r = try device.sign(
+            Receipt.Draft(
+                group: group, type: "group.created", counter: 1, hlc: HLCTimestamp(physical: 1, logical: 0),
+                body: GroupOperation.created(name: "g", maxMembers: 12).body))
+        try store.write { db in
+            try db.insertCertificate(r.certificate)
+            try db.insertReceipt(r, receivedAt: 1)
+            try db.execute(rawSQL: "UPDATE receipts SET payload = x'ff'")
+        }
+        let held = try store.read { try $0.tentativeReceipts(group: group, known: [r.cid: r]) }
+        #expect(held.map(\.receipt) == [r] && held.first?.seq == nil)
+        let window = try store.read {
+            try $0.earliestUnrefusedTentativeReceipts(group: group, limit: 5, known: [r.cid: r])
+        }
+        #expect(window.map(\.receipt) == [r])
+        #expect(throws: (any Error).self) { try store.read { try $0.tentativeReceipts(group: group) } }
+    }
+
     @Test func migrationsAreRecordedAndReopenIsIdempotent() throws {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
