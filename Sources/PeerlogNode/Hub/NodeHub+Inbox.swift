@@ -13,8 +13,15 @@ struct InboxMessage: Sendable {
 
 /// The messages the connections read while the executor was busy. The first one schedules a
 /// drain; the ones that come before it runs are handled by the same drain.
+///
+/// A connection's first messages can arrive before the executor has run its `established`
+/// (queued behind a drain scheduled earlier). A drain must not take them then: with no session
+/// yet they would be dropped, the peer's hello among them, and the connection would stay
+/// silent until the peer's next message fails as "before hello". So a connection is
+/// `expect`ed (synchronously, when its handshake ends) until its session is `opened`, and a
+/// drain stops before its first message; the next drain, queued after `established`, takes it.
 final class Inbox: Sendable {
-    private let state = Mutex((messages: [InboxMessage](), scheduled: false))
+    private let state = Mutex((messages: [InboxMessage](), scheduled: false, unopened: Set<UInt64>()))
 
     /// Adds `message`; true when the caller must schedule a drain (none is scheduled).
     func add(_ message: InboxMessage) -> Bool {
@@ -25,18 +32,32 @@ final class Inbox: Sendable {
         }
     }
 
+    /// `connection`'s handshake finished and its `established` is queued: none of its messages
+    /// is taken until it is `opened`.
+    func expect(_ connection: UInt64) {
+        state.withLock { _ = $0.unopened.insert(connection) }
+    }
+
+    /// `connection`'s `established` ran (it has a session, or was closed by the tie-break).
+    func opened(_ connection: UInt64) {
+        state.withLock { _ = $0.unopened.remove(connection) }
+    }
+
     /// Whether a message of `connection` waits.
     func holds(_ connection: UInt64) -> Bool {
         state.withLock { s in s.messages.contains { $0.connection == connection } }
     }
 
-    /// Takes the oldest messages, up to `maxMessages` and `maxBytes` (at least one), and
-    /// whether more wait (then the drain stays scheduled: the caller schedules the next).
+    /// Takes the oldest messages, up to `maxMessages` and `maxBytes` (at least one) and
+    /// stopping before one of a connection not yet opened (then none may be taken), and whether
+    /// more wait (then the drain stays scheduled: the caller schedules the next).
     func take(maxMessages: Int, maxBytes: Int) -> (messages: [InboxMessage], more: Bool) {
         state.withLock { s in
             var n = 0
             var bytes = 0
-            while n < min(s.messages.count, maxMessages), n == 0 || bytes + s.messages[n].bytes.count <= maxBytes {
+            while n < min(s.messages.count, maxMessages), n == 0 || bytes + s.messages[n].bytes.count <= maxBytes,
+                !s.unopened.contains(s.messages[n].connection)
+            {
                 bytes += s.messages[n].bytes.count
                 n += 1
             }
@@ -67,7 +88,10 @@ extension NodeHub {
     /// (`SyncSession.receive(_:writingWith:)`): a catch-up of many small groups pays one commit
     /// per drain, not one per group. Every session's ingests are answered before any output is
     /// performed.
-    func drainInbox() {
+    /// Returns whether it took any message (none while the oldest waits for its connection's
+    /// `established`, which is queued ahead of the next drain).
+    @discardableResult
+    func drainInbox() -> Bool {
         let (messages, more) = inbox.take(maxMessages: Self.maxMessagesPerDrain, maxBytes: Self.maxBytesPerDrain)
         defer {
             for m in messages { m.processed() }
@@ -85,5 +109,6 @@ extension NodeHub {
             performSettled(m.actions, on: m.connection)
             if session(m.connection) == nil || m.actions.contains(where: \.closes) { closed.insert(m.connection) }
         }
+        return !messages.isEmpty
     }
 }

@@ -272,7 +272,10 @@ final class NodeHub: @unchecked Sendable {
     // MARK: Connection events (from event loops)
 
     func established(_ connection: ConnectionRef) {
+        // Before the connection reads anything: a drain queued earlier leaves its messages.
+        inbox.expect(connection.id)
         async { [self] in
+            defer { inbox.opened(connection.id) }
             links[connection.id] = connection
             if connection.peer.identity == device.identity {
                 // Another device of our identity: `peerlog device list` shows it.
@@ -305,7 +308,9 @@ final class NodeHub: @unchecked Sendable {
     func closed(_ id: UInt64, peer: DeviceID?, remote: String, reason: String) {
         async { [self] in
             // What the connection read before it closed is handled first, as it came first.
-            while inbox.holds(id) { drainInbox() }
+            // (Each drain takes some: a message ahead of this one's is of a connection whose
+            // `established`, queued before this close, has run.)
+            while inbox.holds(id), drainInbox() {}
             perform(machine.connectionClosed(id, peer: peer, remote: remote, reason: reason, now: clock()))
             publishConnected()
         }
