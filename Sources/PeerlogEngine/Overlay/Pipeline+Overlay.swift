@@ -94,15 +94,20 @@ extension Pipeline {
             inserts.append((r, p, op))
         }
         // Before the first checkpoint (the usual case: no group operation waiting) the state is
-        // the committed one, decoded once for the batch.
+        // the committed one, decoded once for the batch. After one (a member added offline, a
+        // group whose creation is not committed yet), the checkpoint's state is decoded once
+        // for the receipts that follow it, not once each: this loop adds no checkpoint.
         let firstCheckpoint = inserts.isEmpty ? nil : try db.firstOverlayCheckpoint(group)
+        var lastCheckpoint: (at: OverlayPosition, state: GroupState?)?
         for (r, p, op) in inserts {
             guard op?.changesGroupState != true, !repair.refoldCovers(p) else {
                 // Checked by the refold: stored as rejected without a checkpoint until then.
                 try db.insertOverlayStep(group, p, key: op?.entityKey, rejected: true, state: nil)
                 continue
             }
-            let before = try firstCheckpoint.map { p < $0 } ?? true ? committedState(group) : stateBefore(group, p)
+            let before =
+                try firstCheckpoint.map { p < $0 } ?? true
+                ? committedState(group) : checkpointState(group, before: p, last: &lastCheckpoint)
             let outcome = Fold.step(r, group: group, state: before, keys: { keys[$0] })
             try db.insertOverlayStep(group, p, key: op?.entityKey, rejected: outcome.rejected != nil, state: nil)
             if outcome.rejected == nil, let key = op?.entityKey { repair.keys.insert(key) }
@@ -115,6 +120,18 @@ extension Pipeline {
         } else {
             try db.markOverlayMaintained(group)
         }
+    }
+
+    /// `stateBefore(group, p)`, decoding the checkpoint's state only when it is not `last`'s
+    /// (which it then becomes): its position is read from the index first.
+    private mutating func checkpointState(
+        _ group: GroupID, before p: OverlayPosition, last: inout (at: OverlayPosition, state: GroupState?)?
+    ) throws -> GroupState? {
+        guard let at = try db.overlayCheckpointPosition(group, before: p) else { return try committedState(group) }
+        if let last, last.at == at { return last.state }
+        let state = try stateBefore(group, p)
+        last = (at, state)
+        return state
     }
 
     /// The group state just before position `p`: the last checkpoint, or the committed state.

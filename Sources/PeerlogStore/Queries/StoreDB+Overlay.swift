@@ -162,6 +162,17 @@ extension StoreDB {
         return (row["state"] as Data).bytes
     }
 
+    /// The position of the last checkpoint before `p`, if there is one (the index alone answers:
+    /// no state is read).
+    package func overlayCheckpointPosition(_ group: GroupID, before p: OverlayPosition) throws -> OverlayPosition? {
+        try row(
+            """
+            SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL AND (hlc, cid) < (?, ?)
+            ORDER BY hlc DESC, cid DESC LIMIT 1
+            """, StatementArguments([group.bytes.blob]) + p.arguments
+        ).map(Self.position)
+    }
+
     /// The position of the first checkpoint (accepted group operation) of the order. `INDEXED BY`
     /// here and below: the planner would otherwise walk the primary key, which is in the same
     /// order, filtering every step of the group.
