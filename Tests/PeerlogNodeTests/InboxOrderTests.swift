@@ -50,10 +50,13 @@ struct InboxOrderTests {
         aliceHub.established(Self.ref(id: 1, outbound: true, peer: relay, sent: fromAlice))
         let hello = try #require(fromAlice.messages.withLock { $0.first })
 
+        // The relay's clock stands still: on a busy machine this test can wait longer than
+        // idleTimeoutMs between two steps, and a tick must not close a connection still
+        // waiting for its hello (CI, 2026-12-02: "no hello within idleTimeoutMs").
         let queue = DispatchQueue(label: "inbox-order.relay")
         let relayHub = NodeHub(
             replica: Replica(store: try Store(), device: relay), device: relay, allow: [alice.identity],
-            logger: logger, executor: .queue(queue))
+            logger: logger, clock: { 1_000 }, executor: .queue(queue))
         await relayHub.start()
         let (first, second) = (Sent(), Sent())
         relayHub.established(Self.ref(id: 1, outbound: false, peer: alice, sent: first))
