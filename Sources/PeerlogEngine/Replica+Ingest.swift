@@ -110,10 +110,7 @@ extension Replica {
         let all = parts.flatMap(\.receipts)
         let (known, verifiedCertificates) = try store.read { db in
             (
-                try all.filter {
-                    try db.receiptExists($0.cid) || db.pendingReceiptExists($0.cid)
-                        || db.processedOutcome($0.cid).map({ $0 != .invalid }) == true
-                },
+                try all.filter { try db.isKnownReceipt($0.cid) },
                 try db.knownCertificates(Set(all.map(\.certificate.cid)))
             )
         }

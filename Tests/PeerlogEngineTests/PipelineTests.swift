@@ -293,6 +293,39 @@ struct PipelineTests {
         #expect(try bob.replica.invalidReceipts().map(\.cid) == [bad.cid], "the forgery stays listed as evidence")
     }
 
+    /// The one-statement replay check answers for every place a CID can be: held, pending,
+    /// finished (known unless the outcome was `invalid`), nowhere; a stored outcome it cannot
+    /// read is an error, not a guess.
+    @Test func aKnownReceiptIsHeldPendingOrFinishedButNotInvalid() throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let group = try alice.replica.createGroup(name: "g")
+        for i in 0..<3 { try alice.replica.append(.entityPut(key: "k", value: .int(Int64(i))), to: group) }
+        let h = try alice.holdings(group).receipts
+        let (first, waiting, never) = (h[0], h[3], h[2])
+        var sig = h[1].signature
+        sig[0] ^= 1
+        let forged = try Receipt(payload: h[1].payload, signature: sig, certificate: h[1].certificate)
+        _ = try bob.replica.ingest(receipts: [first, waiting, forged])
+        let known = { (cid: CID) in try bob.replica.store.read { try $0.isKnownReceipt(cid) } }
+        #expect(try known(first.cid), "held")
+        #expect(try known(waiting.cid), "pending (counter 4 waits for 2 and 3)")
+        #expect(try !known(forged.cid), "invalid: checked again")
+        #expect(try !known(never.cid), "never seen")
+        let hex = never.cid.bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        try bob.replica.store.write { db in
+            try db.execute(
+                rawSQL:
+                    "INSERT INTO processed_receipts (cid, group_id, outcome, reason, processed_at) VALUES (x'\(hex)', x'\(hex)', 'ignored', 'test', 1)"
+            )
+        }
+        #expect(try known(never.cid), "finished as ignored")
+        try bob.replica.store.write { db in
+            try db.execute(rawSQL: "UPDATE processed_receipts SET outcome = 'mislaid' WHERE outcome = 'ignored'")
+        }
+        #expect(throws: StoreError.self) { try known(never.cid) }
+    }
+
     @Test func applicationReceiptsReachSubscribersInCommittedOrder() throws {
         let alice = try TestReplica("alice")
         let bob = try TestReplica("bob")

@@ -6,12 +6,9 @@ extension Pipeline {
     /// One receipt from anywhere. `verified` is true when the caller already checked the
     /// receipt signature and the certificate chain (ingest verifies in parallel first).
     mutating func ingest(receipt r: Receipt, verified: Bool) throws {
-        // A CID remembered as invalid is checked again: the CID hashes the payload only, so a
-        // forgery that reuses a genuine payload with a broken signature must not lock out the
-        // genuine receipt. A forger can mint new junk anyway; the check costs one verification.
-        if try db.receiptExists(r.cid) || db.pendingReceiptExists(r.cid)
-            || db.processedOutcome(r.cid).map({ $0 != .invalid }) == true
-        {
+        // A CID remembered as invalid is checked again (`isKnownReceipt`). A forger can mint
+        // new junk anyway; the check costs one verification.
+        if try db.isKnownReceipt(r.cid) {
             report.duplicates += 1
             return
         }

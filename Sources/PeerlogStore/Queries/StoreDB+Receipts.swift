@@ -35,6 +35,26 @@ extension StoreDB {
 
     // MARK: Processed (replay protection)
 
+    /// Whether the pipeline has nothing left to do for `cid`: the receipt is held, waits in the
+    /// pending queue, or was finished with an outcome other than `invalid` (a CID remembered as
+    /// invalid is checked again: the CID hashes the payload only, so a forgery that reuses a
+    /// genuine payload must not lock out the genuine receipt). One statement: ingest asks it
+    /// once per receipt received, where three lookups cost three statement round trips.
+    package func isKnownReceipt(_ cid: CID) throws -> Bool {
+        let row = try row(
+            """
+            SELECT EXISTS(SELECT 1 FROM receipts WHERE cid = ?1) OR EXISTS(SELECT 1 FROM pending_receipts WHERE cid = ?1),
+                (SELECT outcome FROM processed_receipts WHERE cid = ?1)
+            """, [cid.bytes.blob])
+        guard let row else { return false }
+        if (row[0] as Bool?) == true { return true }
+        guard let text = row[1] as String? else { return false }
+        guard let outcome = ProcessedOutcome(rawValue: text) else {
+            throw StoreError(.unknownStoredValue, "a processed receipt with unknown outcome \"\(text)\"")
+        }
+        return outcome != .invalid
+    }
+
     /// The outcome recorded for a CID the pipeline already finished with, if any.
     package func processedOutcome(_ cid: CID) throws -> ProcessedOutcome? {
         try String.fetchOne(
