@@ -182,7 +182,9 @@ struct StatusPageTests {
         #expect(number(report["events"]?["503"]) == 4, "\(report)")
         #expect(report["garbage"] == .string("400") && number(report["during"]?["status"]) == 200, "\(report)")
         #expect([.string("400"), .string("431"), .string("closed")].contains(report["oversized"]), "\(report)")
-        #expect((number(report["during"]?["seconds"]) ?? 99) < 3, "\(report)")
+        // Answered while the abuse goes on, well before the idle timeout cuts anything (10 s);
+        // the bound leaves a busy machine room.
+        #expect((number(report["during"]?["seconds"]) ?? 99) < 8, "\(report)")
         // Heads trickled and never finished are cut at the idle timeout (10 s).
         #expect(number(report["stalled_closed"]) == 40, "\(report)")
         #expect((number(report["stalled_closed_within"]) ?? 99) <= 15, "\(report)")

@@ -44,7 +44,7 @@ private let inNamespace = ProcessInfo.processInfo.environment["PEERLOG_DISCOVERY
         let began = Date()
         discovery.stop()
         discovery.stop()
-        #expect(Date().timeIntervalSince(began) < 2)
+        #expect(Date().timeIntervalSince(began) < 8, "well under the 10 s wait, with room for a busy machine")
     }
 
     /// Needs a live avahi: tools/test.sh runs it inside host 1 of a namespace LAN

@@ -71,9 +71,12 @@ struct StatusRequestsTests {
         #expect(busy.statuses.withLock { $0.map(\.name) } == ["build 1"])
         #expect(busy.statuses.withLock { $0.first?.listening } == "refreshed")
 
-        // Between two messages the hub serves a waiting request with a fresh build.
+        // Between two messages the hub serves a waiting request with a fresh build. (Its patience
+        // is long: a thread descheduled for 200 ms between these two lines would race it.)
         let between = Delivered()
-        requests.request(enqueue: queue.enqueue, build: build, refresh: refresh, deliver: between.callAsFunction)
+        requests.request(
+            enqueue: queue.enqueue, build: build, refresh: refresh, deliver: between.callAsFunction,
+            patience: .seconds(3_600))
         requests.serveWaiting(build)
         #expect(between.wait())
         #expect(between.statuses.withLock { $0.map(\.name) } == ["build 2"])

@@ -88,10 +88,10 @@ import Testing
 
         let script = try await Peerlog.open(home: ann.home, create: false)
         try await script.put("from/script", "written by another process", in: group)
-        #expect(await benSaw.wait(timeout: .seconds(60)) { _ in benSaw.entities.contains { $0.key == "from/script" } })
+        #expect(await benSaw.wait { _ in benSaw.entities.contains { $0.key == "from/script" } })
         // The app's own write, beside its running node, is offered at once too.
         try await ann.put("from/app", "written beside the node", in: group)
-        #expect(await benSaw.wait(timeout: .seconds(60)) { _ in benSaw.entities.contains { $0.key == "from/app" } })
+        #expect(await benSaw.wait { _ in benSaw.entities.contains { $0.key == "from/app" } })
 
         for r in runs { r.cancel() }
         for r in runs { try await r.value }
@@ -107,12 +107,17 @@ import Testing
         try await ann.invite(ben.identity, to: group)
         let benSaw = Collector(ben.changes(after: ChangeCursor(rawValue: 0)))
         let bound = AsyncStream<PeerAddress?>.makeStream()
-        let annRun = Task { try await ann.run(options(listen: 0)) { bound.continuation.yield($0) } }
+        // Ben never ticks, so never pings: on a busy machine this test can outlast the default
+        // idle timeout, and Ann must not close Ben as silent meanwhile.
+        var annOptions = options(listen: 0)
+        annOptions.idleTimeout = .seconds(3_600)
+        let annRun = Task { [annOptions] in try await ann.run(annOptions) { bound.continuation.yield($0) } }
         var iterator = bound.stream.makeAsyncIterator()
         let port = try #require(await iterator.next()??.port)
         var benOptions = options(listen: nil, peers: [port], allow: [ann.identity])
         benOptions.pollInterval = .seconds(3_600)
         benOptions.electionTick = .seconds(3_600)
+        benOptions.idleTimeout = .seconds(3_600)
         let runs = [annRun, Task { try await ben.run(benOptions) }]
         #expect(
             await benSaw.wait { c in c.contains { if case .invited(let g, _) = $0.event { g == group } else { false } }

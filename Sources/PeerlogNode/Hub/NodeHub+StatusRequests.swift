@@ -51,10 +51,12 @@ final class StatusRequests: Sendable {
     }
 
     /// Asks for a status: `build` runs on the hub (`enqueue`) unless a build is already queued;
-    /// `refresh` updates a stale status's off-queue parts. `deliver` is called once.
+    /// `refresh` updates a stale status's off-queue parts. `deliver` is called once. `patience`
+    /// is `StatusRequests.patience` but for tests that must not race the deadline.
     func request(
         enqueue: (@escaping @Sendable () -> Void) -> Void, build: @escaping @Sendable () -> NodeStatus,
-        refresh: @escaping @Sendable (NodeStatus) -> NodeStatus, deliver: @escaping @Sendable (NodeStatus) -> Void
+        refresh: @escaping @Sendable (NodeStatus) -> NodeStatus, deliver: @escaping @Sendable (NodeStatus) -> Void,
+        patience: DispatchTimeInterval = StatusRequests.patience
     ) {
         let reply = OneReply(deliver)
         let startBuild = state.withLock { s in
@@ -68,7 +70,7 @@ final class StatusRequests: Sendable {
                 serveWaiting(build)
             }
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.patience) { [self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + patience) { [self] in
             guard let latest = state.withLock({ $0.latest }) else { return }
             reply(refresh(latest))
         }
