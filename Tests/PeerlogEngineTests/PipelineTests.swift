@@ -312,7 +312,7 @@ struct PipelineTests {
         #expect(try known(waiting.cid), "pending (counter 4 waits for 2 and 3)")
         #expect(try !known(forged.cid), "invalid: checked again")
         #expect(try !known(never.cid), "never seen")
-        let hex = never.cid.bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        let hex = TestSupport.hex(never.cid.bytes)
         try bob.replica.store.write { db in
             try db.execute(
                 rawSQL:

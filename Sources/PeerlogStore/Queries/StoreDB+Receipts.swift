@@ -49,10 +49,7 @@ extension StoreDB {
         guard let row else { return false }
         if (row[0] as Bool?) == true { return true }
         guard let text = row[1] as String? else { return false }
-        guard let outcome = ProcessedOutcome(rawValue: text) else {
-            throw StoreError(.unknownStoredValue, "a processed receipt with unknown outcome \"\(text)\"")
-        }
-        return outcome != .invalid
+        return try Self.processedOutcome(stored: text) != .invalid
     }
 
     /// The outcome recorded for a CID the pipeline already finished with, if any.
@@ -60,12 +57,15 @@ extension StoreDB {
         try String.fetchOne(
             db.cachedStatement(sql: "SELECT outcome FROM processed_receipts WHERE cid = ?"), arguments: [cid.bytes.blob]
         )
-        .map { text in
-            guard let outcome = ProcessedOutcome(rawValue: text) else {
-                throw StoreError(.unknownStoredValue, "a processed receipt with unknown outcome \"\(text)\"")
-            }
-            return outcome
+        .map(Self.processedOutcome(stored:))
+    }
+
+    /// A `processed_receipts.outcome` as stored; one this version does not know is an error.
+    private static func processedOutcome(stored text: String) throws -> ProcessedOutcome {
+        guard let outcome = ProcessedOutcome(rawValue: text) else {
+            throw StoreError(.unknownStoredValue, "a processed receipt with unknown outcome \"\(text)\"")
         }
+        return outcome
     }
 
     /// The highest receipt row id (0 in an empty store): rows stored later have higher ids.
