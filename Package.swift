@@ -268,13 +268,3 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
-
-// Our own modules are optimized in debug builds too (`swift build`, `swift test`, the fuzzers'):
-// the test suite spends most of its CPU in them, in property tests that replay logs in-process and
-// in the daemons and CLI calls it starts. At -Onone the suite took 1,463 CPU-seconds (14.3 min on
-// 2 cores); with this, 1,007 (10.5 min). The test targets and the dependencies stay at -Onone, so
-// a build is not much slower (docs/BENCHMARKS.md, "The test suite's CPU"). `DEBUG` is still
-// defined; the code has no `assert` (which -O would skip): what must hold is a `precondition`.
-for target in package.targets where [.regular, .executable].contains(target.type) && target.name.hasPrefix("Peerlog") {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-O"], .when(configuration: .debug))]
-}
