@@ -307,11 +307,23 @@ typedef struct {
 } Canon;
 
 static int  sy_perm[5040][N];
+static int  sy_inv[5040][N];	/* sy_inv[q][s]: the voter that relabelling q puts in slot s */
+static uchar sy_vmap[5040][1<<N];	/* a votes bitmask relabelled by sy_perm[q] */
 static int  sy_nperm = 0;
 
 static void sy_gen(int *a, int k) {
 	int i, t;
-	if (k == N) { memcpy(sy_perm[sy_nperm++], a, sizeof(int)*N); return; }
+	if (k == N) {
+		memcpy(sy_perm[sy_nperm], a, sizeof(int)*N);
+		for (i = 0; i < N; i++) sy_inv[sy_nperm][a[i]] = i;
+		for (t = 0; t < (1<<N); t++) {
+			int j, nv = 0;
+			for (j = 0; j < N; j++) if (t & (1 << j)) nv |= 1 << a[j];
+			sy_vmap[sy_nperm][t] = nv;
+		}
+		sy_nperm++;
+		return;
+	}
 	for (i = k; i < N; i++) {
 		t = a[k]; a[k] = a[i]; a[i] = t;
 		sy_gen(a, k+1);
@@ -319,19 +331,28 @@ static void sy_gen(int *a, int k) {
 	}
 }
 
-static void sy_apply(const int *p, Canon *d) {
-	int i, j, k, m, t;
-	memset(d, 0, sizeof(Canon));
-	for (i = 0; i < N; i++) {
-		struct Voter *o = &now.v[i], *n = &d->v[p[i]];
-		*n = *o;
-		if (o->votedFor != NONE) n->votedFor = p[o->votedFor];
-		n->votes = 0;
-		for (j = 0; j < N; j++) {
-			if (o->votes & (1 << j)) n->votes |= (1 << p[j]);
-			n->matchSeq[p[j]] = o->matchSeq[j];
-		}
-	}
+/* Voter o relabelled by p, into n. */
+static inline void sy_voter(int q, const struct Voter *o, struct Voter *n) {
+	const int *p = sy_perm[q];
+	int j;
+	*n = *o;
+	if (o->votedFor != NONE) n->votedFor = p[o->votedFor];
+	n->votes = sy_vmap[q][o->votes];
+	for (j = 0; j < N; j++) n->matchSeq[p[j]] = o->matchSeq[j];
+}
+
+/* memcmp of two voters, inline: most differ in their first bytes. */
+static inline int sy_cmp(const struct Voter *a, const struct Voter *b) {
+	const uchar *x = (const uchar *) a, *y = (const uchar *) b;
+	int i;
+	for (i = 0; i < (int) sizeof(struct Voter); i++)
+		if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+/* The bag and the leader ghost relabelled by p, into d. */
+static inline void sy_rest(const int *p, Canon *d) {
+	int j, k, m, t;
 	for (k = 0; k < MAXMSG; k++) {
 		m = now.bag[k];
 		if (m != 0)
@@ -345,14 +366,35 @@ static void sy_apply(const int *p, Canon *d) {
 		d->lot[t] = now.leaderOfTerm[t] ? p[now.leaderOfTerm[t]-1] + 1 : 0;
 }
 
+/* Replaces the state by the least (memcmp order of Canon) of its N!
+ * relabellings.  A relabelling is built one voter slot at a time, in the
+ * order memcmp reads them, and dropped at the first slot that is already
+ * greater than the least so far (most are, often at the first byte, the
+ * term, which no relabelling changes); the least is the same as when
+ * every relabelling is built whole and compared. */
 void canon(void) {
 	Canon best, cand;
-	int q;
+	struct Voter src[N];
+	const int *p, *ip;
+	int q, s, c;
 	if (sy_nperm == 0) { int a[N]; for (q = 0; q < N; q++) a[q] = q; sy_gen(a, 0); }
-	sy_apply(sy_perm[0], &best);
+	memcpy(src, now.v, sizeof(src));
+	memset(&best, 0, sizeof(Canon));	/* padding stays zero for memcmp */
+	memset(&cand, 0, sizeof(Canon));
+	memcpy(best.v, src, sizeof(src));	/* sy_perm[0] is the identity */
+	sy_rest(sy_perm[0], &best);
 	for (q = 1; q < sy_nperm; q++) {
-		sy_apply(sy_perm[q], &cand);
-		if (memcmp(&cand, &best, sizeof(Canon)) < 0) best = cand;
+		p = sy_perm[q]; ip = sy_inv[q];
+		c = 0;
+		for (s = 0; s < N && c == 0; s++) {
+			if (src[ip[s]].term > best.v[s].term) { c = 1; break; }
+			sy_voter(q, &src[ip[s]], &cand.v[s]);
+			c = sy_cmp(&cand.v[s], &best.v[s]);
+		}
+		if (c > 0) continue;
+		for (; s < N; s++) sy_voter(q, &src[ip[s]], &cand.v[s]);
+		sy_rest(p, &cand);
+		if (c < 0 || memcmp(&cand, &best, sizeof(Canon)) < 0) best = cand;
 	}
 	memcpy(now.v, best.v, sizeof(best.v));
 	memcpy(now.bag, best.bag, sizeof(best.bag));

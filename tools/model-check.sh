@@ -19,7 +19,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 MODEL="$HERE/../model/sequencer.pml"
 MEMLIM=${MEMLIM:-3072}
 RUNLIMIT=${RUNLIMIT:-300}
-CFLAGS="-DSAFETY -DNOFAIR -DMEMLIM=$MEMLIM"
+CFLAGS="-DSAFETY -DNOFAIR -DNOCOMP -DMEMLIM=$MEMLIM"
 
 # ---- tools --------------------------------------------------------------
 install_pkgs() {
@@ -137,7 +137,9 @@ for c in "${CHECKS[@]}"; do
 		states=$(field '^ *([0-9.e+]+) states, stored.*' pan.out)
 		depth=$(field '.*depth reached ([0-9]+).*' pan.out)
 		secs=$(field '^pan: elapsed time ([0-9.e+]+) seconds.*' pan.out)
-		mem=$(field '^ *([0-9.]+)[[:space:]]+total actual memory usage.*' pan.out)
+		# pan's last memory line: "total actual memory usage" (compressed states) or, with
+		# -DNOCOMP, "memory usage (Mbyte)".
+		mem=$(field '^ *([0-9.]+)[[:space:]]+(total actual )?memory usage( \(Mbyte\))?$' pan.out)
 		errors=$(field '.*errors: ([0-9]+).*' pan.out)
 		violated=$(grep -m1 'assertion violated' pan.out || true)
 		if [ $rc -eq 124 ] || grep -q 'Interrupted' pan.out; then
