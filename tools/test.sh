@@ -70,8 +70,10 @@ swift build "${build_flags[@]}" --build-tests 2>&1 | tee "$log" | grep -E 'error
 our_warnings "$log" "the build"
 say "the tests build"
 
+# Shown while the tests run: failures, each suite's line and each process's summary ("Test run
+# with …"), not each passing test's line.
 swift_tests() {
-  swift test "${build_flags[@]}" --skip-build "$@" 2>&1 | tee "$log" | grep -E '✘|error:|Test run with|passed after|failed after' | grep -vE '^✔ Test [a-zA-Z"]' || true
+  swift test "${build_flags[@]}" --skip-build "$@" 2>&1 | tee "$log" | grep -E '✘|error:|Test run with|passed after|failed after' | grep -vE '^✔ Test ([^ ]*\(|")' || true
 }
 # One run, no retry: the tests start children with posix_spawn (PeerlogTestSupport/ChildProcess),
 # not Foundation's Process, whose launch crashed now and then on 6.3.1
@@ -103,7 +105,7 @@ side_status=0
 for p in "${side_pids[@]}"; do wait "$p" || side_status=1; done
 side_pids=()
 for f in "$engine_log" "$facade_log"; do
-  grep -E '✘|error:|Test run with|passed after|failed after' "$f" | grep -vE '^✔ Test [a-zA-Z"]' || true
+  grep -E '✘|error:|Test run with|passed after|failed after' "$f" | grep -vE '^✔ Test ([^ ]*\(|")' || true
 done
 if ! grep -q "Test run with .* passed" "$log"; then
   cp "$log" .build/test-failure.log
