@@ -11,7 +11,7 @@ side_pids=()
 # The throwaway PostgreSQL server started below is stopped on the way out, and a model check
 # still running (a failure stopped the run early) is stopped too.
 # The test processes beside the main one (below) are stopped too.
-trap 'rm -f "$log" "$model_log" "$engine_log" "$facade_log"; [ -n "$model_pid" ] && { pkill -P "$model_pid" 2>/dev/null; kill "$model_pid" 2>/dev/null; }; for p in "${side_pids[@]}"; do kill "$p" 2>/dev/null; done; bash tools/postgres.sh stop >/dev/null 2>&1 || true' EXIT
+trap 'rm -f "$log" "$model_log" "$engine_log" "$facade_log"; [ -n "$model_pid" ] && { pkill -P "$model_pid" 2>/dev/null; kill "$model_pid" 2>/dev/null; }; for p in "${side_pids[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; bash tools/postgres.sh stop >/dev/null 2>&1 || true' EXIT
 
 # Each stage's line ends with the time since the start (minutes:seconds), to see where a slow
 # run went.
@@ -101,10 +101,11 @@ side_pids+=($!)
 side_tests "$facade_log" --filter 'PeerlogTests\.' &
 side_pids+=($!)
 swift_tests --skip PeerlogRelayPostgresTests --skip PeerlogEngineTests --skip 'PeerlogTests\.'
-side_status=0
-for p in "${side_pids[@]}"; do wait "$p" || side_status=1; done
+side_logs=("$engine_log" "$facade_log")
+side_status=(0 0)
+for i in 0 1; do wait "${side_pids[$i]}" || side_status[i]=$?; done
 side_pids=()
-for f in "$engine_log" "$facade_log"; do
+for f in "${side_logs[@]}"; do
   grep -E '✘|error:|Test run with|passed after|failed after' "$f" | grep -vE '^✔ Test ([^ ]*\(|")' || true
 done
 if ! grep -q "Test run with .* passed" "$log"; then
@@ -112,9 +113,9 @@ if ! grep -q "Test run with .* passed" "$log"; then
   echo "test: FAILED (see the lines marked ✘ above; the whole output: .build/test-failure.log)" >&2
   exit 1
 fi
-for f in "$engine_log" "$facade_log"; do
-  if [ "$side_status" -ne 0 ] || ! grep -q "Test run with .* passed" "$f"; then
-    cp "$f" .build/test-failure.log
+for i in 0 1; do
+  if [ "${side_status[i]}" -ne 0 ] || ! grep -q "Test run with .* passed" "${side_logs[i]}"; then
+    cp "${side_logs[i]}" .build/test-failure.log
     echo "test: FAILED (see the lines marked ✘ above; the whole output: .build/test-failure.log)" >&2
     exit 1
   fi
