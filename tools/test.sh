@@ -70,10 +70,11 @@ swift build "${build_flags[@]}" --build-tests 2>&1 | tee "$log" | grep -E 'error
 our_warnings "$log" "the build"
 say "the tests build"
 
-# Shown while the tests run: failures, each suite's line and each process's summary ("Test run
+# What a test run shows: failures, each suite's line and each process's summary ("Test run
 # with …"), not each passing test's line.
+shown() { grep -E '✘|error:|Test run with|passed after|failed after' | grep -vE '^✔ Test ([^ ]*\(|")'; }
 swift_tests() {
-  swift test "${build_flags[@]}" --skip-build "$@" 2>&1 | tee "$log" | grep -E '✘|error:|Test run with|passed after|failed after' | grep -vE '^✔ Test ([^ ]*\(|")' || true
+  swift test "${build_flags[@]}" --skip-build "$@" 2>&1 | tee "$log" | shown || true
 }
 # One run, no retry: the tests start children with posix_spawn (PeerlogTestSupport/ChildProcess),
 # not Foundation's Process, whose launch crashed now and then on 6.3.1
@@ -103,17 +104,15 @@ side_pids+=($!)
 swift_tests --skip PeerlogRelayPostgresTests --skip PeerlogEngineTests --skip 'PeerlogTests\.'
 side_logs=("$engine_log" "$facade_log")
 side_status=(0 0)
-for i in 0 1; do wait "${side_pids[$i]}" || side_status[i]=$?; done
+for i in "${!side_pids[@]}"; do wait "${side_pids[i]}" || side_status[i]=$?; done
 side_pids=()
-for f in "${side_logs[@]}"; do
-  grep -E '✘|error:|Test run with|passed after|failed after' "$f" | grep -vE '^✔ Test ([^ ]*\(|")' || true
-done
+for f in "${side_logs[@]}"; do shown <"$f" || true; done
 if ! grep -q "Test run with .* passed" "$log"; then
   cp "$log" .build/test-failure.log
   echo "test: FAILED (see the lines marked ✘ above; the whole output: .build/test-failure.log)" >&2
   exit 1
 fi
-for i in 0 1; do
+for i in "${!side_logs[@]}"; do
   if [ "${side_status[i]}" -ne 0 ] || ! grep -q "Test run with .* passed" "${side_logs[i]}"; then
     cp "${side_logs[i]}" .build/test-failure.log
     echo "test: FAILED (see the lines marked ✘ above; the whole output: .build/test-failure.log)" >&2
