@@ -202,6 +202,7 @@ extension Pipeline {
                 try ingest(receipt: r, verified: true)
             }
         }
+        try db.keepWholeRuns(zip(batch.envelopes, batch.envelopeChecks).compactMap { $1 == nil ? $0 : nil })
         for (e, problem) in zip(batch.envelopes, batch.envelopeChecks) {
             if let problem {
                 report.rejected.append((e.receipt, problem))

@@ -119,10 +119,11 @@ public struct Envelope: Hashable, Sendable {
         self.signature = signature
     }
 
-    /// The item of `seq` in the run `header` describes, made by its signer (`EnvelopeRun.sign`:
-    /// a seq inside the run, its path from the run's tree, the header's signature): the value
-    /// `init(payload:signature:)` gives for the item's payload, without parsing it back.
-    init(item header: EnvelopeRun.Header, seq: UInt64, receipt: CID, path: [[UInt8]], signature: [UInt8]) {
+    /// The item of `seq` in the run `header` describes, made by its signer (`EnvelopeRun.sign`)
+    /// or rebuilt by a store that kept the run once (a seq inside the run, its path from the
+    /// run's tree, the header's signature): the value `init(payload:signature:)` gives for the
+    /// item's payload, without parsing it back.
+    package init(item header: EnvelopeRun.Header, seq: UInt64, receipt: CID, path: [[UInt8]], signature: [UInt8]) {
         (group, self.seq, self.receipt, term) = (header.group, seq, receipt, header.term)
         (sequencer, receivedAt, run, self.path) = (header.sequencer, header.receivedAt, header, path)
         payload = Self.itemPayload(run: header.payload, seq: seq, receipt: receipt, path: path)

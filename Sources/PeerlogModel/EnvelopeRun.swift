@@ -31,7 +31,7 @@ public enum EnvelopeRun {
         /// The exact signed bytes.
         public let payload: [UInt8]
 
-        init(payload: [UInt8]) throws {
+        package init(payload: [UInt8]) throws {
             let what = "envelope run"
             let map = try Fields.decode(
                 payload, what: what, decoder: Fields.payloadDecoder(maxBytes: Envelope.maxEncodedBytes))
@@ -82,8 +82,7 @@ public enum EnvelopeRun {
             throw ModelError(.fieldOutOfRange, "an envelope run covers 2...\(maxLength) seqs")
         }
         let leaves = receipts.enumerated().map { leafHash(seq: firstSeq + UInt64($0.offset), receipt: $0.element) }
-        var paths = [[[UInt8]]](repeating: [], count: leaves.count)
-        let root = tree(leaves[...], offset: 0, paths: &paths)
+        let (root, paths) = tree(leaves: leaves)
         let header = Header.encode(
             group: group, firstSeq: firstSeq, count: UInt64(receipts.count), root: root, term: term,
             sequencer: DeviceID(publicKey: key.publicKey), receivedAt: receivedAt)
@@ -131,6 +130,14 @@ public enum EnvelopeRun {
 
     /// Interior node: SHA-256(0x01 ‖ left ‖ right).
     static func nodeHash(_ left: [UInt8], _ right: [UInt8]) -> [UInt8] { SHA256.hash([0x01] + left + right) }
+
+    /// RFC 9162 §2.1.1 tree head of `leaves` (at least one) and each leaf's path (sibling hashes,
+    /// bottom-up): what a signer builds, and what a store rebuilds from the leaves it kept.
+    package static func tree(leaves: [[UInt8]]) -> (root: [UInt8], paths: [[[UInt8]]]) {
+        var paths = [[[UInt8]]](repeating: [], count: leaves.count)
+        let root = tree(leaves[...], offset: 0, paths: &paths)
+        return (root, paths)
+    }
 
     /// RFC 9162 §2.1.1 tree head of `leaves`, appending each leaf's sibling hashes (bottom-up) to `paths`.
     private static func tree(_ leaves: ArraySlice<[UInt8]>, offset: Int, paths: inout [[[UInt8]]]) -> [UInt8] {

@@ -27,6 +27,47 @@ struct BatchedEnvelopeTests {
         #expect(try reader.holdings(group).envelopes.map(\.encoded) == envelopes.map(\.encoded))
     }
 
+    /// Migration 0018: a run's header and signature are stored once, its items' paths only
+    /// until every seq of the run is held; what is served is still each item, byte for byte.
+    @Test func runsAreStoredOnceAndItemsServedByteForByte() throws {
+        let owner = try TestReplica("owner")
+        let reader = try TestReplica("reader")
+        let group = try groupWith(owner: owner, members: [reader])
+        let before = try owner.holdings(group).envelopes.count
+        try owner.replica.appendBatch((0..<300).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
+        let h = try owner.holdings(group)
+        let items = Array(h.envelopes.suffix(300))
+        // The sequencer: two run rows with their leaves; no item row keeps a path or signature.
+        #expect(try rowCounts(owner) == .init(runs: 2, runsWithLeaves: 2, items: 300, itemsWithPath: 0))
+        // A reader given the first 100 seqs of the 256-seq run keeps their paths.
+        let report = try reader.replica.ingest(receipts: h.receipts, envelopes: Array(h.envelopes.prefix(before + 100)))
+        #expect(report.rejected.isEmpty)
+        #expect(try rowCounts(reader) == .init(runs: 1, runsWithLeaves: 0, items: 100, itemsWithPath: 100))
+        #expect(try reader.holdings(group).envelopes.map(\.encoded) == h.envelopes.prefix(before + 100).map(\.encoded))
+        // The rest: the run is whole, its leaves are kept and the paths dropped.
+        try owner.send(group, to: reader)
+        #expect(try rowCounts(reader) == .init(runs: 2, runsWithLeaves: 2, items: 300, itemsWithPath: 0))
+        let served = try reader.holdings(group).envelopes
+        #expect(served.map(\.encoded) == h.envelopes.map(\.encoded))
+        #expect(served.suffix(300).allSatisfy { $0.verify() == .valid })
+        #expect(items.first?.run?.count == 256)
+    }
+
+    struct RowCounts: Equatable {
+        let runs, runsWithLeaves, items, itemsWithPath: Int
+    }
+
+    private func rowCounts(_ r: TestReplica) throws -> RowCounts {
+        try r.replica.store.read { db in
+            RowCounts(
+                runs: try db.count(rawSQL: "SELECT COUNT(*) FROM envelope_runs"),
+                runsWithLeaves: try db.count(rawSQL: "SELECT COUNT(*) FROM envelope_runs WHERE leaves IS NOT NULL"),
+                items: try db.count(rawSQL: "SELECT COUNT(*) FROM envelopes WHERE run_id IS NOT NULL"),
+                itemsWithPath: try db.count(
+                    rawSQL: "SELECT COUNT(*) FROM envelopes WHERE run_id IS NOT NULL AND length(payload) > 0"))
+        }
+    }
+
     @Test func aForkedRunIsRejectedLikeAForkedSingleEnvelope() throws {
         let owner = try TestReplica("owner")
         let reader = try TestReplica("reader")

@@ -134,6 +134,35 @@ import Testing
         #expect(try alice.get("k3", group, .committed) == .int(993))
     }
 
+    /// Pruning a log of batched runs (migration 0018): a run with no seq left is deleted, one
+    /// with some kept keeps its leaves, and every kept item is served whole and verifies.
+    @Test func compactionDeletesEmptiedRunsAndServesWhatIsKept() throws {
+        let alice = try TestReplica("alice", limits: limits(interval: 100))
+        let group = try alice.replica.createGroup(name: "g")
+        // Rounds 0–3 write ten keys that round 4 writes again, but for one key of round 3 only.
+        func key(_ round: Int, _ i: Int) -> String {
+            round == 3 && i == 99 ? "only3" : "k\(i % (round == 4 ? 100 : 10))"
+        }
+        for round in 0..<5 {
+            alice.clock.advance(1)
+            try alice.replica.appendBatch(
+                (0..<100).map { .entityPut(key: key(round, $0), value: .int(Int64(round))) }, to: group)
+        }
+        let runs = { try alice.replica.store.read { try $0.count(rawSQL: "SELECT COUNT(*) FROM envelope_runs") } }
+        #expect(try runs() == 5)
+        _ = try alice.replica.makeSnapshot(of: group)
+        let result = try #require(try alice.replica.compact(group))
+        #expect(result.pruned == 399, "\(result)")
+        // Runs 0–2 are gone; run 3 keeps its leaves for its one item left.
+        #expect(try runs() == 2)
+        let served = try alice.holdings(group).envelopes
+        #expect(served.filter { $0.run != nil }.count == 101)
+        #expect(served.allSatisfy { $0.verify() == .valid })
+        try check(alice, group)
+        #expect(try alice.get("k55", group, .committed) == .int(4))
+        #expect(try alice.get("only3", group, .committed) == .int(3))
+    }
+
     @Test func aPeerBelowTheFloorCatchesUpFromTheSnapshot() throws {
         let alice = try TestReplica("alice", limits: limits(interval: 100))
         let bob = try TestReplica("bob")

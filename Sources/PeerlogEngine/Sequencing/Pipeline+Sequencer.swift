@@ -163,7 +163,7 @@ extension Pipeline {
     private mutating func applyUngated(_ plan: SequencingPlan) throws {
         var run = [CID]()
         var runStart: UInt64 = 0
-        let (device, at) = (local.device, now)
+        let at = now
         for step in plan.steps {
             switch step {
             case .refuse(let r, let reason):
@@ -171,8 +171,8 @@ extension Pipeline {
             case .assign(let seq, let r):
                 try commit(seq: seq, receipt: r) { db, outcome, reason in
                     try db.insertUnsignedEnvelope(
-                        group: r.group, seq: seq, cid: r.cid, term: 0, sequencer: device, receivedAt: at,
-                        outcome: outcome, reason: reason)
+                        group: r.group, seq: seq, cid: r.cid, term: 0, receivedAt: at, outcome: outcome,
+                        reason: reason)
                 }
                 if run.isEmpty { runStart = seq }
                 run.append(r.cid)
@@ -189,6 +189,7 @@ extension Pipeline {
     /// the catch-up from the store, which holds the reserved rows.
     mutating func commitReserved(_ plan: SequencingPlan, envelopes: [UInt64: Envelope]) throws -> Bool {
         reservedHere.insert(plan.group)
+        try db.keepWholeRuns(Array(envelopes.values))
         var next = try db.committedSeq(group: plan.group) + 1
         for step in plan.steps {
             switch step {
@@ -223,10 +224,15 @@ extension Pipeline {
     /// up to `EnvelopeRun.maxLength` otherwise) into their envelope rows.
     mutating func signRun(group: GroupID, firstSeq: UInt64, receipts: [CID]) throws {
         guard !receipts.isEmpty else { return }
-        for e in try EnvelopeRun.signRuns(
+        let signed = try EnvelopeRun.signRuns(
             group: group, firstSeq: firstSeq, receipts: receipts, term: 0, receivedAt: now, key: local.signingKey)
-        {
-            try db.setEnvelopeForm(e)
+        // Each run's items go in as one run row with its leaves (§10); a single envelope whole.
+        var start = signed.startIndex
+        while start < signed.endIndex {
+            let length = signed[start].run.map { Int($0.count) } ?? 1
+            let items = Array(signed[start..<start + length])
+            if items[0].run == nil { try db.setEnvelopeForm(items[0]) } else { try db.setRunForm(items) }
+            start += length
         }
     }
 

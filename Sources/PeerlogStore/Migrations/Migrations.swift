@@ -21,6 +21,7 @@ enum Migrations {
         m.registerMigration("0015_blob_format", migrate: Migration0015.migrate)
         m.registerMigration("0016_overlay_merge_steps", migrate: Migration0016.migrate)
         m.registerMigration("0017_group_operation_events", migrate: Migration0017.migrate)
+        m.registerMigration("0018_envelope_runs", migrate: Migration0018.migrate)
         return m
     }
 }

@@ -35,54 +35,41 @@ extension StoreDB {
         try int("SELECT seq FROM envelopes WHERE cid = ?", [cid.bytes.blob]).map(UInt64.init(sql:))
     }
 
-    package func insertEnvelope(_ e: Envelope, outcome: CommitOutcome, reason: String?) throws {
-        try execute(
-            """
-            INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            [
-                e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob, e.term.sql, e.sequencer.bytes.blob,
-                e.receivedAt.sql,
-                e.payload.blob, e.signature.blob, outcome.rawValue, reason,
-            ])
-    }
-
-    /// An envelope row whose payload and signature come later in the same transaction, from
-    /// `setEnvelopeForm`: a sequencer commits a run seq by seq, then signs it once.
+    /// An envelope row whose signed form (payload, signature, and the sequencer of a single
+    /// envelope) comes later in the same transaction, from `setEnvelopeForm` or `setRunForm`: a
+    /// sequencer commits a pass seq by seq, then signs it once.
     package func insertUnsignedEnvelope(
-        group: GroupID, seq: UInt64, cid: CID, term: UInt64, sequencer: DeviceID, receivedAt: UInt64,
-        outcome: CommitOutcome, reason: String?
+        group: GroupID, seq: UInt64, cid: CID, term: UInt64, receivedAt: UInt64, outcome: CommitOutcome,
+        reason: String?
     ) throws {
         try execute(
             """
             INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason)
-            VALUES (?, ?, ?, ?, ?, ?, x'', x'', ?, ?)
+            VALUES (?, ?, ?, ?, x'', ?, x'', x'', ?, ?)
             """,
-            [
-                group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, sequencer.bytes.blob, receivedAt.sql,
-                outcome.rawValue, reason,
-            ])
+            [group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, receivedAt.sql, outcome.rawValue, reason])
     }
 
-    /// Fills in the signed form of an envelope row written by `insertUnsignedEnvelope`.
+    /// Fills in a single envelope's signed form in a row written by `insertUnsignedEnvelope`.
     package func setEnvelopeForm(_ e: Envelope) throws {
         try execute(
-            "UPDATE envelopes SET payload = ?, signature = ? WHERE group_id = ? AND seq = ? AND cid = ?",
-            [e.payload.blob, e.signature.blob, e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob])
+            "UPDATE envelopes SET payload = ?, signature = ?, sequencer = ? WHERE group_id = ? AND seq = ? AND cid = ?",
+            [
+                e.payload.blob, e.signature.blob, e.sequencer.bytes.blob, e.group.bytes.blob, e.seq.sql,
+                e.receipt.bytes.blob,
+            ])
     }
 
     /// Committed envelopes with seq in `from...to`, in seq order.
     package func envelopes(group: GroupID, from: UInt64, to: UInt64) throws -> [StoredEnvelope] {
-        try rows(
-            "SELECT payload, signature, outcome, reason FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+        var rebuilt = EnvelopeRows()
+        return try rows(
+            """
+            SELECT \(EnvelopeRows.columns), e.outcome, e.reason FROM envelopes e \(EnvelopeRows.join)
+            WHERE e.group_id = ? AND e.seq BETWEEN ? AND ? ORDER BY e.seq
+            """,
             [group.bytes.blob, from.sql, to.sql]
-        ).map {
-            StoredEnvelope(
-                envelope: try Envelope(
-                    payload: ($0["payload"] as Data).bytes, signature: ($0["signature"] as Data).bytes),
-                outcome: $0["outcome"], reason: $0["reason"])
-        }
+        ).map { StoredEnvelope(envelope: try rebuilt.envelope($0), outcome: $0["outcome"], reason: $0["reason"]) }
     }
 }
 

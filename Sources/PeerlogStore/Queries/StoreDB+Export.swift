@@ -37,11 +37,14 @@ extension StoreDB {
     /// Calls `body` with the committed envelopes of `group` in seq order, one row at a time.
     package func forEachEnvelope(group: GroupID, _ body: (Envelope) throws -> Void) throws {
         let rows = try Row.fetchCursor(
-            db.cachedStatement(sql: "SELECT payload, signature FROM envelopes WHERE group_id = ? ORDER BY seq"),
+            db.cachedStatement(
+                sql: """
+                    SELECT \(EnvelopeRows.columns) FROM envelopes e \(EnvelopeRows.join)
+                    WHERE e.group_id = ? ORDER BY e.seq
+                    """),
             arguments: [group.bytes.blob])
-        while let row = try rows.next() {
-            try body(try Envelope(payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes))
-        }
+        var rebuilt = EnvelopeRows()
+        while let row = try rows.next() { try body(try rebuilt.envelope(row)) }
     }
 }
 

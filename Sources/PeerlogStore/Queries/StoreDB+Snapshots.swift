@@ -201,6 +201,13 @@ extension StoreDB {
         try execute("DELETE FROM receipt_parents WHERE receipt_id IN (SELECT id FROM prune_ids)")
         try execute(
             "DELETE FROM envelopes WHERE group_id = ? AND seq IN (SELECT seq FROM prune_ids)", [group.bytes.blob])
+        // A run with no row left goes too; one with some keeps its leaves for them (§10).
+        try execute(
+            """
+            DELETE FROM envelope_runs WHERE group_id = ?1 AND first_seq < ?2 AND NOT EXISTS (
+                SELECT 1 FROM envelopes e WHERE e.group_id = ?1 AND e.run_id = envelope_runs.id
+                  AND e.seq BETWEEN envelope_runs.first_seq AND envelope_runs.first_seq + envelope_runs.count - 1)
+            """, [group.bytes.blob, below.sql])
         try execute("DELETE FROM receipts WHERE id IN (SELECT id FROM prune_ids)")
         try execute("DELETE FROM prune_ids")
         return n
@@ -223,17 +230,17 @@ extension StoreDB {
     package func committedReceipts(
         group: GroupID, type: String, through seq: UInt64
     ) throws -> [(receipt: Receipt, envelope: [UInt8], seq: UInt64)] {
-        try rows(
+        var rebuilt = EnvelopeRows()
+        return try rows(
             """
-            SELECT r.payload, r.signature, c.encoded AS certificate, e.seq, e.payload AS ep, e.signature AS es
+            SELECT r.payload, r.signature, c.encoded AS certificate, \(EnvelopeRows.columns)
             FROM receipts r JOIN envelopes e ON e.cid = r.cid JOIN certificates c ON c.cid = r.certificate_cid
+            \(EnvelopeRows.join)
             WHERE r.type LIKE 'group.%' AND r.group_id = ? AND r.type = ? AND r.seq IS NOT NULL AND r.seq <= ?
             ORDER BY r.seq
             """, [group.bytes.blob, type, seq.sql]
         ).map { row in
-            let receipt = try StoreDB.receipt(row)
-            let envelope = try Envelope(payload: (row["ep"] as Data).bytes, signature: (row["es"] as Data).bytes)
-            return (receipt, envelope.encoded, UInt64(sql: row["seq"]))
+            (try StoreDB.receipt(row), try rebuilt.envelope(row).encoded, UInt64(sql: row["e_seq"]))
         }
     }
 

@@ -33,16 +33,19 @@ extension StoreDB {
 
     /// Committed envelopes with seq >= `fromSeq` joined to their receipts, in seq order.
     package func rawCommitted(group: GroupID, fromSeq: UInt64, limit: Int) throws -> [RawCommittedRow] {
-        try rows(
+        var rebuilt = EnvelopeRows()
+        return try rows(
             """
-            SELECT e.seq, e.payload AS ep, e.signature AS es, r.author, r.author_counter, r.payload, r.signature, c.encoded AS certificate
+            SELECT \(EnvelopeRows.columns), r.author, r.author_counter, r.payload, r.signature, c.encoded AS certificate
             FROM envelopes e JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
+            \(EnvelopeRows.join)
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
             """, [group.bytes.blob, fromSeq.sql, limit]
         ).map { row in
-            let seq = UInt64(sql: row["seq"])
+            let seq = UInt64(sql: row["e_seq"])
+            let envelope = try rebuilt.parts(row)
             return RawCommittedRow(
-                seq: seq, envelopePayload: (row["ep"] as Data).bytes, envelopeSignature: (row["es"] as Data).bytes,
+                seq: seq, envelopePayload: envelope.payload, envelopeSignature: envelope.signature,
                 receipt: Self.rawReceipt(row, seq: seq))
         }
     }
@@ -51,10 +54,17 @@ extension StoreDB {
     package func rawEnvelopes(
         group: GroupID, from: UInt64, to: UInt64, limit: Int
     ) throws -> [(seq: UInt64, payload: [UInt8], signature: [UInt8])] {
-        try rows(
-            "SELECT seq, payload, signature FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? ORDER BY seq LIMIT ?",
+        var rebuilt = EnvelopeRows()
+        return try rows(
+            """
+            SELECT \(EnvelopeRows.columns) FROM envelopes e \(EnvelopeRows.join)
+            WHERE e.group_id = ? AND e.seq BETWEEN ? AND ? ORDER BY e.seq LIMIT ?
+            """,
             [group.bytes.blob, from.sql, to.sql, limit]
-        ).map { (UInt64(sql: $0["seq"]), ($0["payload"] as Data).bytes, ($0["signature"] as Data).bytes) }
+        ).map {
+            let envelope = try rebuilt.parts($0)
+            return (UInt64(sql: $0["e_seq"]), envelope.payload, envelope.signature)
+        }
     }
 
     /// One author's receipts with counters in `from...to`, in counter order.

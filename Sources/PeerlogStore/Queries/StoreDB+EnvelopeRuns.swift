@@ -1,0 +1,192 @@
+import Foundation
+import GRDB
+import PeerlogEncoding
+import PeerlogModel
+
+/// Items of batched runs (docs/PROTOCOL.md §3.5) stored once per run (§10, migration 0018):
+/// `envelope_runs` holds a run's header and signature, and its leaves once all its seqs are
+/// known; an item's `envelopes` row holds `run_id`, an empty signature and sequencer (the
+/// header's), and as payload its path (32-byte hashes) until the leaves are known, then
+/// nothing. Reads rebuild the exact item (`EnvelopeRows`), byte for byte what was signed and sent.
+extension StoreDB {
+    /// Writes a committed envelope row: a single envelope whole, a run item in the run's form.
+    package func insertEnvelope(_ e: Envelope, outcome: CommitOutcome, reason: String?) throws {
+        guard let run = e.run, Self.rebuildsExactly(e, run: run) else {
+            try insertEnvelopeRow(e, runID: nil, payload: e.payload, signature: e.signature, outcome, reason)
+            return
+        }
+        let (id, hasLeaves) = try runID(run, signature: e.signature, leaves: nil)
+        try insertEnvelopeRow(
+            e, runID: id, payload: hasLeaves ? [] : Array(e.path.joined()), signature: [], outcome, reason)
+        if !hasLeaves && e.seq == run.firstSeq + run.count - 1 { try keepLeaves(of: run, id: id) }
+    }
+
+    /// Keeps the leaves of each run whose every seq is among `items` (checked items of one
+    /// ingest batch), before they commit: their rows then never hold a path. A run split across
+    /// batches gets its leaves when its last seq commits (`keepLeaves`).
+    package func keepWholeRuns(_ items: [Envelope]) throws {
+        struct Signed: Hashable {
+            let run: EnvelopeRun.Header
+            let signature: [UInt8]
+        }
+        var runs = [Signed: [UInt64: [UInt8]]]()
+        for e in items {
+            guard let run = e.run else { continue }
+            runs[Signed(run: run, signature: e.signature), default: [:]][e.seq] = EnvelopeRun.leafHash(
+                seq: e.seq, receipt: e.receipt)
+        }
+        for (signed, found) in runs where found.count == Int(signed.run.count) {
+            let run = signed.run
+            let leaves = (0..<run.count).compactMap { found[run.firstSeq + $0] }
+            guard leaves.count == Int(run.count), EnvelopeRun.tree(leaves: leaves).root == run.root else { continue }
+            _ = try runID(run, signature: signed.signature, leaves: leaves)
+        }
+    }
+
+    /// Signs in the rows `insertUnsignedEnvelope` wrote for the seqs of one run item list
+    /// (`EnvelopeRun.sign`'s output, in seq order): one run row with its leaves, and one update
+    /// of the items' rows.
+    package func setRunForm(_ items: [Envelope]) throws {
+        guard let first = items.first, let run = first.run, items.count == Int(run.count) else {
+            for e in items { try setEnvelopeForm(e) }  // not one whole run: each item whole
+            return
+        }
+        let leaves = items.map { EnvelopeRun.leafHash(seq: $0.seq, receipt: $0.receipt) }
+        let id = try runID(run, signature: first.signature, leaves: leaves).id
+        try execute(
+            """
+            UPDATE envelopes SET run_id = ?, payload = x'', signature = x''
+            WHERE group_id = ? AND seq BETWEEN ? AND ?
+            """, [id, run.group.bytes.blob, run.firstSeq.sql, (run.firstSeq + run.count - 1).sql])
+    }
+
+    private func insertEnvelopeRow(
+        _ e: Envelope, runID: Int64?, payload: [UInt8], signature: [UInt8], _ outcome: CommitOutcome,
+        _ reason: String?
+    ) throws {
+        try execute(
+            """
+            INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason, run_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob, e.term.sql,
+                runID == nil ? e.sequencer.bytes.blob : [UInt8]().blob, e.receivedAt.sql, payload.blob, signature.blob,
+                outcome.rawValue, reason, runID,
+            ])
+    }
+
+    /// The run's row, made if new, and whether it holds the leaves (given here when the caller
+    /// has them all).
+    private func runID(
+        _ run: EnvelopeRun.Header, signature: [UInt8], leaves: [[UInt8]]?
+    ) throws -> (id: Int64, hasLeaves: Bool) {
+        let joined = leaves.map { Array($0.joined()).blob }
+        if let row = try row(
+            "SELECT id, leaves IS NOT NULL AS known FROM envelope_runs WHERE group_id = ? AND first_seq = ? AND signature = ?",
+            [run.group.bytes.blob, run.firstSeq.sql, signature.blob])
+        {
+            let (id, known): (Int64, Bool) = (row["id"], row["known"])
+            if let joined, !known {
+                try execute("UPDATE envelope_runs SET leaves = ? WHERE id = ?", [joined, id])
+                try dropPaths(of: run, id: id)
+            }
+            return (id, known || joined != nil)
+        }
+        try execute(
+            "INSERT INTO envelope_runs (group_id, first_seq, count, signature, header, leaves) VALUES (?, ?, ?, ?, ?, ?)",
+            [run.group.bytes.blob, run.firstSeq.sql, run.count.sql, signature.blob, run.payload.blob, joined])
+        return (db.lastInsertedRowID, joined != nil)
+    }
+
+    /// Once every seq of the run has its row, keeps the run's leaves and drops the items' paths.
+    private func keepLeaves(of run: EnvelopeRun.Header, id: Int64) throws {
+        let last = run.firstSeq + run.count - 1
+        let rows = try rows(
+            "SELECT seq, cid FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? AND run_id = ? ORDER BY seq",
+            [run.group.bytes.blob, run.firstSeq.sql, last.sql, id])
+        guard rows.count == Int(run.count) else { return }
+        let leaves = try rows.map {
+            EnvelopeRun.leafHash(seq: UInt64(sql: $0["seq"]), receipt: try CID(bytes: ($0["cid"] as Data).bytes))
+        }
+        guard EnvelopeRun.tree(leaves: leaves).root == run.root else { return }
+        try execute("UPDATE envelope_runs SET leaves = ? WHERE id = ?", [Array(leaves.joined()).blob, id])
+        try dropPaths(of: run, id: id)
+    }
+
+    /// The run's rows need no path once it holds its leaves.
+    private func dropPaths(of run: EnvelopeRun.Header, id: Int64) throws {
+        try execute(
+            """
+            UPDATE envelopes SET payload = x''
+            WHERE group_id = ? AND seq BETWEEN ? AND ? AND run_id = ? AND length(payload) > 0
+            """, [run.group.bytes.blob, run.firstSeq.sql, (run.firstSeq + run.count - 1).sql, id])
+    }
+
+    /// Whether the item rebuilt from its run, seq, CID and path is the payload received: any
+    /// other encoding (a peer's, not canonical) is kept whole.
+    private static func rebuildsExactly(_ e: Envelope, run: EnvelopeRun.Header) -> Bool {
+        Envelope(item: run, seq: e.seq, receipt: e.receipt, path: e.path, signature: e.signature).payload == e.payload
+    }
+}
+
+/// Rebuilds envelopes from rows selected with `columns` from `envelopes e` joined with `join`,
+/// computing each run's tree once per reader.
+package struct EnvelopeRows {
+    /// The columns a read selects for `envelope(_:)`.
+    package static let columns = """
+        e.seq AS e_seq, e.cid AS e_cid, e.payload AS ep, e.signature AS es, e.run_id AS run_id,
+        er.header AS run_header, er.signature AS run_signature, er.leaves AS run_leaves
+        """
+    /// The join a read adds after `FROM envelopes e`.
+    package static let join = "LEFT JOIN envelope_runs er ON er.id = e.run_id"
+
+    private var runs = [Int64: (header: EnvelopeRun.Header, paths: [[[UInt8]]]?)]()
+
+    package init() {}
+
+    /// The payload and signature of one row, as sent: a single envelope's as stored, unparsed.
+    package mutating func parts(_ row: Row) throws -> (payload: [UInt8], signature: [UInt8]) {
+        guard row["run_id"] as Int64? != nil else { return ((row["ep"] as Data).bytes, (row["es"] as Data).bytes) }
+        let e = try envelope(row)
+        return (e.payload, e.signature)
+    }
+
+    /// The envelope of one row.
+    package mutating func envelope(_ row: Row) throws -> Envelope {
+        guard let id = row["run_id"] as Int64? else {
+            return try Envelope(payload: (row["ep"] as Data).bytes, signature: (row["es"] as Data).bytes)
+        }
+        let run = try self.run(id, row)
+        let seq = UInt64(sql: row["e_seq"])
+        let stored = (row["ep"] as Data).bytes
+        let path: [[UInt8]]
+        if !stored.isEmpty {
+            path = stride(from: 0, to: stored.count, by: 32).map { Array(stored[$0..<min($0 + 32, stored.count)]) }
+        } else if let paths = run.paths, seq >= run.header.firstSeq, seq - run.header.firstSeq < UInt64(paths.count) {
+            path = paths[Int(seq - run.header.firstSeq)]
+        } else {
+            throw StoreError(
+                .unknownStoredValue, "envelope row of seq \(seq) has neither its path nor its run's leaves")
+        }
+        return Envelope(
+            item: run.header, seq: seq, receipt: try CID(bytes: (row["e_cid"] as Data).bytes), path: path,
+            signature: (row["run_signature"] as Data).bytes)
+    }
+
+    private mutating func run(_ id: Int64, _ row: Row) throws -> (header: EnvelopeRun.Header, paths: [[[UInt8]]]?) {
+        if let known = runs[id] { return known }
+        let header = try EnvelopeRun.Header(payload: (row["run_header"] as Data).bytes)
+        var paths: [[[UInt8]]]?
+        if let leaves = (row["run_leaves"] as Data?)?.bytes, leaves.count == Int(header.count) * 32 {
+            let tree = EnvelopeRun.tree(
+                leaves: stride(from: 0, to: leaves.count, by: 32).map { Array(leaves[$0..<$0 + 32]) })
+            guard tree.root == header.root else {
+                throw StoreError(.unknownStoredValue, "envelope run \(id): its leaves do not give its signed root")
+            }
+            paths = tree.paths
+        }
+        runs[id] = (header, paths)
+        return (header, paths)
+    }
+}
