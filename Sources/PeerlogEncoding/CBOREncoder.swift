@@ -52,7 +52,7 @@ public enum CBOREncoder {
     }
 
     /// The head of a data item: major type in the top 3 bits, shortest argument.
-    static func appendHead(major: UInt8, argument: UInt64, to out: inout [UInt8]) {
+    package static func appendHead(major: UInt8, argument: UInt64, to out: inout [UInt8]) {
         let m = major << 5
         switch argument {
         case 0..<24: out.append(m | UInt8(argument))

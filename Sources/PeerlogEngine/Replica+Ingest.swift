@@ -202,7 +202,8 @@ extension Pipeline {
                 try ingest(receipt: r, verified: true)
             }
         }
-        try db.keepWholeRuns(zip(batch.envelopes, batch.envelopeChecks).compactMap { $1 == nil ? $0 : nil })
+        try db.keepWholeRuns(
+            zip(batch.envelopes, batch.envelopeChecks).compactMap { $1 == nil ? $0 : nil }, runs: &caches.envelopeRuns)
         for (e, problem) in zip(batch.envelopes, batch.envelopeChecks) {
             if let problem {
                 report.rejected.append((e.receipt, problem))

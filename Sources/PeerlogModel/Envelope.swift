@@ -130,13 +130,30 @@ public struct Envelope: Hashable, Sendable {
         self.signature = signature
     }
 
-    /// The payload of one seq's item in a run.
+    /// The payload of one seq's item in a run: `{"v": 1, "run", "seq", "cid", "path"}` in
+    /// deterministic CBOR, written directly in its keys' order (§1: "v", "cid", "run", "seq",
+    /// "path") because a sequencer signs, and a store rebuilds, one per seq. Tests hold it to
+    /// `CBOREncoder`'s encoding of the same map.
     static func itemPayload(run header: [UInt8], seq: UInt64, receipt: CID, path: [[UInt8]]) -> [UInt8] {
-        CBOREncoder.encode(
-            .textMap([
-                "v": 1, "run": .bytes(header), "seq": .unsigned(seq), "cid": receipt.cborLink,
-                "path": .array(path.map(CBOR.bytes)),
-            ]))
+        var out = [UInt8]()
+        out.reserveCapacity(60 + header.count + 34 * path.count)
+        out.append(contentsOf: [0xa5, 0x61, 0x76, 0x01])  // map(5), "v": 1
+        out.append(contentsOf: [0x63, 0x63, 0x69, 0x64, 0xd8, 0x2a])  // "cid": tag 42
+        CBOREncoder.appendHead(major: 2, argument: UInt64(receipt.bytes.count + 1), to: &out)
+        out.append(0x00)
+        out.append(contentsOf: receipt.bytes)
+        out.append(contentsOf: [0x63, 0x72, 0x75, 0x6e])  // "run"
+        CBOREncoder.appendHead(major: 2, argument: UInt64(header.count), to: &out)
+        out.append(contentsOf: header)
+        out.append(contentsOf: [0x63, 0x73, 0x65, 0x71])  // "seq"
+        CBOREncoder.appendHead(major: 0, argument: seq, to: &out)
+        out.append(contentsOf: [0x64, 0x70, 0x61, 0x74, 0x68])  // "path"
+        CBOREncoder.appendHead(major: 4, argument: UInt64(path.count), to: &out)
+        for hash in path {
+            CBOREncoder.appendHead(major: 2, argument: UInt64(hash.count), to: &out)
+            out.append(contentsOf: hash)
+        }
+        return out
     }
 
     /// Parses the container form. Throws a `ModelError` for a container over `maxEncodedBytes` or

@@ -139,6 +139,15 @@ public enum EnvelopeRun {
         return (root, paths)
     }
 
+    /// RFC 9162 §2.1.1 tree head of `leaves` (at least one), without the paths.
+    package static func root(leaves: ArraySlice<[UInt8]>) -> [UInt8] {
+        guard leaves.count > 1 else { return leaves.first! }
+        var k = 1
+        while k * 2 < leaves.count { k *= 2 }
+        let split = leaves.startIndex + k
+        return nodeHash(root(leaves: leaves[..<split]), root(leaves: leaves[split...]))
+    }
+
     /// RFC 9162 §2.1.1 tree head of `leaves`, appending each leaf's sibling hashes (bottom-up) to `paths`.
     private static func tree(_ leaves: ArraySlice<[UInt8]>, offset: Int, paths: inout [[[UInt8]]]) -> [UInt8] {
         guard leaves.count > 1 else { return leaves.first! }

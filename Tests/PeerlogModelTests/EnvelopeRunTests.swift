@@ -37,6 +37,25 @@ struct EnvelopeRunTests {
         }
     }
 
+    /// Items are written by hand (`Envelope.itemPayload`): the same bytes as the generic
+    /// deterministic encoder's, for every path length and for seqs of every argument size.
+    @Test func itemPayloadsAreTheDeterministicEncoding() throws {
+        for (firstSeq, size) in [(1, 2), (22, 3), (250, 9), (65_530, 17), (4_294_967_290, 100), (1 << 40, 256)] {
+            let cids = (0..<size).map { Self.cid(UInt8($0 % 251)) }
+            let items = try EnvelopeRun.sign(
+                group: GoldenFixture.group, firstSeq: UInt64(firstSeq), receipts: cids, term: 1, receivedAt: 2,
+                key: Self.key)
+            for e in items {
+                let generic = CBOREncoder.encode(
+                    .textMap([
+                        "v": 1, "run": .bytes(e.run!.payload), "seq": .unsigned(e.seq), "cid": e.receipt.cborLink,
+                        "path": .array(e.path.map(CBOR.bytes)),
+                    ]))
+                #expect(e.payload == generic, "seq \(e.seq)")
+            }
+        }
+    }
+
     @Test func singleEnvelopesStayReadable() throws {
         let e = GoldenFixture.envelope
         let back = try Envelope(encoded: e.encoded)

@@ -8,8 +8,12 @@ extension Pipeline {
     /// (`committedState`), so every replica reaches the same outcome; an unauthorized receipt
     /// is recorded as rejected with its reason and has no effect.
     mutating func commit(_ e: Envelope, receipt r: Receipt) throws {
+        // Taken out while `commit` runs (it mutates self), so the table is not copied.
+        var runs = caches.envelopeRuns
+        caches.envelopeRuns = EnvelopeRunRows()
+        defer { caches.envelopeRuns = runs }
         try commit(seq: e.seq, receipt: r) { db, outcome, reason in
-            try db.insertEnvelope(e, outcome: outcome, reason: reason)
+            try db.insertEnvelope(e, outcome: outcome, reason: reason, runs: &runs)
         }
     }
 

@@ -50,6 +50,8 @@ struct Pipeline {
         var queuedHere: [EnvelopeKey: Envelope] = [:]
         /// The committed value this transaction last wrote to each key (saves reading it back).
         var committedHere: [ViewKey: CommittedValue] = [:]
+        /// Batched runs' rows looked up or made by this transaction.
+        var envelopeRuns = EnvelopeRunRows()
     }
 
     /// What this transaction did to each group's tentative view (`Pipeline+Overlay`).

@@ -189,7 +189,7 @@ extension Pipeline {
     /// the catch-up from the store, which holds the reserved rows.
     mutating func commitReserved(_ plan: SequencingPlan, envelopes: [UInt64: Envelope]) throws -> Bool {
         reservedHere.insert(plan.group)
-        try db.keepWholeRuns(Array(envelopes.values))
+        try db.keepWholeRuns(Array(envelopes.values), runs: &caches.envelopeRuns)
         var next = try db.committedSeq(group: plan.group) + 1
         for step in plan.steps {
             switch step {

@@ -143,7 +143,7 @@ extension Pipeline {
             }
             try db.insertReceipt(r, receivedAt: now)
             try db.setReceiptSeq(r.cid, seq: e.seq)
-            try db.insertEnvelope(e, outcome: .applied, reason: nil)
+            try db.insertEnvelope(e, outcome: .applied, reason: nil, runs: &caches.envelopeRuns)
             if r.type == EpochKeyShare.receiptType { try takeEpochKey(from: r) }
         }
         try db.setFloor(group: g, seq: b.snapshot.seq, snapshot: b.cid, authors: b.snapshot.authors)

@@ -10,21 +10,35 @@ import PeerlogModel
 /// nothing. Reads rebuild the exact item (`EnvelopeRows`), byte for byte what was signed and sent.
 extension StoreDB {
     /// Writes a committed envelope row: a single envelope whole, a run item in the run's form.
-    package func insertEnvelope(_ e: Envelope, outcome: CommitOutcome, reason: String?) throws {
-        guard let run = e.run, Self.rebuildsExactly(e, run: run) else {
+    /// `runs`: the run rows this transaction already looked up.
+    package func insertEnvelope(
+        _ e: Envelope, outcome: CommitOutcome, reason: String?, runs: inout EnvelopeRunRows
+    ) throws {
+        guard let run = e.run else {
             try insertEnvelopeRow(e, runID: nil, payload: e.payload, signature: e.signature, outcome, reason)
             return
         }
-        let (id, hasLeaves) = try runID(run, signature: e.signature, leaves: nil)
+        // Strict decoding (§1) makes an item's payload the canonical encoding of its fields, so
+        // the item rebuilt from them is the one received; debug builds check it.
+        assert(Self.rebuildsExactly(e, run: run), "envelope item of seq \(e.seq) does not rebuild exactly")
+        let known: (id: Int64, hasLeaves: Bool)
+        if let found = runs.known[e.signature] {
+            known = found
+        } else {
+            known = try runID(run, signature: e.signature, leaves: nil)
+            runs.known[e.signature] = known
+        }
         try insertEnvelopeRow(
-            e, runID: id, payload: hasLeaves ? [] : Array(e.path.joined()), signature: [], outcome, reason)
-        if !hasLeaves && e.seq == run.firstSeq + run.count - 1 { try keepLeaves(of: run, id: id) }
+            e, runID: known.id, payload: known.hasLeaves ? [] : Array(e.path.joined()), signature: [], outcome, reason)
+        if !known.hasLeaves && e.seq == run.firstSeq + run.count - 1, try keepLeaves(of: run, id: known.id) {
+            runs.known[e.signature] = (known.id, true)
+        }
     }
 
     /// Keeps the leaves of each run whose every seq is among `items` (checked items of one
     /// ingest batch), before they commit: their rows then never hold a path. A run split across
     /// batches gets its leaves when its last seq commits (`keepLeaves`).
-    package func keepWholeRuns(_ items: [Envelope]) throws {
+    package func keepWholeRuns(_ items: [Envelope], runs known: inout EnvelopeRunRows) throws {
         struct Signed: Hashable {
             let run: EnvelopeRun.Header
             let signature: [UInt8]
@@ -35,11 +49,12 @@ extension StoreDB {
             runs[Signed(run: run, signature: e.signature), default: [:]][e.seq] = EnvelopeRun.leafHash(
                 seq: e.seq, receipt: e.receipt)
         }
-        for (signed, found) in runs where found.count == Int(signed.run.count) {
+        for (signed, found) in runs
+        where found.count == Int(signed.run.count) && known.known[signed.signature]?.hasLeaves != true {
             let run = signed.run
             let leaves = (0..<run.count).compactMap { found[run.firstSeq + $0] }
-            guard leaves.count == Int(run.count), EnvelopeRun.tree(leaves: leaves).root == run.root else { continue }
-            _ = try runID(run, signature: signed.signature, leaves: leaves)
+            guard leaves.count == Int(run.count), EnvelopeRun.root(leaves: leaves[...]) == run.root else { continue }
+            known.known[signed.signature] = try runID(run, signature: signed.signature, leaves: leaves)
         }
     }
 
@@ -100,18 +115,20 @@ extension StoreDB {
     }
 
     /// Once every seq of the run has its row, keeps the run's leaves and drops the items' paths.
-    private func keepLeaves(of run: EnvelopeRun.Header, id: Int64) throws {
+    /// Whether it did.
+    private func keepLeaves(of run: EnvelopeRun.Header, id: Int64) throws -> Bool {
         let last = run.firstSeq + run.count - 1
         let rows = try rows(
             "SELECT seq, cid FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? AND run_id = ? ORDER BY seq",
             [run.group.bytes.blob, run.firstSeq.sql, last.sql, id])
-        guard rows.count == Int(run.count) else { return }
+        guard rows.count == Int(run.count) else { return false }
         let leaves = try rows.map {
             EnvelopeRun.leafHash(seq: UInt64(sql: $0["seq"]), receipt: try CID(bytes: ($0["cid"] as Data).bytes))
         }
-        guard EnvelopeRun.tree(leaves: leaves).root == run.root else { return }
+        guard EnvelopeRun.root(leaves: leaves[...]) == run.root else { return false }
         try execute("UPDATE envelope_runs SET leaves = ? WHERE id = ?", [Array(leaves.joined()).blob, id])
         try dropPaths(of: run, id: id)
+        return true
     }
 
     /// The run's rows need no path once it holds its leaves.
@@ -128,6 +145,14 @@ extension StoreDB {
     private static func rebuildsExactly(_ e: Envelope, run: EnvelopeRun.Header) -> Bool {
         Envelope(item: run, seq: e.seq, receipt: e.receipt, path: e.path, signature: e.signature).payload == e.payload
     }
+}
+
+/// The run rows one transaction found or made, by the run's signature: one lookup per run, not
+/// per item. Only for the transaction that filled it (a rolled-back row must not be named).
+package struct EnvelopeRunRows {
+    var known = [[UInt8]: (id: Int64, hasLeaves: Bool)]()
+
+    package init() {}
 }
 
 /// Rebuilds envelopes from rows selected with `columns` from `envelopes e` joined with `join`,
