@@ -1,3 +1,4 @@
+import PeerlogCrypto
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
@@ -51,6 +52,32 @@ struct BatchedEnvelopeTests {
         #expect(served.map(\.encoded) == h.envelopes.map(\.encoded))
         #expect(served.suffix(300).allSatisfy { $0.verify() == .valid })
         #expect(items.first?.run?.count == 256)
+    }
+
+    /// A store written before migration 0018 holds each item whole, with no run row: it reads
+    /// and serves those rows as before.
+    @Test func itemsStoredWholeBeforeTheMigrationAreServedAsBefore() throws {
+        let owner = try TestReplica("owner")
+        let reader = try TestReplica("reader")
+        let group = try groupWith(owner: owner, members: [reader])
+        try owner.replica.appendBatch((0..<10).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
+        let h = try owner.holdings(group)
+        try owner.replica.store.write { db in
+            for e in h.envelopes where e.run != nil {
+                try db.execute(
+                    rawSQL: """
+                        UPDATE envelopes SET run_id = NULL, payload = x'\(hexString(e.payload))',
+                          signature = x'\(hexString(e.signature))', sequencer = x'\(hexString(e.sequencer.bytes))'
+                        WHERE seq = \(e.seq)
+                        """)
+            }
+            try db.execute(rawSQL: "DELETE FROM envelope_runs")
+        }
+        #expect(try rowCounts(owner) == .init(runs: 0, runsWithLeaves: 0, items: 0, itemsWithPath: 0))
+        #expect(try owner.holdings(group).envelopes.map(\.encoded) == h.envelopes.map(\.encoded))
+        try owner.send(group, to: reader)
+        #expect(try reader.holdings(group).envelopes.map(\.encoded) == h.envelopes.map(\.encoded))
+        #expect(try reader.hashes(group) == owner.hashes(group))
     }
 
     struct RowCounts: Equatable {
