@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-20000}
+[[ "$N" =~ ^[1-9][0-9]*$ ]] || { echo "usage: tools/bench_store_bytes.sh [N], N a count of writes (1 or more); got '$N'" >&2; exit 2; }
 PL=${PEERLOG_BIN:-.build/release/peerlog}
 [ -x "$PL" ] || PL=.build/debug/peerlog
 [ -x "$PL" ] || { echo "build it first: swift build --product peerlog" >&2; exit 1; }

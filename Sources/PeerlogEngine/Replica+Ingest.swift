@@ -73,6 +73,8 @@ extension Replica {
         var receiptChecks: [String?]
         var envelopes: [Envelope]
         var envelopeChecks: [String?]
+        /// The leaf of each run item whose path reached its signed root (§3.5), else nil.
+        var envelopeLeaves: [[UInt8]?]
         var duplicates: Int
     }
 
@@ -131,9 +133,11 @@ extension Replica {
         return zip(parts, fresh).map { part, fresh in
             let receiptChecks = Array(checks.prefix(fresh.count))
             checks = checks.dropFirst(fresh.count)
+            let envelopeChecks = Self.checkEnvelopes(part.envelopes)
             return PreparedBatch(
                 receipts: fresh, receiptChecks: receiptChecks, envelopes: part.envelopes,
-                envelopeChecks: Self.checkEnvelopes(part.envelopes), duplicates: part.receipts.count - fresh.count)
+                envelopeChecks: envelopeChecks.map(\.problem), envelopeLeaves: envelopeChecks.map(\.leaf),
+                duplicates: part.receipts.count - fresh.count)
         }
     }
 
@@ -175,15 +179,15 @@ extension Replica {
     }
 
     /// Applies `check` to every element on all cores, keeping the order of results.
-    static func inParallel<T: Sendable>(_ items: [T], _ check: @Sendable (T) -> String?) -> [String?] {
-        let results = Mutex([String?](repeating: nil, count: items.count))
+    static func inParallel<T: Sendable, R: Sendable>(_ items: [T], _ check: @Sendable (T) -> R?) -> [R?] {
+        let results = Mutex([R?](repeating: nil, count: items.count))
         let chunks = max(1, min(items.count / 64, 32))
         DispatchQueue.concurrentPerform(iterations: chunks) { c in
-            var local = [(Int, String)]()
+            var local = [(Int, R)]()
             for i in stride(from: c, to: items.count, by: chunks) {
-                if let why = check(items[i]) { local.append((i, why)) }
+                if let result = check(items[i]) { local.append((i, result)) }
             }
-            results.withLock { for (i, why) in local { $0[i] = why } }
+            results.withLock { for (i, result) in local { $0[i] = result } }
         }
         return results.withLock { $0 }
     }
@@ -203,7 +207,9 @@ extension Pipeline {
             }
         }
         try db.keepWholeRuns(
-            zip(batch.envelopes, batch.envelopeChecks).compactMap { $1 == nil ? $0 : nil }, runs: &caches.envelopeRuns)
+            zip(batch.envelopes, zip(batch.envelopeChecks, batch.envelopeLeaves)).compactMap { e, check in
+                check.0 == nil ? (e, check.1) : nil
+            }, runs: &caches.envelopeRuns)
         for (e, problem) in zip(batch.envelopes, batch.envelopeChecks) {
             if let problem {
                 report.rejected.append((e.receipt, problem))

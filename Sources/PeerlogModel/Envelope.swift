@@ -188,12 +188,17 @@ public struct Envelope: Hashable, Sendable {
     }
 
     /// A run item's Merkle path to the signed root (a few SHA-256); always valid for a single envelope.
-    public func verifyPosition() -> VerificationResult {
-        guard let run else { return .valid }
+    public func verifyPosition() -> VerificationResult { checkPosition().result }
+
+    /// `verifyPosition`, with a valid run item's leaf (§3.5): a store keeps a run's leaves once
+    /// it holds every item (§10), and the leaves of items whose paths reached the signed root
+    /// need no second check.
+    public func checkPosition() -> (result: VerificationResult, leaf: [UInt8]?) {
+        guard let run else { return (.valid, nil) }
         let leaf = EnvelopeRun.leafHash(seq: seq, receipt: receipt)
-        return EnvelopeRun.verifyPath(
-            leaf: leaf, index: seq - run.firstSeq, size: run.count, path: path, root: run.root)
-            ? .valid : .invalid("envelope item for seq \(seq) is not in its run's Merkle root")
+        guard EnvelopeRun.verifyPath(leaf: leaf, index: seq - run.firstSeq, size: run.count, path: path, root: run.root)
+        else { return (.invalid("envelope item for seq \(seq) is not in its run's Merkle root"), nil) }
+        return (.valid, leaf)
     }
 
     /// Decoded payload, for display.

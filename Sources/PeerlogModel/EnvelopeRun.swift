@@ -96,25 +96,29 @@ public enum EnvelopeRun {
     }
 
     /// Splits `receipts` (for seqs from `firstSeq`) into runs of at most `maxLength`; a run of
-    /// one is a single envelope (§3.4), the form every peer reads.
+    /// one is a single envelope (§3.4), the form every peer reads. The items in seq order.
     public static func signRuns(
         group: GroupID, firstSeq: UInt64, receipts: [CID], term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey
     ) throws -> [Envelope] {
-        var out = [Envelope]()
-        out.reserveCapacity(receipts.count)
-        for start in stride(from: 0, to: receipts.count, by: Int(maxLength)) {
+        try signEachRun(
+            group: group, firstSeq: firstSeq, receipts: receipts, term: term, receivedAt: receivedAt, key: key
+        ).flatMap { $0 }
+    }
+
+    /// `signRuns`, one array of items per run (what a store keeps one row for, §10).
+    public static func signEachRun(
+        group: GroupID, firstSeq: UInt64, receipts: [CID], term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey
+    ) throws -> [[Envelope]] {
+        try stride(from: 0, to: receipts.count, by: Int(maxLength)).map { start in
             let chunk = Array(receipts[start..<min(start + Int(maxLength), receipts.count)])
             let seq = firstSeq + UInt64(start)
-            if chunk.count == 1 {
-                out.append(
+            return chunk.count == 1
+                ? [
                     try Envelope.sign(
-                        group: group, seq: seq, receipt: chunk[0], term: term, receivedAt: receivedAt, key: key))
-            } else {
-                out += try sign(
-                    group: group, firstSeq: seq, receipts: chunk, term: term, receivedAt: receivedAt, key: key)
-            }
+                        group: group, seq: seq, receipt: chunk[0], term: term, receivedAt: receivedAt, key: key)
+                ]
+                : try sign(group: group, firstSeq: seq, receipts: chunk, term: term, receivedAt: receivedAt, key: key)
         }
-        return out
     }
 
     /// Leaf: SHA-256(0x00 ‖ seq as 8 bytes big-endian ‖ binary CID). The seq inside the leaf

@@ -108,6 +108,26 @@ struct EnvelopeRunTests {
         #expect(throws: ModelError.self) { try Self.tampered(items[0], seq: 6) }
     }
 
+    /// `checkPosition` hands on a leaf (which a store keeps without a second check, §10) only
+    /// for an item whose path reaches its signed root from that leaf.
+    @Test func onlyAnItemInItsRootGivesItsLeaf() throws {
+        let items = try EnvelopeRun.sign(
+            group: GoldenFixture.group, firstSeq: 1, receipts: (0..<5).map { Self.cid(UInt8($0)) }, term: 0,
+            receivedAt: 1, key: Self.key)
+        for e in items {
+            let checked = e.checkPosition()
+            #expect(checked.result == .valid && checked.leaf == EnvelopeRun.leafHash(seq: e.seq, receipt: e.receipt))
+            var path = e.path
+            path[0][0] ^= 1
+            for forged in [try Self.tampered(e, path: path), try Self.tampered(e, cid: Self.cid(99))] {
+                let check = forged.checkPosition()
+                #expect(check.result != .valid && check.leaf == nil)
+            }
+        }
+        let single = GoldenFixture.envelope.checkPosition()
+        #expect(single.result == .valid && single.leaf == nil)
+    }
+
     /// The independent Python implementation builds the same run header, signature and item.
     @Test func pythonBuildsTheSameRun() throws {
         let items = try Self.golden()

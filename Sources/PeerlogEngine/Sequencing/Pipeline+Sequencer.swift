@@ -189,7 +189,7 @@ extension Pipeline {
     /// the catch-up from the store, which holds the reserved rows.
     mutating func commitReserved(_ plan: SequencingPlan, envelopes: [UInt64: Envelope]) throws -> Bool {
         reservedHere.insert(plan.group)
-        try db.keepWholeRuns(Array(envelopes.values), runs: &caches.envelopeRuns)
+        try db.keepWholeRuns(envelopes.values.map { ($0, nil) }, runs: &caches.envelopeRuns)
         var next = try db.committedSeq(group: plan.group) + 1
         for step in plan.steps {
             switch step {
@@ -224,15 +224,11 @@ extension Pipeline {
     /// up to `EnvelopeRun.maxLength` otherwise) into their envelope rows.
     mutating func signRun(group: GroupID, firstSeq: UInt64, receipts: [CID]) throws {
         guard !receipts.isEmpty else { return }
-        let signed = try EnvelopeRun.signRuns(
-            group: group, firstSeq: firstSeq, receipts: receipts, term: 0, receivedAt: now, key: local.signingKey)
         // Each run's items go in as one run row with its leaves (§10); a single envelope whole.
-        var start = signed.startIndex
-        while start < signed.endIndex {
-            let length = signed[start].run.map { Int($0.count) } ?? 1
-            let items = Array(signed[start..<start + length])
+        for items in try EnvelopeRun.signEachRun(
+            group: group, firstSeq: firstSeq, receipts: receipts, term: 0, receivedAt: now, key: local.signingKey)
+        {
             if items[0].run == nil { try db.setEnvelopeForm(items[0]) } else { try db.setRunForm(items) }
-            start += length
         }
     }
 

@@ -37,23 +37,31 @@ extension StoreDB {
 
     /// Keeps the leaves of each run whose every seq is among `items` (checked items of one
     /// ingest batch), before they commit: their rows then never hold a path. A run split across
-    /// batches gets its leaves when its last seq commits (`keepLeaves`).
-    package func keepWholeRuns(_ items: [Envelope], runs known: inout EnvelopeRunRows) throws {
+    /// batches gets its leaves when its last seq commits (`keepLeaves`). `leaf`: the item's leaf
+    /// when its path was checked against the signed root (`Envelope.checkPosition`); for the
+    /// others the leaf is computed here, and the run's root checked.
+    package func keepWholeRuns(
+        _ items: [(envelope: Envelope, leaf: [UInt8]?)], runs known: inout EnvelopeRunRows
+    ) throws {
         struct Signed: Hashable {
             let run: EnvelopeRun.Header
             let signature: [UInt8]
         }
-        var runs = [Signed: [UInt64: [UInt8]]]()
-        for e in items {
+        var runs = [Signed: (leaves: [UInt64: [UInt8]], checked: Bool)]()
+        for (e, leaf) in items {
             guard let run = e.run else { continue }
-            runs[Signed(run: run, signature: e.signature), default: [:]][e.seq] = EnvelopeRun.leafHash(
-                seq: e.seq, receipt: e.receipt)
+            let signed = Signed(run: run, signature: e.signature)
+            runs[signed, default: ([:], true)].leaves[e.seq] =
+                leaf ?? EnvelopeRun.leafHash(seq: e.seq, receipt: e.receipt)
+            if leaf == nil { runs[signed]!.checked = false }
         }
         for (signed, found) in runs
-        where found.count == Int(signed.run.count) && known.known[signed.signature]?.hasLeaves != true {
+        where found.leaves.count == Int(signed.run.count) && known.known[signed.signature]?.hasLeaves != true {
             let run = signed.run
-            let leaves = (0..<run.count).compactMap { found[run.firstSeq + $0] }
-            guard leaves.count == Int(run.count), EnvelopeRun.root(leaves: leaves[...]) == run.root else { continue }
+            let leaves = (0..<run.count).compactMap { found.leaves[run.firstSeq + $0] }
+            // Every seq's path reached the signed root from its own leaf: those are the tree's leaves.
+            guard leaves.count == Int(run.count), found.checked || EnvelopeRun.root(leaves: leaves[...]) == run.root
+            else { continue }
             known.known[signed.signature] = try runID(run, signature: signed.signature, leaves: leaves)
         }
     }
@@ -96,22 +104,21 @@ extension StoreDB {
     private func runID(
         _ run: EnvelopeRun.Header, signature: [UInt8], leaves: [[UInt8]]?
     ) throws -> (id: Int64, hasLeaves: Bool) {
-        let joined = leaves.map { Array($0.joined()).blob }
         if let row = try row(
             "SELECT id, leaves IS NOT NULL AS known FROM envelope_runs WHERE group_id = ? AND first_seq = ? AND signature = ?",
             [run.group.bytes.blob, run.firstSeq.sql, signature.blob])
         {
             let (id, known): (Int64, Bool) = (row["id"], row["known"])
-            if let joined, !known {
-                try execute("UPDATE envelope_runs SET leaves = ? WHERE id = ?", [joined, id])
-                try dropPaths(of: run, id: id)
-            }
-            return (id, known || joined != nil)
+            if let leaves, !known { try setLeaves(leaves, of: run, id: id) }
+            return (id, known || leaves != nil)
         }
         try execute(
             "INSERT INTO envelope_runs (group_id, first_seq, count, signature, header, leaves) VALUES (?, ?, ?, ?, ?, ?)",
-            [run.group.bytes.blob, run.firstSeq.sql, run.count.sql, signature.blob, run.payload.blob, joined])
-        return (db.lastInsertedRowID, joined != nil)
+            [
+                run.group.bytes.blob, run.firstSeq.sql, run.count.sql, signature.blob, run.payload.blob,
+                leaves.map { Array($0.joined()).blob },
+            ])
+        return (db.lastInsertedRowID, leaves != nil)
     }
 
     /// Once every seq of the run has its row, keeps the run's leaves and drops the items' paths.
@@ -126,13 +133,14 @@ extension StoreDB {
             EnvelopeRun.leafHash(seq: UInt64(sql: $0["seq"]), receipt: try CID(bytes: ($0["cid"] as Data).bytes))
         }
         guard EnvelopeRun.root(leaves: leaves[...]) == run.root else { return false }
-        try execute("UPDATE envelope_runs SET leaves = ? WHERE id = ?", [Array(leaves.joined()).blob, id])
-        try dropPaths(of: run, id: id)
+        try setLeaves(leaves, of: run, id: id)
         return true
     }
 
-    /// The run's rows need no path once it holds its leaves.
-    private func dropPaths(of run: EnvelopeRun.Header, id: Int64) throws {
+    /// Keeps a run's leaves (checked against its signed root) and drops its items' paths, which
+    /// reads then rebuild from them.
+    private func setLeaves(_ leaves: [[UInt8]], of run: EnvelopeRun.Header, id: Int64) throws {
+        try execute("UPDATE envelope_runs SET leaves = ? WHERE id = ?", [Array(leaves.joined()).blob, id])
         try execute(
             """
             UPDATE envelopes SET payload = x''
