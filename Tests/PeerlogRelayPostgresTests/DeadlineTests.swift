@@ -27,7 +27,9 @@ struct DeadlineTests {
         } catch let e as RelayStoreError {
             #expect(e.code == .timeout || e.code == .unreachable, "\(e)")
             if e.code == .timeout {
-                #expect("\(e)".contains("no answer within") && "\(e)".contains("operationTimeout"), "\(e)")
+                // The short limit ended it, not the default's 5 s: the error names the limit.
+                #expect(
+                    "\(e)".contains("no answer within \(short.operationTimeout) (operationTimeout)"), "\(e)")
             }
             #expect(!"\(e)".contains("\n"), "one line: \(e)")
         } catch {
@@ -44,14 +46,14 @@ struct DeadlineTests {
         let url = "postgres://postgres@127.0.0.1:\(silent.port)/peerlog"
         let store = try PostgresRelayStore(url: url, logger: Logger(label: "test"), limits: Self.short)
         let start = await Self.timesOut { try await store.start() }
-        // At the 1 s deadline, not before; the upper bound leaves a loaded 2-core machine room to
-        // fire the timer late (3 s was passed under `stress-ng --cpu 2`) while staying below the
-        // default `operationTimeout` (5 s), so the short limit is what ended it.
-        #expect(start >= .milliseconds(990) && start < .milliseconds(4_800), "start() gave up after \(start)")
+        // At the 1 s deadline, not before. Which limit ended it is told by the error
+        // (`timesOut`), not by the time: a loaded 2-core machine fires a timer seconds late
+        // (4.8 s was seen in a full test run). The upper bound only catches a deadline that
+        // never fires.
+        #expect(start >= .milliseconds(990) && start < .seconds(60), "start() gave up after \(start)")
         try await withRunning([store]) {
             let heads = await Self.timesOut { _ = try await store.heads() }
-            #expect(
-                heads >= .milliseconds(990) && heads < .milliseconds(4_800), "heads() gave up after \(heads)")
+            #expect(heads >= .milliseconds(990) && heads < .seconds(60), "heads() gave up after \(heads)")
         }
     }
 }
