@@ -46,6 +46,8 @@ extension StoreDB {
         struct Signed: Hashable {
             let run: EnvelopeRun.Header
             let signature: [UInt8]
+            // The signature alone tells runs apart (equality still compares the header too).
+            func hash(into hasher: inout Hasher) { hasher.combine(signature) }
         }
         var runs = [Signed: (leaves: [UInt64: [UInt8]], checked: Bool)]()
         for (e, leaf) in items {
