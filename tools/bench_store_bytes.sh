@@ -3,12 +3,18 @@
 # group (`peerlog put --batch`, one receipt each), then the same log exported and imported into
 # a second home, which commits it as a receiver does. Prints each table's and index's pages per
 # write (SQLite's dbstat) for both stores, largest first, and the totals.
-# Usage: tools/bench_store_bytes.sh [N] (default 20000). Uses .build/release/peerlog if built,
-# else .build/debug/peerlog (the bytes do not depend on the build). No network.
+# Usage: tools/bench_store_bytes.sh [N] [--what-if] (N default 20000). --what-if: also what each
+# storage change not yet made would save (tools/store_bytes_what_if.py, on a copy of the writer's
+# store). Uses .build/release/peerlog if built, else .build/debug/peerlog (the bytes do not
+# depend on the build). No network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-20000}
-[[ "$N" =~ ^[1-9][0-9]*$ ]] || { echo "usage: tools/bench_store_bytes.sh [N], N a count of writes (1 or more); got '$N'" >&2; exit 2; }
+WHAT_IF=${2:-}
+[[ "$N" =~ ^[1-9][0-9]*$ && ( -z "$WHAT_IF" || "$WHAT_IF" == --what-if ) ]] || {
+  echo "usage: tools/bench_store_bytes.sh [N] [--what-if], N a count of writes (1 or more); got: $*" >&2
+  exit 2
+}
 PL=${PEERLOG_BIN:-.build/release/peerlog}
 [ -x "$PL" ] || PL=.build/debug/peerlog
 [ -x "$PL" ] || { echo "build it first: swift build --product peerlog" >&2; exit 1; }
@@ -43,3 +49,4 @@ for t in names:
         print(f"{t:40s}" + "".join(f"{v:20.1f}" for v in row))
 print(f"{'total':40s}" + "".join(f"{sum(s.values()) / n:20.1f}" for s in sizes.values()))
 EOF
+[ -z "$WHAT_IF" ] || python3 tools/store_bytes_what_if.py "$N" "$dir/writer/replica.sqlite"
