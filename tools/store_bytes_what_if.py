@@ -16,13 +16,6 @@ scratch = tempfile.mkdtemp()
 # Each step: (label, SQL), applied on top of the steps before it.
 STEPS = [
     ("as stored", ""),
-    # The payload's fields that are also columns (v, hlc, type, group, author, counter,
-    # identity: 147 bytes of a put's 287 with their keys) dropped from the stored payload, which
-    # a read would encode again from the columns (strict decoding, §1, makes that exact), and the
-    # identity column, which no query reads.
-    ("payload: no copy of columns", """
-        ALTER TABLE receipts DROP COLUMN identity;
-        UPDATE receipts SET payload = randomblob(length(payload) - 147);"""),
     # A 16-byte group id and a 32-byte author stored as small integers (a numbering table per
     # store) in every per-receipt table and index.
     ("group and author numbered", """

@@ -131,6 +131,11 @@ if which == "blobs" {
     try await blobBench(sizes: sizes, bigMiB: big, writes: writes)
     exit(0)
 }
+if which == "sync", args.count == 2, let count = Int(args[1]) {
+    // The in-process sync catch-up of `net` alone (for callgrind).
+    try syncCatchUpBench(count: count)
+    exit(0)
+}
 if which == "ingest" {
     // `ingest N [--single]`: the committed ingest alone (for callgrind).
     try ingestProfileBench(count: args.count > 1 ? Int(args[1]) ?? 10_000 : 10_000, single: args.contains("--single"))

@@ -190,7 +190,7 @@ extension StoreDB {
         let start = p ?? OverlayPosition(hlc: 0, cid: CID(digest: [UInt8](repeating: 0, count: 32)))
         return try rows(
             """
-            SELECT s.hlc, s.cid, s.key, s.rejected, s.state, r.payload, r.signature, c.encoded AS certificate FROM overlay_steps s
+            SELECT \(StoreDB.receiptColumns), s.hlc, s.cid, s.key, s.rejected, s.state, r.payload, r.signature, c.encoded AS certificate FROM overlay_steps s
             JOIN receipts r ON r.cid = s.cid JOIN certificates c ON c.cid = r.certificate_cid
             WHERE s.group_id = ? AND (s.hlc, s.cid) \(after ? ">" : ">=") (?, ?) ORDER BY s.hlc, s.cid LIMIT ?
             """, StatementArguments([group.bytes.blob]) + start.arguments + [limit]

@@ -4,11 +4,33 @@ import PeerlogModel
 import Synchronization
 
 extension StoreDB {
-    /// The receipt of a row that selects `payload`, `signature` and its certificate's bytes as
-    /// `certificate` (joined from `certificates`).
+    /// What a read of `receipts r` selects first, before the row's other columns, to put a
+    /// stored payload back together (`Receipt.payload(stored:columns:)`, docs/PROTOCOL.md §10).
+    /// First, so they are read by position: by name, each costs a search of the row's columns.
+    static let receiptColumns = """
+        r.hlc AS rp_hlc, r.type AS rp_type, r.group_id AS rp_group, r.author AS rp_author,
+        r.author_counter AS rp_counter, r.identity AS rp_identity
+        """
+
+    /// The signed payload of a row that selects `receiptColumns` first, and `payload`.
+    static func receiptPayload(_ row: Row) throws -> [UInt8] {
+        try Receipt.payload(stored: (row["payload"] as Data).bytes, columns: try storedColumns(row))
+    }
+
+    private static func storedColumns(_ row: Row) throws -> Receipt.StoredColumns {
+        guard row.count > 6, row.columnNames.first == "rp_hlc" else {
+            throw StoreError(.unknownStoredValue, "a stored receipt payload was read without its columns")
+        }
+        return Receipt.StoredColumns(
+            hlc: UInt64(sql: row[0]), type: row[1], group: (row[2] as Data).bytes, author: (row[3] as Data).bytes,
+            counter: UInt64(sql: row[4]), identity: (row[5] as Data).bytes)
+    }
+
+    /// The receipt of a row that selects `receiptColumns` first, then `payload`, `signature` and
+    /// its certificate's bytes as `certificate` (joined from `certificates`).
     static func receipt(_ row: Row) throws -> Receipt {
         try Receipt(
-            payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes,
+            payload: receiptPayload(row), signature: (row["signature"] as Data).bytes,
             certificate: DecodedCertificates.shared.certificate(row["certificate"]))
     }
 }

@@ -180,7 +180,8 @@ extension StoreDB {
             [
                 r.cid.bytes.blob, r.group.bytes.blob, r.author.bytes.blob, r.counter.sql, r.identity.bytes.blob, r.type,
                 r.hlc.packed.sql,
-                r.payload.blob, r.signature.blob, r.certificate.cid.bytes.blob, received(receivedAt),
+                (r.storedPayload ?? r.payload).blob, r.signature.blob, r.certificate.cid.bytes.blob,
+                received(receivedAt),
             ])
         let id = db.lastInsertedRowID
         for parent in r.parents {
@@ -318,7 +319,7 @@ extension StoreDB {
     }
 
     static let receiptSelect = """
-        SELECT r.id, r.cid, r.payload, r.signature, r.seq, c.encoded AS certificate FROM receipts r
+        SELECT \(StoreDB.receiptColumns), r.id, r.cid, r.payload, r.signature, r.seq, c.encoded AS certificate FROM receipts r
         JOIN certificates c ON c.cid = r.certificate_cid
         """
 
@@ -367,7 +368,7 @@ extension StoreDB {
     ) throws -> [(receipt: Receipt, seq: UInt64, rejected: String?)] {
         try rows(
             """
-            SELECT r.payload, r.signature, c.encoded AS certificate, e.seq, e.outcome, e.reason FROM envelopes e
+            SELECT \(StoreDB.receiptColumns), r.payload, r.signature, c.encoded AS certificate, e.seq, e.outcome, e.reason FROM envelopes e
             JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
             """, [group.bytes.blob, fromSeq.sql, limit]

@@ -233,7 +233,7 @@ extension StoreDB {
         var rebuilt = EnvelopeRows()
         return try rows(
             """
-            SELECT r.payload, r.signature, c.encoded AS certificate, \(EnvelopeRows.columns)
+            SELECT \(StoreDB.receiptColumns), r.payload, r.signature, c.encoded AS certificate, \(EnvelopeRows.columns)
             FROM receipts r JOIN envelopes e ON e.cid = r.cid JOIN certificates c ON c.cid = r.certificate_cid
             \(EnvelopeRows.join)
             WHERE r.type LIKE 'group.%' AND r.group_id = ? AND r.type = ? AND r.seq IS NOT NULL AND r.seq <= ?

@@ -36,7 +36,7 @@ extension StoreDB {
         var rebuilt = EnvelopeRows()
         return try rows(
             """
-            SELECT \(EnvelopeRows.columns), r.author, r.author_counter, r.payload, r.signature, c.encoded AS certificate
+            SELECT \(StoreDB.receiptColumns), \(EnvelopeRows.columns), r.author, r.author_counter, r.payload, r.signature, c.encoded AS certificate
             FROM envelopes e JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
             \(EnvelopeRows.join)
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
@@ -46,7 +46,7 @@ extension StoreDB {
             let envelope = try rebuilt.parts(row)
             return RawCommittedRow(
                 seq: seq, envelopePayload: envelope.payload, envelopeSignature: envelope.signature,
-                receipt: Self.rawReceipt(row, seq: seq))
+                receipt: try Self.rawReceipt(row, seq: seq))
         }
     }
 
@@ -73,11 +73,11 @@ extension StoreDB {
     ) throws -> [RawReceiptRow] {
         try rows(
             """
-            SELECT r.author, r.author_counter, r.seq, r.payload, r.signature, c.encoded AS certificate
+            SELECT \(StoreDB.receiptColumns), r.author, r.author_counter, r.seq, r.payload, r.signature, c.encoded AS certificate
             FROM receipts r JOIN certificates c ON c.cid = r.certificate_cid
             WHERE r.group_id = ? AND r.author = ? AND r.author_counter BETWEEN ? AND ? ORDER BY r.author_counter LIMIT ?
             """, [group.bytes.blob, author.bytes.blob, from.sql, to.sql, limit]
-        ).map { Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
+        ).map { try Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
     }
 
     /// Receipts of a group by CID (those held; others are skipped).
@@ -85,17 +85,17 @@ extension StoreDB {
         try cids.compactMap { cid in
             try row(
                 """
-                SELECT r.author, r.author_counter, r.seq, r.payload, r.signature, c.encoded AS certificate
+                SELECT \(StoreDB.receiptColumns), r.author, r.author_counter, r.seq, r.payload, r.signature, c.encoded AS certificate
                 FROM receipts r JOIN certificates c ON c.cid = r.certificate_cid WHERE r.cid = ? AND r.group_id = ?
                 """, [cid.bytes.blob, group.bytes.blob]
-            ).map { Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
+            ).map { try Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
         }
     }
 
-    static func rawReceipt(_ row: Row, seq: UInt64?) -> RawReceiptRow {
+    static func rawReceipt(_ row: Row, seq: UInt64?) throws -> RawReceiptRow {
         RawReceiptRow(
             author: (row["author"] as Data).bytes, counter: UInt64(sql: row["author_counter"]), seq: seq,
-            payload: (row["payload"] as Data).bytes, signature: (row["signature"] as Data).bytes,
+            payload: try receiptPayload(row), signature: (row["signature"] as Data).bytes,
             certificate: (row["certificate"] as Data).bytes)
     }
 }
