@@ -48,7 +48,9 @@ struct BatchedPassTests {
             let dir = try TestSupport.temporaryDirectory()
             var logger = Logger(label: name)
             logger.logLevel = .warning
-            let stores = try (0..<2).map { _ in try PostgresRelayStore(url: database.url, logger: logger) }
+            let stores = try (0..<2).map { _ in
+                try PostgresRelayStore(url: database.url, logger: logger, limits: .patient)
+            }
             for s in stores { try await s.start() }
             let relayDevice = try LocalDevice.deterministic(
                 seed: Array("\(name)/relay".utf8), name: "relay", createdAt: 1)

@@ -20,7 +20,7 @@ struct PostgresCiphertextTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var logger = Logger(label: "ciphertext")
         logger.logLevel = .warning
-        let store = try PostgresRelayStore(url: database.url, logger: logger)
+        let store = try PostgresRelayStore(url: database.url, logger: logger, limits: .patient)
         try await store.start()
         try await withRunning([store]) {
             let relayDevice = try LocalDevice.deterministic(

@@ -35,7 +35,7 @@ struct PostgresGateTests {
     @Test func oneReceiptPerSeqAndOneSeqPerReceipt() async throws {
         let database = try PostgresTestDatabase()
         defer { database.drop() }
-        let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
+        let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"), limits: .patient)
         try await store.start()
         try await withRunning([store]) { try await oneReceiptPerSeqAndOneSeqPerReceipt(store) }
     }
@@ -69,7 +69,7 @@ struct PostgresGateTests {
     @Test func aBatchIsStoredWholeOrNotAtAll() async throws {
         let database = try PostgresTestDatabase()
         defer { database.drop() }
-        let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
+        let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"), limits: .patient)
         try await store.start()
         try await withRunning([store]) { try await aBatchIsStoredWholeOrNotAtAll(store, database) }
     }
@@ -130,7 +130,7 @@ struct PostgresGateTests {
         defer { database.drop() }
         _ = try database.query(
             "CREATE TABLE peerlog_relay_schema (version INT NOT NULL); INSERT INTO peerlog_relay_schema VALUES (99)")
-        let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
+        let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"), limits: .patient)
         do {
             try await store.start()
             Issue.record("started on a newer schema")

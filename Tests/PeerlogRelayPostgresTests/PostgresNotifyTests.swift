@@ -13,8 +13,8 @@ struct PostgresNotifyTests {
     @Test func anInsertByAnotherStoreNotifiesItsGroup() async throws {
         let database = try PostgresTestDatabase()
         defer { database.drop() }
-        let writer = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
-        let listener = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"))
+        let writer = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"), limits: .patient)
+        let listener = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"), limits: .patient)
         try await writer.start()
         try await listener.start()
         try await withRunning([writer]) {

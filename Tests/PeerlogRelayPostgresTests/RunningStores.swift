@@ -10,4 +10,16 @@ func withRunning<T: Sendable>(_ stores: [PostgresRelayStore], _ body: () async t
         return try await body()
     }
 }
+/// Deadlines for the stores the tests use as their working database. A 2-core machine running
+/// the other suites (daemons writing and fsyncing beside) once kept the server from creating the
+/// tables within the default 5 s. `DeadlineTests` and `StartErrorsTests` check the defaults' and
+/// short deadlines themselves.
+extension RelayStoreLimits {
+    static let patient: RelayStoreLimits = {
+        var l = RelayStoreLimits()
+        l.operationTimeout = .seconds(30)
+        l.connectTimeout = .seconds(10)
+        return l
+    }()
+}
 #endif

@@ -18,7 +18,8 @@ struct StartErrorsTests {
         for (url, cause) in [
             ("postgres://postgres@127.0.0.1:1/peerlog", "Connection refused"), (missingDatabase, "does not exist"),
         ] {
-            let store = try PostgresRelayStore(url: url, logger: Logger(label: "test"))
+            // Patient deadlines: a server slowed by the other suites still gets to say "does not exist".
+            let store = try PostgresRelayStore(url: url, logger: Logger(label: "test"), limits: .patient)
             let began = ContinuousClock.now
             do {
                 try await store.start()
@@ -27,7 +28,10 @@ struct StartErrorsTests {
                 #expect("\(error)".contains("cannot connect to PostgreSQL") && "\(error)".contains(cause), "\(error)")
                 #expect(!"\(error)".contains("\n"), "not one line: \(error)")
             }
-            #expect(ContinuousClock.now - began < .seconds(10))
+            // The error names its cause (above), which the circuit breaker's would not; the bound
+            // only tells it from the breaker's minute. 10 s was overrun (10.25 s) beside the other
+            // test suites on a 2-core machine.
+            #expect(ContinuousClock.now - began < .seconds(45))
         }
     }
 }

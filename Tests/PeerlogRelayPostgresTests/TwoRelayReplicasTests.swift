@@ -76,7 +76,8 @@ struct TwoRelayReplicasTests {
         var logger = Logger(label: "two-replicas")
         logger.logLevel = .warning
 
-        let stores = try (0..<2).map { _ in try PostgresRelayStore(url: database.url, logger: logger) }
+        let stores = try (0..<2).map { _ in try PostgresRelayStore(url: database.url, logger: logger, limits: .patient)
+        }
         for s in stores { try await s.start() }
         try await withRunning(stores) { try await Self.agreeOnEverySeq(stores: stores, dir: dir, logger: logger) }
     }
