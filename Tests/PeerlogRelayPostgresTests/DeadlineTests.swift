@@ -10,12 +10,7 @@ import Testing
 /// works again once the database is back.
 @Suite(.serialized)
 struct DeadlineTests {
-    static let short: RelayStoreLimits = {
-        var l = RelayStoreLimits()
-        l.operationTimeout = .seconds(1)
-        l.connectTimeout = .seconds(1)
-        return l
-    }()
+    static let short = RelayStoreLimits(operation: .seconds(1), connect: .seconds(1))
 
     /// Times `body`, which must fail with `RelayStoreError` code `timeout` (or, for a connection
     /// whose startup gets no answer within `connectTimeout`, `unreachable`).

@@ -15,11 +15,13 @@ func withRunning<T: Sendable>(_ stores: [PostgresRelayStore], _ body: () async t
 /// tables within the default 5 s. `DeadlineTests` and `StartErrorsTests` check the defaults' and
 /// short deadlines themselves.
 extension RelayStoreLimits {
-    static let patient: RelayStoreLimits = {
-        var l = RelayStoreLimits()
-        l.operationTimeout = .seconds(30)
-        l.connectTimeout = .seconds(10)
-        return l
-    }()
+    static let patient = RelayStoreLimits(operation: .seconds(30), connect: .seconds(10))
+
+    /// Limits with both deadlines set.
+    init(operation: Duration, connect: Duration) {
+        self.init()
+        operationTimeout = operation
+        connectTimeout = connect
+    }
 }
 #endif
