@@ -55,7 +55,11 @@ extension Replica {
     public func ingest(parts: [IngestPart]) throws -> [IngestReport] {
         guard !parts.isEmpty else { return [] }
         let prepared = try prepare(parts: parts.map { ($0.receipts, $0.envelopes) })
-        let reports = try write(parts: prepared.count) { p, i in try p.apply(prepared[i], from: parts[i].from) }
+        let reports = try write(parts: prepared.count) { p, i in
+            // A run whose items came in several of these parts is whole in this transaction.
+            if i == 0, prepared.count > 1 { try p.keepWholeRuns(prepared) }
+            try p.apply(prepared[i], from: parts[i].from)
+        }
         hlc.withLock { clock in
             for part in parts { for r in part.receipts { clock.observe(r.hlc, wallMillis: self.clock()) } }
         }
@@ -93,8 +97,19 @@ extension Replica {
             out.append((chunk, attached.sorted { $0.seq < $1.seq }))
         }
         let rest = byCID.values.flatMap { $0 }.sorted { $0.group != $1.group ? $0.group < $1.group : $0.seq < $1.seq }
-        for start in stride(from: 0, to: rest.count, by: size) {
-            out.append(([], Array(rest[start..<min(start + size, rest.count)])))
+        var start = 0
+        while start < rest.count {
+            // A batch that would end inside a batched run takes the rest of it (at most
+            // `EnvelopeRun.maxLength` − 1 more): a run whole in one batch is stored once with its
+            // leaves (§10), where a split one writes each item's path and empties it later.
+            var end = min(start + size, rest.count)
+            while end < rest.count, let run = rest[end - 1].run, rest[end].run == run,
+                rest[end].signature == rest[end - 1].signature, end - start < size + Int(EnvelopeRun.maxLength)
+            {
+                end += 1
+            }
+            out.append(([], Array(rest[start..<end])))
+            start = end
         }
         return out
     }
@@ -194,6 +209,17 @@ extension Replica {
 }
 
 extension Pipeline {
+    /// Keeps the leaves of each run whose every seq is among the checked envelopes of `batches`
+    /// (`StoreDB.keepWholeRuns`), before any of them is written.
+    mutating func keepWholeRuns(_ batches: [Replica.PreparedBatch]) throws {
+        let checked = batches.flatMap { batch in
+            zip(batch.envelopes, zip(batch.envelopeChecks, batch.envelopeLeaves)).compactMap { e, check in
+                check.0 == nil ? (envelope: e, leaf: check.1) : nil
+            }
+        }
+        try db.keepWholeRuns(checked, runs: &caches.envelopeRuns)
+    }
+
     /// One prepared batch from `peer`: receipts that failed their checks are kept as evidence,
     /// envelopes that failed are refused, the rest is ingested.
     mutating func apply(_ batch: Replica.PreparedBatch, from peer: DeviceID?) throws {
@@ -206,10 +232,7 @@ extension Pipeline {
                 try ingest(receipt: r, verified: true)
             }
         }
-        try db.keepWholeRuns(
-            zip(batch.envelopes, zip(batch.envelopeChecks, batch.envelopeLeaves)).compactMap { e, check in
-                check.0 == nil ? (e, check.1) : nil
-            }, runs: &caches.envelopeRuns)
+        try keepWholeRuns([batch])
         for (e, problem) in zip(batch.envelopes, batch.envelopeChecks) {
             if let problem {
                 report.rejected.append((e.receipt, problem))

@@ -54,6 +54,35 @@ struct BatchedEnvelopeTests {
         #expect(items.first?.run?.count == 256)
     }
 
+    /// A run's items spread over several batches of one call (the batches an ingest splits its
+    /// input into, or the parts of one `ingest(parts:)`, as a sync drain writes them) are
+    /// stored with the run's leaves at once: no item row is written with its path first.
+    @Test func aRunSpreadOverTheBatchesOfOneCallIsStoredOnce() throws {
+        let owner = try TestReplica("owner")
+        let group = try owner.replica.createGroup(name: "g")
+        try owner.replica.appendBatch((0..<300).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
+        let h = try owner.holdings(group)
+        // Batches of 100 envelopes: the 256-seq run would end in the third.
+        var limits = ReplicaLimits()
+        limits.ingestBatchSize = 100
+        let batched = try TestReplica("batched", limits: limits)
+        try batched.replica.ingest(receipts: h.receipts)
+        try batched.countPathsDropped()
+        #expect(try batched.replica.ingest(receipts: [], envelopes: h.envelopes).rejected.isEmpty)
+        #expect(try batched.pathsDropped() == 0)
+        #expect(try batched.holdings(group).envelopes.map(\.encoded) == h.envelopes.map(\.encoded))
+        // The same envelopes in three parts of one call.
+        let parted = try TestReplica("parted")
+        try parted.replica.ingest(receipts: h.receipts)
+        try parted.countPathsDropped()
+        let thirds = [h.envelopes[..<100], h.envelopes[100..<200], h.envelopes[200...]]
+        let reports = try parted.replica.ingest(parts: thirds.map { IngestPart(receipts: [], envelopes: Array($0)) })
+        #expect(reports.allSatisfy { $0.rejected.isEmpty })
+        #expect(try parted.pathsDropped() == 0)
+        #expect(try parted.holdings(group).envelopes.map(\.encoded) == h.envelopes.map(\.encoded))
+        #expect(try parted.hashes(group) == owner.hashes(group))
+    }
+
     /// A store written before migration 0018 holds each item whole, with no run row: it reads
     /// and serves those rows as before.
     @Test func itemsStoredWholeBeforeTheMigrationAreServedAsBefore() throws {

@@ -25,3 +25,24 @@ func groupWith(owner: TestReplica, members: [TestReplica], id: GroupID = .random
     for m in members { try owner.send(group, to: m) }
     return group
 }
+
+extension TestReplica {
+    /// From now on, counts the run item rows written with their path and emptied later (on the
+    /// writer's connection): what a run split over two transactions costs (§10).
+    func countPathsDropped() throws {
+        try replica.store.write {
+            try $0.execute(rawSQL: "CREATE TEMP TABLE paths_dropped (n INTEGER)")
+            try $0.execute(
+                rawSQL: """
+                    CREATE TEMP TRIGGER count_paths_dropped AFTER UPDATE OF payload ON envelopes
+                    WHEN length(OLD.payload) > 0 AND length(NEW.payload) = 0
+                    BEGIN INSERT INTO paths_dropped VALUES (1); END
+                    """)
+        }
+    }
+
+    /// The rows `countPathsDropped` counted.
+    func pathsDropped() throws -> Int {
+        try replica.store.write { try $0.count(rawSQL: "SELECT COUNT(*) FROM temp.paths_dropped") }
+    }
+}

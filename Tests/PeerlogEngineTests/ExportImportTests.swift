@@ -49,6 +49,31 @@ struct ExportImportTests {
         #expect(try carol.hashes(group) == alice.hashes(group))
     }
 
+    /// A chunk boundary inside a batched run waits for the run's last item (§13.1), so an
+    /// importer keeps each run's leaves at once and no item row ever holds its path (§10).
+    @Test func aChunkTakesTheRestOfABatchedRun() throws {
+        let alice = try TestReplica("alice")
+        let group = try alice.replica.createGroup(name: "g")
+        try alice.replica.appendBatch((0..<300).map { .entityPut(key: "k\($0)", value: .int(Int64($0))) }, to: group)
+        var lines = [String]()
+        try alice.replica.export(group: group) { lines.append($0) }
+        var limits = ReplicaLimits()
+        limits.importChunkItems = 50
+        let bob = try TestReplica("bob", limits: limits)
+        try bob.countPathsDropped()
+        #expect(try bob.replica.importExport(lines: lines).everythingTaken)
+        #expect(try bob.hashes(group) == alice.hashes(group))
+        let (runs, withLeaves) = try bob.replica.store.read { db in
+            (
+                try db.count(rawSQL: "SELECT COUNT(*) FROM envelope_runs"),
+                try db.count(rawSQL: "SELECT COUNT(*) FROM envelope_runs WHERE leaves IS NOT NULL")
+            )
+        }
+        #expect(runs == 2 && withLeaves == 2)
+        #expect(try bob.pathsDropped() == 0)
+        #expect(try bob.holdings(group).envelopes.map(\.encoded) == alice.holdings(group).envelopes.map(\.encoded))
+    }
+
     /// `maxImportLineBytes` at the longest line's length N: N and N+1 import, N-1 refuses the
     /// whole file naming the line, before anything is written.
     @Test func theLongestLineAtTheLineLimit() throws {
