@@ -66,14 +66,14 @@ struct BatchedEnvelopeTests {
         var limits = ReplicaLimits()
         limits.ingestBatchSize = 100
         let batched = try TestReplica("batched", limits: limits)
-        try batched.replica.ingest(receipts: h.receipts)
+        _ = try batched.replica.ingest(receipts: h.receipts)
         try batched.countPathsDropped()
         #expect(try batched.replica.ingest(receipts: [], envelopes: h.envelopes).rejected.isEmpty)
         #expect(try batched.pathsDropped() == 0)
         #expect(try batched.holdings(group).envelopes.map(\.encoded) == h.envelopes.map(\.encoded))
         // The same envelopes in three parts of one call.
         let parted = try TestReplica("parted")
-        try parted.replica.ingest(receipts: h.receipts)
+        _ = try parted.replica.ingest(receipts: h.receipts)
         try parted.countPathsDropped()
         let thirds = [h.envelopes[..<100], h.envelopes[100..<200], h.envelopes[200...]]
         let reports = try parted.replica.ingest(parts: thirds.map { IngestPart(receipts: [], envelopes: Array($0)) })
