@@ -57,7 +57,7 @@ extension Replica {
         let prepared = try prepare(parts: parts.map { ($0.receipts, $0.envelopes) })
         let reports = try write(parts: prepared.count) { p, i in
             // A run whose items came in several of these parts is whole in this transaction.
-            if i == 0, prepared.count > 1 { try p.keepWholeRuns(prepared) }
+            if i == 0 { try p.keepWholeRuns(prepared) }
             try p.apply(prepared[i], from: parts[i].from)
         }
         hlc.withLock { clock in
@@ -68,7 +68,10 @@ extension Replica {
 
     /// Stores and applies one prepared batch in one transaction.
     private func write(_ batch: PreparedBatch, from peer: DeviceID?) throws -> IngestReport {
-        try write { p in try p.apply(batch, from: peer) }
+        try write { p in
+            try p.keepWholeRuns([batch])
+            try p.apply(batch, from: peer)
+        }
     }
 
     /// A batch with its duplicates removed and its signatures checked (nil: valid).
@@ -103,7 +106,7 @@ extension Replica {
             // `EnvelopeRun.maxLength` − 1 more): a run whole in one batch is stored once with its
             // leaves (§10), where a split one writes each item's path and empties it later.
             var end = min(start + size, rest.count)
-            while end < rest.count, let run = rest[end - 1].run, rest[end].run == run,
+            while end < rest.count, rest[end - 1].continuesItsRun, rest[end].run == rest[end - 1].run,
                 rest[end].signature == rest[end - 1].signature, end - start < size + Int(EnvelopeRun.maxLength)
             {
                 end += 1
@@ -210,7 +213,8 @@ extension Replica {
 
 extension Pipeline {
     /// Keeps the leaves of each run whose every seq is among the checked envelopes of `batches`
-    /// (`StoreDB.keepWholeRuns`), before any of them is written.
+    /// (`StoreDB.keepWholeRuns`), before any of them is written: once per transaction, over every
+    /// batch it applies.
     mutating func keepWholeRuns(_ batches: [Replica.PreparedBatch]) throws {
         let checked = batches.flatMap { batch in
             zip(batch.envelopes, zip(batch.envelopeChecks, batch.envelopeLeaves)).compactMap { e, check in
@@ -221,7 +225,7 @@ extension Pipeline {
     }
 
     /// One prepared batch from `peer`: receipts that failed their checks are kept as evidence,
-    /// envelopes that failed are refused, the rest is ingested.
+    /// envelopes that failed are refused, the rest is ingested (after `keepWholeRuns`).
     mutating func apply(_ batch: Replica.PreparedBatch, from peer: DeviceID?) throws {
         report.duplicates += batch.duplicates
         source = peer
@@ -232,7 +236,6 @@ extension Pipeline {
                 try ingest(receipt: r, verified: true)
             }
         }
-        try keepWholeRuns([batch])
         for (e, problem) in zip(batch.envelopes, batch.envelopeChecks) {
             if let problem {
                 report.rejected.append((e.receipt, problem))

@@ -201,6 +201,9 @@ public struct Envelope: Hashable, Sendable {
         return (.valid, leaf)
     }
 
+    /// Whether this is a run item other than its run's last (more of the run follows it).
+    package var continuesItsRun: Bool { run.map { seq < $0.firstSeq + $0.count - 1 } ?? false }
+
     /// Decoded payload, for display.
     public var payloadValue: CBOR { (try? CBORDecoder.decodeStrict(payload)) ?? .null }
 }

@@ -167,8 +167,7 @@ extension Replica {
             if items >= limits.importChunkItems || chunkBytes >= limits.importChunkBytes {
                 // A batched run's items stay in one chunk (at most `EnvelopeRun.maxLength` − 1
                 // more), so the store keeps its leaves at once rather than a path per item (§10).
-                if let e = envelopes.last, let run = e.run, e.seq < run.firstSeq + run.count - 1,
-                    items < limits.importChunkItems + Int(EnvelopeRun.maxLength)
+                if envelopes.last?.continuesItsRun == true, items < limits.importChunkItems + Int(EnvelopeRun.maxLength)
                 {
                     return
                 }
