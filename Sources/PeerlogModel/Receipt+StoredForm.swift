@@ -68,6 +68,21 @@ extension Receipt {
         return out
     }
 
+    /// The parents named by a stored payload, in either form, without putting the payload back
+    /// together (a store deleting a receipt's parent links reads them from here).
+    package static func parents(stored: [UInt8]) throws -> [CID] {
+        let links: CBOR?
+        switch stored.first.map({ $0 >> 5 }) {
+        case 5?: links = try CBORDecoder.decodeStrict(stored).mapValue?[.text("parents")]
+        case 4?: links = try CBORDecoder.decodeStrict(Array(stored[..<parentsLength(stored)]))
+        default: throw ModelError(.wrongShape, "a stored receipt payload is neither a payload nor its stored form")
+        }
+        guard let array = links?.arrayValue else {
+            throw ModelError(.wrongShape, "a stored receipt payload names no parents array")
+        }
+        return try array.map { try CID(cborLink: $0) }
+    }
+
     /// `{` `"v": 1, "hlc": …, "body":` — what precedes the body.
     private static func fieldsBeforeBody(_ c: StoredColumns, capacity: Int = 22) -> [UInt8] {
         var out = [UInt8]()

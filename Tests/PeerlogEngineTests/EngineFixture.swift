@@ -46,3 +46,10 @@ extension TestReplica {
         try replica.store.write { try $0.count(rawSQL: "SELECT COUNT(*) FROM temp.paths_dropped") }
     }
 }
+
+extension TestReplica {
+    /// Parent links missing from `receipt_parents`, and links there that no stored receipt names.
+    func parentLinkDifferences() throws -> (missing: Int, extra: Int) {
+        try replica.store.read { try $0.parentLinkDifferences() }
+    }
+}

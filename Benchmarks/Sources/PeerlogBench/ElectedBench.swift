@@ -79,8 +79,27 @@ func electedBench(count: Int, failovers: Int) throws {
     began = clock.now
     for i in 0..<3 { daemons[i] = try start(i) }
     let started = seconds(clock.now - began)
+    // Where the time goes: every 0.5 s, each replica's receipts held and commits.
+    var nextMark = 0.5
     try wait("\(count) backlog commits", timeout: 600) {
-        try replicas.allSatisfy { try $0.committedSeq(of: group) >= base + UInt64(count) }
+        let at = seconds(clock.now - began)
+        if at >= nextMark {
+            nextMark += 0.5
+            let held = try replicas.map { r in
+                "\(try r.committedSeq(of: group) - base)/\(try r.tentativeCount(of: group))"
+            }
+            let roles = (0..<3).map { i in
+                let s = try? ControlClient.status(socketPath: homes[i] + "/peerlog.sock")
+                return s?.groups.first?.sequencer?.role?.rawValue ?? "-"
+            }
+            let cpu = daemons.map { d in
+                d.map { String(format: "%.1f", cpuSeconds($0.process.processIdentifier)) } ?? "-"
+            }
+            print(
+                String(format: "  %5.1f s  committed/tentative: ", at) + held.joined(separator: "  ") + "  "
+                    + roles.joined(separator: " ") + "  CPU-s " + cpu.joined(separator: " "))
+        }
+        return try replicas.allSatisfy { try $0.committedSeq(of: group) >= base + UInt64(count) }
     }
     total = seconds(clock.now - began)
     figure("  daemons started after", String(format: "%.2f s", started))

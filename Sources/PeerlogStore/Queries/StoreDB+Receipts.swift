@@ -294,9 +294,45 @@ extension StoreDB {
     /// Removes a receipt (used when an envelope commits the other half of an equivocation).
     package func deleteReceipt(_ cid: CID) throws {
         try execute("DELETE FROM heads WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
-        try execute(
-            "DELETE FROM receipt_parents WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
+        try deleteParentLinks(where: "r.cid = ?", [cid.bytes.blob])
         try execute("DELETE FROM receipts WHERE cid = ?", [cid.bytes.blob])
+    }
+
+    /// Deletes the parent links of the receipts `condition` selects (on `receipts r`). The
+    /// links are keyed by parent (migration 0019), so each is found from the parents its child's
+    /// payload names. Links where these receipts are the parent stay: their children still name
+    /// them, and a receipt arriving again must not count as a head.
+    /// A cursor, not an array: a compaction may select a large part of the log.
+    func deleteParentLinks(where condition: String, _ arguments: StatementArguments = []) throws {
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT r.id, r.payload FROM receipts r WHERE " + condition, arguments: arguments)
+        while let row = try rows.next() {
+            let id: Int64 = row["id"]
+            for parent in try Receipt.parents(stored: (row["payload"] as Data).bytes) {
+                try execute("DELETE FROM receipt_parents WHERE parent = ? AND receipt_id = ?", [parent.bytes.blob, id])
+            }
+        }
+    }
+
+    /// How far `receipt_parents` is from exactly the links the stored receipts' payloads name:
+    /// links missing, and links with no such child or parent in it. A whole-store scan, for
+    /// checks and tests.
+    package func parentLinkDifferences() throws -> (missing: Int, extra: Int) {
+        struct Link: Hashable {
+            let parent: Data
+            let child: Int64
+        }
+        var expected = Set<Link>()
+        for row in try rows("SELECT id, payload FROM receipts") {
+            for parent in try Receipt.parents(stored: (row["payload"] as Data).bytes) {
+                expected.insert(Link(parent: parent.bytes.blob, child: row["id"]))
+            }
+        }
+        var extra = 0
+        for row in try rows("SELECT parent, receipt_id FROM receipt_parents") {
+            if expected.remove(Link(parent: row["parent"], child: row["receipt_id"])) == nil { extra += 1 }
+        }
+        return (expected.count, extra)
     }
 
     /// Group ids this store knows: created ones, and any with receipts.

@@ -198,7 +198,7 @@ extension StoreDB {
             """, [group.bytes.blob, below.sql])
         let n = Int(try int("SELECT COUNT(*) FROM prune_ids") ?? 0)
         guard n > 0 else { return 0 }
-        try execute("DELETE FROM receipt_parents WHERE receipt_id IN (SELECT id FROM prune_ids)")
+        try deleteParentLinks(where: "r.id IN (SELECT id FROM prune_ids)")
         try execute(
             "DELETE FROM envelopes WHERE group_id = ? AND seq IN (SELECT seq FROM prune_ids)", [group.bytes.blob])
         // A run with no row left goes too; one with some keeps its leaves for them (§10).
@@ -253,7 +253,7 @@ extension StoreDB {
         ).map { $0["id"] as Int64 }
         for id in ids {
             try execute("DELETE FROM heads WHERE receipt_id = ?", [id])
-            try execute("DELETE FROM receipt_parents WHERE receipt_id = ?", [id])
+            try deleteParentLinks(where: "r.id = ?", [id])
             try execute("DELETE FROM receipts WHERE id = ?", [id])
         }
         return ids.count
