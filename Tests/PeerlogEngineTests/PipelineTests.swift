@@ -43,6 +43,9 @@ struct PipelineTests {
         #expect(try bob.replica.retryPending().actions == [.requestSeqRange(group: group, from: 3, to: 5)])
         let filled = try bob.replica.ingest(receipts: [], envelopes: Array(h.envelopes[2..<5]))
         #expect(filled.committed == 4, "3, 4, 5 and the queued 6 drain in order")
+        #expect(
+            try bob.replica.store.read { try $0.count(rawSQL: "SELECT COUNT(*) FROM backfill_requests") } == 0,
+            "the answered request is cleared once its seqs are held")
         #expect(try bob.hashes(group) == alice.hashes(group))
         #expect(try bob.replica.pending().isEmpty)
     }

@@ -43,8 +43,7 @@ extension Pipeline {
         try record(db, rejected == nil ? .applied : .rejected, rejected)
         try db.setReceiptSeq(r.cid, seq: seq)
         caches.committedSeqs[r.group] = seq
-        seqDirty.insert(r.group)
-        try db.clearBackfillRequests(group: r.group, kind: .seq, subject: [], upTo: seq)
+        seqDirty.insert(r.group)  // settle also clears the seq requests this answered
         report.committed += 1
         report.events.append(.committed(group: r.group, seq: seq, cid: r.cid, type: r.type, rejected: rejected))
     }

@@ -180,6 +180,8 @@ struct Pipeline {
             let before = try db.storedCommittedSeq(group: group)
             let after = try db.committedSeq(group: group)
             try db.setGroupCommittedSeq(group: group, seq: after)
+            // Once per group and settle, not per commit: requests for seqs now held are answered.
+            try db.clearBackfillRequests(group: group, kind: .seq, subject: [], upTo: after)
             let k = try db.snapshotInterval(group: group) ?? limits.snapshotInterval
             if k > 0, before / k < after / k { crossings.append(group) }
         }
