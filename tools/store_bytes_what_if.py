@@ -26,13 +26,6 @@ STEPS = [
         UPDATE entities SET group_id = 1;
         UPDATE change_log SET group_id = 1;
         UPDATE snapshots SET group_id = 1;"""),
-    # A parent link by the parent's row id rather than its 36-byte CID (keyed by parent, as
-    # migration 0019 keys it).
-    ("parents by row id", """
-        CREATE TABLE rp2 (parent INTEGER NOT NULL, receipt_id INTEGER NOT NULL,
-            PRIMARY KEY(parent, receipt_id)) WITHOUT ROWID;
-        INSERT INTO rp2 SELECT r.id, p.receipt_id FROM receipt_parents p JOIN receipts r ON r.cid = p.parent;
-        DROP TABLE receipt_parents; ALTER TABLE rp2 RENAME TO receipt_parents;"""),
 ]
 
 results = {}

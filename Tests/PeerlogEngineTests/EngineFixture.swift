@@ -52,4 +52,9 @@ extension TestReplica {
     func parentLinkDifferences() throws -> (missing: Int, extra: Int) {
         try replica.store.read { try $0.parentLinkDifferences() }
     }
+
+    /// Links that name their parent by CID: the parent is not stored.
+    func unstoredParentLinks() throws -> Int {
+        try replica.store.read { try $0.count(rawSQL: "SELECT COUNT(*) FROM receipt_parents_unstored") }
+    }
 }

@@ -5,19 +5,24 @@ import PeerlogStore
 import PeerlogTestSupport
 import Testing
 
-/// Parent links (docs/PROTOCOL.md §10, migration 0019): kept once, keyed by parent, and exactly
-/// the links the stored receipts name, whichever way a receipt leaves the store.
+/// Parent links (docs/PROTOCOL.md §10, migration 0019): kept once, keyed by the parent's row id
+/// (its CID while it is not stored), and exactly the links the stored receipts name, whichever
+/// way a receipt arrives or leaves the store.
 @Suite struct ParentLinksTests {
     @Test func linksAreKeyedByParentWithNoSecondCopy() throws {
         let alice = try TestReplica("alice")
         let counts = try alice.replica.store.read { db in
             try [
-                "SELECT COUNT(*) FROM sqlite_master WHERE tbl_name = 'receipt_parents' AND type = 'index'",
-                "SELECT COUNT(*) FROM pragma_table_info('receipt_parents') WHERE name = 'parent' AND pk = 1",
+                """
+                SELECT COUNT(*) FROM sqlite_master WHERE type = 'index'
+                AND tbl_name IN ('receipt_parents', 'receipt_parents_unstored')
+                """,
+                "SELECT COUNT(*) FROM pragma_table_info('receipt_parents') WHERE name = 'parent' AND pk = 1 AND type = 'INTEGER'",
                 "SELECT COUNT(*) FROM pragma_table_info('receipt_parents') WHERE name = 'receipt_id' AND pk = 2",
+                "SELECT COUNT(*) FROM pragma_table_info('receipt_parents_unstored') WHERE name = 'parent' AND pk = 1",
             ].map { try db.count(rawSQL: $0) }
         }
-        #expect(counts == [0, 1, 1], "no index beside the key; the key is (parent, receipt_id)")
+        #expect(counts == [0, 1, 1, 1], "no index beside the keys; keyed (parent row id, receipt_id)")
     }
 
     /// A child that arrives before its parent: the parent, once stored, is not a head.
@@ -32,9 +37,12 @@ import Testing
         let child = try bob.replica.append(.entityPut(key: "b", value: 2), to: group)
         #expect(child.receipt.parents == [parent.receipt.cid])
         _ = try carol.replica.ingest(receipts: [child.receipt])
+        #expect(try carol.unstoredParentLinks() == 1, "the child names a parent not stored yet")
+        #expect(try carol.parentLinkDifferences() == (0, 0))
         _ = try carol.replica.ingest(receipts: [parent.receipt])
         let heads = try carol.replica.store.read { try $0.heads(group: group, limit: 10) }
         #expect(heads == [child.receipt.cid])
+        #expect(try carol.unstoredParentLinks() == 0, "the link now names the parent's row")
         #expect(try carol.parentLinkDifferences() == (0, 0))
     }
 
@@ -62,6 +70,7 @@ import Testing
         #expect(try carol.get("x", group, .committed) == 2, "the envelope for `two` swapped the halves")
         #expect(try carol.replica.store.read { try $0.loadReceipt(one.cid) } == nil)
         #expect(try carol.parentLinkDifferences() == (0, 0))
+        #expect(try carol.unstoredParentLinks() == 1, "`next` still names `one`, now by its CID")
     }
 
     /// Compaction deletes pruned receipts' links and none other.
@@ -84,10 +93,11 @@ import Testing
         }
         #expect(kept < 100 && links < 100, "kept \(kept) receipts, \(links) links")
         #expect(try alice.parentLinkDifferences() == (0, 0))
+        #expect(try alice.unstoredParentLinks() > 0, "kept receipts whose parents were pruned name them by CID")
     }
 
-    /// A store from before migration 0019 (links keyed by child, a second index by parent) keeps
-    /// every link, including one to a parent not stored.
+    /// A store from before migration 0019 (links keyed by child and the parent's CID, a second
+    /// index by parent) keeps every link: by row id where the parent is stored, by CID where not.
     @Test func migrationKeepsEveryLink() throws {
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -110,8 +120,12 @@ import Testing
                     CREATE TABLE old_links (receipt_id INTEGER NOT NULL REFERENCES receipts(id), parent BLOB NOT NULL,
                         PRIMARY KEY(receipt_id, parent)) WITHOUT ROWID
                     """,
-                    "INSERT INTO old_links SELECT receipt_id, parent FROM receipt_parents",
+                    """
+                    INSERT INTO old_links SELECT p.receipt_id, r.cid FROM receipt_parents p JOIN receipts r ON r.id = p.parent
+                    UNION ALL SELECT receipt_id, parent FROM receipt_parents_unstored
+                    """,
                     "DROP TABLE receipt_parents",
+                    "DROP TABLE receipt_parents_unstored",
                     "ALTER TABLE old_links RENAME TO receipt_parents",
                     "CREATE INDEX receipt_parents_parent ON receipt_parents(parent)",
                     "DELETE FROM grdb_migrations WHERE identifier = '0019_parent_links_once'",
@@ -131,5 +145,8 @@ import Testing
         #expect(indexes == 0)
         #expect(try carol.store.read { try $0.parentLinkDifferences() } == (0, 0))
         #expect(links >= 6)
+        #expect(
+            try carol.store.read { try $0.count(rawSQL: "SELECT COUNT(*) FROM receipt_parents_unstored") } == 1,
+            "the link to the parent carol never got names its CID")
     }
 }

@@ -122,7 +122,7 @@ struct StoreTests {
                     rawSQL:
                         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'"
                 )
-            } == 39)
+            } == 40)
     }
 
     /// Opening and migrating is serialized (`StoreOpenLock`): stores opened on a fresh file at

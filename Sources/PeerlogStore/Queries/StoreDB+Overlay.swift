@@ -278,7 +278,10 @@ extension StoreDB {
         try rows(
             """
             SELECT r.hlc, r.cid, r.author, r.author_counter FROM receipt_parents p JOIN receipts r ON r.id = p.receipt_id
-            WHERE p.parent = ? AND r.seq IS NULL
+            WHERE p.parent = (SELECT id FROM receipts WHERE cid = ?1) AND r.seq IS NULL
+            UNION ALL
+            SELECT r.hlc, r.cid, r.author, r.author_counter FROM receipt_parents_unstored u JOIN receipts r ON r.id = u.receipt_id
+            WHERE u.parent = ?1 AND r.seq IS NULL
             """, [cid.bytes.blob]
         ).map {
             (

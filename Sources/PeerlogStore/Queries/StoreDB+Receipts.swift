@@ -185,14 +185,23 @@ extension StoreDB {
             ])
         let id = db.lastInsertedRowID
         for parent in r.parents {
-            try execute(
-                "INSERT OR IGNORE INTO receipt_parents (receipt_id, parent) VALUES (?, ?)", [id, parent.bytes.blob])
-            try execute(
-                "DELETE FROM heads WHERE group_id = ? AND receipt_id = (SELECT id FROM receipts WHERE cid = ?)",
-                [r.group.bytes.blob, parent.bytes.blob])
+            if let parentID = try int("SELECT id FROM receipts WHERE cid = ?", [parent.bytes.blob]) {
+                try execute("INSERT OR IGNORE INTO receipt_parents (parent, receipt_id) VALUES (?, ?)", [parentID, id])
+                try execute("DELETE FROM heads WHERE group_id = ? AND receipt_id = ?", [r.group.bytes.blob, parentID])
+            } else {
+                try execute(
+                    "INSERT OR IGNORE INTO receipt_parents_unstored (parent, receipt_id) VALUES (?, ?)",
+                    [parent.bytes.blob, id])
+            }
         }
-        // A child that arrived first already names this receipt: then it is not a head.
-        if try int("SELECT 1 FROM receipt_parents WHERE parent = ? LIMIT 1", [r.cid.bytes.blob]) == nil {
+        // A child that arrived first already names this receipt: its links now name this row, and
+        // this receipt is not a head.
+        try execute(
+            "INSERT INTO receipt_parents (parent, receipt_id) SELECT ?, receipt_id FROM receipt_parents_unstored WHERE parent = ?",
+            [id, r.cid.bytes.blob])
+        if changes > 0 {
+            try execute("DELETE FROM receipt_parents_unstored WHERE parent = ?", [r.cid.bytes.blob])
+        } else {
             try execute("INSERT INTO heads (group_id, receipt_id) VALUES (?, ?)", [r.group.bytes.blob, id])
         }
         return id
@@ -298,25 +307,34 @@ extension StoreDB {
         try execute("DELETE FROM receipts WHERE cid = ?", [cid.bytes.blob])
     }
 
-    /// Deletes the parent links of the receipts `condition` selects (on `receipts r`). The
-    /// links are keyed by parent (migration 0019), so each is found from the parents its child's
-    /// payload names. Links where these receipts are the parent stay: their children still name
-    /// them, and a receipt arriving again must not count as a head.
+    /// Deletes the parent links of the receipts `condition` selects (on `receipts r`), before the
+    /// receipts themselves go. Links are keyed by parent (migration 0019), so a receipt's own
+    /// links are found from the parents its payload names. Links that name it as a parent stay
+    /// with their children, by its CID: a receipt arriving again must not count as a head.
     /// A cursor, not an array: a compaction may select a large part of the log.
     func deleteParentLinks(where condition: String, _ arguments: StatementArguments = []) throws {
         let rows = try Row.fetchCursor(
-            db, sql: "SELECT r.id, r.payload FROM receipts r WHERE " + condition, arguments: arguments)
+            db, sql: "SELECT r.id, r.cid, r.payload FROM receipts r WHERE " + condition, arguments: arguments)
         while let row = try rows.next() {
             let id: Int64 = row["id"]
+            let cid: Data = row["cid"]
             for parent in try Receipt.parents(stored: (row["payload"] as Data).bytes) {
-                try execute("DELETE FROM receipt_parents WHERE parent = ? AND receipt_id = ?", [parent.bytes.blob, id])
+                try execute(
+                    "DELETE FROM receipt_parents WHERE parent = (SELECT id FROM receipts WHERE cid = ?) AND receipt_id = ?",
+                    [parent.bytes.blob, id])
+                try execute(
+                    "DELETE FROM receipt_parents_unstored WHERE parent = ? AND receipt_id = ?", [parent.bytes.blob, id])
             }
+            try execute(
+                "INSERT INTO receipt_parents_unstored (parent, receipt_id) SELECT ?, receipt_id FROM receipt_parents WHERE parent = ?",
+                [cid, id])
+            try execute("DELETE FROM receipt_parents WHERE parent = ?", [id])
         }
     }
 
-    /// How far `receipt_parents` is from exactly the links the stored receipts' payloads name:
-    /// links missing, and links with no such child or parent in it. A whole-store scan, for
-    /// checks and tests.
+    /// How far `receipt_parents` and `receipt_parents_unstored` are from exactly the links the
+    /// stored receipts' payloads name: links missing, and links no payload names (or whose parent
+    /// row is gone). A whole-store scan, for checks and tests.
     package func parentLinkDifferences() throws -> (missing: Int, extra: Int) {
         struct Link: Hashable {
             let parent: Data
@@ -329,8 +347,14 @@ extension StoreDB {
             }
         }
         var extra = 0
-        for row in try rows("SELECT parent, receipt_id FROM receipt_parents") {
-            if expected.remove(Link(parent: row["parent"], child: row["receipt_id"])) == nil { extra += 1 }
+        let links = try rows(
+            """
+            SELECT r.cid AS parent, p.receipt_id FROM receipt_parents p LEFT JOIN receipts r ON r.id = p.parent
+            UNION ALL SELECT parent, receipt_id FROM receipt_parents_unstored
+            """)
+        for row in links {
+            let parent: Data? = row["parent"]
+            if parent.flatMap({ expected.remove(Link(parent: $0, child: row["receipt_id"])) }) == nil { extra += 1 }
         }
         return (expected.count, extra)
     }
