@@ -7,9 +7,15 @@ public struct PeerlogCheckReport: Sendable, Hashable {
     public let integrity: String
     /// Every group held here, in the store's order.
     public let groups: [Group]
+    /// nil when the stored parent links are exactly those every stored receipt names (what heads
+    /// and the tentative view's children are read from); else what differs.
+    public let parentLinkMismatch: String?
 
-    /// True when the integrity check says "ok" and every group's views check out.
-    public var isConsistent: Bool { integrity == "ok" && groups.allSatisfy(\.isConsistent) }
+    /// True when the integrity check says "ok", the parent links match and every group's views
+    /// check out.
+    public var isConsistent: Bool {
+        integrity == "ok" && parentLinkMismatch == nil && groups.allSatisfy(\.isConsistent)
+    }
 
     /// One group's check.
     public struct Group: Sendable, Hashable {
@@ -48,9 +54,10 @@ public struct PeerlogCheckReport: Sendable, Hashable {
 }
 
 extension Peerlog {
-    /// Checks the store: SQLite integrity, and for every group that the materialized state
-    /// equals a replay of the stored log, the maintained tentative view a fold of the
-    /// tentative receipts, and the kept counts of waiting receipts a count. Reads only, so it works on a read-only home.
+    /// Checks the store: SQLite integrity, the parent links against what the stored receipts
+    /// name, and for every group that the materialized state equals a replay of the stored log,
+    /// the maintained tentative view a fold of the tentative receipts, and the kept counts of
+    /// waiting receipts a count. Reads only, so it works on a read-only home.
     public func check() async throws -> PeerlogCheckReport {
         try await call { [self] in
             let integrity = try replica.store.integrityCheck()
@@ -70,7 +77,8 @@ extension Peerlog {
                         replayed: replayed, tentative: tentative,
                         waitingCountMismatch: try replica.checkWaitingCounts(of: group)))
             }
-            return PeerlogCheckReport(integrity: integrity, groups: groups)
+            return PeerlogCheckReport(
+                integrity: integrity, groups: groups, parentLinkMismatch: try replica.checkParentLinks())
         }
     }
 }

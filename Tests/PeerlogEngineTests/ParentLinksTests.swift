@@ -25,6 +25,24 @@ import Testing
         #expect(counts == [0, 1, 1, 1], "no index beside the keys; keyed (parent row id, receipt_id)")
     }
 
+    /// `peerlog check` finds a lost link, and one no receipt names.
+    @Test func theCheckFindsALostLinkAndAStrayOne() throws {
+        let alice = try TestReplica("alice")
+        let group = try alice.replica.createGroup(name: "g")
+        try alice.put(group, "k", 1)
+        #expect(try alice.replica.checkParentLinks() == nil)
+        try alice.replica.store.write {
+            try $0.execute(
+                rawSQL:
+                    "DELETE FROM receipt_parents WHERE (parent, receipt_id) = (SELECT parent, receipt_id FROM receipt_parents LIMIT 1)"
+            )
+            try $0.execute(rawSQL: "INSERT INTO receipt_parents_unstored (parent, receipt_id) VALUES (x'00', 1)")
+        }
+        #expect(
+            try alice.replica.checkParentLinks()
+                == "1 link(s) a receipt names are missing, 1 stored link(s) no receipt names")
+    }
+
     /// A child that arrives before its parent: the parent, once stored, is not a head.
     @Test func aParentStoredAfterItsChildIsNotAHead() throws {
         let alice = try TestReplica("alice")

@@ -70,6 +70,7 @@ import Testing
             if case .mismatch = g.tentative { Issue.record("tentative view differs: \(g.tentative)") }
         }
         #expect(report.groups.first { $0.group == first }?.committedSeq == 3, "created, key, put")
+        #expect(report.parentLinkMismatch == nil)
     }
 
     @Test func exportAndImportCarryAGroupToAnotherReplica() async throws {
