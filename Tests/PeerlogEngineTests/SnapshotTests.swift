@@ -1,6 +1,7 @@
 import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
+import PeerlogStore
 import PeerlogTestSupport
 import Testing
 
@@ -132,6 +133,11 @@ import Testing
         // Membership receipts and current writers stay; a tentative write on top still folds.
         #expect(try alice.replica.members(of: group, view: .committed).count == 2)
         #expect(try alice.get("k3", group, .committed) == .int(993))
+        let writersGone = try alice.replica.store.read {
+            try $0.count(
+                rawSQL: "SELECT COUNT(*) FROM entities n WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.cid = n.cid)")
+        }
+        #expect(writersGone == 0, "every current value's writer is kept")
     }
 
     /// Pruning a log of batched runs (migration 0018): a run with no seq left is deleted, one

@@ -192,7 +192,7 @@ extension StoreDB {
             INSERT INTO prune_ids (id, seq)
             SELECT r.id, e.seq FROM envelopes e JOIN receipts r ON r.cid = e.cid
             WHERE e.group_id = ?1 AND e.seq < ?2 AND r.type NOT LIKE 'group.%'
-              AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.cid = r.cid)
+              AND r.cid NOT IN (SELECT cid FROM entities WHERE group_id = ?1)
               AND NOT EXISTS (SELECT 1 FROM heads h WHERE h.group_id = ?1 AND h.receipt_id = r.id)
               AND NOT EXISTS (SELECT 1 FROM sealed_waiting w WHERE w.group_id = ?1 AND w.seq = e.seq)
             """, [group.bytes.blob, below.sql])
@@ -221,7 +221,7 @@ extension StoreDB {
             SELECT COUNT(*) AS n, COALESCE(SUM(length(r.payload) + length(r.signature) + 400), 0) AS bytes
             FROM envelopes e JOIN receipts r ON r.cid = e.cid
             WHERE e.group_id = ?1 AND e.seq < ?2 AND r.type NOT LIKE 'group.%'
-              AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.cid = r.cid)
+              AND r.cid NOT IN (SELECT cid FROM entities WHERE group_id = ?1)
             """, [group.bytes.blob, below.sql])
         return (Int(row?["n"] as Int64? ?? 0), Int(row?["bytes"] as Int64? ?? 0))
     }
