@@ -135,7 +135,8 @@ import Testing
         #expect(try alice.get("k3", group, .committed) == .int(993))
         let writersGone = try alice.replica.store.read {
             try $0.count(
-                rawSQL: "SELECT COUNT(*) FROM entities n WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.cid = n.cid)")
+                rawSQL:
+                    "SELECT COUNT(*) FROM entities n WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.cid = n.cid)")
         }
         #expect(writersGone == 0, "every current value's writer is kept")
     }
