@@ -196,10 +196,12 @@ extension StoreDB {
         }
         // A child that arrived first already names this receipt: its links now name this row, and
         // this receipt is not a head.
-        try execute(
-            "INSERT INTO receipt_parents (parent, receipt_id) SELECT ?, receipt_id FROM receipt_parents_unstored WHERE parent = ?",
-            [id, r.cid.bytes.blob])
-        if changes > 0 {
+        if try int("SELECT 1 FROM receipt_parents_unstored WHERE parent = ? LIMIT 1", [r.cid.bytes.blob]) != nil {
+            try execute(
+                """
+                INSERT OR IGNORE INTO receipt_parents (parent, receipt_id)
+                SELECT ?, receipt_id FROM receipt_parents_unstored WHERE parent = ?
+                """, [id, r.cid.bytes.blob])
             try execute("DELETE FROM receipt_parents_unstored WHERE parent = ?", [r.cid.bytes.blob])
         } else {
             try execute("INSERT INTO heads (group_id, receipt_id) VALUES (?, ?)", [r.group.bytes.blob, id])
@@ -333,30 +335,29 @@ extension StoreDB {
     }
 
     /// How far `receipt_parents` and `receipt_parents_unstored` are from exactly the links the
-    /// stored receipts' payloads name: links missing, and links no payload names (or whose parent
-    /// row is gone). A whole-store scan, for checks and tests.
+    /// stored receipts' payloads name: links missing, and stored links no payload names. Reads
+    /// every receipt once with a cursor and looks each named link up by its key, so memory stays
+    /// flat however large the store (`peerlog check`).
     package func parentLinkDifferences() throws -> (missing: Int, extra: Int) {
-        struct Link: Hashable {
-            let parent: Data
-            let child: Int64
-        }
-        var expected = Set<Link>()
-        for row in try rows("SELECT id, payload FROM receipts") {
+        var named = 0
+        var found = 0
+        let receipts = try Row.fetchCursor(db, sql: "SELECT id, payload FROM receipts")
+        while let row = try receipts.next() {
+            let id: Int64 = row["id"]
             for parent in try Receipt.parents(stored: (row["payload"] as Data).bytes) {
-                expected.insert(Link(parent: parent.bytes.blob, child: row["id"]))
+                named += 1
+                let held = try int(
+                    """
+                    SELECT EXISTS (SELECT 1 FROM receipt_parents WHERE parent = (SELECT id FROM receipts WHERE cid = ?1) AND receipt_id = ?2)
+                        OR EXISTS (SELECT 1 FROM receipt_parents_unstored WHERE parent = ?1 AND receipt_id = ?2)
+                    """, [parent.bytes.blob, id])
+                if held == 1 { found += 1 }
             }
         }
-        var extra = 0
-        let links = try rows(
-            """
-            SELECT r.cid AS parent, p.receipt_id FROM receipt_parents p LEFT JOIN receipts r ON r.id = p.parent
-            UNION ALL SELECT parent, receipt_id FROM receipt_parents_unstored
-            """)
-        for row in links {
-            let parent: Data? = row["parent"]
-            if parent.flatMap({ expected.remove(Link(parent: $0, child: row["receipt_id"])) }) == nil { extra += 1 }
-        }
-        return (expected.count, extra)
+        let stored =
+            try count(rawSQL: "SELECT COUNT(*) FROM receipt_parents")
+            + count(rawSQL: "SELECT COUNT(*) FROM receipt_parents_unstored")
+        return (named - found, stored - found)
     }
 
     /// Group ids this store knows: created ones, and any with receipts.
