@@ -328,7 +328,7 @@ extension StoreDB {
                     "DELETE FROM receipt_parents_unstored WHERE parent = ? AND receipt_id = ?", [parent.bytes.blob, id])
             }
             try execute(
-                "INSERT INTO receipt_parents_unstored (parent, receipt_id) SELECT ?, receipt_id FROM receipt_parents WHERE parent = ?",
+                "INSERT OR IGNORE INTO receipt_parents_unstored (parent, receipt_id) SELECT ?, receipt_id FROM receipt_parents WHERE parent = ?",
                 [cid, id])
             try execute("DELETE FROM receipt_parents WHERE parent = ?", [id])
         }
