@@ -7,4 +7,20 @@
 /// in this process (the setting applies only before the first connection opens).
 int peerlog_sqlite_statement_journal_spill(int bytes);
 
+/// Binding and stepping a prepared statement without GRDB's per-value boxing, for the statements
+/// the store runs per receipt (`StoreDB.run`). `statement` is a `sqlite3_stmt *`; blobs and text
+/// are copied (SQLITE_TRANSIENT), so the caller's buffers may go once the call returns; an empty
+/// one binds an empty value, not NULL.
+/// Each returns an SQLite result code.
+int peerlog_sqlite_bind_int64(void *statement, int index, long long value);
+int peerlog_sqlite_bind_blob(void *statement, int index, const void *bytes, int count);
+int peerlog_sqlite_bind_text(void *statement, int index, const unsigned char *utf8, int count);
+int peerlog_sqlite_bind_null(void *statement, int index);
+/// Resets `statement` and clears its bindings (SQLITE_OK, or the last step's error).
+int peerlog_sqlite_reset(void *statement);
+/// Steps `statement` until SQLITE_DONE (returned) or an error (returned); rows are skipped.
+int peerlog_sqlite_step_all(void *statement);
+/// Whether the connection `statement` belongs to is outside any transaction (autocommit).
+int peerlog_sqlite_autocommit(void *statement);
+
 #endif

@@ -57,16 +57,15 @@ extension StoreDB {
     /// Appends a row and returns its id (the cursor after it).
     @discardableResult
     package func appendChange(_ c: ChangeLogRow) throws -> Int64 {
-        try execute(
+        try run(
             """
             INSERT INTO change_log (group_id, kind, key, old_value, new_value, flags, first_seq, last_seq, cid, reason, at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [
-                c.group.bytes.blob, c.kind, c.key, c.oldValue?.blob, c.newValue?.blob, c.flags, c.firstSeq?.sql,
-                c.lastSeq?.sql,
-                c.cid?.bytes.blob, c.reason, c.at.sql,
-            ])
+            .bytes(c.group.bytes), .text(c.kind), c.key.map(Bound.text) ?? .null, c.oldValue.map(Bound.bytes) ?? .null,
+            c.newValue.map(Bound.bytes) ?? .null, .int(c.flags), c.firstSeq.map { .int($0.sql) } ?? .null,
+            c.lastSeq.map { .int($0.sql) } ?? .null, c.cid.map { .bytes($0.bytes) } ?? .null,
+            c.reason.map(Bound.text) ?? .null, .int(c.at.sql))
         return db.lastInsertedRowID
     }
 

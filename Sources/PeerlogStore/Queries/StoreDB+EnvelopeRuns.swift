@@ -89,16 +89,14 @@ extension StoreDB {
         _ e: Envelope, runID: Int64?, payload: [UInt8], signature: [UInt8], _ outcome: CommitOutcome,
         _ reason: String?
     ) throws {
-        try execute(
+        try run(
             """
             INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason, run_id)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [
-                e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob, e.term.sql,
-                runID == nil ? e.sequencer.bytes.blob : [UInt8]().blob, e.receivedAt.sql, payload.blob, signature.blob,
-                outcome.rawValue, reason, runID,
-            ])
+            .bytes(e.group.bytes), .int(e.seq.sql), .bytes(e.receipt.bytes), .int(e.term.sql),
+            .bytes(runID == nil ? e.sequencer.bytes : []), .int(e.receivedAt.sql), .bytes(payload), .bytes(signature),
+            .text(outcome.rawValue), reason.map(Bound.text) ?? .null, runID.map(Bound.int) ?? .null)
     }
 
     /// The run's row, made if new, and whether it holds the leaves (given here when the caller

@@ -130,9 +130,9 @@ extension StoreDB {
     }
 
     package func putEntity(group: GroupID, key: String, value: [UInt8], cid: CID, seq: UInt64) throws {
-        try execute(
+        try run(
             "INSERT OR REPLACE INTO entities (group_id, key, value, cid, seq) VALUES (?, ?, ?, ?, ?)",
-            [group.bytes.blob, key, value.blob, cid.bytes.blob, seq.sql])
+            .bytes(group.bytes), .text(key), .bytes(value), .bytes(cid.bytes), .int(seq.sql))
     }
 
     package func deleteEntity(group: GroupID, key: String) throws {

@@ -172,26 +172,26 @@ extension StoreDB {
     /// maintains the group's heads. Returns the row id.
     @discardableResult
     package func insertReceipt(_ r: Receipt, receivedAt: UInt64) throws -> Int64 {
-        try execute(
+        let group = Bound.bytes(r.group.bytes)
+        try run(
             """
             INSERT INTO receipts (cid, group_id, author, author_counter, identity, type, hlc, payload, signature, certificate_cid, received_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [
-                r.cid.bytes.blob, r.group.bytes.blob, r.author.bytes.blob, r.counter.sql, r.identity.bytes.blob, r.type,
-                r.hlc.packed.sql,
-                (r.storedPayload ?? r.payload).blob, r.signature.blob, r.certificate.cid.bytes.blob,
-                received(receivedAt),
-            ])
+            .bytes(r.cid.bytes), group, .bytes(r.author.bytes), .int(r.counter.sql), .bytes(r.identity.bytes),
+            .text(r.type), .int(r.hlc.packed.sql), .bytes(r.storedPayload ?? r.payload), .bytes(r.signature),
+            .bytes(r.certificate.cid.bytes), .int(received(receivedAt)))
         let id = db.lastInsertedRowID
         for parent in r.parents {
             if let parentID = try int("SELECT id FROM receipts WHERE cid = ?", [parent.bytes.blob]) {
-                try execute("INSERT OR IGNORE INTO receipt_parents (parent, receipt_id) VALUES (?, ?)", [parentID, id])
-                try execute("DELETE FROM heads WHERE group_id = ? AND receipt_id = ?", [r.group.bytes.blob, parentID])
+                try run(
+                    "INSERT OR IGNORE INTO receipt_parents (parent, receipt_id) VALUES (?, ?)", .int(parentID), .int(id)
+                )
+                try run("DELETE FROM heads WHERE group_id = ? AND receipt_id = ?", group, .int(parentID))
             } else {
-                try execute(
+                try run(
                     "INSERT OR IGNORE INTO receipt_parents_unstored (parent, receipt_id) VALUES (?, ?)",
-                    [parent.bytes.blob, id])
+                    .bytes(parent.bytes), .int(id))
             }
         }
         // A child that arrived first already names this receipt: its links now name this row, and
@@ -204,7 +204,7 @@ extension StoreDB {
                 """, [id, r.cid.bytes.blob])
             try execute("DELETE FROM receipt_parents_unstored WHERE parent = ?", [r.cid.bytes.blob])
         } else {
-            try execute("INSERT INTO heads (group_id, receipt_id) VALUES (?, ?)", [r.group.bytes.blob, id])
+            try run("INSERT INTO heads (group_id, receipt_id) VALUES (?, ?)", group, .int(id))
         }
         return id
     }
@@ -299,7 +299,7 @@ extension StoreDB {
     }
 
     package func setReceiptSeq(_ cid: CID, seq: UInt64) throws {
-        try execute("UPDATE receipts SET seq = ? WHERE cid = ?", [seq.sql, cid.bytes.blob])
+        try run("UPDATE receipts SET seq = ? WHERE cid = ?", .int(seq.sql), .bytes(cid.bytes))
     }
 
     /// Removes a receipt (used when an envelope commits the other half of an equivocation).

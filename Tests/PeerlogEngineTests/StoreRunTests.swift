@@ -1,0 +1,52 @@
+import Foundation
+import PeerlogStore
+import PeerlogTestSupport
+import Testing
+
+/// `StoreDB.run`: the per-receipt statements' binding without GRDB's arguments.
+@Suite struct StoreRunTests {
+    @Test func valuesArriveAsBoundEmptyOnesAreNotNull() throws {
+        let store = try Store()
+        let counts = try store.write { db in
+            try db.execute(rawSQL: "CREATE TABLE t (i INTEGER, b BLOB, s TEXT)")
+            try db.run("INSERT INTO t VALUES (?, ?, ?)", .int(-7), .bytes([1, 2, 3]), .text("é"))
+            try db.run("INSERT INTO t VALUES (?, ?, ?)", .int(Int64.max), .bytes([]), .text(""))
+            try db.run("INSERT INTO t VALUES (?, ?, ?)", .null, .null, .null)
+            return try [
+                "SELECT COUNT(*) FROM t WHERE i = -7 AND b = x'010203' AND s = 'é'",
+                "SELECT COUNT(*) FROM t WHERE i = 9223372036854775807 AND b = x'' AND s = ''",
+                "SELECT COUNT(*) FROM t WHERE i IS NULL AND b IS NULL AND s IS NULL",
+            ].map { try db.count(rawSQL: $0) }
+        }
+        #expect(counts == [1, 1, 1])
+    }
+
+    /// A failing statement throws SQLite's error with its statement, and runs again afterwards.
+    @Test func aFailureIsThrownAndTheStatementRunsAgain() throws {
+        let store = try Store()
+        let caught = try store.write { db -> String in
+            try db.execute(rawSQL: "CREATE TABLE u (k INTEGER PRIMARY KEY)")
+            try db.run("INSERT INTO u VALUES (?)", .int(1))
+            let error = #expect(throws: (any Error).self) { try db.run("INSERT INTO u VALUES (?)", .int(1)) }
+            try db.run("INSERT INTO u VALUES (?)", .int(2))
+            #expect(try db.count(rawSQL: "SELECT COUNT(*) FROM u") == 2)
+            return "\(error.map { "\($0)" } ?? "")"
+        }
+        #expect(caught.contains("UNIQUE constraint failed") && caught.contains("INSERT INTO u VALUES (?)"), "\(caught)")
+    }
+
+    /// After the transaction is gone (as a full disk can roll it back), a write refuses to run
+    /// rather than commit on its own.
+    @Test func aWriteOutsideATransactionIsRefused() throws {
+        let store = try Store()
+        try store.write { try $0.execute(rawSQL: "CREATE TABLE v (k INTEGER)") }
+        let error = #expect(throws: (any Error).self) {
+            try store.write { db in
+                try db.execute(rawSQL: "ROLLBACK")
+                try db.run("INSERT INTO v VALUES (?)", .int(1))
+            }
+        }
+        #expect("\(error.map { "\($0)" } ?? "")".contains("a store write ran outside a transaction"))
+        #expect(try store.read { try $0.count(rawSQL: "SELECT COUNT(*) FROM v") } == 0)
+    }
+}
