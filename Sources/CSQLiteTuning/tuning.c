@@ -37,3 +37,15 @@ int peerlog_sqlite_step_all(void *statement) {
 int peerlog_sqlite_autocommit(void *statement) {
     return sqlite3_get_autocommit(sqlite3_db_handle((sqlite3_stmt *)statement));
 }
+
+int peerlog_sqlite_step(void *statement) {
+    return sqlite3_step((sqlite3_stmt *)statement);
+}
+
+int peerlog_sqlite_column0_is_null(void *statement) {
+    return sqlite3_column_type((sqlite3_stmt *)statement, 0) == SQLITE_NULL;
+}
+
+long long peerlog_sqlite_column0_int64(void *statement) {
+    return sqlite3_column_int64((sqlite3_stmt *)statement, 0);
+}

@@ -49,4 +49,21 @@ import Testing
         #expect("\(error.map { "\($0)" } ?? "")".contains("a store write ran outside a transaction"))
         #expect(try store.read { try $0.count(rawSQL: "SELECT COUNT(*) FROM v") } == 0)
     }
+
+    /// `runInt`: the first column of the first row, nil for no row or NULL.
+    @Test func runIntReadsTheFirstColumn() throws {
+        let store = try Store()
+        let read = try store.write { db -> [Int64?] in
+            try db.execute(rawSQL: "CREATE TABLE w (k INTEGER PRIMARY KEY, b BLOB, n INTEGER)")
+            try db.run("INSERT INTO w VALUES (?, ?, ?)", .int(5), .bytes([9]), .null)
+            return try [
+                db.runInt("SELECT k FROM w WHERE b = ?", .bytes([9])),
+                db.runInt("SELECT k FROM w WHERE b = ?", .bytes([8])),
+                db.runInt("SELECT n FROM w WHERE k = ?", .int(5)),
+                db.runInt("SELECT COUNT(*) FROM w WHERE k > ?", .int(0)),
+            ]
+        }
+        #expect(read == [5, nil, nil, 1])
+        #expect(throws: (any Error).self) { try store.read { try $0.runInt("SELECT missing FROM w") } }
+    }
 }

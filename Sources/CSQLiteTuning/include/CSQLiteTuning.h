@@ -20,6 +20,11 @@ int peerlog_sqlite_bind_null(void *statement, int index);
 int peerlog_sqlite_reset(void *statement);
 /// Steps `statement` until SQLITE_DONE (returned) or an error (returned); rows are skipped.
 int peerlog_sqlite_step_all(void *statement);
+/// One step of `statement`: SQLITE_ROW, SQLITE_DONE or an error.
+int peerlog_sqlite_step(void *statement);
+/// The first column of the current row: whether it is NULL, and its value as an integer.
+int peerlog_sqlite_column0_is_null(void *statement);
+long long peerlog_sqlite_column0_int64(void *statement);
 /// Whether the connection `statement` belongs to is outside any transaction (autocommit).
 int peerlog_sqlite_autocommit(void *statement);
 

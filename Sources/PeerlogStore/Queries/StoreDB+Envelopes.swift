@@ -144,7 +144,7 @@ extension StoreDB {
     }
 
     package func isTombstoned(group: GroupID) throws -> Bool {
-        try int("SELECT 1 FROM tombstones WHERE group_id = ?", [group.bytes.blob]) != nil
+        try runInt("SELECT 1 FROM tombstones WHERE group_id = ?", .bytes(group.bytes)) != nil
     }
 
     package func insertTombstone(group: GroupID, cid: CID, seq: UInt64, at now: UInt64) throws {

@@ -111,7 +111,7 @@ extension StoreDB {
     }
 
     package func pendingEnvelopeCount(group: GroupID) throws -> Int {
-        Int(try int("SELECT COUNT(*) FROM pending_envelopes WHERE group_id = ?", [group.bytes.blob]) ?? 0)
+        Int(try runInt("SELECT COUNT(*) FROM pending_envelopes WHERE group_id = ?", .bytes(group.bytes)) ?? 0)
     }
 
     package func allPendingEnvelopes() throws -> [QueuedItem] {

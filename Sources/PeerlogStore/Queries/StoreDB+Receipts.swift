@@ -41,15 +41,17 @@ extension StoreDB {
     /// genuine payload must not lock out the genuine receipt). One statement: ingest asks it
     /// once per receipt received, where three lookups cost three statement round trips.
     package func isKnownReceipt(_ cid: CID) throws -> Bool {
-        let row = try row(
+        // 2: stored or pending; 1: only processed, whose outcome decides (rare); 0: unknown.
+        let known = try runInt(
             """
-            SELECT EXISTS(SELECT 1 FROM receipts WHERE cid = ?1) OR EXISTS(SELECT 1 FROM pending_receipts WHERE cid = ?1),
-                (SELECT outcome FROM processed_receipts WHERE cid = ?1)
-            """, [cid.bytes.blob])
-        guard let row else { return false }
-        if (row[0] as Bool?) == true { return true }
-        guard let text = row[1] as String? else { return false }
-        return try Self.processedOutcome(stored: text) != .invalid
+            SELECT 2 * (EXISTS(SELECT 1 FROM receipts WHERE cid = ?1) OR EXISTS(SELECT 1 FROM pending_receipts WHERE cid = ?1))
+                + EXISTS(SELECT 1 FROM processed_receipts WHERE cid = ?1)
+            """, .bytes(cid.bytes))
+        switch known {
+        case 2?, 3?: return true
+        case 1?: return try processedOutcome(cid) != .invalid
+        default: return false
+        }
     }
 
     /// The outcome recorded for a CID the pipeline already finished with, if any.
@@ -183,7 +185,7 @@ extension StoreDB {
             .bytes(r.certificate.cid.bytes), .int(received(receivedAt)))
         let id = db.lastInsertedRowID
         for parent in r.parents {
-            if let parentID = try int("SELECT id FROM receipts WHERE cid = ?", [parent.bytes.blob]) {
+            if let parentID = try runInt("SELECT id FROM receipts WHERE cid = ?", .bytes(parent.bytes)) {
                 try run(
                     "INSERT OR IGNORE INTO receipt_parents (parent, receipt_id) VALUES (?, ?)", .int(parentID), .int(id)
                 )
@@ -196,7 +198,7 @@ extension StoreDB {
         }
         // A child that arrived first already names this receipt: its links now name this row, and
         // this receipt is not a head.
-        if try int("SELECT 1 FROM receipt_parents_unstored WHERE parent = ? LIMIT 1", [r.cid.bytes.blob]) != nil {
+        if try runInt("SELECT 1 FROM receipt_parents_unstored WHERE parent = ? LIMIT 1", .bytes(r.cid.bytes)) != nil {
             try execute(
                 """
                 INSERT OR IGNORE INTO receipt_parents (parent, receipt_id)

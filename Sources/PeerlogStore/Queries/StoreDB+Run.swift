@@ -23,6 +23,35 @@ extension StoreDB {
             throw DatabaseError(
                 resultCode: .SQLITE_MISUSE, message: "a store write ran outside a transaction", sql: sql)
         }
+        try bind(values, to: s, sql: sql)
+        let done: Int32 = 101  // SQLITE_DONE
+        let code = peerlog_sqlite_step_all(s)
+        let message = code == done ? nil : db.lastErrorMessage
+        _ = peerlog_sqlite_reset(s)
+        guard code == done else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
+        }
+    }
+
+    /// The first column of the first row of `sql` as an integer (nil for no row or NULL), with
+    /// `values` bound as `run` binds them: the reads the store makes per receipt.
+    package func runInt(_ sql: String, _ values: Bound...) throws -> Int64? {
+        let statement = try db.cachedStatement(sql: sql)
+        let s = UnsafeMutableRawPointer(statement.sqliteStatement)
+        try bind(values, to: s, sql: sql)
+        defer { _ = peerlog_sqlite_reset(s) }
+        switch peerlog_sqlite_step(s) {
+        case 100:  // SQLITE_ROW
+            return peerlog_sqlite_column0_is_null(s) != 0 ? nil : peerlog_sqlite_column0_int64(s)
+        case 101:  // SQLITE_DONE
+            return nil
+        case let code:
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: sql)
+        }
+    }
+
+    /// Resets `s` and binds `values` to its parameters, from the first.
+    private func bind(_ values: [Bound], to s: UnsafeMutableRawPointer, sql: String) throws {
         _ = peerlog_sqlite_reset(s)
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
@@ -38,13 +67,6 @@ extension StoreDB {
             guard code == 0 else {  // SQLITE_OK
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: sql)
             }
-        }
-        let done: Int32 = 101  // SQLITE_DONE
-        let code = peerlog_sqlite_step_all(s)
-        let message = code == done ? nil : db.lastErrorMessage
-        _ = peerlog_sqlite_reset(s)
-        guard code == done else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
         }
     }
 }
