@@ -64,6 +64,15 @@ extension Replica {
         try store.read { try fold(group: group, view: view, db: $0).stateHash }
     }
 
+    /// Compares the stored parent links (`receipt_parents`, `receipt_parents_unstored`) with the
+    /// parents every stored receipt names (`peerlog check`): nil when they are exactly those, else
+    /// what differs. Reads every receipt.
+    public func checkParentLinks() throws -> String? {
+        let (missing, extra) = try store.read { try $0.parentLinkDifferences() }
+        guard missing > 0 || extra > 0 else { return nil }
+        return "\(missing) link(s) a receipt names are missing, \(extra) stored link(s) no receipt names"
+    }
+
     /// The committed state hash recomputed by replaying the stored committed log from nothing (or
     /// from the group's floor snapshot, §23.2, whose content is checked against its hash),
     /// ignoring the materialized tables: equal to `stateHash(.committed)` in a consistent store.

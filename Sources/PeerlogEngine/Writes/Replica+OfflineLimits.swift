@@ -39,15 +39,6 @@ extension Replica {
         }.joined(separator: "; ")
     }
 
-    /// Compares the stored parent links (`receipt_parents`, `receipt_parents_unstored`) with the
-    /// parents every stored receipt names (`peerlog check`): nil when they are exactly those, else
-    /// what differs. Reads every receipt.
-    public func checkParentLinks() throws -> String? {
-        let (missing, extra) = try store.read { try $0.parentLinkDifferences() }
-        guard missing > 0 || extra > 0 else { return nil }
-        return "\(missing) link(s) a receipt names are missing, \(extra) stored link(s) no receipt names"
-    }
-
     func offlineHeadroom(of group: GroupID, db: StoreDB, now: UInt64) throws -> OfflineHeadroom {
         let waiting = try db.waitingReceipts(group: group, author: local.device)
         let stored = try db.offlineLimits(group: group)

@@ -17,7 +17,8 @@ extension StoreDB {
         try Receipt.payload(stored: (row["payload"] as Data).bytes, columns: try storedColumns(row))
     }
 
-    private static func storedColumns(_ row: Row) throws -> Receipt.StoredColumns {
+    /// The columns a row selected with `receiptColumns` first, read by position.
+    static func storedColumns(_ row: Row) throws -> Receipt.StoredColumns {
         guard row.count > 6, row.columnNames.first == "rp_hlc" else {
             throw StoreError(.unknownStoredValue, "a stored receipt payload was read without its columns")
         }

@@ -38,8 +38,9 @@ extension StoreDB {
     /// Whether the pipeline has nothing left to do for `cid`: the receipt is held, waits in the
     /// pending queue, or was finished with an outcome other than `invalid` (a CID remembered as
     /// invalid is checked again: the CID hashes the payload only, so a forgery that reuses a
-    /// genuine payload must not lock out the genuine receipt). One statement: ingest asks it
-    /// once per receipt received, where three lookups cost three statement round trips.
+    /// genuine payload must not lock out the genuine receipt). One statement (a second only for a
+    /// processed CID, to read its outcome): ingest asks it once per receipt received, where three
+    /// lookups cost three statement round trips.
     package func isKnownReceipt(_ cid: CID) throws -> Bool {
         // 2: stored or pending; 1: only processed, whose outcome decides (rare); 0: unknown.
         let known = try runInt(
@@ -199,12 +200,12 @@ extension StoreDB {
         // A child that arrived first already names this receipt: its links now name this row, and
         // this receipt is not a head.
         if try runInt("SELECT 1 FROM receipt_parents_unstored WHERE parent = ? LIMIT 1", .bytes(r.cid.bytes)) != nil {
-            try execute(
+            try run(
                 """
                 INSERT OR IGNORE INTO receipt_parents (parent, receipt_id)
                 SELECT ?, receipt_id FROM receipt_parents_unstored WHERE parent = ?
-                """, [id, r.cid.bytes.blob])
-            try execute("DELETE FROM receipt_parents_unstored WHERE parent = ?", [r.cid.bytes.blob])
+                """, .int(id), .bytes(r.cid.bytes))
+            try run("DELETE FROM receipt_parents_unstored WHERE parent = ?", .bytes(r.cid.bytes))
         } else {
             try run("INSERT INTO heads (group_id, receipt_id) VALUES (?, ?)", group, .int(id))
         }

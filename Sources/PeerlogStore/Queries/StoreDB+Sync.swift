@@ -36,7 +36,7 @@ extension StoreDB {
         var rebuilt = EnvelopeRows()
         return try rows(
             """
-            SELECT \(StoreDB.receiptColumns), \(EnvelopeRows.columns), r.author, r.author_counter, r.payload, r.signature, c.encoded AS certificate
+            SELECT \(StoreDB.receiptColumns), \(EnvelopeRows.columns), r.payload, r.signature, c.encoded AS certificate
             FROM envelopes e JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
             \(EnvelopeRows.join)
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
@@ -73,7 +73,7 @@ extension StoreDB {
     ) throws -> [RawReceiptRow] {
         try rows(
             """
-            SELECT \(StoreDB.receiptColumns), r.author, r.author_counter, r.seq, r.payload, r.signature, c.encoded AS certificate
+            SELECT \(StoreDB.receiptColumns), r.seq, r.payload, r.signature, c.encoded AS certificate
             FROM receipts r JOIN certificates c ON c.cid = r.certificate_cid
             WHERE r.group_id = ? AND r.author = ? AND r.author_counter BETWEEN ? AND ? ORDER BY r.author_counter LIMIT ?
             """, [group.bytes.blob, author.bytes.blob, from.sql, to.sql, limit]
@@ -85,17 +85,20 @@ extension StoreDB {
         try cids.compactMap { cid in
             try row(
                 """
-                SELECT \(StoreDB.receiptColumns), r.author, r.author_counter, r.seq, r.payload, r.signature, c.encoded AS certificate
+                SELECT \(StoreDB.receiptColumns), r.seq, r.payload, r.signature, c.encoded AS certificate
                 FROM receipts r JOIN certificates c ON c.cid = r.certificate_cid WHERE r.cid = ? AND r.group_id = ?
                 """, [cid.bytes.blob, group.bytes.blob]
             ).map { try Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
         }
     }
 
+    /// A row that selects `receiptColumns` first (its author and counter are among them), then
+    /// `payload`, `signature` and `certificate`.
     static func rawReceipt(_ row: Row, seq: UInt64?) throws -> RawReceiptRow {
-        RawReceiptRow(
-            author: (row["author"] as Data).bytes, counter: UInt64(sql: row["author_counter"]), seq: seq,
-            payload: try receiptPayload(row), signature: (row["signature"] as Data).bytes,
-            certificate: (row["certificate"] as Data).bytes)
+        let columns = try storedColumns(row)
+        return RawReceiptRow(
+            author: columns.author, counter: columns.counter, seq: seq,
+            payload: try Receipt.payload(stored: (row["payload"] as Data).bytes, columns: columns),
+            signature: (row["signature"] as Data).bytes, certificate: (row["certificate"] as Data).bytes)
     }
 }
