@@ -15,11 +15,17 @@ extension StoreDB {
         Int(try int("SELECT COUNT(*) FROM equivocations WHERE group_id = ?", [group.bytes.blob]) ?? 0)
     }
 
-    /// Calls `body` with every receipt of `group` in (author, counter) order (the
-    /// `UNIQUE(group_id, author, author_counter)` index), one row at a time.
+    /// Calls `body` with every receipt of `group` in (author device, counter) order, one row at a
+    /// time: the authors in the order of their device keys (`authors`' unique index), each one's
+    /// receipts by the `UNIQUE(group_id, author, author_counter)` index, so nothing is sorted.
     package func forEachReceipt(group: GroupID, _ body: (Receipt) throws -> Void) throws {
         let rows = try Row.fetchCursor(
-            db.cachedStatement(sql: Self.receiptSelect + " WHERE r.group_id = ? ORDER BY r.author, r.author_counter"),
+            db.cachedStatement(
+                sql: """
+                    SELECT \(StoreDB.receiptColumns), r.id, r.cid, r.payload, r.signature, r.seq, c.encoded AS certificate
+                    FROM authors a CROSS JOIN receipts r JOIN certificates c ON c.id = r.certificate
+                    WHERE r.group_id = ? AND r.author = a.id ORDER BY a.device, r.author_counter
+                    """),
             arguments: [group.bytes.blob])
         while let row = try rows.next() { try body(try Self.storedReceipt(row).receipt) }
     }

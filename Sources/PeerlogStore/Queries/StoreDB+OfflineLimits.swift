@@ -30,7 +30,8 @@ extension StoreDB {
         let oldest = try int(
             """
             SELECT received_at FROM receipts INDEXED BY receipts_waiting
-            WHERE group_id = ? AND author = ? AND seq IS NULL ORDER BY received_at LIMIT 1
+            WHERE group_id = ? AND author = (SELECT id FROM authors WHERE device = ?) AND seq IS NULL
+            ORDER BY received_at LIMIT 1
             """, key)
         return WaitingReceipts(count: Int(count), oldestStoredAt: oldest.map(UInt64.init(sql:)))
     }
@@ -39,7 +40,10 @@ extension StoreDB {
     package func countedWaitingReceipts(group: GroupID, author: DeviceID) throws -> Int {
         Int(
             try int(
-                "SELECT COUNT(*) FROM receipts WHERE group_id = ? AND author = ? AND seq IS NULL",
+                """
+                SELECT COUNT(*) FROM receipts
+                WHERE group_id = ? AND author = (SELECT id FROM authors WHERE device = ?) AND seq IS NULL
+                """,
                 [group.bytes.blob, author.bytes.blob]) ?? 0)
     }
 
@@ -51,13 +55,14 @@ extension StoreDB {
             SELECT author, kept, counted FROM (
                 SELECT w.author AS author, w.count AS kept,
                     (SELECT COUNT(*) FROM receipts r
-                        WHERE r.group_id = w.group_id AND r.author = w.author AND r.seq IS NULL) AS counted
+                        WHERE r.group_id = w.group_id AND r.author = (SELECT id FROM authors WHERE device = w.author)
+                        AND r.seq IS NULL) AS counted
                 FROM waiting_counts w WHERE w.group_id = ?
                 UNION ALL
-                SELECT r.author, 0, COUNT(*) FROM receipts r
+                SELECT a.device, 0, COUNT(*) FROM receipts r JOIN authors a ON a.id = r.author
                 WHERE r.group_id = ? AND r.seq IS NULL AND NOT EXISTS (
-                    SELECT 1 FROM waiting_counts w WHERE w.group_id = r.group_id AND w.author = r.author)
-                GROUP BY r.author
+                    SELECT 1 FROM waiting_counts w WHERE w.group_id = r.group_id AND w.author = a.device)
+                GROUP BY a.device
             ) WHERE kept != counted ORDER BY author
             """, [group.bytes.blob, group.bytes.blob]
         ).map { (($0["author"] as Data).bytes, $0["kept"], $0["counted"]) }

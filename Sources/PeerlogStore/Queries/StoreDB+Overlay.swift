@@ -191,7 +191,7 @@ extension StoreDB {
         return try rows(
             """
             SELECT \(StoreDB.receiptColumns), s.hlc, s.cid, s.key, s.rejected, s.state, r.payload, r.signature, c.encoded AS certificate FROM overlay_steps s
-            JOIN receipts r ON r.cid = s.cid JOIN certificates c ON c.cid = r.certificate_cid
+            JOIN receipts r ON r.cid = s.cid JOIN certificates c ON c.id = r.certificate
             WHERE s.group_id = ? AND (s.hlc, s.cid) \(after ? ">" : ">=") (?, ?) ORDER BY s.hlc, s.cid LIMIT ?
             """, StatementArguments([group.bytes.blob]) + start.arguments + [limit]
         ).map { row in
@@ -251,7 +251,12 @@ extension StoreDB {
     package func receiptPosition(
         _ cid: CID
     ) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
-        guard let row = try row("SELECT hlc, author, author_counter, seq FROM receipts WHERE cid = ?", [cid.bytes.blob])
+        guard
+            let row = try row(
+                """
+                SELECT r.hlc, a.device AS author, r.author_counter, r.seq FROM receipts r JOIN authors a ON a.id = r.author
+                WHERE r.cid = ?
+                """, [cid.bytes.blob])
         else { return nil }
         return (
             OverlayPosition(hlc: UInt64(sql: row["hlc"]), cid: cid), try DeviceID(bytes: (row["author"] as Data).bytes),
@@ -265,7 +270,10 @@ extension StoreDB {
     ) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
         guard
             let row = try row(
-                "SELECT hlc, cid, seq FROM receipts WHERE group_id = ? AND author = ? AND author_counter = ?",
+                """
+                SELECT hlc, cid, seq FROM receipts
+                WHERE group_id = ? AND author = (SELECT id FROM authors WHERE device = ?) AND author_counter = ?
+                """,
                 [group.bytes.blob, author.bytes.blob, counter.sql])
         else { return nil }
         return (try Self.position(row), author, counter, (row["seq"] as Int64?) != nil)
@@ -277,10 +285,12 @@ extension StoreDB {
     ) throws -> [(position: OverlayPosition, author: DeviceID, counter: UInt64)] {
         try rows(
             """
-            SELECT r.hlc, r.cid, r.author, r.author_counter FROM receipt_parents p JOIN receipts r ON r.id = p.receipt_id
+            SELECT r.hlc, r.cid, a.device AS author, r.author_counter
+            FROM receipt_parents p JOIN receipts r ON r.id = p.receipt_id JOIN authors a ON a.id = r.author
             WHERE p.parent = (SELECT id FROM receipts WHERE cid = ?1) AND r.seq IS NULL
             UNION ALL
-            SELECT r.hlc, r.cid, r.author, r.author_counter FROM receipt_parents_unstored u JOIN receipts r ON r.id = u.receipt_id
+            SELECT r.hlc, r.cid, a.device AS author, r.author_counter
+            FROM receipt_parents_unstored u JOIN receipts r ON r.id = u.receipt_id JOIN authors a ON a.id = r.author
             WHERE u.parent = ?1 AND r.seq IS NULL
             """, [cid.bytes.blob]
         ).map {

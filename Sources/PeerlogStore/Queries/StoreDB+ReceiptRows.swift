@@ -4,12 +4,14 @@ import PeerlogModel
 import Synchronization
 
 extension StoreDB {
-    /// What a read of `receipts r` selects first, before the row's other columns, to put a
-    /// stored payload back together (`Receipt.payload(stored:columns:)`, docs/PROTOCOL.md §10).
-    /// First, so they are read by position: by name, each costs a search of the row's columns.
+    /// What a read of `receipts r` joined with its certificate (`certificates c ON c.id =
+    /// r.certificate`) selects first, before the row's other columns, to put a stored payload back
+    /// together (`Receipt.payload(stored:columns:)`, docs/PROTOCOL.md §10). The author and
+    /// identity are the certificate's (a receipt is stored only if they are). First, so they are
+    /// read by position: by name, each costs a search of the row's columns.
     static let receiptColumns = """
-        r.hlc AS rp_hlc, r.type AS rp_type, r.group_id AS rp_group, r.author AS rp_author,
-        r.author_counter AS rp_counter, r.identity AS rp_identity
+        r.hlc AS rp_hlc, r.type AS rp_type, r.group_id AS rp_group, c.device AS rp_author,
+        r.author_counter AS rp_counter, c.identity AS rp_identity
         """
 
     /// The signed payload of a row that selects `receiptColumns` first, and `payload`.

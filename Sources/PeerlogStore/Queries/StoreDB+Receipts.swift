@@ -156,7 +156,8 @@ extension StoreDB {
         UInt64(
             sql: try int(
                 """
-                SELECT MAX(c) FROM (SELECT MAX(author_counter) AS c FROM receipts WHERE group_id = ?1 AND author = ?2
+                SELECT MAX(c) FROM (SELECT MAX(author_counter) AS c FROM receipts
+                                    WHERE group_id = ?1 AND author = (SELECT id FROM authors WHERE device = ?2)
                                     UNION ALL SELECT counter FROM floor_authors WHERE group_id = ?1 AND author = ?2)
                 """, [group.bytes.blob, author.bytes.blob]) ?? 0)
     }
@@ -165,25 +166,33 @@ extension StoreDB {
     package func receiptCID(group: GroupID, author: DeviceID, counter: UInt64) throws -> CID? {
         guard
             let row = try row(
-                "SELECT cid FROM receipts WHERE group_id = ? AND author = ? AND author_counter = ?",
+                """
+                SELECT cid FROM receipts
+                WHERE group_id = ? AND author = (SELECT id FROM authors WHERE device = ?) AND author_counter = ?
+                """,
                 [group.bytes.blob, author.bytes.blob, counter.sql])
         else { return nil }
         return try CID(bytes: (row["cid"] as Data).bytes)
     }
 
     /// Stores a verified receipt (its certificate must be stored first), its parent links, and
-    /// maintains the group's heads. Returns the row id.
+    /// maintains the group's heads. Returns the row id. The row names its author by number
+    /// (`authors`, numbered here on first use) and its certificate by row id (§10).
     @discardableResult
     package func insertReceipt(_ r: Receipt, receivedAt: UInt64) throws -> Int64 {
         let group = Bound.bytes(r.group.bytes)
+        guard let certificate = try runInt("SELECT id FROM certificates WHERE cid = ?", .bytes(r.certificate.cid.bytes))
+        else {
+            throw StoreError(.unknownStoredValue, "receipt \(r.cid) was stored before its certificate \(r.certificate.cid)")
+        }
         try run(
             """
-            INSERT INTO receipts (cid, group_id, author, author_counter, identity, type, hlc, payload, signature, certificate_cid, received_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO receipts (cid, group_id, author, author_counter, type, hlc, payload, signature, certificate, received_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            .bytes(r.cid.bytes), group, .bytes(r.author.bytes), .int(r.counter.sql), .bytes(r.identity.bytes),
-            .text(r.type), .int(r.hlc.packed.sql), .bytes(r.storedPayload ?? r.payload), .bytes(r.signature),
-            .bytes(r.certificate.cid.bytes), .int(received(receivedAt)))
+            .bytes(r.cid.bytes), group, .int(try authorNumber(r.author)), .int(r.counter.sql), .text(r.type),
+            .int(r.hlc.packed.sql), .bytes(r.storedPayload ?? r.payload), .bytes(r.signature), .int(certificate),
+            .int(received(receivedAt)))
         let id = db.lastInsertedRowID
         for parent in r.parents {
             if let parentID = try runInt("SELECT id FROM receipts WHERE cid = ?", .bytes(parent.bytes)) {
@@ -213,6 +222,13 @@ extension StoreDB {
     }
 
     private func received(_ t: UInt64) -> Int64 { t.sql }
+
+    /// The number `receipts` rows name `device` by, given on its first receipt and kept.
+    private func authorNumber(_ device: DeviceID) throws -> Int64 {
+        if let id = try runInt("SELECT id FROM authors WHERE device = ?", .bytes(device.bytes)) { return id }
+        try run("INSERT INTO authors (device) VALUES (?)", .bytes(device.bytes))
+        return db.lastInsertedRowID
+    }
 
     /// The most recent heads of a group (by HLC, then CID), at most `limit`.
     package func heads(group: GroupID, limit: Int) throws -> [CID] {
@@ -263,7 +279,10 @@ extension StoreDB {
     package func receipts(group: GroupID, author: DeviceID, fromCounter: UInt64, limit: Int) throws -> [StoredReceipt] {
         try rows(
             Self.receiptSelect
-                + " WHERE r.group_id = ? AND r.author = ? AND r.author_counter >= ? ORDER BY r.author_counter LIMIT ?",
+                + """
+                 WHERE r.group_id = ? AND r.author = (SELECT id FROM authors WHERE device = ?) AND r.author_counter >= ?
+                 ORDER BY r.author_counter LIMIT ?
+                """,
             [group.bytes.blob, author.bytes.blob, fromCounter.sql, limit]
         ).map(Self.storedReceipt)
     }
@@ -271,7 +290,7 @@ extension StoreDB {
     /// Every receipt of a group: committed ones in seq order, then tentative ones.
     package func allReceipts(group: GroupID) throws -> [StoredReceipt] {
         try rows(
-            Self.receiptSelect + " WHERE r.group_id = ? ORDER BY r.seq IS NULL, r.seq, r.author, r.author_counter",
+            Self.receiptSelect + " WHERE r.group_id = ? ORDER BY r.seq IS NULL, r.seq, c.device, r.author_counter",
             [group.bytes.blob]
         ).map(Self.storedReceipt)
     }
@@ -283,15 +302,15 @@ extension StoreDB {
         // vector costs O(authors · log n), however long the log (sync asks for it per message).
         try rows(
             """
-            WITH RECURSIVE authors(author) AS (
+            WITH RECURSIVE walk(author) AS (
                 SELECT MIN(author) FROM receipts WHERE group_id = ?1
                 UNION ALL
-                SELECT (SELECT MIN(author) FROM receipts WHERE group_id = ?1 AND author > authors.author)
-                FROM authors WHERE authors.author IS NOT NULL)
+                SELECT (SELECT MIN(author) FROM receipts WHERE group_id = ?1 AND author > walk.author)
+                FROM walk WHERE walk.author IS NOT NULL)
             SELECT author, MAX(c) AS c FROM (
-                SELECT author,
-                       (SELECT MAX(author_counter) FROM receipts r WHERE r.group_id = ?1 AND r.author = authors.author) AS c
-                FROM authors WHERE author IS NOT NULL
+                SELECT (SELECT device FROM authors a WHERE a.id = walk.author) AS author,
+                       (SELECT MAX(author_counter) FROM receipts r WHERE r.group_id = ?1 AND r.author = walk.author) AS c
+                FROM walk WHERE author IS NOT NULL
                 UNION ALL SELECT author, counter FROM floor_authors WHERE group_id = ?1)
             GROUP BY author ORDER BY author
             """,
@@ -384,7 +403,7 @@ extension StoreDB {
 
     static let receiptSelect = """
         SELECT \(StoreDB.receiptColumns), r.id, r.cid, r.payload, r.signature, r.seq, c.encoded AS certificate FROM receipts r
-        JOIN certificates c ON c.cid = r.certificate_cid
+        JOIN certificates c ON c.id = r.certificate
         """
 
     static func storedReceipt(_ row: Row) throws -> StoredReceipt {
@@ -433,7 +452,7 @@ extension StoreDB {
         try rows(
             """
             SELECT \(StoreDB.receiptColumns), r.payload, r.signature, c.encoded AS certificate, e.seq, e.outcome, e.reason FROM envelopes e
-            JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
+            JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.id = r.certificate
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
             """, [group.bytes.blob, fromSeq.sql, limit]
         ).map { row in
@@ -450,7 +469,10 @@ extension StoreDB {
     /// Whether `device` authored a tentative group.created for the group.
     package func hasTentativeCreation(group: GroupID, by device: DeviceID) throws -> Bool {
         try int(
-            "SELECT 1 FROM receipts WHERE group_id = ? AND type = 'group.created' AND author = ? AND seq IS NULL LIMIT 1",
+            """
+            SELECT 1 FROM receipts WHERE group_id = ? AND type = 'group.created'
+            AND author = (SELECT id FROM authors WHERE device = ?) AND seq IS NULL LIMIT 1
+            """,
             [group.bytes.blob, device.bytes.blob]) != nil
     }
 

@@ -167,8 +167,10 @@ extension StoreDB {
     package func committedAuthorCounters(group: GroupID, from: UInt64, to: UInt64) throws -> [(DeviceID, UInt64)] {
         try rows(
             """
-            SELECT r.author, MAX(r.author_counter) AS c FROM envelopes e JOIN receipts r ON r.cid = e.cid
-            WHERE e.group_id = ? AND e.seq BETWEEN ? AND ? GROUP BY r.author
+            SELECT a.device AS author, c FROM (
+                SELECT r.author AS number, MAX(r.author_counter) AS c FROM envelopes e JOIN receipts r ON r.cid = e.cid
+                WHERE e.group_id = ? AND e.seq BETWEEN ? AND ? GROUP BY r.author
+            ) JOIN authors a ON a.id = number
             """, [group.bytes.blob, from.sql, to.sql]
         ).map { (try DeviceID(bytes: ($0["author"] as Data).bytes), UInt64(sql: $0["c"])) }
     }
@@ -234,7 +236,7 @@ extension StoreDB {
         return try rows(
             """
             SELECT \(StoreDB.receiptColumns), r.payload, r.signature, c.encoded AS certificate, \(EnvelopeRows.columns)
-            FROM receipts r JOIN envelopes e ON e.cid = r.cid JOIN certificates c ON c.cid = r.certificate_cid
+            FROM receipts r JOIN envelopes e ON e.cid = r.cid JOIN certificates c ON c.id = r.certificate
             \(EnvelopeRows.join)
             WHERE r.type LIKE 'group.%' AND r.group_id = ? AND r.type = ? AND r.seq IS NOT NULL AND r.seq <= ?
             ORDER BY r.seq
@@ -248,7 +250,10 @@ extension StoreDB {
     /// a snapshot says they were committed below its seq (their effect is in it).
     package func deleteTentativeReceipts(group: GroupID, author: DeviceID, through counter: UInt64) throws -> Int {
         let ids = try rows(
-            "SELECT id FROM receipts WHERE group_id = ? AND author = ? AND author_counter <= ? AND seq IS NULL",
+            """
+            SELECT id FROM receipts
+            WHERE group_id = ? AND author = (SELECT id FROM authors WHERE device = ?) AND author_counter <= ? AND seq IS NULL
+            """,
             [group.bytes.blob, author.bytes.blob, counter.sql]
         ).map { $0["id"] as Int64 }
         for id in ids {

@@ -37,7 +37,7 @@ extension StoreDB {
         return try rows(
             """
             SELECT \(StoreDB.receiptColumns), \(EnvelopeRows.columns), r.payload, r.signature, c.encoded AS certificate
-            FROM envelopes e JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.cid = r.certificate_cid
+            FROM envelopes e JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.id = r.certificate
             \(EnvelopeRows.join)
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
             """, [group.bytes.blob, fromSeq.sql, limit]
@@ -74,8 +74,9 @@ extension StoreDB {
         try rows(
             """
             SELECT \(StoreDB.receiptColumns), r.seq, r.payload, r.signature, c.encoded AS certificate
-            FROM receipts r JOIN certificates c ON c.cid = r.certificate_cid
-            WHERE r.group_id = ? AND r.author = ? AND r.author_counter BETWEEN ? AND ? ORDER BY r.author_counter LIMIT ?
+            FROM receipts r JOIN certificates c ON c.id = r.certificate
+            WHERE r.group_id = ? AND r.author = (SELECT id FROM authors WHERE device = ?) AND r.author_counter BETWEEN ? AND ?
+            ORDER BY r.author_counter LIMIT ?
             """, [group.bytes.blob, author.bytes.blob, from.sql, to.sql, limit]
         ).map { try Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
     }
@@ -86,7 +87,7 @@ extension StoreDB {
             try row(
                 """
                 SELECT \(StoreDB.receiptColumns), r.seq, r.payload, r.signature, c.encoded AS certificate
-                FROM receipts r JOIN certificates c ON c.cid = r.certificate_cid WHERE r.cid = ? AND r.group_id = ?
+                FROM receipts r JOIN certificates c ON c.id = r.certificate WHERE r.cid = ? AND r.group_id = ?
                 """, [cid.bytes.blob, group.bytes.blob]
             ).map { try Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
         }

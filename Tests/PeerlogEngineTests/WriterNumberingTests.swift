@@ -1,0 +1,164 @@
+import Foundation
+import PeerlogEngine
+import PeerlogModel
+import PeerlogStore
+import PeerlogTestSupport
+import Testing
+
+/// A receipt's writer stored as numbers (docs/PROTOCOL.md §10, migration 0021): a row names its
+/// author by its number in `authors` and its certificate by row id; the author's and identity's
+/// keys are read from the certificate.
+@Suite struct WriterNumberingTests {
+    @Test func rowsHoldNoKeyOfTheirWriter() throws {
+        let alice = try TestReplica("alice")
+        let group = try alice.replica.createGroup(name: "g")
+        try alice.put(group, "k", 1)
+        let (columns, authors, blobs) = try alice.replica.store.read { db in
+            (
+                try db.count(
+                    rawSQL: """
+                        SELECT COUNT(*) FROM pragma_table_info('receipts')
+                        WHERE name IN ('identity', 'certificate_cid') OR (name IN ('author', 'certificate') AND type = 'INTEGER')
+                        """),
+                try db.count(rawSQL: "SELECT COUNT(*) FROM authors"),
+                try db.count(rawSQL: "SELECT COUNT(*) FROM receipts WHERE typeof(author) != 'integer' OR typeof(certificate) != 'integer'")
+            )
+        }
+        #expect(columns == 2, "author and certificate are integers; no identity or certificate CID column")
+        #expect(authors == 1)
+        #expect(blobs == 0)
+    }
+
+    /// A store from before migration 0021, with two authors and tentative receipts: every
+    /// receipt reads back the same after the migration, and the waiting counts, parent links and
+    /// author counters still agree with the rows.
+    @Test func aStoreFromBeforeTheMigrationReadsTheSame() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/replica.sqlite"
+        let alice = try TestReplica("alice")
+        let bobDevice = try LocalDevice.deterministic(seed: Array("bob".utf8), name: "bob", createdAt: 1)
+        let group = try alice.replica.createGroup(name: "g")
+        try alice.replica.append(.memberAdded(identity: bobDevice.identity, role: .member), to: group)
+        try alice.put(group, "a", 1)
+        var before: [Receipt] = []
+        var counters: [String] = []
+        do {
+            let bob = try Replica(path: path, device: bobDevice)
+            let held = try alice.holdings(group)
+            _ = try bob.ingest(receipts: held.receipts, envelopes: held.envelopes)
+            try bob.append(.inviteAccepted, to: group)
+            try bob.append(.entityPut(key: "b", value: 2), to: group)
+            try bob.append(.entityPut(key: "c", value: 3), to: group)
+            before = try bob.store.read { try $0.allReceipts(group: group).map(\.receipt) }
+            counters = try bob.store.read { try $0.authorCounters(group: group) }.map { "\($0.0)=\($0.1)" }
+            #expect(try bob.store.read { try $0.tentativeCount(group: group) } == 3)
+        }
+        try Store.rewriteShape(path: path, sql: Self.shapeBefore0021(withOfflineLimits: true))
+        let bob = try Replica(path: path, device: bobDevice)
+        let after = try bob.store.read { try $0.allReceipts(group: group).map(\.receipt) }
+        #expect(before.count == 6)
+        #expect(after.map(\.cid) == before.map(\.cid))
+        #expect(after.map(\.payload) == before.map(\.payload), "each payload is put back from the same columns")
+        #expect(after.map(\.certificate.cid) == before.map(\.certificate.cid))
+        #expect(try bob.store.read { try $0.authorCounters(group: group) }.map { "\($0.0)=\($0.1)" } == counters)
+        #expect(try bob.checkWaitingCounts(of: group) == nil)
+        #expect(try bob.checkParentLinks() == nil)
+        #expect(try bob.offlineHeadroom(of: group).waiting == 3)
+        // Still writable: the next receipt takes the number the migration gave its author.
+        try bob.append(.entityPut(key: "d", value: 4), to: group)
+        #expect(try bob.store.read { try $0.count(rawSQL: "SELECT COUNT(*) FROM authors") } == 2)
+    }
+
+    /// The export lists receipts by author device key, then counter, whatever order the authors
+    /// were numbered in (§13).
+    @Test func theExportOrdersAuthorsByTheirKeys() throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let group = try groupWith(owner: alice, members: [bob])
+        try bob.put(group, "b", 1)
+        try alice.send(group, to: bob)
+        try bob.send(group, to: alice)
+        try alice.put(group, "a", 2)
+        var authors: [[UInt8]] = []
+        try alice.replica.store.read { db in
+            try db.forEachReceipt(group: group) { authors.append($0.author.bytes) }
+        }
+        #expect(Set(authors).count == 2)
+        #expect(authors == authors.sorted { $0.lexicographicallyPrecedes($1) }, "by author key, not by number")
+    }
+
+    /// SQL that puts a store of today back into the shape it had before migration 0021 (author,
+    /// identity and certificate CID in every receipt row, `certificates` keyed by CID), as the
+    /// migrations up to 0020 left it; `withOfflineLimits: false` also as before 0011 (the caller
+    /// dropped 0011's tables). Deletes 0021's record, so opening the store runs it again.
+    static func shapeBefore0021(withOfflineLimits: Bool) -> String {
+        let waiting =
+            withOfflineLimits
+            ? """
+            CREATE INDEX receipts_waiting ON receipts(group_id, author, received_at) WHERE seq IS NULL;
+            CREATE TRIGGER waiting_receipt_stored AFTER INSERT ON receipts WHEN NEW.seq IS NULL
+                BEGIN
+                    INSERT INTO waiting_counts (group_id, author, count) VALUES (NEW.group_id, NEW.author, 1)
+                        ON CONFLICT (group_id, author) DO UPDATE SET count = count + 1;
+                END;
+            CREATE TRIGGER waiting_receipt_committed AFTER UPDATE OF seq ON receipts
+                WHEN OLD.seq IS NULL AND NEW.seq IS NOT NULL
+                BEGIN
+                    UPDATE waiting_counts SET count = count - 1 WHERE group_id = OLD.group_id AND author = OLD.author;
+                END;
+            CREATE TRIGGER waiting_receipt_uncommitted AFTER UPDATE OF seq ON receipts
+                WHEN OLD.seq IS NOT NULL AND NEW.seq IS NULL
+                BEGIN
+                    INSERT INTO waiting_counts (group_id, author, count) VALUES (NEW.group_id, NEW.author, 1)
+                        ON CONFLICT (group_id, author) DO UPDATE SET count = count + 1;
+                END;
+            CREATE TRIGGER waiting_receipt_removed AFTER DELETE ON receipts WHEN OLD.seq IS NULL
+                BEGIN
+                    UPDATE waiting_counts SET count = count - 1 WHERE group_id = OLD.group_id AND author = OLD.author;
+                END;
+            """ : ""
+        return """
+            CREATE TABLE certificates_before (
+                cid BLOB PRIMARY KEY, identity BLOB NOT NULL, device BLOB NOT NULL, noise_key BLOB NOT NULL,
+                name TEXT NOT NULL, created_at INTEGER NOT NULL, encoded BLOB NOT NULL
+            ) WITHOUT ROWID;
+            INSERT INTO certificates_before SELECT cid, identity, device, noise_key, name, created_at, encoded FROM certificates;
+            CREATE TABLE receipts_before (
+                id INTEGER PRIMARY KEY, cid BLOB NOT NULL UNIQUE, group_id BLOB NOT NULL, author BLOB NOT NULL,
+                author_counter INTEGER NOT NULL, identity BLOB NOT NULL, type TEXT NOT NULL, hlc INTEGER NOT NULL,
+                payload BLOB NOT NULL, signature BLOB NOT NULL, certificate_cid BLOB NOT NULL REFERENCES certificates(cid),
+                received_at INTEGER NOT NULL, seq INTEGER, UNIQUE(group_id, author, author_counter)
+            );
+            INSERT INTO receipts_before
+                SELECT r.id, r.cid, r.group_id, a.device, r.author_counter, c.identity, r.type, r.hlc, r.payload,
+                       r.signature, c.cid, r.received_at, r.seq
+                FROM receipts r JOIN authors a ON a.id = r.author JOIN certificates c ON c.id = r.certificate;
+            DROP TABLE receipts;
+            DROP TABLE certificates;
+            DROP TABLE authors;
+            ALTER TABLE certificates_before RENAME TO certificates;
+            ALTER TABLE receipts_before RENAME TO receipts;
+            CREATE INDEX receipts_tentative ON receipts(group_id, hlc, cid) WHERE seq IS NULL;
+            CREATE INDEX receipts_created ON receipts(group_id) WHERE type = 'group.created';
+            CREATE INDEX receipts_group_operations ON receipts(id, seq) WHERE type LIKE 'group.%';
+            CREATE INDEX receipts_sequencer_changes ON receipts(group_id, seq)
+                WHERE type = 'group.sequencer_changed' AND seq IS NOT NULL;
+            CREATE TRIGGER overlay_receipt_stored AFTER INSERT ON receipts
+                BEGIN UPDATE overlay_groups SET changes = changes + 1 WHERE group_id = NEW.group_id; END;
+            CREATE TRIGGER overlay_receipt_committed AFTER UPDATE OF seq ON receipts
+                BEGIN UPDATE overlay_groups SET changes = changes + 1 WHERE group_id = NEW.group_id; END;
+            CREATE TRIGGER overlay_receipt_removed AFTER DELETE ON receipts
+                BEGIN UPDATE overlay_groups SET changes = changes + 1 WHERE group_id = OLD.group_id; END;
+            CREATE TRIGGER group_operation_stored AFTER INSERT ON receipts WHEN NEW.type LIKE 'group.%'
+                BEGIN UPDATE group_operation_events SET count = count + 1 WHERE id = 1; END;
+            CREATE TRIGGER group_operation_sequenced AFTER UPDATE OF seq ON receipts
+                WHEN NEW.type LIKE 'group.%' AND OLD.seq IS NOT NEW.seq
+                BEGIN UPDATE group_operation_events SET count = count + 1 WHERE id = 1; END;
+            CREATE TRIGGER group_operation_removed AFTER DELETE ON receipts WHEN OLD.type LIKE 'group.%'
+                BEGIN UPDATE group_operation_events SET count = count + 1 WHERE id = 1; END;
+            \(waiting)
+            DELETE FROM grdb_migrations WHERE identifier = '0021_receipt_writers_numbered';
+            """
+    }
+}
