@@ -596,7 +596,7 @@ class Cluster:
         The checker polls this: a `peerlog log` call per replica several times a second cost the
         run most of its CPU (a debug build), and reading the file is what that call does."""
         rows = read_store(node, lambda db: db.execute(
-            "SELECT e.seq, e.cid FROM envelopes e JOIN receipts r ON r.cid = e.cid "
+            "SELECT e.seq, r.cid FROM envelopes e JOIN receipts r ON r.id = e.receipt_id "
             "WHERE e.group_id = ? ORDER BY e.seq", (self.group_bytes(),)).fetchall())
         if rows is None:
             return None

@@ -16,12 +16,12 @@ scratch = tempfile.mkdtemp()
 # Each step: (label, SQL), applied on top of the steps before it.
 STEPS = [
     ("as stored", ""),
-    # A 16-byte group id and a 32-byte author stored as small integers (a numbering table per
-    # store) in every per-receipt table and index.
-    ("group and author numbered", """
+    # A 16-byte group id stored as a small integer (a numbering table per store, as `authors`
+    # numbers receipt authors since migration 0021) in every per-receipt table and index.
+    ("group numbered", """
         DROP TRIGGER IF EXISTS overlay_receipt_committed; DROP TRIGGER IF EXISTS waiting_receipt_committed;
         DROP TRIGGER IF EXISTS group_operation_sequenced;
-        UPDATE receipts SET group_id = 1, author = 1;
+        UPDATE receipts SET group_id = 1;
         UPDATE envelopes SET group_id = 1;
         UPDATE entities SET group_id = 1;
         UPDATE change_log SET group_id = 1;

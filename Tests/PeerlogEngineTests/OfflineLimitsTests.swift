@@ -288,7 +288,7 @@ import Testing
             }
         }
         // And its receipts as they were stored then (migration 0021 came later).
-        try Store.rewriteShape(path: path, sql: WriterNumberingTests.shapeBefore0021(withOfflineLimits: false))
+        try Store.rewriteShape(path: path, sql: NumberedReferencesTests.shapeBefore0021(withOfflineLimits: false))
         // Reopened, the migration counts the four waiting writes: one more is N, then N+1 is refused.
         let reopened = try Replica(path: path, device: laptop, limits: Self.limits)
         #expect(try reopened.offlineHeadroom(of: group).waiting == 4)

@@ -25,6 +25,7 @@ enum Migrations {
         m.registerMigration("0019_parent_links_once", migrate: Migration0019.migrate)
         m.registerMigration("0020_no_entities_cid_index", migrate: Migration0020.migrate)
         m.registerMigration("0021_receipt_writers_numbered", migrate: Migration0021.migrate)
+        m.registerMigration("0022_envelopes_by_receipt_row", migrate: Migration0022.migrate)
         return m
     }
 }

@@ -91,8 +91,9 @@ extension StoreDB {
     ) throws {
         try run(
             """
-            INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason, run_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO envelopes
+                (group_id, seq, receipt_id, term, sequencer, received_at, payload, signature, outcome, reason, run_id)
+            VALUES (?, ?, (SELECT id FROM receipts WHERE cid = ?), ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             .bytes(e.group.bytes), .int(e.seq.sql), .bytes(e.receipt.bytes), .int(e.term.sql),
             .bytes(runID == nil ? e.sequencer.bytes : []), .int(e.receivedAt.sql), .bytes(payload), .bytes(signature),
@@ -126,7 +127,10 @@ extension StoreDB {
     private func keepLeaves(of run: EnvelopeRun.Header, id: Int64) throws -> Bool {
         let last = run.firstSeq + run.count - 1
         let rows = try rows(
-            "SELECT seq, cid FROM envelopes WHERE group_id = ? AND seq BETWEEN ? AND ? AND run_id = ? ORDER BY seq",
+            """
+            SELECT e.seq, r.cid FROM envelopes e JOIN receipts r ON r.id = e.receipt_id
+            WHERE e.group_id = ? AND e.seq BETWEEN ? AND ? AND e.run_id = ? ORDER BY e.seq
+            """,
             [run.group.bytes.blob, run.firstSeq.sql, last.sql, id])
         guard rows.count == Int(run.count) else { return false }
         let leaves = try rows.map {
@@ -168,7 +172,7 @@ package struct EnvelopeRunRows {
 package struct EnvelopeRows {
     /// The columns a read selects for `envelope(_:)`.
     package static let columns = """
-        e.seq AS e_seq, e.cid AS e_cid, e.payload AS ep, e.signature AS es, e.run_id AS run_id,
+        e.seq AS e_seq, (SELECT cid FROM receipts WHERE id = e.receipt_id) AS e_cid, e.payload AS ep, e.signature AS es, e.run_id AS run_id,
         er.header AS run_header, er.signature AS run_signature, er.leaves AS run_leaves
         """
     /// The join a read adds after `FROM envelopes e`.

@@ -25,14 +25,17 @@ extension StoreDB {
 
     package func envelopeCID(group: GroupID, seq: UInt64) throws -> CID? {
         guard
-            let row = try row("SELECT cid FROM envelopes WHERE group_id = ? AND seq = ?", [group.bytes.blob, seq.sql])
+            let row = try row(
+                "SELECT r.cid FROM envelopes e JOIN receipts r ON r.id = e.receipt_id WHERE e.group_id = ? AND e.seq = ?",
+                [group.bytes.blob, seq.sql])
         else { return nil }
         return try CID(bytes: (row["cid"] as Data).bytes)
     }
 
     /// The seq at which a CID is committed, if it is.
     package func committedSeq(of cid: CID) throws -> UInt64? {
-        try int("SELECT seq FROM envelopes WHERE cid = ?", [cid.bytes.blob]).map(UInt64.init(sql:))
+        try int("SELECT seq FROM envelopes WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
+            .map(UInt64.init(sql:))
     }
 
     /// An envelope row whose signed form (payload, signature, and the sequencer of a single
@@ -44,8 +47,8 @@ extension StoreDB {
     ) throws {
         try execute(
             """
-            INSERT INTO envelopes (group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason)
-            VALUES (?, ?, ?, ?, x'', ?, x'', x'', ?, ?)
+            INSERT INTO envelopes (group_id, seq, receipt_id, term, sequencer, received_at, payload, signature, outcome, reason)
+            VALUES (?, ?, (SELECT id FROM receipts WHERE cid = ?), ?, x'', ?, x'', x'', ?, ?)
             """,
             [group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, receivedAt.sql, outcome.rawValue, reason])
     }
@@ -53,7 +56,10 @@ extension StoreDB {
     /// Fills in a single envelope's signed form in a row written by `insertUnsignedEnvelope`.
     package func setEnvelopeForm(_ e: Envelope) throws {
         try execute(
-            "UPDATE envelopes SET payload = ?, signature = ?, sequencer = ? WHERE group_id = ? AND seq = ? AND cid = ?",
+            """
+            UPDATE envelopes SET payload = ?, signature = ?, sequencer = ?
+            WHERE group_id = ? AND seq = ? AND receipt_id = (SELECT id FROM receipts WHERE cid = ?)
+            """,
             [
                 e.payload.blob, e.signature.blob, e.sequencer.bytes.blob, e.group.bytes.blob, e.seq.sql,
                 e.receipt.bytes.blob,
@@ -160,7 +166,7 @@ extension StoreDB {
         guard
             let row = try row(
                 """
-                SELECT r.group_id, e.seq, e.outcome, e.reason FROM receipts r LEFT JOIN envelopes e ON e.cid = r.cid
+                SELECT r.group_id, e.seq, e.outcome, e.reason FROM receipts r LEFT JOIN envelopes e ON e.receipt_id = r.id
                 WHERE r.cid = ?
                 """, [cid.bytes.blob])
         else { return nil }

@@ -183,7 +183,8 @@ extension StoreDB {
         let group = Bound.bytes(r.group.bytes)
         guard let certificate = try runInt("SELECT id FROM certificates WHERE cid = ?", .bytes(r.certificate.cid.bytes))
         else {
-            throw StoreError(.unknownStoredValue, "receipt \(r.cid) was stored before its certificate \(r.certificate.cid)")
+            throw StoreError(
+                .unknownStoredValue, "receipt \(r.cid) was stored before its certificate \(r.certificate.cid)")
         }
         try run(
             """
@@ -452,7 +453,7 @@ extension StoreDB {
         try rows(
             """
             SELECT \(StoreDB.receiptColumns), r.payload, r.signature, c.encoded AS certificate, e.seq, e.outcome, e.reason FROM envelopes e
-            JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.id = r.certificate
+            JOIN receipts r ON r.id = e.receipt_id JOIN certificates c ON c.id = r.certificate
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
             """, [group.bytes.blob, fromSeq.sql, limit]
         ).map { row in

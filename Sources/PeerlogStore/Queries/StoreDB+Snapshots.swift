@@ -168,7 +168,7 @@ extension StoreDB {
         try rows(
             """
             SELECT a.device AS author, c FROM (
-                SELECT r.author AS number, MAX(r.author_counter) AS c FROM envelopes e JOIN receipts r ON r.cid = e.cid
+                SELECT r.author AS number, MAX(r.author_counter) AS c FROM envelopes e JOIN receipts r ON r.id = e.receipt_id
                 WHERE e.group_id = ? AND e.seq BETWEEN ? AND ? GROUP BY r.author
             ) JOIN authors a ON a.id = number
             """, [group.bytes.blob, from.sql, to.sql]
@@ -192,7 +192,7 @@ extension StoreDB {
         try execute(
             """
             INSERT INTO prune_ids (id, seq)
-            SELECT r.id, e.seq FROM envelopes e JOIN receipts r ON r.cid = e.cid
+            SELECT r.id, e.seq FROM envelopes e JOIN receipts r ON r.id = e.receipt_id
             WHERE e.group_id = ?1 AND e.seq < ?2 AND r.type NOT LIKE 'group.%'
               AND r.cid NOT IN (SELECT cid FROM entities WHERE group_id = ?1)
               AND NOT EXISTS (SELECT 1 FROM heads h WHERE h.group_id = ?1 AND h.receipt_id = r.id)
@@ -221,7 +221,7 @@ extension StoreDB {
         let row = try self.row(
             """
             SELECT COUNT(*) AS n, COALESCE(SUM(length(r.payload) + length(r.signature) + 400), 0) AS bytes
-            FROM envelopes e JOIN receipts r ON r.cid = e.cid
+            FROM envelopes e JOIN receipts r ON r.id = e.receipt_id
             WHERE e.group_id = ?1 AND e.seq < ?2 AND r.type NOT LIKE 'group.%'
               AND r.cid NOT IN (SELECT cid FROM entities WHERE group_id = ?1)
             """, [group.bytes.blob, below.sql])
@@ -236,7 +236,7 @@ extension StoreDB {
         return try rows(
             """
             SELECT \(StoreDB.receiptColumns), r.payload, r.signature, c.encoded AS certificate, \(EnvelopeRows.columns)
-            FROM receipts r JOIN envelopes e ON e.cid = r.cid JOIN certificates c ON c.id = r.certificate
+            FROM receipts r JOIN envelopes e ON e.receipt_id = r.id JOIN certificates c ON c.id = r.certificate
             \(EnvelopeRows.join)
             WHERE r.type LIKE 'group.%' AND r.group_id = ? AND r.type = ? AND r.seq IS NOT NULL AND r.seq <= ?
             ORDER BY r.seq

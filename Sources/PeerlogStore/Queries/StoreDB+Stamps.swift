@@ -42,7 +42,7 @@ extension StoreDB {
             groupOperations: try groups(
                 """
                 SELECT group_id FROM receipts WHERE id > ?1 AND type LIKE 'group.%'
-                UNION SELECT r.group_id FROM envelopes e JOIN receipts r ON r.cid = e.cid
+                UNION SELECT r.group_id FROM envelopes e JOIN receipts r ON r.id = e.receipt_id
                 WHERE e.rowid > ?2 AND r.type LIKE 'group.%'
                 """))
     }

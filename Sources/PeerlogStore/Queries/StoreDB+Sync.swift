@@ -37,7 +37,7 @@ extension StoreDB {
         return try rows(
             """
             SELECT \(StoreDB.receiptColumns), \(EnvelopeRows.columns), r.payload, r.signature, c.encoded AS certificate
-            FROM envelopes e JOIN receipts r ON r.cid = e.cid JOIN certificates c ON c.id = r.certificate
+            FROM envelopes e JOIN receipts r ON r.id = e.receipt_id JOIN certificates c ON c.id = r.certificate
             \(EnvelopeRows.join)
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
             """, [group.bytes.blob, fromSeq.sql, limit]

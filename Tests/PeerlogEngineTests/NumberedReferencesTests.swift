@@ -5,10 +5,33 @@ import PeerlogStore
 import PeerlogTestSupport
 import Testing
 
-/// A receipt's writer stored as numbers (docs/PROTOCOL.md §10, migration 0021): a row names its
-/// author by its number in `authors` and its certificate by row id; the author's and identity's
-/// keys are read from the certificate.
-@Suite struct WriterNumberingTests {
+/// Keys and CIDs a row would repeat, named by number instead (docs/PROTOCOL.md §10): a receipt
+/// names its author by its number in `authors` and its certificate by row id (migration 0021;
+/// the author's and identity's keys are read from the certificate), and an envelope names its
+/// receipt by row id (0022).
+@Suite struct NumberedReferencesTests {
+    /// An envelope row cannot be written for a receipt not stored: nothing could serve it.
+    @Test func anEnvelopeRowNeedsItsReceipt() throws {
+        let alice = try TestReplica("alice")
+        let group = try alice.replica.createGroup(name: "g")
+        let stray = try handmade(alice.device, group: group, counter: 9, op: .entityPut(key: "k", value: .int(1)))
+        #expect(throws: (any Error).self) {
+            try alice.replica.store.write {
+                try $0.insertUnsignedEnvelope(
+                    group: group, seq: 2, cid: stray.cid, term: 0, receivedAt: 1, outcome: .applied, reason: nil)
+            }
+        }
+        #expect(try alice.replica.store.read { try $0.committedSeq(group: group) } == 1)
+        let columns = try alice.replica.store.read {
+            try $0.count(
+                rawSQL: """
+                    SELECT COUNT(*) FROM pragma_table_info('envelopes')
+                    WHERE name = 'cid' OR (name = 'receipt_id' AND type = 'INTEGER')
+                    """)
+        }
+        #expect(columns == 1, "receipt_id, and no cid column")
+    }
+
     @Test func rowsHoldNoKeyOfTheirWriter() throws {
         let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g")
@@ -21,7 +44,10 @@ import Testing
                         WHERE name IN ('identity', 'certificate_cid') OR (name IN ('author', 'certificate') AND type = 'INTEGER')
                         """),
                 try db.count(rawSQL: "SELECT COUNT(*) FROM authors"),
-                try db.count(rawSQL: "SELECT COUNT(*) FROM receipts WHERE typeof(author) != 'integer' OR typeof(certificate) != 'integer'")
+                try db.count(
+                    rawSQL:
+                        "SELECT COUNT(*) FROM receipts WHERE typeof(author) != 'integer' OR typeof(certificate) != 'integer'"
+                )
             )
         }
         #expect(columns == 2, "author and certificate are integers; no identity or certificate CID column")
@@ -43,6 +69,7 @@ import Testing
         try alice.put(group, "a", 1)
         var before: [Receipt] = []
         var counters: [String] = []
+        var envelopesBefore: [[UInt8]] = []
         do {
             let bob = try Replica(path: path, device: bobDevice)
             let held = try alice.holdings(group)
@@ -51,6 +78,7 @@ import Testing
             try bob.append(.entityPut(key: "b", value: 2), to: group)
             try bob.append(.entityPut(key: "c", value: 3), to: group)
             before = try bob.store.read { try $0.allReceipts(group: group).map(\.receipt) }
+            envelopesBefore = try TestReplica.holdings(group, of: bob).envelopes.map(\.encoded)
             counters = try bob.store.read { try $0.authorCounters(group: group) }.map { "\($0.0)=\($0.1)" }
             #expect(try bob.store.read { try $0.tentativeCount(group: group) } == 3)
         }
@@ -61,6 +89,10 @@ import Testing
         #expect(after.map(\.cid) == before.map(\.cid))
         #expect(after.map(\.payload) == before.map(\.payload), "each payload is put back from the same columns")
         #expect(after.map(\.certificate.cid) == before.map(\.certificate.cid))
+        let envelopesAfter = try TestReplica.holdings(group, of: bob).envelopes.map(\.encoded)
+        #expect(envelopesBefore.count == 3)
+        #expect(envelopesAfter == envelopesBefore, "each envelope is served as it was signed")
+        #expect(try bob.store.read { try $0.committedSeq(of: before[0].cid) } == 1)
         #expect(try bob.store.read { try $0.authorCounters(group: group) }.map { "\($0.0)=\($0.1)" } == counters)
         #expect(try bob.checkWaitingCounts(of: group) == nil)
         #expect(try bob.checkParentLinks() == nil)
@@ -89,9 +121,10 @@ import Testing
     }
 
     /// SQL that puts a store of today back into the shape it had before migration 0021 (author,
-    /// identity and certificate CID in every receipt row, `certificates` keyed by CID), as the
-    /// migrations up to 0020 left it; `withOfflineLimits: false` also as before 0011 (the caller
-    /// dropped 0011's tables). Deletes 0021's record, so opening the store runs it again.
+    /// identity and certificate CID in every receipt row, `certificates` keyed by CID) and 0022
+    /// (envelopes naming their receipt by CID), as the migrations up to 0020 left it;
+    /// `withOfflineLimits: false` also as before 0011 (the caller dropped 0011's tables).
+    /// Deletes both records, so opening the store runs both again.
     static func shapeBefore0021(withOfflineLimits: Bool) -> String {
         let waiting =
             withOfflineLimits
@@ -119,6 +152,20 @@ import Testing
                 END;
             """ : ""
         return """
+            CREATE TABLE envelopes_before (
+                group_id BLOB NOT NULL, seq INTEGER NOT NULL, cid BLOB NOT NULL UNIQUE, term INTEGER NOT NULL,
+                sequencer BLOB NOT NULL, received_at INTEGER NOT NULL, payload BLOB NOT NULL, signature BLOB NOT NULL,
+                outcome TEXT NOT NULL, reason TEXT, run_id INTEGER REFERENCES envelope_runs(id),
+                PRIMARY KEY(group_id, seq)
+            );
+            INSERT INTO envelopes_before
+                (rowid, group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason, run_id)
+                SELECT e.rowid, e.group_id, e.seq, r.cid, e.term, e.sequencer, e.received_at, e.payload, e.signature,
+                       e.outcome, e.reason, e.run_id
+                FROM envelopes e JOIN receipts r ON r.id = e.receipt_id;
+            DROP TABLE envelopes;
+            ALTER TABLE envelopes_before RENAME TO envelopes;
+            DELETE FROM grdb_migrations WHERE identifier = '0022_envelopes_by_receipt_row';
             CREATE TABLE certificates_before (
                 cid BLOB PRIMARY KEY, identity BLOB NOT NULL, device BLOB NOT NULL, noise_key BLOB NOT NULL,
                 name TEXT NOT NULL, created_at INTEGER NOT NULL, encoded BLOB NOT NULL
