@@ -96,7 +96,7 @@ struct BatchedEnvelopeTests {
                 try db.execute(
                     rawSQL: """
                         UPDATE envelopes SET run_id = NULL, payload = x'\(hexString(e.payload))',
-                          signature = x'\(hexString(e.signature))', sequencer = x'\(hexString(e.sequencer.bytes))'
+                          signature = x'\(hexString(e.signature))'
                         WHERE seq = \(e.seq)
                         """)
             }

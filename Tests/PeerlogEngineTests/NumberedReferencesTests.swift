@@ -18,7 +18,7 @@ import Testing
         #expect(throws: (any Error).self) {
             try alice.replica.store.write {
                 try $0.insertUnsignedEnvelope(
-                    group: group, seq: 2, cid: stray.cid, term: 0, receivedAt: 1, outcome: .applied, reason: nil)
+                    group: group, seq: 2, cid: stray.cid, term: 0, outcome: .applied, reason: nil)
             }
         }
         #expect(try alice.replica.store.read { try $0.committedSeq(group: group) } == 1)
@@ -26,10 +26,10 @@ import Testing
             try $0.count(
                 rawSQL: """
                     SELECT COUNT(*) FROM pragma_table_info('envelopes')
-                    WHERE name = 'cid' OR (name = 'receipt_id' AND type = 'INTEGER')
+                    WHERE name IN ('cid', 'sequencer', 'received_at') OR (name = 'receipt_id' AND type = 'INTEGER')
                     """)
         }
-        #expect(columns == 1, "receipt_id, and no cid column")
+        #expect(columns == 1, "receipt_id, and no cid, sequencer or received_at column")
     }
 
     @Test func rowsHoldNoKeyOfTheirWriter() throws {
@@ -160,8 +160,8 @@ import Testing
             );
             INSERT INTO envelopes_before
                 (rowid, group_id, seq, cid, term, sequencer, received_at, payload, signature, outcome, reason, run_id)
-                SELECT e.rowid, e.group_id, e.seq, r.cid, e.term, e.sequencer, e.received_at, e.payload, e.signature,
-                       e.outcome, e.reason, e.run_id
+                SELECT e.rowid, e.group_id, e.seq, r.cid, e.term, x'', 0, e.payload, e.signature, e.outcome, e.reason,
+                       e.run_id
                 FROM envelopes e JOIN receipts r ON r.id = e.receipt_id;
             DROP TABLE envelopes;
             ALTER TABLE envelopes_before RENAME TO envelopes;

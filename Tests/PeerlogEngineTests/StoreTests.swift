@@ -105,7 +105,8 @@ struct StoreTests {
                 "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox", "0008_revocations",
                 "0009_epoch_keys", "0010_snapshots", "0011_offline_limits", "0012_evidence_caps", "0013_blobs",
                 "0014_blob_cache", "0015_blob_format", "0016_overlay_merge_steps", "0017_group_operation_events",
-                "0018_envelope_runs", "0019_parent_links_once", "0020_no_entities_cid_index", "0021_receipt_writers_numbered", "0022_envelopes_by_receipt_row",
+                "0018_envelope_runs", "0019_parent_links_once", "0020_no_entities_cid_index",
+                "0021_receipt_writers_numbered", "0022_envelopes_by_receipt_row",
             ])
         let again = try Store(path: dir + "/s.sqlite")
         #expect(
@@ -114,7 +115,8 @@ struct StoreTests {
                 "0005_change_log", "0006_sequencer_change_index", "0007_drop_outbox", "0008_revocations",
                 "0009_epoch_keys", "0010_snapshots", "0011_offline_limits", "0012_evidence_caps", "0013_blobs",
                 "0014_blob_cache", "0015_blob_format", "0016_overlay_merge_steps", "0017_group_operation_events",
-                "0018_envelope_runs", "0019_parent_links_once", "0020_no_entities_cid_index", "0021_receipt_writers_numbered", "0022_envelopes_by_receipt_row",
+                "0018_envelope_runs", "0019_parent_links_once", "0020_no_entities_cid_index",
+                "0021_receipt_writers_numbered", "0022_envelopes_by_receipt_row",
             ])
         #expect(
             try again.read {

@@ -163,7 +163,6 @@ extension Pipeline {
     private mutating func applyUngated(_ plan: SequencingPlan) throws {
         var run = [CID]()
         var runStart: UInt64 = 0
-        let at = now
         for step in plan.steps {
             switch step {
             case .refuse(let r, let reason):
@@ -171,8 +170,7 @@ extension Pipeline {
             case .assign(let seq, let r):
                 try commit(seq: seq, receipt: r) { db, outcome, reason in
                     try db.insertUnsignedEnvelope(
-                        group: r.group, seq: seq, cid: r.cid, term: 0, receivedAt: at, outcome: outcome,
-                        reason: reason)
+                        group: r.group, seq: seq, cid: r.cid, term: 0, outcome: outcome, reason: reason)
                 }
                 if run.isEmpty { runStart = seq }
                 run.append(r.cid)

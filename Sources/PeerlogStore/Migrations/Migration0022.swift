@@ -6,6 +6,8 @@ import GRDB
 /// path that writes an envelope row stores its receipt first, in the same transaction, and the
 /// rows that delete a committed receipt (compaction) delete its envelope with it; so `receipt_id`
 /// references `receipts(id)`, unique. Rows keep their rowid (the change stamp reads the highest).
+/// The `sequencer` and `received_at` columns go too: nothing read them (32 and 6 bytes of a
+/// single envelope's row), and the signed payload, or a run item's header, holds both.
 /// An envelope row whose receipt is not stored (no path writes one; a read joining its receipt
 /// never served it) is not carried over: its seq would be fetched again from a peer.
 enum Migration0022 {
@@ -17,8 +19,6 @@ enum Migration0022 {
                     seq INTEGER NOT NULL,
                     receipt_id INTEGER NOT NULL UNIQUE REFERENCES receipts(id),
                     term INTEGER NOT NULL,
-                    sequencer BLOB NOT NULL,
-                    received_at INTEGER NOT NULL,
                     payload BLOB NOT NULL,
                     signature BLOB NOT NULL,
                     outcome TEXT NOT NULL,
@@ -27,10 +27,8 @@ enum Migration0022 {
                     PRIMARY KEY(group_id, seq)
                 );
                 INSERT INTO envelopes_by_receipt
-                    (rowid, group_id, seq, receipt_id, term, sequencer, received_at, payload, signature, outcome, reason,
-                     run_id)
-                    SELECT e.rowid, e.group_id, e.seq, r.id, e.term, e.sequencer, e.received_at, e.payload, e.signature,
-                           e.outcome, e.reason, e.run_id
+                    (rowid, group_id, seq, receipt_id, term, payload, signature, outcome, reason, run_id)
+                    SELECT e.rowid, e.group_id, e.seq, r.id, e.term, e.payload, e.signature, e.outcome, e.reason, e.run_id
                     FROM envelopes e JOIN receipts r ON r.cid = e.cid;
                 DROP TABLE envelopes;
                 ALTER TABLE envelopes_by_receipt RENAME TO envelopes;

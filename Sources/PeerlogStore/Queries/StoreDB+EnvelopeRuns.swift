@@ -5,8 +5,8 @@ import PeerlogModel
 
 /// Items of batched runs (docs/PROTOCOL.md §3.5) stored once per run (§10, migration 0018):
 /// `envelope_runs` holds a run's header and signature, and its leaves once all its seqs are
-/// known; an item's `envelopes` row holds `run_id`, an empty signature and sequencer (the
-/// header's), and as payload its path (32-byte hashes) until the leaves are known, then
+/// known; an item's `envelopes` row holds `run_id`, an empty signature (the header's), and as
+/// payload its path (32-byte hashes) until the leaves are known, then
 /// nothing. Reads rebuild the exact item (`EnvelopeRows`), byte for byte what was signed and sent.
 extension StoreDB {
     /// Writes a committed envelope row: a single envelope whole, a run item in the run's form.
@@ -91,13 +91,11 @@ extension StoreDB {
     ) throws {
         try run(
             """
-            INSERT INTO envelopes
-                (group_id, seq, receipt_id, term, sequencer, received_at, payload, signature, outcome, reason, run_id)
-            VALUES (?, ?, (SELECT id FROM receipts WHERE cid = ?), ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO envelopes (group_id, seq, receipt_id, term, payload, signature, outcome, reason, run_id)
+            VALUES (?, ?, (SELECT id FROM receipts WHERE cid = ?), ?, ?, ?, ?, ?, ?)
             """,
-            .bytes(e.group.bytes), .int(e.seq.sql), .bytes(e.receipt.bytes), .int(e.term.sql),
-            .bytes(runID == nil ? e.sequencer.bytes : []), .int(e.receivedAt.sql), .bytes(payload), .bytes(signature),
-            .text(outcome.rawValue), reason.map(Bound.text) ?? .null, runID.map(Bound.int) ?? .null)
+            .bytes(e.group.bytes), .int(e.seq.sql), .bytes(e.receipt.bytes), .int(e.term.sql), .bytes(payload),
+            .bytes(signature), .text(outcome.rawValue), reason.map(Bound.text) ?? .null, runID.map(Bound.int) ?? .null)
     }
 
     /// The run's row, made if new, and whether it holds the leaves (given here when the caller

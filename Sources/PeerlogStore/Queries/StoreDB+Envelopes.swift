@@ -34,36 +34,32 @@ extension StoreDB {
 
     /// The seq at which a CID is committed, if it is.
     package func committedSeq(of cid: CID) throws -> UInt64? {
-        try int("SELECT seq FROM envelopes WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob])
-            .map(UInt64.init(sql:))
+        try int(
+            "SELECT seq FROM envelopes WHERE receipt_id = (SELECT id FROM receipts WHERE cid = ?)", [cid.bytes.blob]
+        ).map(UInt64.init(sql:))
     }
 
-    /// An envelope row whose signed form (payload, signature, and the sequencer of a single
-    /// envelope) comes later in the same transaction, from `setEnvelopeForm` or `setRunForm`: a
-    /// sequencer commits a pass seq by seq, then signs it once.
+    /// An envelope row whose signed form (payload and signature) comes later in the same
+    /// transaction, from `setEnvelopeForm` or `setRunForm`: a sequencer commits a pass seq by
+    /// seq, then signs it once.
     package func insertUnsignedEnvelope(
-        group: GroupID, seq: UInt64, cid: CID, term: UInt64, receivedAt: UInt64, outcome: CommitOutcome,
-        reason: String?
+        group: GroupID, seq: UInt64, cid: CID, term: UInt64, outcome: CommitOutcome, reason: String?
     ) throws {
         try execute(
             """
-            INSERT INTO envelopes (group_id, seq, receipt_id, term, sequencer, received_at, payload, signature, outcome, reason)
-            VALUES (?, ?, (SELECT id FROM receipts WHERE cid = ?), ?, x'', ?, x'', x'', ?, ?)
+            INSERT INTO envelopes (group_id, seq, receipt_id, term, payload, signature, outcome, reason)
+            VALUES (?, ?, (SELECT id FROM receipts WHERE cid = ?), ?, x'', x'', ?, ?)
             """,
-            [group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, receivedAt.sql, outcome.rawValue, reason])
+            [group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, outcome.rawValue, reason])
     }
 
     /// Fills in a single envelope's signed form in a row written by `insertUnsignedEnvelope`.
     package func setEnvelopeForm(_ e: Envelope) throws {
         try execute(
             """
-            UPDATE envelopes SET payload = ?, signature = ?, sequencer = ?
+            UPDATE envelopes SET payload = ?, signature = ?
             WHERE group_id = ? AND seq = ? AND receipt_id = (SELECT id FROM receipts WHERE cid = ?)
-            """,
-            [
-                e.payload.blob, e.signature.blob, e.sequencer.bytes.blob, e.group.bytes.blob, e.seq.sql,
-                e.receipt.bytes.blob,
-            ])
+            """, [e.payload.blob, e.signature.blob, e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob])
     }
 
     /// Committed envelopes with seq in `from...to`, in seq order.
