@@ -2,6 +2,8 @@ import CSQLiteTuning
 import Dispatch
 import Foundation
 import GRDB
+import PeerlogEncoding
+import PeerlogModel
 import Synchronization
 
 /// The replica's SQLite database (WAL mode) at a path. All access goes through `read` and
@@ -177,4 +179,15 @@ package final class Store: Sendable {
 /// A database connection inside a `Store.read`/`Store.write` closure.
 package struct StoreDB {
     let db: Database
+    /// Row numbers this transaction looked up or gave; made with it, gone with it.
+    let numbers = RowNumbers()
+}
+
+/// The numbers receipt rows name their writer by (`authors`, `certificates`, migration 0021),
+/// as one transaction found or made them: a probe per writer and transaction, not per receipt.
+/// Never kept past its transaction: a number given in one that rolled back names nothing (the
+/// store uses no savepoints, so a transaction's rows stay or go together).
+final class RowNumbers {
+    var authors = [DeviceID: Int64]()
+    var certificates = [CID: Int64]()
 }

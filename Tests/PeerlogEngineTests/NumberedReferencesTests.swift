@@ -55,6 +55,39 @@ import Testing
         #expect(blobs == 0)
     }
 
+    /// A number given in a transaction that rolled back names nothing later: the numbers a
+    /// transaction remembers (`RowNumbers`) go with it.
+    @Test func aRolledBackNumberIsNotNamedLater() throws {
+        struct Stop: Error {}
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let carol = try TestReplica("carol")
+        let group = try alice.replica.createGroup(name: "g")
+        let first = try handmade(bob.device, group: group, counter: 1, op: .entityPut(key: "k", value: .int(1)))
+        let second = try handmade(bob.device, group: group, counter: 2, op: .entityPut(key: "k", value: .int(2)))
+        let store = alice.replica.store
+        #expect(throws: Stop.self) {
+            try store.write { db in
+                try db.insertCertificate(bob.device.certificate)
+                try db.insertReceipt(first, receivedAt: 1)
+                throw Stop()
+            }
+        }
+        try store.write { db in
+            // Another device takes the number the rolled-back one was given.
+            try db.insertCertificate(carol.device.certificate)
+            try db.insertReceipt(
+                try handmade(carol.device, group: group, counter: 1, op: .entityPut(key: "c", value: .int(1))),
+                receivedAt: 1)
+            try db.insertCertificate(bob.device.certificate)
+            try db.insertReceipt(second, receivedAt: 1)
+        }
+        let read = try #require(try store.read { try $0.loadReceipt(second.cid) })
+        #expect(read.receipt.author == bob.device.device)
+        #expect(try store.read { try $0.loadReceipt(first.cid) } == nil)
+        #expect(try store.read { try $0.count(rawSQL: "SELECT COUNT(*) FROM authors") } == 3)
+    }
+
     /// A store from before migration 0021, with two authors and tentative receipts: every
     /// receipt reads back the same after the migration, and the waiting counts, parent links and
     /// author counters still agree with the rows.

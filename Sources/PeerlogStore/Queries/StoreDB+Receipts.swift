@@ -181,11 +181,7 @@ extension StoreDB {
     @discardableResult
     package func insertReceipt(_ r: Receipt, receivedAt: UInt64) throws -> Int64 {
         let group = Bound.bytes(r.group.bytes)
-        guard let certificate = try runInt("SELECT id FROM certificates WHERE cid = ?", .bytes(r.certificate.cid.bytes))
-        else {
-            throw StoreError(
-                .unknownStoredValue, "receipt \(r.cid) was stored before its certificate \(r.certificate.cid)")
-        }
+        let certificate = try certificateNumber(r.certificate.cid, of: r)
         try run(
             """
             INSERT INTO receipts (cid, group_id, author, author_counter, type, hlc, payload, signature, certificate, received_at)
@@ -226,9 +222,26 @@ extension StoreDB {
 
     /// The number `receipts` rows name `device` by, given on its first receipt and kept.
     private func authorNumber(_ device: DeviceID) throws -> Int64 {
-        if let id = try runInt("SELECT id FROM authors WHERE device = ?", .bytes(device.bytes)) { return id }
-        try run("INSERT INTO authors (device) VALUES (?)", .bytes(device.bytes))
-        return db.lastInsertedRowID
+        if let known = numbers.authors[device] { return known }
+        let id: Int64
+        if let found = try runInt("SELECT id FROM authors WHERE device = ?", .bytes(device.bytes)) {
+            id = found
+        } else {
+            try run("INSERT INTO authors (device) VALUES (?)", .bytes(device.bytes))
+            id = db.lastInsertedRowID
+        }
+        numbers.authors[device] = id
+        return id
+    }
+
+    /// The row id of a stored certificate, which `r` names.
+    private func certificateNumber(_ cid: CID, of r: Receipt) throws -> Int64 {
+        if let known = numbers.certificates[cid] { return known }
+        guard let id = try runInt("SELECT id FROM certificates WHERE cid = ?", .bytes(cid.bytes)) else {
+            throw StoreError(.unknownStoredValue, "receipt \(r.cid) was stored before its certificate \(cid)")
+        }
+        numbers.certificates[cid] = id
+        return id
     }
 
     /// The most recent heads of a group (by HLC, then CID), at most `limit`.
