@@ -10,11 +10,15 @@ public struct PeerlogCheckReport: Sendable, Hashable {
     /// nil when the stored parent links are exactly those every stored receipt names (what heads
     /// and the tentative view's children are read from); else what differs.
     public let parentLinkMismatch: String?
+    /// nil when every receipt's author number is its certificate's device and every envelope's
+    /// receipt row is at its group and seq; else what differs.
+    public let rowReferenceMismatch: String?
 
-    /// True when the integrity check says "ok", the parent links match and every group's views
-    /// check out.
+    /// True when the integrity check says "ok", the parent links and row references match and
+    /// every group's views check out.
     public var isConsistent: Bool {
-        integrity == "ok" && parentLinkMismatch == nil && groups.allSatisfy(\.isConsistent)
+        integrity == "ok" && parentLinkMismatch == nil && rowReferenceMismatch == nil
+            && groups.allSatisfy(\.isConsistent)
     }
 
     /// One group's check.
@@ -55,7 +59,7 @@ public struct PeerlogCheckReport: Sendable, Hashable {
 
 extension Peerlog {
     /// Checks the store: SQLite integrity, the parent links against what the stored receipts
-    /// name, and for every group that the materialized state equals a replay of the stored log,
+    /// name, the row numbers receipts and envelopes name each other by, and for every group that the materialized state equals a replay of the stored log,
     /// the maintained tentative view a fold of the tentative receipts, and the kept counts of
     /// waiting receipts a count. Reads only, so it works on a read-only home.
     public func check() async throws -> PeerlogCheckReport {
@@ -78,7 +82,8 @@ extension Peerlog {
                         waitingCountMismatch: try replica.checkWaitingCounts(of: group)))
             }
             return PeerlogCheckReport(
-                integrity: integrity, groups: groups, parentLinkMismatch: try replica.checkParentLinks())
+                integrity: integrity, groups: groups, parentLinkMismatch: try replica.checkParentLinks(),
+                rowReferenceMismatch: try replica.checkRowReferences())
         }
     }
 }

@@ -11,7 +11,7 @@ struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract:
-            "Check the store: SQLite integrity, the parent links against what the stored receipts name, and for every group that the materialized state equals a replay of the stored log and the maintained tentative view a fold of the tentative receipts, and the kept counts of receipts waiting for a seq a count of them.",
+            "Check the store: SQLite integrity, the parent links against what the stored receipts name, the row numbers receipts and envelopes name each other by, and for every group that the materialized state equals a replay of the stored log and the maintained tentative view a fold of the tentative receipts, and the kept counts of receipts waiting for a seq a count of them.",
         discussion: "Exit status: 0 when everything is consistent, 2 when something is not."
     )
 
@@ -51,12 +51,14 @@ struct Check: AsyncParsableCommand {
                 JSON.object([
                     ("integrity", .string(report.integrity)),
                     ("parent_links", .string(report.parentLinkMismatch.map { "MISMATCH: " + $0 } ?? "matches")),
+                    ("row_references", .string(report.rowReferenceMismatch.map { "MISMATCH: " + $0 } ?? "matches")),
                     ("groups", .array(rows)),
                     ("consistent", .bool(report.isConsistent)),
                 ]).serialized(pretty: true))
         } else {
             print("integrity: \(report.integrity)")
             print("parent links: \(report.parentLinkMismatch.map { "MISMATCH: " + $0 } ?? "ok")")
+            print("row references: \(report.rowReferenceMismatch.map { "MISMATCH: " + $0 } ?? "ok")")
         }
         if !report.isConsistent { throw ExitCode(2) }
     }

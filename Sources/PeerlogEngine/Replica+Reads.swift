@@ -73,6 +73,16 @@ extension Replica {
         return "\(missing) link(s) a receipt names are missing, \(extra) stored link(s) no receipt names"
     }
 
+    /// Checks the row numbers stored rows name each other by (`peerlog check`): each receipt's
+    /// author number against its certificate's device, each envelope's receipt row against its
+    /// group and seq. nil when all agree, else what differs. Reads every receipt and envelope.
+    public func checkRowReferences() throws -> String? {
+        let (receipts, envelopes) = try store.read { try $0.rowReferenceDifferences() }
+        guard receipts > 0 || envelopes > 0 else { return nil }
+        return "\(receipts) receipt(s) whose author is not their certificate's device, "
+            + "\(envelopes) envelope(s) whose receipt row is missing or at another group or seq"
+    }
+
     /// The committed state hash recomputed by replaying the stored committed log from nothing (or
     /// from the group's floor snapshot, §23.2, whose content is checked against its hash),
     /// ignoring the materialized tables: equal to `stateHash(.committed)` in a consistent store.

@@ -82,6 +82,8 @@ struct PutBatchTests {
 
         let check = try peerlogJSON(["check", "--home", home])
         #expect(check["integrity"] == .string("ok") && check["consistent"] == .bool(true), "\(check)")
+        #expect(
+            check["parent_links"] == .string("matches") && check["row_references"] == .string("matches"), "\(check)")
     }
 
     @Test func aBadLineRefusesTheWholeBatchNamingItsLine() throws {

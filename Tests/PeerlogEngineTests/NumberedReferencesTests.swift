@@ -55,6 +55,38 @@ import Testing
         #expect(blobs == 0)
     }
 
+    /// `peerlog check` finds a receipt whose author number names another device, and an
+    /// envelope whose receipt row is at another seq.
+    @Test func theCheckFindsRowsThatNameTheWrongRow() throws {
+        let alice = try TestReplica("alice")
+        let bob = try TestReplica("bob")
+        let group = try groupWith(owner: alice, members: [bob])
+        try alice.put(group, "k", 1)
+        try alice.put(group, "l", 2)
+        #expect(try alice.replica.checkRowReferences() == nil)
+        try alice.replica.store.write {
+            try $0.execute(
+                rawSQL: """
+                    UPDATE receipts SET author = (SELECT MAX(id) FROM authors)
+                    WHERE id = (SELECT MAX(id) FROM receipts WHERE author = (SELECT MIN(id) FROM authors))
+                    """)
+        }
+        #expect(
+            try alice.replica.checkRowReferences()
+                == "1 receipt(s) whose author is not their certificate's device, "
+                + "0 envelope(s) whose receipt row is missing or at another group or seq")
+        try alice.replica.store.write {
+            try $0.execute(
+                rawSQL: """
+                    UPDATE receipts SET seq = seq + 100
+                    WHERE id = (SELECT receipt_id FROM envelopes WHERE seq = (SELECT MAX(seq) FROM envelopes))
+                    """)
+        }
+        #expect(
+            try alice.replica.checkRowReferences()?.hasSuffix(
+                "1 envelope(s) whose receipt row is missing or at another group or seq") == true)
+    }
+
     /// A number given in a transaction that rolled back names nothing later: the numbers a
     /// transaction remembers (`RowNumbers`) go with it.
     @Test func aRolledBackNumberIsNotNamedLater() throws {

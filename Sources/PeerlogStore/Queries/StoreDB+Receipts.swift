@@ -396,6 +396,25 @@ extension StoreDB {
         return (named - found, stored - found)
     }
 
+    /// Rows whose numbers name the wrong row (`peerlog check`, migrations 0021 and 0022):
+    /// receipts whose author number is not their certificate's device (or whose certificate is
+    /// gone), and envelopes whose receipt row is missing or holds another group or seq. Scans
+    /// both tables once.
+    package func rowReferenceDifferences() throws -> (receipts: Int, envelopes: Int) {
+        (
+            try count(
+                rawSQL: """
+                    SELECT COUNT(*) FROM receipts r LEFT JOIN certificates c ON c.id = r.certificate
+                    LEFT JOIN authors a ON a.id = r.author WHERE c.id IS NULL OR a.device IS NOT c.device
+                    """),
+            try count(
+                rawSQL: """
+                    SELECT COUNT(*) FROM envelopes e LEFT JOIN receipts r ON r.id = e.receipt_id
+                    WHERE r.id IS NULL OR r.group_id != e.group_id OR r.seq IS NOT e.seq
+                    """)
+        )
+    }
+
     /// Group ids this store knows: created ones, and any with receipts.
     /// Whether `group` is among `knownGroups()`: three index probes, not a list of every group.
     package func knowsGroup(_ group: GroupID) throws -> Bool {
