@@ -40,18 +40,27 @@ public struct Envelope: Hashable, Sendable {
     public static func sign(
         group: GroupID, seq: UInt64, receipt: CID, term: UInt64, receivedAt: UInt64, key: Ed25519.PrivateKey
     ) throws -> Envelope {
-        let payload = CBOREncoder.encode(
+        let payload = singlePayload(
+            group: group, seq: seq, receipt: receipt, term: term, sequencer: key.publicKey.rawRepresentation,
+            receivedAt: receivedAt)
+        return try Envelope(
+            payload: payload, signature: key.signature(for: SignatureContext.envelope.message(for: payload)))
+    }
+
+    /// A single envelope's payload (§3.4) in deterministic CBOR.
+    static func singlePayload(
+        group: GroupID, seq: UInt64, receipt: CID, term: UInt64, sequencer: [UInt8], receivedAt: UInt64
+    ) -> [UInt8] {
+        CBOREncoder.encode(
             .textMap([
                 "v": 1,
                 "group": .bytes(group.bytes),
                 "seq": .unsigned(seq),
                 "cid": receipt.cborLink,
                 "term": .unsigned(term),
-                "sequencer": .bytes(key.publicKey.rawRepresentation),
+                "sequencer": .bytes(sequencer),
                 "received_at": .unsigned(receivedAt),
             ]))
-        return try Envelope(
-            payload: payload, signature: key.signature(for: SignatureContext.envelope.message(for: payload)))
     }
 
     /// Parses a single envelope's or a run item's payload (a `run` field makes it an item) and

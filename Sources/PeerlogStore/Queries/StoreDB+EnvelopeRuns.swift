@@ -15,7 +15,8 @@ extension StoreDB {
         _ e: Envelope, outcome: CommitOutcome, reason: String?, runs: inout EnvelopeRunRows
     ) throws {
         guard let run = e.run else {
-            try insertEnvelopeRow(e, runID: nil, payload: e.payload, signature: e.signature, outcome, reason)
+            try insertEnvelopeRow(
+                e, runID: nil, payload: e.storedSingle ?? e.payload, signature: e.signature, outcome, reason)
             return
         }
         // Strict decoding (§1) makes an item's payload the canonical encoding of its fields, so
@@ -170,7 +171,8 @@ package struct EnvelopeRunRows {
 package struct EnvelopeRows {
     /// The columns a read selects for `envelope(_:)`.
     package static let columns = """
-        e.seq AS e_seq, (SELECT cid FROM receipts WHERE id = e.receipt_id) AS e_cid, e.payload AS ep, e.signature AS es, e.run_id AS run_id,
+        e.seq AS e_seq, (SELECT cid FROM receipts WHERE id = e.receipt_id) AS e_cid, e.payload AS ep, e.signature AS es,
+        e.run_id AS run_id, e.group_id AS e_group, e.term AS e_term,
         er.header AS run_header, er.signature AS run_signature, er.leaves AS run_leaves
         """
     /// The join a read adds after `FROM envelopes e`.
@@ -180,9 +182,10 @@ package struct EnvelopeRows {
 
     package init() {}
 
-    /// The payload and signature of one row, as sent: a single envelope's as stored, unparsed.
+    /// The payload and signature of one row, as sent: a single envelope's put back together
+    /// from its stored form (or as stored, when whole), unparsed.
     package mutating func parts(_ row: Row) throws -> (payload: [UInt8], signature: [UInt8]) {
-        guard row["run_id"] as Int64? != nil else { return ((row["ep"] as Data).bytes, (row["es"] as Data).bytes) }
+        guard row["run_id"] as Int64? != nil else { return (try Self.singlePayload(row), (row["es"] as Data).bytes) }
         let e = try envelope(row)
         return (e.payload, e.signature)
     }
@@ -190,7 +193,7 @@ package struct EnvelopeRows {
     /// The envelope of one row.
     package mutating func envelope(_ row: Row) throws -> Envelope {
         guard let id = row["run_id"] as Int64? else {
-            return try Envelope(payload: (row["ep"] as Data).bytes, signature: (row["es"] as Data).bytes)
+            return try Envelope(payload: Self.singlePayload(row), signature: (row["es"] as Data).bytes)
         }
         let run = try self.run(id, row)
         let seq = UInt64(sql: row["e_seq"])
@@ -207,6 +210,14 @@ package struct EnvelopeRows {
         return Envelope(
             item: run.header, seq: seq, receipt: try CID(bytes: (row["e_cid"] as Data).bytes), path: path,
             signature: (row["run_signature"] as Data).bytes)
+    }
+
+    /// A single envelope's payload, from its stored form and the row's columns.
+    private static func singlePayload(_ row: Row) throws -> [UInt8] {
+        try Envelope.payload(
+            stored: (row["ep"] as Data).bytes, group: GroupID(bytes: (row["e_group"] as Data).bytes),
+            seq: UInt64(sql: row["e_seq"]), receipt: CID(bytes: (row["e_cid"] as Data).bytes),
+            term: UInt64(sql: row["e_term"]))
     }
 
     private mutating func run(_ id: Int64, _ row: Row) throws -> (header: EnvelopeRun.Header, paths: [[[UInt8]]]?) {

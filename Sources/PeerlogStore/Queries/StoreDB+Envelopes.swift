@@ -59,7 +59,8 @@ extension StoreDB {
             """
             UPDATE envelopes SET payload = ?, signature = ?
             WHERE group_id = ? AND seq = ? AND receipt_id = (SELECT id FROM receipts WHERE cid = ?)
-            """, [e.payload.blob, e.signature.blob, e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob])
+            """,
+            [(e.storedSingle ?? e.payload).blob, e.signature.blob, e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob])
     }
 
     /// Committed envelopes with seq in `from...to`, in seq order.
