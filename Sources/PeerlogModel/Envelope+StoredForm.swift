@@ -21,19 +21,9 @@ extension Envelope {
         return out
     }
 
-    /// The single envelope a row holds: `stored` is its stored form or its payload whole, and
-    /// the other fields are the row's. Throws a `ModelError` for bytes that are neither, or a
-    /// payload that does not parse.
-    package init(
-        stored: [UInt8], group: GroupID, seq: UInt64, receipt: CID, term: UInt64, signature: [UInt8]
-    ) throws {
-        try self.init(
-            payload: Self.payload(stored: stored, group: group, seq: seq, receipt: receipt, term: term),
-            signature: signature)
-    }
-
-    /// The payload a single envelope's row stands for (see `init(stored:…)`), not parsed: what a
-    /// store sends.
+    /// The payload a single envelope's row stands for, not parsed (what a store sends): `stored`
+    /// is its stored form or its payload whole, the other fields are the row's. Throws a
+    /// `ModelError` for bytes that are neither.
     package static func payload(
         stored: [UInt8], group: GroupID, seq: UInt64, receipt: CID, term: UInt64
     ) throws -> [UInt8] {

@@ -21,7 +21,8 @@ struct EnvelopeStoredFormTests {
                     let stored = try #require(e.storedSingle)
                     #expect(stored.count <= 44 && stored.first == 0x82)
                     let back = try Envelope(
-                        stored: stored, group: e.group, seq: seq, receipt: cid, term: term, signature: e.signature)
+                        payload: Envelope.payload(stored: stored, group: e.group, seq: seq, receipt: cid, term: term),
+                        signature: e.signature)
                     #expect(back.payload == e.payload && back == e)
                     checked += 1
                 }
@@ -37,13 +38,15 @@ struct EnvelopeStoredFormTests {
         let cid = try CID(bytes: [0x01, 0x71, 0x12, 0x20] + [UInt8](repeating: 5, count: 32))
         let e = try Envelope.sign(group: GoldenFixture.group, seq: 7, receipt: cid, term: 2, receivedAt: 99, key: key)
         #expect(
-            try Envelope(stored: e.payload, group: e.group, seq: 7, receipt: cid, term: 2, signature: e.signature) == e)
+            try Envelope(
+                payload: Envelope.payload(stored: e.payload, group: e.group, seq: 7, receipt: cid, term: 2),
+                signature: e.signature) == e)
         let run = try EnvelopeRun.sign(
             group: GoldenFixture.group, firstSeq: 1, receipts: [cid, cid], term: 0, receivedAt: 1, key: key)
         #expect(run.allSatisfy { $0.storedSingle == nil })
         for bad: [UInt8] in [[], [0x60], [0x82, 0x58, 0x20], [0x81, 0x01], [0x82, 0x41, 0x00, 0x01]] {
             #expect(throws: ModelError.self) {
-                try Envelope(stored: bad, group: e.group, seq: 7, receipt: cid, term: 2, signature: e.signature)
+                try Envelope.payload(stored: bad, group: e.group, seq: 7, receipt: cid, term: 2)
             }
         }
     }

@@ -169,12 +169,17 @@ package struct EnvelopeRunRows {
 /// Rebuilds envelopes from rows selected with `columns` from `envelopes e` joined with `join`,
 /// computing each run's tree once per reader.
 package struct EnvelopeRows {
-    /// The columns a read selects for `envelope(_:)`.
-    package static let columns = """
-        e.seq AS e_seq, (SELECT cid FROM receipts WHERE id = e.receipt_id) AS e_cid, e.payload AS ep, e.signature AS es,
+    /// The columns a read selects for `envelope(_:)`, the receipt's CID by its row.
+    package static let columns = columns(cid: "(SELECT cid FROM receipts WHERE id = e.receipt_id)")
+
+    /// The same for a read that joins the receipt already: `cid` names its CID column.
+    package static func columns(cid: String) -> String {
+        """
+        e.seq AS e_seq, \(cid) AS e_cid, e.payload AS ep, e.signature AS es,
         e.run_id AS run_id, e.group_id AS e_group, e.term AS e_term,
         er.header AS run_header, er.signature AS run_signature, er.leaves AS run_leaves
         """
+    }
     /// The join a read adds after `FROM envelopes e`.
     package static let join = "LEFT JOIN envelope_runs er ON er.id = e.run_id"
 

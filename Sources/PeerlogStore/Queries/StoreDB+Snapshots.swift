@@ -235,7 +235,7 @@ extension StoreDB {
         var rebuilt = EnvelopeRows()
         return try rows(
             """
-            SELECT \(StoreDB.receiptColumns), r.payload, r.signature, c.encoded AS certificate, \(EnvelopeRows.columns)
+            SELECT \(StoreDB.receiptColumns), r.payload, r.signature, c.encoded AS certificate, \(EnvelopeRows.columns(cid: "r.cid"))
             FROM receipts r JOIN envelopes e ON e.receipt_id = r.id JOIN certificates c ON c.id = r.certificate
             \(EnvelopeRows.join)
             WHERE r.type LIKE 'group.%' AND r.group_id = ? AND r.type = ? AND r.seq IS NOT NULL AND r.seq <= ?

@@ -36,7 +36,7 @@ extension StoreDB {
         var rebuilt = EnvelopeRows()
         return try rows(
             """
-            SELECT \(StoreDB.receiptColumns), \(EnvelopeRows.columns), r.payload, r.signature, c.encoded AS certificate
+            SELECT \(StoreDB.receiptColumns), \(EnvelopeRows.columns(cid: "r.cid")), r.payload, r.signature, c.encoded AS certificate
             FROM envelopes e JOIN receipts r ON r.id = e.receipt_id JOIN certificates c ON c.id = r.certificate
             \(EnvelopeRows.join)
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
