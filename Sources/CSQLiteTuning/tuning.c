@@ -49,3 +49,23 @@ int peerlog_sqlite_column0_is_null(void *statement) {
 long long peerlog_sqlite_column0_int64(void *statement) {
     return sqlite3_column_int64((sqlite3_stmt *)statement, 0);
 }
+
+int peerlog_sqlite_column_type(void *statement, int index) {
+    return sqlite3_column_type((sqlite3_stmt *)statement, index);
+}
+
+long long peerlog_sqlite_column_int64(void *statement, int index) {
+    return sqlite3_column_int64((sqlite3_stmt *)statement, index);
+}
+
+const void *peerlog_sqlite_column_blob(void *statement, int index, int *count) {
+    const void *bytes = sqlite3_column_blob((sqlite3_stmt *)statement, index);
+    *count = sqlite3_column_bytes((sqlite3_stmt *)statement, index);
+    return bytes;
+}
+
+const unsigned char *peerlog_sqlite_column_text(void *statement, int index, int *count) {
+    const unsigned char *text = sqlite3_column_text((sqlite3_stmt *)statement, index);
+    *count = sqlite3_column_bytes((sqlite3_stmt *)statement, index);
+    return text;
+}

@@ -66,4 +66,40 @@ import Testing
         #expect(read == [5, nil, nil, 1])
         #expect(throws: (any Error).self) { try store.read { try $0.runInt("SELECT missing FROM w") } }
     }
+
+    /// `runRow` and `runRows`: columns by position; NULL told from an empty blob or text; no row
+    /// is nil; every row in order; an error thrown, and the statement usable again after it.
+    @Test func runRowsReadColumnsByPosition() throws {
+        struct Read: Equatable {
+            let i: Int64?
+            let b: [UInt8]?
+            let s: String?
+        }
+        let store = try Store()
+        let (first, missing, all) = try store.write { db in
+            try db.execute(rawSQL: "CREATE TABLE x (k INTEGER PRIMARY KEY, i INTEGER, b BLOB, s TEXT)")
+            try db.run("INSERT INTO x VALUES (?, ?, ?, ?)", .int(1), .int(-3), .bytes([0, 255]), .text("é"))
+            try db.run("INSERT INTO x VALUES (?, ?, ?, ?)", .int(2), .int(Int64.min), .bytes([]), .text(""))
+            try db.run("INSERT INTO x VALUES (?, ?, ?, ?)", .int(3), .null, .null, .null)
+            let read = { (r: SteppedRow) in Read(i: r.optionalInt(0), b: r.optionalBytes(1), s: r.optionalText(2)) }
+            return (
+                try db.runRow("SELECT i, b, s FROM x WHERE k = ?", .int(1), read: read),
+                try db.runRow("SELECT i, b, s FROM x WHERE k = ?", .int(4), read: read),
+                try db.runRows("SELECT i, b, s FROM x WHERE k >= ? ORDER BY k", .int(1), read: read)
+            )
+        }
+        #expect(first == Read(i: -3, b: [0, 255], s: "é"))
+        #expect(missing == nil)
+        #expect(
+            all == [
+                Read(i: -3, b: [0, 255], s: "é"), Read(i: Int64.min, b: [], s: ""), Read(i: nil, b: nil, s: nil),
+            ])
+        try store.read { db in
+            #expect(throws: (any Error).self) { try db.runRows("SELECT missing FROM x") { _ in 0 } }
+            struct Stop: Error {}
+            #expect(throws: Stop.self) { try db.runRows("SELECT k FROM x ORDER BY k") { _ -> Int in throw Stop() } }
+            let keys = try db.runRows("SELECT k FROM x ORDER BY k") { $0.int(0) }
+            #expect(keys == [1, 2, 3])
+        }
+    }
 }

@@ -25,6 +25,14 @@ int peerlog_sqlite_step(void *statement);
 /// The first column of the current row: whether it is NULL, and its value as an integer.
 int peerlog_sqlite_column0_is_null(void *statement);
 long long peerlog_sqlite_column0_int64(void *statement);
+/// Column `index` (from 0) of the current row: its SQLite type (SQLITE_INTEGER 1, SQLITE_BLOB 4,
+/// SQLITE_NULL 5, ...), its value as an integer, or its bytes as a blob or UTF-8 text with their
+/// count in `count`. The bytes stay valid until the statement steps, resets or reads the column
+/// again as another type.
+int peerlog_sqlite_column_type(void *statement, int index);
+long long peerlog_sqlite_column_int64(void *statement, int index);
+const void *peerlog_sqlite_column_blob(void *statement, int index, int *count);
+const unsigned char *peerlog_sqlite_column_text(void *statement, int index, int *count);
 /// Whether the connection `statement` belongs to is outside any transaction (autocommit).
 int peerlog_sqlite_autocommit(void *statement);
 

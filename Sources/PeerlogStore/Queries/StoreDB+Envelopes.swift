@@ -81,7 +81,7 @@ extension StoreDB {
 extension StoreDB {
     /// The committed group state blob (deterministic CBOR), if the group was created.
     package func groupStateBlob(group: GroupID) throws -> [UInt8]? {
-        try row("SELECT state FROM groups WHERE group_id = ?", [group.bytes.blob]).map { ($0["state"] as Data).bytes }
+        try runRow("SELECT state FROM groups WHERE group_id = ?", .group(group)) { $0.bytes(0) }
     }
 
     /// Saves the committed group state and its members view.
@@ -119,11 +119,9 @@ extension StoreDB {
     }
 
     package func entity(group: GroupID, key: String) throws -> (value: [UInt8], cid: CID, seq: UInt64)? {
-        guard
-            let row = try row(
-                "SELECT value, cid, seq FROM entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key])
-        else { return nil }
-        return ((row["value"] as Data).bytes, try CID(bytes: (row["cid"] as Data).bytes), UInt64(sql: row["seq"]))
+        try runRow("SELECT value, cid, seq FROM entities WHERE group_id = ? AND key = ?", .group(group), .text(key)) {
+            ($0.bytes(0), try CID(bytes: $0.bytes(1)), $0.uint(2))
+        }
     }
 
     package func entities(group: GroupID) throws -> [(key: String, value: [UInt8], cid: CID, seq: UInt64)] {

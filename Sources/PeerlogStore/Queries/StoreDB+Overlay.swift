@@ -28,6 +28,17 @@ package struct OverlayPosition: Hashable, Comparable, Sendable {
     var arguments: StatementArguments { [hlc.sql, cid.bytes.blob] }
 }
 
+extension Bound {
+    /// A group's id, bound as its bytes.
+    static func group(_ g: GroupID) -> Bound { .bytes(g.bytes) }
+    /// A boolean, bound as 0 or 1 (as GRDB stores one).
+    static func bool(_ b: Bool) -> Bound { .int(b ? 1 : 0) }
+    /// Bytes, or NULL.
+    static func bytesOrNull(_ b: [UInt8]?) -> Bound { b.map { .bytes($0) } ?? .null }
+    /// Text, or NULL.
+    static func textOrNull(_ t: String?) -> Bound { t.map { .text($0) } ?? .null }
+}
+
 /// A group's maintained tentative view, as stored.
 package struct OverlayGroupRow: Sendable {
     /// The group state after the whole tentative order (stored bytes), nil when there is none.
@@ -54,27 +65,23 @@ extension StoreDB {
     // MARK: Groups
 
     package func overlayGroup(_ group: GroupID) throws -> OverlayGroupRow? {
-        guard
-            let row = try row(
-                "SELECT state, regular, changes = maintained AS fresh FROM overlay_groups WHERE group_id = ?",
-                [group.bytes.blob])
-        else { return nil }
-        return OverlayGroupRow(
-            state: (row["state"] as Data?)?.bytes, regular: row["regular"] as Bool, fresh: row["fresh"] as Bool)
+        try runRow(
+            "SELECT state, regular, changes = maintained AS fresh FROM overlay_groups WHERE group_id = ?", .group(group)
+        ) { OverlayGroupRow(state: $0.optionalBytes(0), regular: $0.int(1) != 0, fresh: $0.int(2) != 0) }
     }
 
     /// Writes the tentative state and marks the group repaired (`maintained = changes`).
     package func saveOverlayGroup(_ group: GroupID, state: [UInt8]?, regular: Bool) throws {
-        try execute(
+        try run(
             """
             INSERT INTO overlay_groups (group_id, state, regular) VALUES (?, ?, ?)
             ON CONFLICT(group_id) DO UPDATE SET state = excluded.state, regular = excluded.regular, maintained = changes
-            """, [group.bytes.blob, state?.blob, regular])
+            """, .group(group), .bytesOrNull(state), .bool(regular))
     }
 
     /// Marks the group repaired without changing its state.
     package func markOverlayMaintained(_ group: GroupID) throws {
-        try execute("UPDATE overlay_groups SET maintained = changes WHERE group_id = ?", [group.bytes.blob])
+        try run("UPDATE overlay_groups SET maintained = changes WHERE group_id = ?", .group(group))
     }
 
     /// Drops everything maintained for a group (kept row-less until rebuilt).
@@ -102,85 +109,83 @@ extension StoreDB {
     package func insertOverlayStep(
         _ group: GroupID, _ p: OverlayPosition, key: String?, rejected: Bool, state: [UInt8]?, merge: Bool = false
     ) throws {
-        try execute(
+        try run(
             "INSERT OR REPLACE INTO overlay_steps (group_id, hlc, cid, key, rejected, state, merge) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            StatementArguments([group.bytes.blob]) + p.arguments
-                + StatementArguments([key, rejected, state?.blob, merge] as [(any DatabaseValueConvertible)?]))
+            .group(group), .int(p.hlc.sql), .bytes(p.cid.bytes), .textOrNull(key), .bool(rejected), .bytesOrNull(state), .bool(merge))
     }
 
     /// Whether the group's view holds an `entity.write` step. `INDEXED BY`: the planner would
     /// otherwise walk the primary key, filtering every step of the group (per write: O(backlog)).
     package func hasOverlayMergeSteps(_ group: GroupID) throws -> Bool {
-        try row(
+        try runInt(
             "SELECT 1 FROM overlay_steps INDEXED BY overlay_steps_merges WHERE group_id = ? AND merge = 1 LIMIT 1",
-            [group.bytes.blob]) != nil
+            .group(group)) != nil
     }
 
     /// The last step of the order.
     package func lastOverlayStep(_ group: GroupID) throws -> OverlayPosition? {
-        try row(
-            "SELECT hlc, cid FROM overlay_steps WHERE group_id = ? ORDER BY hlc DESC, cid DESC LIMIT 1",
-            [group.bytes.blob]
-        ).map(Self.position)
+        try runRow(
+            "SELECT hlc, cid FROM overlay_steps WHERE group_id = ? ORDER BY hlc DESC, cid DESC LIMIT 1", .group(group),
+            read: Self.position)
     }
 
     package func updateOverlayStep(_ group: GroupID, _ p: OverlayPosition, rejected: Bool, state: [UInt8]?) throws {
-        try execute(
+        try run(
             "UPDATE overlay_steps SET rejected = ?, state = ? WHERE group_id = ? AND hlc = ? AND cid = ?",
-            StatementArguments([rejected, state?.blob, group.bytes.blob] as [(any DatabaseValueConvertible)?])
-                + p.arguments)
+            .bool(rejected), .bytesOrNull(state), .group(group), .int(p.hlc.sql), .bytes(p.cid.bytes))
     }
 
     package func deleteOverlayStep(_ group: GroupID, _ p: OverlayPosition) throws {
-        try execute(
-            "DELETE FROM overlay_steps WHERE group_id = ? AND hlc = ? AND cid = ?",
-            StatementArguments([group.bytes.blob]) + p.arguments)
+        try run(
+            "DELETE FROM overlay_steps WHERE group_id = ? AND hlc = ? AND cid = ?", .group(group), .int(p.hlc.sql),
+            .bytes(p.cid.bytes))
     }
 
     package func overlayStep(_ group: GroupID, _ p: OverlayPosition) throws -> OverlayStep? {
-        try row(
+        try runRow(
             "SELECT hlc, cid, key, rejected, state FROM overlay_steps WHERE group_id = ? AND hlc = ? AND cid = ?",
-            StatementArguments([group.bytes.blob]) + p.arguments
-        ).map { try Self.overlayStep($0) }
+            .group(group), .int(p.hlc.sql), .bytes(p.cid.bytes)
+        ) {
+            OverlayStep(
+                position: try Self.position($0), key: $0.optionalText(2), rejected: $0.int(3) != 0,
+                state: $0.optionalBytes(4), receipt: nil)
+        }
     }
 
     /// The first step of the order (the head a sequencer is expected to commit next).
     package func firstOverlayStep(_ group: GroupID) throws -> OverlayPosition? {
-        try row("SELECT hlc, cid FROM overlay_steps WHERE group_id = ? ORDER BY hlc, cid LIMIT 1", [group.bytes.blob])
-            .map(Self.position)
+        try runRow(
+            "SELECT hlc, cid FROM overlay_steps WHERE group_id = ? ORDER BY hlc, cid LIMIT 1", .group(group),
+            read: Self.position)
     }
 
     /// The state after the last accepted group operation before `p`, if there is one.
     package func overlayCheckpoint(_ group: GroupID, before p: OverlayPosition) throws -> [UInt8]? {
-        guard
-            let row = try row(
-                """
-                SELECT state FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL AND (hlc, cid) < (?, ?)
-                ORDER BY hlc DESC, cid DESC LIMIT 1
-                """, StatementArguments([group.bytes.blob]) + p.arguments)
-        else { return nil }
-        return (row["state"] as Data).bytes
+        try runRow(
+            """
+            SELECT state FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL AND (hlc, cid) < (?, ?)
+            ORDER BY hlc DESC, cid DESC LIMIT 1
+            """, .group(group), .int(p.hlc.sql), .bytes(p.cid.bytes)
+        ) { $0.bytes(0) }
     }
 
     /// The position of the last checkpoint before `p`, if there is one (the index alone answers:
     /// no state is read).
     package func overlayCheckpointPosition(_ group: GroupID, before p: OverlayPosition) throws -> OverlayPosition? {
-        try row(
+        try runRow(
             """
             SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL AND (hlc, cid) < (?, ?)
             ORDER BY hlc DESC, cid DESC LIMIT 1
-            """, StatementArguments([group.bytes.blob]) + p.arguments
-        ).map(Self.position)
+            """, .group(group), .int(p.hlc.sql), .bytes(p.cid.bytes), read: Self.position)
     }
 
     /// The position of the first checkpoint (accepted group operation) of the order. `INDEXED BY`
     /// here and below: the planner would otherwise walk the primary key, which is in the same
     /// order, filtering every step of the group.
     package func firstOverlayCheckpoint(_ group: GroupID) throws -> OverlayPosition? {
-        try row(
+        try runRow(
             "SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_checkpoints WHERE group_id = ? AND state IS NOT NULL ORDER BY hlc, cid LIMIT 1",
-            [group.bytes.blob]
-        ).map(Self.position)
+            .group(group), read: Self.position)
     }
 
     /// Up to `limit` steps at or after `p` in order, each with its receipt.
@@ -202,26 +207,23 @@ extension StoreDB {
 
     /// The last accepted step that writes `key`, if any.
     package func lastOverlayWriter(_ group: GroupID, key: String) throws -> OverlayPosition? {
-        try row(
+        try runRow(
             "SELECT hlc, cid FROM overlay_steps INDEXED BY overlay_steps_writers WHERE group_id = ? AND key = ? AND rejected = 0 ORDER BY hlc DESC, cid DESC LIMIT 1",
-            [group.bytes.blob, key]
-        ).map(Self.position)
+            .group(group), .text(key), read: Self.position)
     }
 
     // MARK: Entities
 
     /// The tentative row of `key`: `value` nil means deleted in the tentative view.
     package func overlayEntity(_ group: GroupID, key: String) throws -> (value: [UInt8]?, cid: CID)? {
-        guard
-            let row = try row(
-                "SELECT value, cid FROM overlay_entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key])
-        else { return nil }
-        return ((row["value"] as Data?)?.bytes, try CID(bytes: (row["cid"] as Data).bytes))
+        try runRow("SELECT value, cid FROM overlay_entities WHERE group_id = ? AND key = ?", .group(group), .text(key)) {
+            ($0.optionalBytes(0), try CID(bytes: $0.bytes(1)))
+        }
     }
 
     /// Whether the group's view holds any tentative entity row (one index probe).
     package func hasOverlayEntities(_ group: GroupID) throws -> Bool {
-        try int("SELECT 1 FROM overlay_entities WHERE group_id = ? LIMIT 1", [group.bytes.blob]) != nil
+        try runInt("SELECT 1 FROM overlay_entities WHERE group_id = ? LIMIT 1", .group(group)) != nil
     }
 
     package func overlayEntities(_ group: GroupID) throws -> [(key: String, value: [UInt8]?, cid: CID)] {
@@ -231,59 +233,51 @@ extension StoreDB {
     }
 
     package func putOverlayEntity(_ group: GroupID, key: String, value: [UInt8]?, cid: CID) throws {
-        try execute(
-            "INSERT OR REPLACE INTO overlay_entities (group_id, key, value, cid) VALUES (?, ?, ?, ?)",
-            [group.bytes.blob, key, value?.blob, cid.bytes.blob])
+        try run(
+            "INSERT OR REPLACE INTO overlay_entities (group_id, key, value, cid) VALUES (?, ?, ?, ?)", .group(group),
+            .text(key), .bytesOrNull(value), .bytes(cid.bytes))
     }
 
     package func deleteOverlayEntity(_ group: GroupID, key: String) throws {
-        try execute("DELETE FROM overlay_entities WHERE group_id = ? AND key = ?", [group.bytes.blob, key])
+        try run("DELETE FROM overlay_entities WHERE group_id = ? AND key = ?", .group(group), .text(key))
     }
 
     // MARK: Order edges
 
     /// Whether any receipt of the group waits for a seq (one index probe, unlike a count).
     package func hasTentativeReceipts(group: GroupID) throws -> Bool {
-        try int("SELECT 1 FROM receipts WHERE group_id = ? AND seq IS NULL LIMIT 1", [group.bytes.blob]) != nil
+        try runInt("SELECT 1 FROM receipts WHERE group_id = ? AND seq IS NULL LIMIT 1", .group(group)) != nil
     }
 
     /// The position and seq of a held receipt (nil when not held).
     package func receiptPosition(
         _ cid: CID
     ) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
-        guard
-            let row = try row(
-                """
-                SELECT r.hlc, a.device AS author, r.author_counter, r.seq FROM receipts r JOIN authors a ON a.id = r.author
-                WHERE r.cid = ?
-                """, [cid.bytes.blob])
-        else { return nil }
-        return (
-            OverlayPosition(hlc: UInt64(sql: row["hlc"]), cid: cid), try DeviceID(bytes: (row["author"] as Data).bytes),
-            UInt64(sql: row["author_counter"]), (row["seq"] as Int64?) != nil
-        )
+        try runRow(
+            """
+            SELECT r.hlc, a.device AS author, r.author_counter, r.seq FROM receipts r JOIN authors a ON a.id = r.author
+            WHERE r.cid = ?
+            """, .bytes(cid.bytes)
+        ) { (OverlayPosition(hlc: $0.uint(0), cid: cid), try DeviceID(bytes: $0.bytes(1)), $0.uint(2), !$0.isNull(3)) }
     }
 
     /// The same for the receipt at (group, author, counter).
     package func receiptPosition(
         group: GroupID, author: DeviceID, counter: UInt64
     ) throws -> (position: OverlayPosition, author: DeviceID, counter: UInt64, committed: Bool)? {
-        guard
-            let row = try row(
-                """
-                SELECT hlc, cid, seq FROM receipts
-                WHERE group_id = ? AND author = (SELECT id FROM authors WHERE device = ?) AND author_counter = ?
-                """,
-                [group.bytes.blob, author.bytes.blob, counter.sql])
-        else { return nil }
-        return (try Self.position(row), author, counter, (row["seq"] as Int64?) != nil)
+        try runRow(
+            """
+            SELECT hlc, cid, seq FROM receipts
+            WHERE group_id = ? AND author = (SELECT id FROM authors WHERE device = ?) AND author_counter = ?
+            """, .group(group), .bytes(author.bytes), .int(counter.sql)
+        ) { (try Self.position($0), author, counter, !$0.isNull(2)) }
     }
 
     /// Tentative receipts that name `cid` as a parent: (position, author, counter).
     package func tentativeChildren(
         of cid: CID
     ) throws -> [(position: OverlayPosition, author: DeviceID, counter: UInt64)] {
-        try rows(
+        try runRows(
             """
             SELECT r.hlc, r.cid, a.device AS author, r.author_counter
             FROM receipt_parents p JOIN receipts r ON r.id = p.receipt_id JOIN authors a ON a.id = r.author
@@ -292,17 +286,17 @@ extension StoreDB {
             SELECT r.hlc, r.cid, a.device AS author, r.author_counter
             FROM receipt_parents_unstored u JOIN receipts r ON r.id = u.receipt_id JOIN authors a ON a.id = r.author
             WHERE u.parent = ?1 AND r.seq IS NULL
-            """, [cid.bytes.blob]
-        ).map {
-            (
-                try Self.position($0), try DeviceID(bytes: ($0["author"] as Data).bytes),
-                UInt64(sql: $0["author_counter"])
-            )
-        }
+            """, .bytes(cid.bytes)
+        ) { (try Self.position($0), try DeviceID(bytes: $0.bytes(2)), $0.uint(3)) }
     }
 
     static func position(_ row: Row) throws -> OverlayPosition {
         OverlayPosition(hlc: UInt64(sql: row["hlc"]), cid: try CID(bytes: (row["cid"] as Data).bytes))
+    }
+
+    /// The position of a row that selects `hlc`, `cid` first.
+    static func position(_ row: SteppedRow) throws -> OverlayPosition {
+        OverlayPosition(hlc: row.uint(0), cid: try CID(bytes: row.bytes(1)))
     }
 
     static func overlayStep(_ row: Row, receipt: Receipt? = nil) throws -> OverlayStep {

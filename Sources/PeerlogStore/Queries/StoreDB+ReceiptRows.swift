@@ -29,6 +29,13 @@ extension StoreDB {
             counter: UInt64(sql: row[4]), identity: (row[5] as Data).bytes)
     }
 
+    /// The same, read by position from a row that selects `receiptColumns` first.
+    static func storedColumns(_ row: SteppedRow) throws -> Receipt.StoredColumns {
+        Receipt.StoredColumns(
+            hlc: row.uint(0), type: row.text(1), group: row.bytes(2), author: row.bytes(3), counter: row.uint(4),
+            identity: row.bytes(5))
+    }
+
     /// The receipt of a row that selects `receiptColumns` first, then `payload`, `signature` and
     /// its certificate's bytes as `certificate` (joined from `certificates`).
     static func receipt(_ row: Row) throws -> Receipt {
@@ -45,16 +52,18 @@ extension StoreDB {
 package final class DecodedCertificates: Sendable {
     static let shared = DecodedCertificates(capacity: 1_024)
     let capacity: Int
-    private let decoded = Mutex<[Data: DeviceCertificate]>([:])
+    private let decoded = Mutex<[[UInt8]: DeviceCertificate]>([:])
 
     package init(capacity: Int) { self.capacity = capacity }
 
     /// Certificates held now.
     package var count: Int { decoded.withLock { $0.count } }
 
-    package func certificate(_ bytes: Data) throws -> DeviceCertificate {
+    package func certificate(_ bytes: Data) throws -> DeviceCertificate { try certificate(bytes.bytes) }
+
+    package func certificate(_ bytes: [UInt8]) throws -> DeviceCertificate {
         if let hit = decoded.withLock({ $0[bytes] }) { return hit }
-        let certificate = try DeviceCertificate(encoded: bytes.bytes)
+        let certificate = try DeviceCertificate(encoded: bytes)
         decoded.withLock {
             if $0.count >= capacity { $0.removeAll(keepingCapacity: true) }
             $0[bytes] = certificate

@@ -255,17 +255,16 @@ extension StoreDB {
     }
 
     package func loadReceipt(_ cid: CID) throws -> StoredReceipt? {
-        guard let row = try row(Self.receiptSelect + " WHERE r.cid = ?", [cid.bytes.blob]) else { return nil }
-        return try Self.storedReceipt(row)
+        try runRow(Self.receiptSelect + " WHERE r.cid = ?", .bytes(cid.bytes)) { try Self.storedReceipt($0, known: [:]) }
     }
 
     /// Receipts without an envelope, in (HLC, CID) order; the engine refines the order by parents.
     /// A receipt in `known` (by CID: one this transaction stored and still holds) is taken from
     /// there instead of being decoded again from its row.
     package func tentativeReceipts(group: GroupID, known: [CID: Receipt] = [:]) throws -> [StoredReceipt] {
-        try rows(
-            Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid", [group.bytes.blob]
-        ).map { try Self.storedReceipt($0, known: known) }
+        try runRows(
+            Self.receiptSelect + " WHERE r.group_id = ? AND r.seq IS NULL ORDER BY r.hlc, r.cid", .group(group)
+        ) { try Self.storedReceipt($0, known: known) }
     }
 
     /// The `limit` earliest tentative receipts by (HLC, CID) (an HLC is after its parents') that
@@ -275,14 +274,14 @@ extension StoreDB {
     package func earliestUnrefusedTentativeReceipts(
         group: GroupID, limit: Int, known: [CID: Receipt] = [:]
     ) throws -> [StoredReceipt] {
-        try rows(
+        try runRows(
             Self.receiptSelect + """
                  WHERE r.group_id = ? AND r.seq IS NULL
                  AND NOT EXISTS (SELECT 1 FROM sequencer_refusals s WHERE s.cid = r.cid)
                  ORDER BY r.hlc, r.cid LIMIT ?
                 """,
-            [group.bytes.blob, limit]
-        ).map { try Self.storedReceipt($0, known: known) }
+            .group(group), .int(Int64(limit))
+        ) { try Self.storedReceipt($0, known: known) }
     }
 
     package func tentativeCount(group: GroupID) throws -> Int {
@@ -291,22 +290,22 @@ extension StoreDB {
 
     /// Receipts of one author in counter order, from `fromCounter`, at most `limit`.
     package func receipts(group: GroupID, author: DeviceID, fromCounter: UInt64, limit: Int) throws -> [StoredReceipt] {
-        try rows(
+        try runRows(
             Self.receiptSelect
                 + """
                  WHERE r.group_id = ? AND r.author = (SELECT id FROM authors WHERE device = ?) AND r.author_counter >= ?
                  ORDER BY r.author_counter LIMIT ?
                 """,
-            [group.bytes.blob, author.bytes.blob, fromCounter.sql, limit]
-        ).map(Self.storedReceipt)
+            .group(group), .bytes(author.bytes), .int(fromCounter.sql), .int(Int64(limit))
+        ) { try Self.storedReceipt($0, known: [:]) }
     }
 
     /// Every receipt of a group: committed ones in seq order, then tentative ones.
     package func allReceipts(group: GroupID) throws -> [StoredReceipt] {
-        try rows(
+        try runRows(
             Self.receiptSelect + " WHERE r.group_id = ? ORDER BY r.seq IS NULL, r.seq, c.device, r.author_counter",
-            [group.bytes.blob]
-        ).map(Self.storedReceipt)
+            .group(group)
+        ) { try Self.storedReceipt($0, known: [:]) }
     }
 
     /// Per-author contiguous counters held for a group.
@@ -455,17 +454,30 @@ extension StoreDB {
         let seq: Int64? = row["seq"]
         return StoredReceipt(id: row["id"], receipt: receipt, seq: seq.map(UInt64.init(sql:)))
     }
+
+    /// The same for a row of `receiptSelect` read by position: `receiptColumns` (0 to 5), then
+    /// id, cid, payload, signature, seq and certificate (6 to 11).
+    static func storedReceipt(_ row: SteppedRow, known: [CID: Receipt]) throws -> StoredReceipt {
+        let receipt: Receipt
+        if !known.isEmpty, let cid = try? CID(bytes: row.bytes(7)), let held = known[cid] {
+            receipt = held
+        } else {
+            let payload = try Receipt.payload(stored: row.bytes(8), columns: try storedColumns(row))
+            receipt = try Receipt(
+                payload: payload, signature: row.bytes(9),
+                certificate: DecodedCertificates.shared.certificate(row.bytes(11)))
+        }
+        return StoredReceipt(id: row.int(6), receipt: receipt, seq: row.optionalInt(10).map(UInt64.init(sql:)))
+    }
 }
 
 extension StoreDB {
     /// The earliest tentative receipt of a group by (HLC, CID) among rows with id below `before`.
     package func firstTentative(group: GroupID, before: Int64) throws -> CID? {
-        guard
-            let row = try row(
-                "SELECT cid FROM receipts WHERE group_id = ? AND seq IS NULL AND id < ? ORDER BY hlc, cid LIMIT 1",
-                [group.bytes.blob, before])
-        else { return nil }
-        return try CID(bytes: (row["cid"] as Data).bytes)
+        try runRow(
+            "SELECT cid FROM receipts WHERE group_id = ? AND seq IS NULL AND id < ? ORDER BY hlc, cid LIMIT 1",
+            .group(group), .int(before)
+        ) { try CID(bytes: $0.bytes(0)) }
     }
 }
 

@@ -51,7 +51,7 @@ extension StoreDB {
     }
 
     /// Resets `s` and binds `values` to its parameters, from the first.
-    private func bind(_ values: [Bound], to s: UnsafeMutableRawPointer, sql: String) throws {
+    func bind(_ values: [Bound], to s: UnsafeMutableRawPointer, sql: String) throws {
         _ = peerlog_sqlite_reset(s)
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)

@@ -105,9 +105,9 @@ extension StoreDB {
 
     /// The seq below which this replica holds no complete log, and the snapshot it rests on.
     package func floor(group: GroupID) throws -> (seq: UInt64, snapshot: CID)? {
-        guard let row = try row("SELECT seq, snapshot_cid FROM group_floors WHERE group_id = ?", [group.bytes.blob])
-        else { return nil }
-        return (UInt64(sql: row["seq"]), try CID(bytes: (row["snapshot_cid"] as Data).bytes))
+        try runRow("SELECT seq, snapshot_cid FROM group_floors WHERE group_id = ?", .group(group)) {
+            ($0.uint(0), try CID(bytes: $0.bytes(1)))
+        }
     }
 
     /// Raises the floor to `seq` with the author counters held below it (a counter never drops).
