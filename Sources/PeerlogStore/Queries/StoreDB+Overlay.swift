@@ -111,7 +111,8 @@ extension StoreDB {
     ) throws {
         try run(
             "INSERT OR REPLACE INTO overlay_steps (group_id, hlc, cid, key, rejected, state, merge) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            .group(group), .int(p.hlc.sql), .bytes(p.cid.bytes), .textOrNull(key), .bool(rejected), .bytesOrNull(state), .bool(merge))
+            .group(group), .int(p.hlc.sql), .bytes(p.cid.bytes), .textOrNull(key), .bool(rejected), .bytesOrNull(state),
+            .bool(merge))
     }
 
     /// Whether the group's view holds an `entity.write` step. `INDEXED BY`: the planner would
@@ -216,7 +217,8 @@ extension StoreDB {
 
     /// The tentative row of `key`: `value` nil means deleted in the tentative view.
     package func overlayEntity(_ group: GroupID, key: String) throws -> (value: [UInt8]?, cid: CID)? {
-        try runRow("SELECT value, cid FROM overlay_entities WHERE group_id = ? AND key = ?", .group(group), .text(key)) {
+        try runRow("SELECT value, cid FROM overlay_entities WHERE group_id = ? AND key = ?", .group(group), .text(key))
+        {
             ($0.optionalBytes(0), try CID(bytes: $0.bytes(1)))
         }
     }

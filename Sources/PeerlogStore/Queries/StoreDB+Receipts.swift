@@ -255,7 +255,9 @@ extension StoreDB {
     }
 
     package func loadReceipt(_ cid: CID) throws -> StoredReceipt? {
-        try runRow(Self.receiptSelect + " WHERE r.cid = ?", .bytes(cid.bytes)) { try Self.storedReceipt($0, known: [:]) }
+        try runRow(Self.receiptSelect + " WHERE r.cid = ?", .bytes(cid.bytes)) {
+            try Self.storedReceipt($0, known: [:])
+        }
     }
 
     /// Receipts without an envelope, in (HLC, CID) order; the engine refines the order by parents.
