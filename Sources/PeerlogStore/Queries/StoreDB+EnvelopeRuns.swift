@@ -190,19 +190,30 @@ package struct EnvelopeRows {
     /// The payload and signature of one row, as sent: a single envelope's put back together
     /// from its stored form (or as stored, when whole), unparsed.
     package mutating func parts(_ row: Row) throws -> (payload: [UInt8], signature: [UInt8]) {
-        guard row["run_id"] as Int64? != nil else { return (try Self.singlePayload(row), (row["es"] as Data).bytes) }
+        try parts(NamedEnvelopeColumns(row: row))
+    }
+
+    /// The envelope of one row.
+    package mutating func envelope(_ row: Row) throws -> Envelope { try envelope(NamedEnvelopeColumns(row: row)) }
+
+    /// `parts` of a row read by position, `columns` selected from column `at` on.
+    package mutating func parts(_ row: SteppedRow, at: Int32) throws -> (payload: [UInt8], signature: [UInt8]) {
+        try parts(SteppedEnvelopeColumns(row: row, at: at))
+    }
+
+    private mutating func parts(_ row: some EnvelopeColumns) throws -> (payload: [UInt8], signature: [UInt8]) {
+        guard row.runID != nil else { return (try Self.singlePayload(row), row.signature) }
         let e = try envelope(row)
         return (e.payload, e.signature)
     }
 
-    /// The envelope of one row.
-    package mutating func envelope(_ row: Row) throws -> Envelope {
-        guard let id = row["run_id"] as Int64? else {
-            return try Envelope(payload: Self.singlePayload(row), signature: (row["es"] as Data).bytes)
+    private mutating func envelope(_ row: some EnvelopeColumns) throws -> Envelope {
+        guard let id = row.runID else {
+            return try Envelope(payload: Self.singlePayload(row), signature: row.signature)
         }
         let run = try self.run(id, row)
-        let seq = UInt64(sql: row["e_seq"])
-        let stored = (row["ep"] as Data).bytes
+        let seq = row.seq
+        let stored = row.storedPayload
         let path: [[UInt8]]
         if !stored.isEmpty {
             path = stride(from: 0, to: stored.count, by: 32).map { Array(stored[$0..<min($0 + 32, stored.count)]) }
@@ -213,23 +224,23 @@ package struct EnvelopeRows {
                 .unknownStoredValue, "envelope row of seq \(seq) has neither its path nor its run's leaves")
         }
         return Envelope(
-            item: run.header, seq: seq, receipt: try CID(bytes: (row["e_cid"] as Data).bytes), path: path,
-            signature: (row["run_signature"] as Data).bytes)
+            item: run.header, seq: seq, receipt: try CID(bytes: row.cid), path: path, signature: row.runSignature)
     }
 
     /// A single envelope's payload, from its stored form and the row's columns.
-    private static func singlePayload(_ row: Row) throws -> [UInt8] {
+    private static func singlePayload(_ row: some EnvelopeColumns) throws -> [UInt8] {
         try Envelope.payload(
-            stored: (row["ep"] as Data).bytes, group: GroupID(bytes: (row["e_group"] as Data).bytes),
-            seq: UInt64(sql: row["e_seq"]), receipt: CID(bytes: (row["e_cid"] as Data).bytes),
-            term: UInt64(sql: row["e_term"]))
+            stored: row.storedPayload, group: GroupID(bytes: row.group), seq: row.seq, receipt: CID(bytes: row.cid),
+            term: row.term)
     }
 
-    private mutating func run(_ id: Int64, _ row: Row) throws -> (header: EnvelopeRun.Header, paths: [[[UInt8]]]?) {
+    private mutating func run(
+        _ id: Int64, _ row: some EnvelopeColumns
+    ) throws -> (header: EnvelopeRun.Header, paths: [[[UInt8]]]?) {
         if let known = runs[id] { return known }
-        let header = try EnvelopeRun.Header(payload: (row["run_header"] as Data).bytes)
+        let header = try EnvelopeRun.Header(payload: row.runHeader)
         var paths: [[[UInt8]]]?
-        if let leaves = (row["run_leaves"] as Data?)?.bytes, leaves.count == Int(header.count) * 32 {
+        if let leaves = row.runLeaves, leaves.count == Int(header.count) * 32 {
             let tree = EnvelopeRun.tree(
                 leaves: stride(from: 0, to: leaves.count, by: 32).map { Array(leaves[$0..<$0 + 32]) })
             guard tree.root == header.root else {
@@ -240,4 +251,50 @@ package struct EnvelopeRows {
         runs[id] = (header, paths)
         return (header, paths)
     }
+}
+
+/// The columns `EnvelopeRows.columns` selects, however the read hands them over.
+private protocol EnvelopeColumns {
+    var seq: UInt64 { get }
+    var cid: [UInt8] { get }
+    /// A single envelope's stored form, or a run item's path (empty when the run keeps leaves).
+    var storedPayload: [UInt8] { get }
+    var signature: [UInt8] { get }
+    var runID: Int64? { get }
+    var group: [UInt8] { get }
+    var term: UInt64 { get }
+    var runHeader: [UInt8] { get }
+    var runSignature: [UInt8] { get }
+    var runLeaves: [UInt8]? { get }
+}
+
+/// A GRDB row, by the columns' names.
+private struct NamedEnvelopeColumns: EnvelopeColumns {
+    let row: Row
+    var seq: UInt64 { UInt64(sql: row["e_seq"]) }
+    var cid: [UInt8] { (row["e_cid"] as Data).bytes }
+    var storedPayload: [UInt8] { (row["ep"] as Data).bytes }
+    var signature: [UInt8] { (row["es"] as Data).bytes }
+    var runID: Int64? { row["run_id"] }
+    var group: [UInt8] { (row["e_group"] as Data).bytes }
+    var term: UInt64 { UInt64(sql: row["e_term"]) }
+    var runHeader: [UInt8] { (row["run_header"] as Data).bytes }
+    var runSignature: [UInt8] { (row["run_signature"] as Data).bytes }
+    var runLeaves: [UInt8]? { (row["run_leaves"] as Data?)?.bytes }
+}
+
+/// A row read by position, `EnvelopeRows.columns` from column `at` on, in their order.
+private struct SteppedEnvelopeColumns: EnvelopeColumns {
+    let row: SteppedRow
+    let at: Int32
+    var seq: UInt64 { row.uint(at) }
+    var cid: [UInt8] { row.bytes(at + 1) }
+    var storedPayload: [UInt8] { row.bytes(at + 2) }
+    var signature: [UInt8] { row.bytes(at + 3) }
+    var runID: Int64? { row.optionalInt(at + 4) }
+    var group: [UInt8] { row.bytes(at + 5) }
+    var term: UInt64 { row.uint(at + 6) }
+    var runHeader: [UInt8] { row.bytes(at + 7) }
+    var runSignature: [UInt8] { row.bytes(at + 8) }
+    var runLeaves: [UInt8]? { row.optionalBytes(at + 9) }
 }

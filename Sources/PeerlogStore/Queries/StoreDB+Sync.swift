@@ -34,19 +34,20 @@ extension StoreDB {
     /// Committed envelopes with seq >= `fromSeq` joined to their receipts, in seq order.
     package func rawCommitted(group: GroupID, fromSeq: UInt64, limit: Int) throws -> [RawCommittedRow] {
         var rebuilt = EnvelopeRows()
-        return try rows(
+        // By position: receiptColumns 0 to 5, the envelope's columns from 6, then 16 to 18.
+        return try runRows(
             """
             SELECT \(StoreDB.receiptColumns), \(EnvelopeRows.columns(cid: "r.cid")), r.payload, r.signature, c.encoded AS certificate
             FROM envelopes e JOIN receipts r ON r.id = e.receipt_id JOIN certificates c ON c.id = r.certificate
             \(EnvelopeRows.join)
             WHERE e.group_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?
-            """, [group.bytes.blob, fromSeq.sql, limit]
-        ).map { row in
-            let seq = UInt64(sql: row["e_seq"])
-            let envelope = try rebuilt.parts(row)
+            """, .group(group), .int(fromSeq.sql), .int(Int64(limit))
+        ) { row in
+            let seq = row.uint(6)
+            let envelope = try rebuilt.parts(row, at: 6)
             return RawCommittedRow(
                 seq: seq, envelopePayload: envelope.payload, envelopeSignature: envelope.signature,
-                receipt: try Self.rawReceipt(row, seq: seq))
+                receipt: try Self.rawReceipt(row, seq: seq, payloadAt: 16))
         }
     }
 
@@ -71,14 +72,14 @@ extension StoreDB {
     package func rawReceipts(
         group: GroupID, author: DeviceID, from: UInt64, to: UInt64, limit: Int
     ) throws -> [RawReceiptRow] {
-        try rows(
+        try runRows(
             """
             SELECT \(StoreDB.receiptColumns), r.seq, r.payload, r.signature, c.encoded AS certificate
             FROM receipts r JOIN certificates c ON c.id = r.certificate
             WHERE r.group_id = ? AND r.author = (SELECT id FROM authors WHERE device = ?) AND r.author_counter BETWEEN ? AND ?
             ORDER BY r.author_counter LIMIT ?
-            """, [group.bytes.blob, author.bytes.blob, from.sql, to.sql, limit]
-        ).map { try Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
+            """, .group(group), .bytes(author.bytes), .int(from.sql), .int(to.sql), .int(Int64(limit))
+        ) { try Self.rawReceipt($0, seq: $0.optionalInt(6).map(UInt64.init(sql:)), payloadAt: 7) }
     }
 
     /// Receipts of a group by CID (those held; others are skipped).
@@ -101,5 +102,15 @@ extension StoreDB {
             author: columns.author, counter: columns.counter, seq: seq,
             payload: try Receipt.payload(stored: (row["payload"] as Data).bytes, columns: columns),
             signature: (row["signature"] as Data).bytes, certificate: (row["certificate"] as Data).bytes)
+    }
+
+    /// The same read by position: `receiptColumns` (0 to 5), then the payload, signature and
+    /// certificate from column `payloadAt` on.
+    static func rawReceipt(_ row: SteppedRow, seq: UInt64?, payloadAt p: Int32) throws -> RawReceiptRow {
+        let columns = try storedColumns(row)
+        return RawReceiptRow(
+            author: columns.author, counter: columns.counter, seq: seq,
+            payload: try Receipt.payload(stored: row.bytes(p), columns: columns), signature: row.bytes(p + 1),
+            certificate: row.bytes(p + 2))
     }
 }
