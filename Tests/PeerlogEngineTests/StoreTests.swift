@@ -179,3 +179,54 @@ struct DecodedCertificatesTests {
         }
     }
 }
+
+struct DecodedReceiptsTests {
+    private func receipt(by device: LocalDevice, counter: UInt64) throws -> Receipt {
+        try device.sign(
+            Receipt.Draft(
+                group: GroupID(bytes: [UInt8](repeating: 7, count: 16)), type: "entity.put", counter: counter,
+                hlc: HLCTimestamp(physical: counter, logical: 0),
+                body: GroupOperation.entityPut(key: "k", value: .int(Int64(counter))).body))
+    }
+
+    /// A held receipt is handed out only for its own payload, signature and certificate, and
+    /// the memo never holds more than its capacity.
+    @Test func aHitNeedsTheSamePayloadSignatureAndCertificate() throws {
+        let memo = DecodedReceipts(capacity: 2)
+        let a = try LocalDevice.generate(name: "a", createdAt: 1)
+        let b = try LocalDevice.generate(name: "b", createdAt: 1)
+        let r = try receipt(by: a, counter: 1)
+        #expect(memo.receipt(r.cid, payload: r.payload, signature: r.signature, certificate: r.certificate) == nil)
+        memo.keep(r)
+        #expect(memo.receipt(r.cid, payload: r.payload, signature: r.signature, certificate: r.certificate) == r)
+        var otherSignature = r.signature
+        otherSignature[0] ^= 1
+        #expect(memo.receipt(r.cid, payload: r.payload, signature: otherSignature, certificate: r.certificate) == nil)
+        #expect(memo.receipt(r.cid, payload: r.payload, signature: r.signature, certificate: b.certificate) == nil)
+        let other = try receipt(by: a, counter: 2)
+        #expect(memo.receipt(r.cid, payload: other.payload, signature: r.signature, certificate: r.certificate) == nil)
+        for counter in 2...4 {
+            memo.keep(try receipt(by: a, counter: UInt64(counter)))
+            #expect(memo.count <= 2)
+        }
+    }
+
+    /// A row read back is the row, not what was stored before: a signature changed in the file
+    /// after the receipt was stored (and kept) is the one read.
+    @Test func aRowChangedSinceItWasStoredIsReadAsItIs() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try Store(path: dir + "/s.sqlite")
+        let r = try receipt(by: try LocalDevice.generate(name: "w", createdAt: 1), counter: 1)
+        try store.write { db in
+            try db.insertCertificate(r.certificate)
+            _ = try db.insertReceipt(r, receivedAt: 1)
+        }
+        #expect(try store.read { try $0.loadReceipt(r.cid)?.receipt } == r)
+        let changed = [UInt8](repeating: 9, count: 64)
+        try store.write { db in
+            try db.run("UPDATE receipts SET signature = ?", .bytes(changed))
+        }
+        #expect(try store.read { try $0.loadReceipt(r.cid)?.receipt.signature } == changed)
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import PeerlogEncoding
 import PeerlogModel
 import Synchronization
 
@@ -69,5 +70,41 @@ package final class DecodedCertificates: Sendable {
             $0[bytes] = certificate
         }
         return certificate
+    }
+}
+
+/// Receipts decoded from their rows or stored, kept by CID for the reads of later transactions:
+/// a receipt stored tentative is read back to be assigned a seq and again to be committed (on an
+/// elected sequencer's voters, parsing its payload each time was about a tenth of their CPU). A
+/// read still puts the row's payload together; it is handed the held receipt only when that
+/// payload, the row's signature and its certificate are the receipt's own, so a hit is what
+/// parsing the row would return (`Receipt(payload:signature:certificate:)` depends on those
+/// alone). Emptied when it reaches `capacity`: a larger backlog is parsed again, as before.
+package final class DecodedReceipts: Sendable {
+    static let shared = DecodedReceipts(capacity: 16_384)
+    let capacity: Int
+    private let held = Mutex<[CID: Receipt]>([:])
+
+    package init(capacity: Int) { self.capacity = capacity }
+
+    /// Receipts held now.
+    package var count: Int { held.withLock { $0.count } }
+
+    /// The receipt held under `cid`, if it is this payload, signature and certificate.
+    package func receipt(
+        _ cid: CID, payload: [UInt8], signature: [UInt8], certificate: DeviceCertificate
+    ) -> Receipt? {
+        guard let r = held.withLock({ $0[cid] }), r.payload == payload, r.signature == signature,
+            r.certificate == certificate
+        else { return nil }
+        return r
+    }
+
+    /// Keeps `r` for later reads.
+    package func keep(_ r: Receipt) {
+        held.withLock {
+            if $0.count >= capacity { $0.removeAll(keepingCapacity: true) }
+            $0[r.cid] = r
+        }
     }
 }

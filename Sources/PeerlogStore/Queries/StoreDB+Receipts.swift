@@ -191,6 +191,7 @@ extension StoreDB {
             .int(r.hlc.packed.sql), .bytes(r.storedPayload ?? r.payload), .bytes(r.signature), .int(certificate),
             .int(received(receivedAt)))
         let id = db.lastInsertedRowID
+        DecodedReceipts.shared.keep(r)  // read back to be assigned or committed, usually soon
         for parent in r.parents {
             if let parentID = try runInt("SELECT id FROM receipts WHERE cid = ?", .bytes(parent.bytes)) {
                 try run(
@@ -465,9 +466,17 @@ extension StoreDB {
             receipt = held
         } else {
             let payload = try Receipt.payload(stored: row.bytes(8), columns: try storedColumns(row))
-            receipt = try Receipt(
-                payload: payload, signature: row.bytes(9),
-                certificate: DecodedCertificates.shared.certificate(row.bytes(11)))
+            let signature = row.bytes(9)
+            let certificate = try DecodedCertificates.shared.certificate(row.bytes(11))
+            if let cid = try? CID(bytes: row.bytes(7)),
+                let held = DecodedReceipts.shared.receipt(
+                    cid, payload: payload, signature: signature, certificate: certificate)
+            {
+                receipt = held
+            } else {
+                receipt = try Receipt(payload: payload, signature: signature, certificate: certificate)
+                DecodedReceipts.shared.keep(receipt)
+            }
         }
         return StoredReceipt(id: row.int(6), receipt: receipt, seq: row.optionalInt(10).map(UInt64.init(sql:)))
     }
