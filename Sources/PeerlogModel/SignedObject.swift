@@ -44,10 +44,10 @@ enum Fields {
                 maxInputBytes: maxBytes))
     }
 
-    static func decode(_ bytes: [UInt8], what: String, decoder: CBORDecoder) throws -> [CBOR: CBOR] {
+    static func decode(_ bytes: [UInt8], what: @autoclosure () -> String, decoder: CBORDecoder) throws -> [CBOR: CBOR] {
         let value: CBOR
-        do { value = try decoder.decode(bytes) } catch { throw ModelError(.malformedEncoding, "\(what): \(error)") }
-        guard case .map(let map) = value else { throw ModelError(.wrongShape, "\(what) must be a CBOR map") }
+        do { value = try decoder.decode(bytes) } catch { throw ModelError(.malformedEncoding, "\(what()): \(error)") }
+        guard case .map(let map) = value else { throw ModelError(.wrongShape, "\(what()) must be a CBOR map") }
         return map
     }
 
@@ -68,13 +68,19 @@ enum Fields {
     }
 
     /// `value` as a map with exactly `keys` (text keys, none missing, none unknown).
-    static func exactMap(_ value: CBOR, _ keys: Set<String>, what: String) throws -> [CBOR: CBOR] {
+    static func exactMap(_ value: CBOR, _ keys: [String], what: String) throws -> [CBOR: CBOR] {
         guard case .map(let map) = value else { throw ModelError(.wrongShape, "\(what) must be a CBOR map") }
         try requireKeys(map, keys, what: what)
         return map
     }
 
-    static func requireKeys(_ map: [CBOR: CBOR], _ keys: Set<String>, what: String) throws {
+    static func requireKeys(_ map: [CBOR: CBOR], _ keys: [String], what: @autoclosure () -> String) throws {
+        // The usual case, without building sets (a receipt and its envelope are checked several
+        // times on their way in): as many keys as expected, each a text key among them. The
+        // map's keys are distinct, so those are exactly the expected ones.
+        if map.count == keys.count, map.keys.allSatisfy({ $0.textValue.map(keys.contains) ?? false }) { return }
+        let what = what()
+        let keys = Set(keys)
         let present = Set(map.keys.compactMap(\.textValue))
         guard present.count == map.count else { throw ModelError(.wrongShape, "\(what) has a non-text key") }
         if let missing = keys.subtracting(present).sorted().first {
@@ -121,13 +127,13 @@ enum Fields {
 
     /// Splits a signed container `{<payloadKey>: bstr, "sig": bstr(64), ...}`.
     static func container(
-        _ bytes: [UInt8], payloadKey: String, extraKeys: Set<String> = [], maxBytes: Int
+        _ bytes: [UInt8], payloadKey: String, extraKeys: [String] = [], maxBytes: Int
     ) throws -> (map: [CBOR: CBOR], payload: [UInt8], signature: [UInt8]) {
         guard bytes.count <= maxBytes else {
             throw ModelError(.sizeLimitExceeded, "\(payloadKey) container is \(bytes.count) bytes, limit \(maxBytes)")
         }
         let map = try decode(bytes, what: "\(payloadKey) container", decoder: payloadDecoder(maxBytes: maxBytes))
-        try requireKeys(map, extraKeys.union([payloadKey, "sig"]), what: "\(payloadKey) container")
+        try requireKeys(map, [payloadKey, "sig"] + extraKeys, what: "\(payloadKey) container")
         let payload = try Fields.bytes(map, payloadKey, what: "container")
         let sig = try Fields.bytes(map, "sig", what: "container", count: Ed25519.signatureLength)
         return (map, payload, sig)
