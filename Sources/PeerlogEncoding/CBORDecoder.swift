@@ -130,7 +130,7 @@ private struct Reader {
         case 0: return .unsigned(try argument(ai, headAt: start))
         case 1: return .negative(try argument(ai, headAt: start))
         case 2: return .bytes(try stringBytes(ai, headAt: start))
-        case 3: return .text(try text(try stringBytes(ai, headAt: start), at: start))
+        case 3: return .text(try definiteText(ai, headAt: start))
         case 4:
             let count = try length(ai, headAt: start, limit: limits.maxCollectionCount, what: "array of items")
             guard count <= remaining else {
@@ -168,6 +168,18 @@ private struct Reader {
         guard n <= remaining else { throw CBORError(.truncated, at: start, "string of \(n) bytes, \(remaining) left") }
         defer { offset += n }
         return Array(input[offset..<offset + n])
+    }
+
+    /// A definite-length text string, validated where it lies (no copy of its bytes first:
+    /// most are map keys short enough to be held inside the `String` itself).
+    mutating func definiteText(_ ai: UInt8, headAt start: Int) throws(CBORError) -> String {
+        let n = try length(ai, headAt: start, limit: limits.maxStringBytes, what: "string of bytes")
+        guard n <= remaining else { throw CBORError(.truncated, at: start, "string of \(n) bytes, \(remaining) left") }
+        defer { offset += n }
+        guard let s = String(validating: input[offset..<offset + n], as: UTF8.self) else {
+            throw CBORError(.invalidUTF8, at: start)
+        }
+        return s
     }
 
     func text(_ bytes: [UInt8], at start: Int) throws(CBORError) -> String {
