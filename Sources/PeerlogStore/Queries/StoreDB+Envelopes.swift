@@ -45,22 +45,23 @@ extension StoreDB {
     package func insertUnsignedEnvelope(
         group: GroupID, seq: UInt64, cid: CID, term: UInt64, outcome: CommitOutcome, reason: String?
     ) throws {
-        try execute(
+        try run(
             """
             INSERT INTO envelopes (group_id, seq, receipt_id, term, payload, signature, outcome, reason)
             VALUES (?, ?, (SELECT id FROM receipts WHERE cid = ?), ?, x'', x'', ?, ?)
             """,
-            [group.bytes.blob, seq.sql, cid.bytes.blob, term.sql, outcome.rawValue, reason])
+            .group(group), .int(seq.sql), .bytes(cid.bytes), .int(term.sql), .text(outcome.rawValue), .textOrNull(reason))
     }
 
     /// Fills in a single envelope's signed form in a row written by `insertUnsignedEnvelope`.
     package func setEnvelopeForm(_ e: Envelope) throws {
-        try execute(
+        try run(
             """
             UPDATE envelopes SET payload = ?, signature = ?
             WHERE group_id = ? AND seq = ? AND receipt_id = (SELECT id FROM receipts WHERE cid = ?)
             """,
-            [(e.storedSingle ?? e.payload).blob, e.signature.blob, e.group.bytes.blob, e.seq.sql, e.receipt.bytes.blob])
+            .bytes(e.storedSingle ?? e.payload), .bytes(e.signature), .group(e.group), .int(e.seq.sql),
+            .bytes(e.receipt.bytes))
     }
 
     /// Committed envelopes with seq in `from...to`, in seq order.
