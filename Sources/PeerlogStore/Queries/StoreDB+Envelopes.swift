@@ -50,7 +50,8 @@ extension StoreDB {
             INSERT INTO envelopes (group_id, seq, receipt_id, term, payload, signature, outcome, reason)
             VALUES (?, ?, (SELECT id FROM receipts WHERE cid = ?), ?, x'', x'', ?, ?)
             """,
-            .group(group), .int(seq.sql), .bytes(cid.bytes), .int(term.sql), .text(outcome.rawValue), .textOrNull(reason))
+            .group(group), .int(seq.sql), .bytes(cid.bytes), .int(term.sql), .text(outcome.rawValue),
+            .textOrNull(reason))
     }
 
     /// Fills in a single envelope's signed form in a row written by `insertUnsignedEnvelope`.
