@@ -33,14 +33,7 @@ extension Receipt {
     /// be this payload (then the store keeps the payload whole).
     package var storedPayload: [UInt8]? {
         let columns = storedColumns
-        var parentsBytes = [UInt8]()
-        CBOREncoder.appendHead(major: 4, argument: UInt64(parents.count), to: &parentsBytes)
-        for parent in parents {
-            parentsBytes += [0xd8, 0x2a]  // tag 42
-            CBOREncoder.appendHead(major: 2, argument: UInt64(parent.bytes.count + 1), to: &parentsBytes)
-            parentsBytes.append(0x00)
-            parentsBytes += parent.bytes
-        }
+        let parentsBytes = Self.parentsArray(parents)
         // What `payload(stored:columns:)` puts around the body must be what surrounds it here.
         let before = Self.fieldsBeforeBody(columns)
         let after = Self.fieldsAfterBody(columns, parents: parentsBytes[...])
@@ -48,6 +41,35 @@ extension Receipt {
             payload.suffix(after.count).elementsEqual(after)
         else { return nil }
         return parentsBytes + payload[before.count..<(payload.count - after.count)]
+    }
+
+    /// The `parents` array as signed: a head, then per parent tag 42 and a byte string (§3.1's
+    /// CID links).
+    static func parentsArray(_ parents: [CID]) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(1 + parents.count * 41)
+        CBOREncoder.appendHead(major: 4, argument: UInt64(parents.count), to: &out)
+        for parent in parents {
+            out += [0xd8, 0x2a]  // tag 42
+            CBOREncoder.appendHead(major: 2, argument: UInt64(parent.bytes.count + 1), to: &out)
+            out.append(0x00)
+            out += parent.bytes
+        }
+        return out
+    }
+
+    /// The payload of these columns, `parents` (as signed: sorted, no duplicate) and encoded
+    /// `body`: the deterministic encoding of the nine fields, written in their order without
+    /// building the map first.
+    static func payload(columns c: StoredColumns, parents: [CID], body: [UInt8]) -> [UInt8] {
+        let before = fieldsBeforeBody(c)
+        let after = fieldsAfterBody(c, parents: parentsArray(parents)[...])
+        var out = [UInt8]()
+        out.reserveCapacity(before.count + body.count + after.count)
+        out += before
+        out += body
+        out += after
+        return out
     }
 
     /// The payload a stored form and its row's columns stand for. A payload stored whole (a

@@ -119,18 +119,13 @@ public struct Receipt: Hashable, Sendable {
     public static func payload(of draft: Draft, certificate: DeviceCertificate) throws -> [UInt8] {
         try checkBodyDepth(draft.body)
         let parents = Array(Set(draft.parents)).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
-        let payload = CBOREncoder.encode(
-            .textMap([
-                "v": 1,
-                "group": .bytes(draft.group.bytes),
-                "type": .text(draft.type),
-                "author": .bytes(certificate.device.bytes),
-                "identity": .bytes(certificate.identity.bytes),
-                "counter": .unsigned(draft.counter),
-                "parents": .array(parents.map(\.cborLink)),
-                "hlc": .unsigned(draft.hlc.packed),
-                "body": draft.body,
-            ]))
+        // The deterministic encoding of the map of nine fields (§3.1), written field by field in
+        // its key order, as a stored form is put back together (§10).
+        let payload = payload(
+            columns: StoredColumns(
+                hlc: draft.hlc.packed, type: draft.type, group: draft.group.bytes, author: certificate.device.bytes,
+                counter: draft.counter, identity: certificate.identity.bytes),
+            parents: parents, body: CBOREncoder.encode(draft.body))
         // Checked before signing, with what to do instead: this is where a local write that is
         // too large stops (the CLI's `put`, an app's append).
         guard payload.count <= maxPayloadBytes else {

@@ -22,6 +22,40 @@ struct ReceiptStoredFormTests {
             signingKey: GoldenFixture.deviceKey, certificate: GoldenFixture.certificate)
     }
 
+    /// A local write's payload, written field by field, is the deterministic encoding of the
+    /// map of its nine fields: every argument size of the counter and the HLC, types short and
+    /// long, parents unsorted and repeated (signed sorted, once each), bodies of several shapes.
+    @Test func aPayloadWrittenFieldByFieldIsTheMapsEncoding() throws {
+        let bodies: [CBOR] = [
+            .textMap(["key": "color", "value": "blue"]), .textMap([:]),
+            .textMap(["key": "k", "value": .bytes([UInt8](repeating: 7, count: 300))]),
+        ]
+        let types = ["entity.put", "x", String(repeating: "a", count: 23), String(repeating: "b", count: 40)]
+        let parentSets: [[CID]] = [
+            [], [Self.cid(3)], [Self.cid(9), Self.cid(2), Self.cid(9)], (0..<24).map { Self.cid($0) },
+        ]
+        for counter: UInt64 in [1, 23, 24, 255, 256, 65_536, 1 << 32, UInt64.max] {
+            for hlc: UInt64 in [0, 23, 1 << 16, 1_700_000_000_123 << 16 | 7] {
+                for (i, type) in types.enumerated() {
+                    let parents = parentSets[(Int(counter % 7) + i) % parentSets.count]
+                    let body = bodies[i % bodies.count]
+                    let draft = Receipt.Draft(
+                        group: GoldenFixture.group, type: type, counter: counter, parents: parents,
+                        hlc: HLCTimestamp(packed: hlc), body: body)
+                    let sorted = Array(Set(parents)).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+                    let map = CBOREncoder.encode(
+                        .textMap([
+                            "v": 1, "group": .bytes(GoldenFixture.group.bytes), "type": .text(type),
+                            "author": .bytes(GoldenFixture.certificate.device.bytes),
+                            "identity": .bytes(GoldenFixture.certificate.identity.bytes), "counter": .unsigned(counter),
+                            "parents": .array(sorted.map(\.cborLink)), "hlc": .unsigned(hlc), "body": body,
+                        ]))
+                    #expect(try Receipt.payload(of: draft, certificate: GoldenFixture.certificate) == map)
+                }
+            }
+        }
+    }
+
     /// Every argument size of the counter and the HLC, 0 to 32 parents (an array head of one
     /// byte and of two), and bodies of every shape the profile allows.
     @Test func everyPayloadComesBackByteForByte() throws {
