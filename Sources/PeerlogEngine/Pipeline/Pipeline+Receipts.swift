@@ -88,6 +88,7 @@ extension Pipeline {
         if r.type == EpochKeyShare.receiptType { try takeEpochKey(from: r) }
         caches.heldCounters[AuthorKey(group: r.group, author: r.author)] = r.counter
         caches.storedHere[r.cid] = r
+        caches.storedSinceSettle.append(r)
         noteOverlayStored(r)
         report.stored += 1
         report.events.append(.tentative(group: r.group, cid: r.cid, type: r.type))

@@ -47,6 +47,8 @@ struct Pipeline {
         var earliestOlderTentative = Memo<GroupID, CID?>()
         /// Receipts stored and envelopes queued by this transaction, so commits need not reload them.
         var storedHere: [CID: Receipt] = [:]
+        /// Receipts stored since the last `settle`, in order.
+        var storedSinceSettle: [Receipt] = []
         var queuedHere: [EnvelopeKey: Envelope] = [:]
         /// The committed value this transaction last wrote to each key (saves reading it back).
         var committedHere: [ViewKey: CommittedValue] = [:]
@@ -194,5 +196,17 @@ struct Pipeline {
         let storedKeys = try entityKeysStoredInGroupsWithReorders()
         try maintainOverlays()
         try logChanges(storedKeys: storedKeys)
+        keepTentativeParsed()
+    }
+
+    /// Receipts stored since the last settle that stay tentative are read back by later
+    /// transactions (to be assigned a seq, then committed): kept parsed (`DecodedReceipts`).
+    /// Those committed here (a catch-up, a sequencer's own writes) are not read again.
+    private mutating func keepTentativeParsed() {
+        guard !caches.storedSinceSettle.isEmpty else { return }
+        var committed = Set<CID>()
+        for case .committed(_, _, let cid, _, _) in report.events { committed.insert(cid) }
+        for r in caches.storedSinceSettle where !committed.contains(r.cid) { DecodedReceipts.shared.keep(r) }
+        caches.storedSinceSettle = []
     }
 }

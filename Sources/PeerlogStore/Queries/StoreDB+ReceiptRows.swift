@@ -73,15 +73,16 @@ package final class DecodedCertificates: Sendable {
     }
 }
 
-/// Receipts decoded from their rows or stored, kept by CID for the reads of later transactions:
-/// a receipt stored tentative is read back to be assigned a seq and again to be committed (on an
+/// Receipts decoded from their rows or stored tentative (the pipeline keeps those at the end of
+/// its settle), kept by CID for the reads of later transactions: a receipt stored tentative is
+/// read back to be assigned a seq and again to be committed (on an
 /// elected sequencer's voters, parsing its payload each time was about a tenth of their CPU). A
 /// read still puts the row's payload together; it is handed the held receipt only when that
 /// payload, the row's signature and its certificate are the receipt's own, so a hit is what
 /// parsing the row would return (`Receipt(payload:signature:certificate:)` depends on those
 /// alone). Emptied when it reaches `capacity`: a larger backlog is parsed again, as before.
 package final class DecodedReceipts: Sendable {
-    static let shared = DecodedReceipts(capacity: 16_384)
+    package static let shared = DecodedReceipts(capacity: 16_384)
     let capacity: Int
     private let held = Mutex<[CID: Receipt]>([:])
 

@@ -191,7 +191,6 @@ extension StoreDB {
             .int(r.hlc.packed.sql), .bytes(r.storedPayload ?? r.payload), .bytes(r.signature), .int(certificate),
             .int(received(receivedAt)))
         let id = db.lastInsertedRowID
-        DecodedReceipts.shared.keep(r)  // read back to be assigned or committed, usually soon
         for parent in r.parents {
             if let parentID = try runInt("SELECT id FROM receipts WHERE cid = ?", .bytes(parent.bytes)) {
                 try run(
