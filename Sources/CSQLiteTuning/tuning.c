@@ -42,14 +42,6 @@ int peerlog_sqlite_step(void *statement) {
     return sqlite3_step((sqlite3_stmt *)statement);
 }
 
-int peerlog_sqlite_column0_is_null(void *statement) {
-    return sqlite3_column_type((sqlite3_stmt *)statement, 0) == SQLITE_NULL;
-}
-
-long long peerlog_sqlite_column0_int64(void *statement) {
-    return sqlite3_column_int64((sqlite3_stmt *)statement, 0);
-}
-
 int peerlog_sqlite_column_type(void *statement, int index) {
     return sqlite3_column_type((sqlite3_stmt *)statement, index);
 }

@@ -22,9 +22,6 @@ int peerlog_sqlite_reset(void *statement);
 int peerlog_sqlite_step_all(void *statement);
 /// One step of `statement`: SQLITE_ROW, SQLITE_DONE or an error.
 int peerlog_sqlite_step(void *statement);
-/// The first column of the current row: whether it is NULL, and its value as an integer.
-int peerlog_sqlite_column0_is_null(void *statement);
-long long peerlog_sqlite_column0_int64(void *statement);
 /// Column `index` (from 0) of the current row: its SQLite type (SQLITE_INTEGER 1, SQLITE_BLOB 4,
 /// SQLITE_NULL 5, ...), its value as an integer, or its bytes as a blob or UTF-8 text with their
 /// count in `count`. The bytes stay valid until the statement steps, resets or reads the column

@@ -28,17 +28,6 @@ package struct OverlayPosition: Hashable, Comparable, Sendable {
     var arguments: StatementArguments { [hlc.sql, cid.bytes.blob] }
 }
 
-extension Bound {
-    /// A group's id, bound as its bytes.
-    static func group(_ g: GroupID) -> Bound { .bytes(g.bytes) }
-    /// A boolean, bound as 0 or 1 (as GRDB stores one).
-    static func bool(_ b: Bool) -> Bound { .int(b ? 1 : 0) }
-    /// Bytes, or NULL.
-    static func bytesOrNull(_ b: [UInt8]?) -> Bound { b.map { .bytes($0) } ?? .null }
-    /// Text, or NULL.
-    static func textOrNull(_ t: String?) -> Bound { t.map { .text($0) } ?? .null }
-}
-
 /// A group's maintained tentative view, as stored.
 package struct OverlayGroupRow: Sendable {
     /// The group state after the whole tentative order (stored bytes), nil when there is none.

@@ -46,66 +46,76 @@ extension StoreDB {
     }
 }
 
+/// Values kept by key, at most `capacity`, emptied when full: the two decoded caches below. Only
+/// for values that are a function of what a caller checks against them, so a stale entry can
+/// only cost a decode.
+final class BoundedMemo<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    let capacity: Int
+    private let held = Mutex<[Key: Value]>([:])
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    var count: Int { held.withLock { $0.count } }
+
+    subscript(key: Key) -> Value? { held.withLock { $0[key] } }
+
+    func keep(_ value: Value, for key: Key) {
+        held.withLock {
+            if $0.count >= capacity { $0.removeAll(keepingCapacity: true) }
+            $0[key] = value
+        }
+    }
+}
+
 /// Certificates decoded from their stored bytes, kept by those bytes. A store holds a few
 /// certificates (one per device) and every receipt read joins one: decoding it again for each
 /// receipt was a tenth of the cost of reading one back. Decoding depends on the bytes alone,
 /// so a hit is what decoding would return. Emptied when it reaches `capacity`.
 package final class DecodedCertificates: Sendable {
     static let shared = DecodedCertificates(capacity: 1_024)
-    let capacity: Int
-    private let decoded = Mutex<[[UInt8]: DeviceCertificate]>([:])
+    private let decoded: BoundedMemo<[UInt8], DeviceCertificate>
 
-    package init(capacity: Int) { self.capacity = capacity }
+    package init(capacity: Int) { decoded = BoundedMemo(capacity: capacity) }
 
     /// Certificates held now.
-    package var count: Int { decoded.withLock { $0.count } }
+    package var count: Int { decoded.count }
 
     package func certificate(_ bytes: Data) throws -> DeviceCertificate { try certificate(bytes.bytes) }
 
     package func certificate(_ bytes: [UInt8]) throws -> DeviceCertificate {
-        if let hit = decoded.withLock({ $0[bytes] }) { return hit }
+        if let hit = decoded[bytes] { return hit }
         let certificate = try DeviceCertificate(encoded: bytes)
-        decoded.withLock {
-            if $0.count >= capacity { $0.removeAll(keepingCapacity: true) }
-            $0[bytes] = certificate
-        }
+        decoded.keep(certificate, for: bytes)
         return certificate
     }
 }
 
 /// Receipts decoded from their rows or stored tentative (the pipeline keeps those at the end of
 /// its settle), kept by CID for the reads of later transactions: a receipt stored tentative is
-/// read back to be assigned a seq and again to be committed (on an
-/// elected sequencer's voters, parsing its payload each time was about a tenth of their CPU). A
-/// read still puts the row's payload together; it is handed the held receipt only when that
-/// payload, the row's signature and its certificate are the receipt's own, so a hit is what
-/// parsing the row would return (`Receipt(payload:signature:certificate:)` depends on those
-/// alone). Emptied when it reaches `capacity`: a larger backlog is parsed again, as before.
+/// read back to be assigned a seq and again to be committed (on an elected sequencer's voters,
+/// parsing its payload each time was about a tenth of their CPU). A read still puts the row's
+/// payload together; it is handed the held receipt only when that payload, the row's signature
+/// and its certificate are the receipt's own, so a hit is what parsing the row would return
+/// (`Receipt(payload:signature:certificate:)` depends on those alone). Emptied when it reaches
+/// `capacity`: a larger backlog is parsed again, as before.
 package final class DecodedReceipts: Sendable {
     package static let shared = DecodedReceipts(capacity: 16_384)
-    let capacity: Int
-    private let held = Mutex<[CID: Receipt]>([:])
+    private let held: BoundedMemo<CID, Receipt>
 
-    package init(capacity: Int) { self.capacity = capacity }
+    package init(capacity: Int) { held = BoundedMemo(capacity: capacity) }
 
     /// Receipts held now.
-    package var count: Int { held.withLock { $0.count } }
+    package var count: Int { held.count }
 
     /// The receipt held under `cid`, if it is this payload, signature and certificate.
     package func receipt(
         _ cid: CID, payload: [UInt8], signature: [UInt8], certificate: DeviceCertificate
     ) -> Receipt? {
-        guard let r = held.withLock({ $0[cid] }), r.payload == payload, r.signature == signature,
-            r.certificate == certificate
+        guard let r = held[cid], r.payload == payload, r.signature == signature, r.certificate == certificate
         else { return nil }
         return r
     }
 
     /// Keeps `r` for later reads.
-    package func keep(_ r: Receipt) {
-        held.withLock {
-            if $0.count >= capacity { $0.removeAll(keepingCapacity: true) }
-            $0[r.cid] = r
-        }
-    }
+    package func keep(_ r: Receipt) { held.keep(r, for: r.cid) }
 }

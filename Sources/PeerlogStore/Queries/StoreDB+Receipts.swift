@@ -180,7 +180,7 @@ extension StoreDB {
     /// (`authors`, numbered here on first use) and its certificate by row id (§10).
     @discardableResult
     package func insertReceipt(_ r: Receipt, receivedAt: UInt64) throws -> Int64 {
-        let group = Bound.bytes(r.group.bytes)
+        let group = Bound.group(r.group)
         let certificate = try certificateNumber(r.certificate.cid, of: r)
         try run(
             """

@@ -1,5 +1,6 @@
 import CSQLiteTuning
 import GRDB
+import PeerlogModel
 
 /// A value bound straight to a statement parameter by `StoreDB.run`.
 package enum Bound: Sendable {
@@ -7,6 +8,15 @@ package enum Bound: Sendable {
     case bytes([UInt8])
     case text(String)
     case null
+
+    /// A group's id, bound as its bytes.
+    static func group(_ g: GroupID) -> Bound { .bytes(g.bytes) }
+    /// A boolean, bound as 0 or 1 (as GRDB stores one).
+    static func bool(_ b: Bool) -> Bound { .int(b ? 1 : 0) }
+    /// Bytes, or NULL.
+    static func bytesOrNull(_ b: [UInt8]?) -> Bound { b.map { .bytes($0) } ?? .null }
+    /// Text, or NULL.
+    static func textOrNull(_ t: String?) -> Bound { t.map { .text($0) } ?? .null }
 }
 
 extension StoreDB {
@@ -36,18 +46,7 @@ extension StoreDB {
     /// The first column of the first row of `sql` as an integer (nil for no row or NULL), with
     /// `values` bound as `run` binds them: the reads the store makes per receipt.
     package func runInt(_ sql: String, _ values: Bound...) throws -> Int64? {
-        let statement = try db.cachedStatement(sql: sql)
-        let s = UnsafeMutableRawPointer(statement.sqliteStatement)
-        try bind(values, to: s, sql: sql)
-        defer { _ = peerlog_sqlite_reset(s) }
-        switch peerlog_sqlite_step(s) {
-        case 100:  // SQLITE_ROW
-            return peerlog_sqlite_column0_is_null(s) != 0 ? nil : peerlog_sqlite_column0_int64(s)
-        case 101:  // SQLITE_DONE
-            return nil
-        case let code:
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: sql)
-        }
+        try steppedRows(sql, values, limit: 1) { $0.optionalInt(0) }.first ?? nil
     }
 
     /// Resets `s` and binds `values` to its parameters, from the first.

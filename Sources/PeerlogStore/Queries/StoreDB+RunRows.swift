@@ -52,7 +52,7 @@ extension StoreDB {
         try steppedRows(sql, values, limit: .max, read: read)
     }
 
-    private func steppedRows<T>(
+    func steppedRows<T>(
         _ sql: String, _ values: [Bound], limit: Int, read: (SteppedRow) throws -> T
     ) throws -> [T] {
         let statement = try db.cachedStatement(sql: sql)

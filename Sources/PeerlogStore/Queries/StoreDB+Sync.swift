@@ -85,27 +85,17 @@ extension StoreDB {
     /// Receipts of a group by CID (those held; others are skipped).
     package func rawReceipts(group: GroupID, cids: [CID]) throws -> [RawReceiptRow] {
         try cids.compactMap { cid in
-            try row(
+            try runRow(
                 """
                 SELECT \(StoreDB.receiptColumns), r.seq, r.payload, r.signature, c.encoded AS certificate
                 FROM receipts r JOIN certificates c ON c.id = r.certificate WHERE r.cid = ? AND r.group_id = ?
-                """, [cid.bytes.blob, group.bytes.blob]
-            ).map { try Self.rawReceipt($0, seq: ($0["seq"] as Int64?).map(UInt64.init(sql:))) }
+                """, .bytes(cid.bytes), .group(group)
+            ) { try Self.rawReceipt($0, seq: $0.optionalInt(6).map(UInt64.init(sql:)), payloadAt: 7) }
         }
     }
 
-    /// A row that selects `receiptColumns` first (its author and counter are among them), then
-    /// `payload`, `signature` and `certificate`.
-    static func rawReceipt(_ row: Row, seq: UInt64?) throws -> RawReceiptRow {
-        let columns = try storedColumns(row)
-        return RawReceiptRow(
-            author: columns.author, counter: columns.counter, seq: seq,
-            payload: try Receipt.payload(stored: (row["payload"] as Data).bytes, columns: columns),
-            signature: (row["signature"] as Data).bytes, certificate: (row["certificate"] as Data).bytes)
-    }
-
-    /// The same read by position: `receiptColumns` (0 to 5), then the payload, signature and
-    /// certificate from column `payloadAt` on.
+    /// A row read by position that selects `receiptColumns` first (0 to 5: its author and counter
+    /// are among them), then the payload, signature and certificate from column `payloadAt` on.
     static func rawReceipt(_ row: SteppedRow, seq: UInt64?, payloadAt p: Int32) throws -> RawReceiptRow {
         let columns = try storedColumns(row)
         return RawReceiptRow(
