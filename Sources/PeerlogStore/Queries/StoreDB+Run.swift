@@ -46,7 +46,7 @@ extension StoreDB {
     /// The first column of the first row of `sql` as an integer (nil for no row or NULL), with
     /// `values` bound as `run` binds them: the reads the store makes per receipt.
     package func runInt(_ sql: String, _ values: Bound...) throws -> Int64? {
-        try steppedRows(sql, values, limit: 1) { $0.optionalInt(0) }.first ?? nil
+        try firstRow(sql, values) { $0.optionalInt(0) } ?? nil
     }
 
     /// Resets `s` and binds `values` to its parameters, from the first.

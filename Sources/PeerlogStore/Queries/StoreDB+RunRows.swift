@@ -44,30 +44,43 @@ extension StoreDB {
     /// them. For the reads made per receipt: GRDB's `Row` copies every column into a boxed value
     /// and finds a column by its lowercased name on each access.
     package func runRow<T>(_ sql: String, _ values: Bound..., read: (SteppedRow) throws -> T) throws -> T? {
-        try steppedRows(sql, values, limit: 1, read: read).first
+        try firstRow(sql, values, read: read)
     }
 
     /// Every row of `sql`, each read by `read`, as `runRow`.
     package func runRows<T>(_ sql: String, _ values: Bound..., read: (SteppedRow) throws -> T) throws -> [T] {
-        try steppedRows(sql, values, limit: .max, read: read)
+        var rows = [T]()
+        try step(sql, values) { row in
+            rows.append(try read(row))
+            return true
+        }
+        return rows
     }
 
-    func steppedRows<T>(
-        _ sql: String, _ values: [Bound], limit: Int, read: (SteppedRow) throws -> T
-    ) throws -> [T] {
+    /// `runRow` for an array of values (no array of rows for the one read).
+    func firstRow<T>(_ sql: String, _ values: [Bound], read: (SteppedRow) throws -> T) throws -> T? {
+        var first: T?
+        try step(sql, values) { row in
+            first = try read(row)
+            return false
+        }
+        return first
+    }
+
+    /// Binds `values`, then hands each row to `each` until it returns false or the rows end;
+    /// resets the statement either way.
+    private func step(_ sql: String, _ values: [Bound], each: (SteppedRow) throws -> Bool) throws {
         let statement = try db.cachedStatement(sql: sql)
         let s = UnsafeMutableRawPointer(statement.sqliteStatement)
         try bind(values, to: s, sql: sql)
         defer { _ = peerlog_sqlite_reset(s) }
-        var rows = [T]()
-        while rows.count < limit {
+        while true {
             switch peerlog_sqlite_step(s) {
-            case 100: rows.append(try read(SteppedRow(s: s)))  // SQLITE_ROW
-            case 101: return rows  // SQLITE_DONE
+            case 100: guard try each(SteppedRow(s: s)) else { return }  // SQLITE_ROW
+            case 101: return  // SQLITE_DONE
             case let code:
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: sql)
             }
         }
-        return rows
     }
 }
