@@ -22,7 +22,10 @@ let package = Package(
         .library(name: "PeerlogFuzzHarness", targets: ["PeerlogFuzzHarness"]),
         // The test fixtures (`TestReplica`, `EntityWriteSchedule`), for the benchmarks' property runs.
         .library(name: "PeerlogTestSupport", targets: ["PeerlogTestSupport"]),
-        .executable(name: "peerlog", targets: ["PeerlogCLI"]),
+        // `peerlog` is a small launcher that answers `--version` and a plain `put` (handed to a running
+        // daemon) by itself and runs `peerlog-full`, beside it, for everything else.
+        .executable(name: "peerlog", targets: ["PeerlogLauncher"]),
+        .executable(name: "peerlog-full", targets: ["PeerlogCLI"]),
         .executable(name: "peerlog-notes", targets: ["PeerlogNotes"]),
     ],
     // PostgreSQL: the relay's shared store for several relay processes (postgres-nio). Off by
@@ -110,12 +113,15 @@ let package = Package(
                 "PeerlogCapture", "PeerlogChannel", "PeerlogNoise", "PeerlogSync", "PeerlogEngine", "PeerlogModel",
                 "PeerlogEncoding", "PeerlogCrypto",
             ]),
+        // What the launcher shares with the daemon and the full CLI (the version, the control
+        // socket's `put` line): no dependencies, so the launcher links nothing else.
+        .target(name: "PeerlogQuickCalls"),
         .target(
             name: "PeerlogNode",
             dependencies: [
                 "PeerlogChannel", "PeerlogSync", "PeerlogEngine", "PeerlogModel", "PeerlogEncoding", "PeerlogCrypto",
                 "PeerlogDiscovery", "PeerlogCapture", "PeerlogPairing",
-                "PeerlogSequencer",
+                "PeerlogSequencer", "PeerlogQuickCalls",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -142,7 +148,7 @@ let package = Package(
             name: "Peerlog",
             dependencies: [
                 "PeerlogNode", "PeerlogCapture", "PeerlogEngine", "PeerlogStore", "PeerlogModel", "PeerlogEncoding",
-                "PeerlogCrypto", "PeerlogPairing",
+                "PeerlogCrypto", "PeerlogPairing", "PeerlogQuickCalls",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -169,10 +175,18 @@ let package = Package(
                 "PeerlogPairing", "PeerlogCrypto",
             ]),
         // App layer.
+        // `peerlog`: starts in about a millisecond (the Swift runtime linked in, no Foundation),
+        // answers what it can and executes `peerlog-full` for the rest. `swift build` builds both.
+        .executableTarget(
+            name: "PeerlogLauncher",
+            dependencies: ["PeerlogQuickCalls"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"])]
+        ),
         .executableTarget(
             name: "PeerlogCLI",
             dependencies: [
                 "Peerlog",
+                "PeerlogQuickCalls",
                 "PeerlogModel",
                 "PeerlogEngine",
                 "PeerlogNode",
@@ -243,7 +257,7 @@ let package = Package(
             name: "PeerlogNodeTests",
             dependencies: [
                 "PeerlogNode", "PeerlogFuzzHarness", "PeerlogTestSupport", "PeerlogSync", "PeerlogEngine",
-                "PeerlogStore", "PeerlogModel",
+                "PeerlogStore", "PeerlogModel", "PeerlogQuickCalls",
                 "PeerlogChannel", "PeerlogSequencer", "PeerlogEncoding",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -14,6 +14,10 @@ public final class PeerlogService: Service, Sendable {
     init(peerlog: Peerlog, node: PeerlogNode) {
         self.peerlog = peerlog
         self.node = node
+        // `peerlog put` calls find the node on the home's control socket and hand it the write.
+        node.takeControlWrites { [weak peerlog] put in
+            await peerlog?.answer(put) ?? ControlReply.error("the node's replica is closed")
+        }
     }
 
     /// Records every decrypted message in and out to a pcapng file (docs/TOOLS.md); the file

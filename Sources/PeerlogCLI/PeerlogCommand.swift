@@ -1,13 +1,14 @@
 import ArgumentParser
 import Peerlog
 import PeerlogCrypto
+import PeerlogQuickCalls
 
 @main
 struct PeerlogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peerlog",
         abstract: "Offline-first peer-to-peer replication of signed receipts.",
-        version: "0.1.0",
+        version: PeerlogVersion.current,
         subcommands: [
             Init.self, Id.self, SafetyNumberCommand.self, Inspect.self, ReceiptCommand.self,
             GroupCommand.self, Put.self, Get.self, BlobCommand.self, DeleteCommand.self, Incr.self, SetAdd.self,

@@ -7,6 +7,7 @@ import PeerlogChannel
 import PeerlogDiscovery
 import PeerlogEngine
 import PeerlogModel
+import PeerlogQuickCalls
 import ServiceLifecycle
 import Synchronization
 
@@ -41,6 +42,15 @@ public final class PeerlogNode: Service, Sendable {
     private let links = Mutex<(lan: LanPeers, relays: RelayLinks)?>(nil)
     /// Groups whose invitation is accepted as soon as it arrives (`invite join`).
     private let autoAccept: Mutex<Set<GroupID>>
+    /// Who writes the control socket's `put` requests (the facade that owns the node); unset,
+    /// they are refused and the CLI writes itself.
+    private let controlWriter = Mutex<(@Sendable (ControlPut) async -> [UInt8])?>(nil)
+
+    /// Has `writer` answer the control socket's `put` requests: it writes and returns the reply
+    /// document (`ControlPut`).
+    package func takeControlWrites(_ writer: @escaping @Sendable (ControlPut) async -> [UInt8]) {
+        controlWriter.withLock { $0 = writer }
+    }
 
     /// `replica`: the home's replica when the caller has it open already (an app embedding the
     /// node shares its replica, so its own writes reach peers at once); it must have been
@@ -371,4 +381,11 @@ extension PeerlogNode: NodeHubDelegate {
     func pairingOpen(_ request: PairingOpenRequest) async -> [UInt8] { await answerPairingOpen(request) }
 
     func pairingAdopt(_ adoption: PairingAdoption) -> [UInt8] { adopt(adoption) }
+
+    func controlPut(_ put: ControlPut) async -> [UInt8] {
+        guard let writer = controlWriter.withLock({ $0 }) else {
+            return ControlReply.error("this node takes no writes on its control socket")
+        }
+        return await writer(put)
+    }
 }

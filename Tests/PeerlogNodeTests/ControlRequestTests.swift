@@ -1,4 +1,5 @@
 import PeerlogModel
+import PeerlogQuickCalls
 import Testing
 
 @testable import PeerlogNode
@@ -9,6 +10,8 @@ struct ControlRequestTests {
         ControlRequest.ping, .status, .captureStop,
         .captureStart(path: "/tmp/a.pcapng", maxBytes: nil, omitBodies: false),
         .captureStart(path: "/tmp/with two  spaces.pcapng", maxBytes: 1_048_576, omitBodies: true),
+        .put(ControlPut(group: "notes", key: "k", value: "v")),
+        .put(ControlPut(group: "b7x", key: "with two  spaces", value: "two\nlines, ünïcødé 🙂 and \"quotes\"")),
     ])
     func roundTrips(_ request: ControlRequest) throws {
         #expect(try ControlRequest.parse(request.line).get() == request)
@@ -25,6 +28,24 @@ struct ControlRequestTests {
                 == "capture start omit-bodies=0 max-bytes=4096 /x")
     }
 
+    /// A put's fields travel as the hex of their UTF-8 bytes: one line, whatever they hold.
+    @Test func aPutIsOneLineOfHexFields() {
+        #expect(ControlRequest.put(ControlPut(group: "g", key: "k 1", value: "v\n")).line == "put 67 6b2031 760a")
+        #expect(!ControlRequest.put(ControlPut(group: "g", key: "k", value: "a\nb\r\nc")).line.contains("\n"))
+    }
+
+    @Test(arguments: [
+        "put 67 6b", "put 67 6b 76 76", "put 6 6b 76", "put 67 6b 7g", "put 67 6B 76", "put 67 6b ff",
+        "put 67 c3 76", "put 67  6b 76", "put 67 6b 76 ",
+    ])
+    func aMalformedPutIsRefused(_ line: String) {
+        guard case .failure(let invalid) = ControlRequest.parse(line) else {
+            Issue.record("\(line) parsed")
+            return
+        }
+        #expect(invalid.description == ControlPut.usage)
+    }
+
     @Test func refusalsSayWhatTheDaemonReplies() {
         func problem(_ line: String) -> String? {
             if case .failure(let invalid) = ControlRequest.parse(line) { return invalid.description }
@@ -32,7 +53,7 @@ struct ControlRequestTests {
         }
         #expect(
             problem("stats")
-                == "unknown request \"stats\" (known: status, ping, wrote, capture start, capture stop, pair open, pair adopt)"
+                == "unknown request \"stats\" (known: status, ping, wrote, capture start, capture stop, pair open, pair adopt, put)"
         )
         #expect(problem("capture pause") == "unknown capture request (known: capture start, capture stop)")
         let usage = "usage: capture start omit-bodies=0|1 max-bytes=N /absolute/path"

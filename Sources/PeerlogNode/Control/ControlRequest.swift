@@ -1,3 +1,5 @@
+import PeerlogQuickCalls
+
 /// One request on a daemon's control socket (`HOME/peerlog.sock`), sent as one line of text:
 ///
 /// - `ping`: `{"ok":true}` when a daemon answers.
@@ -13,6 +15,8 @@
 ///   with its code to GROUP (a group id) as ROLE; the reply is the `PairingTicket`.
 /// - `pair adopt IDENTITY HOST:PORT [GROUP]`: after `peerlog invite join`, admit IDENTITY, dial
 ///   HOST:PORT and accept the invitation to GROUP when it arrives; the reply is `{"ok":true}`.
+/// - `put GROUP KEY VALUE` (each the hex of its UTF-8 text): a plain `peerlog put`, written by the
+///   daemon (`ControlPut`).
 ///
 /// `ControlClient` writes requests with `line` and the daemon reads them with `parse`, so both
 /// sides share one grammar. A failure is answered `{"error": "…"}`.
@@ -31,6 +35,8 @@ public enum ControlRequest: Sendable, Hashable {
     case pairOpen(PairingOpenRequest)
     /// Take a pairing's result into the running node (`peerlog invite join`).
     case pairAdopt(PairingAdoption)
+    /// Set a key to a text value, as `peerlog put GROUP KEY VALUE` does.
+    case put(ControlPut)
 
     /// The request as sent (without the newline that ends it).
     public var line: String {
@@ -43,6 +49,7 @@ public enum ControlRequest: Sendable, Hashable {
         case .captureStop: "capture stop"
         case .pairOpen(let open): "pair open " + open.words.joined(separator: " ")
         case .pairAdopt(let adopt): "pair adopt " + adopt.words.joined(separator: " ")
+        case .put(let put): put.line
         }
     }
 
@@ -65,11 +72,19 @@ public enum ControlRequest: Sendable, Hashable {
         case _ where line.hasPrefix("pair adopt "):
             return PairingAdoption.parse(line.dropFirst("pair adopt ".count).split(separator: " ").map(String.init))
                 .map { ControlRequest.pairAdopt($0) }
+        case _ where line.hasPrefix("put "):
+            guard
+                let put = ControlPut.parse(
+                    line.dropFirst("put ".count).split(separator: " ", omittingEmptySubsequences: false))
+            else {
+                return .failure(Invalid(description: ControlPut.usage))
+            }
+            return .success(.put(put))
         default:
             return .failure(
                 Invalid(
                     description:
-                        "unknown request \"\(line.prefix(64))\" (known: status, ping, wrote, capture start, capture stop, pair open, pair adopt)"
+                        "unknown request \"\(line.prefix(64))\" (known: status, ping, wrote, capture start, capture stop, pair open, pair adopt, put)"
                 ))
         }
     }

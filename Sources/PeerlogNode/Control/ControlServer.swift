@@ -1,12 +1,13 @@
 import Foundation
 import NIOCore
+import PeerlogQuickCalls
 
 /// The local control socket: one request line in, one JSON document out, then close.
 /// Requests: `status`. Only processes that can open the socket file (mode 0600) may ask.
 final class ControlHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
-    static let maxRequestBytes = 4096
+    static let maxRequestBytes = ControlPut.maxLineBytes
 
     private var request: [UInt8] = []
     private let answer: @Sendable (String, @escaping @Sendable ([UInt8]) -> Void) -> Void
@@ -39,8 +40,8 @@ final class ControlHandler: ChannelInboundHandler {
 }
 
 /// Replies that are not a status document.
-enum ControlReply {
-    static func error(_ message: String) -> [UInt8] {
+package enum ControlReply {
+    package static func error(_ message: String) -> [UInt8] {
         let body = (try? JSONEncoder().encode(["error": message])) ?? Data()
         return Array(body)
     }

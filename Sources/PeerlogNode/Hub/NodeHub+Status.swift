@@ -18,11 +18,16 @@ extension NodeHub {
         case .success(.wrote):
             reply(Array(#"{"ok":true}"#.utf8))
             return lookNow()
+        case .success(.put(let put)):
+            // Written by the node's owner (the store's own writer), off the hub's queue.
+            guard let delegate else { return reply(ControlReply.error("this node takes no writes")) }
+            Task { reply(await delegate.controlPut(put)) }
+            return
         default: break
         }
         queueAsync { [self] in
             switch parsed {
-            case .success(.ping), .success(.status), .success(.wrote):
+            case .success(.ping), .success(.status), .success(.wrote), .success(.put):
                 break
             case .success(.captureStart(let path, let maxBytes, let omitBodies)):
                 reply(startCapture(path: path, options: .init(maxBytes: maxBytes, omitBodies: omitBodies)))

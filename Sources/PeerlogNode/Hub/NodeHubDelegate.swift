@@ -1,5 +1,6 @@
 import PeerlogEngine
 import PeerlogPairing
+import PeerlogQuickCalls
 
 /// What the hub asks of the node around it: the one wiring point between them (the node is the
 /// delegate, set once before the hub starts). Every call comes on the hub's executor except
@@ -20,4 +21,6 @@ protocol NodeHubDelegate: AnyObject, Sendable {
     func pairingOpen(_ request: PairingOpenRequest) async -> [UInt8]
     /// Answers the control socket's `pair adopt` (the reply document).
     func pairingAdopt(_ adoption: PairingAdoption) -> [UInt8]
+    /// Answers the control socket's `put` (the reply document).
+    func controlPut(_ put: ControlPut) async -> [UInt8]
 }

@@ -1,0 +1,86 @@
+import Foundation
+import PeerlogTestSupport
+import Testing
+
+/// `peerlog` is a launcher: `--version` and a plain `put` handed to the home's running daemon
+/// it answers itself; everything else runs `peerlog-full` beside it, with the same arguments.
+struct LauncherTests {
+    let dir: String
+    init() throws { dir = try TestSupport.temporaryDirectory() }
+
+    var full: String {
+        URL(fileURLWithPath: TestSupport.peerlogBinary).deletingLastPathComponent().path + "/peerlog-full"
+    }
+
+    /// The launcher copied alone into a folder: whatever it cannot answer itself fails there,
+    /// so a put that succeeds was written by the daemon.
+    func loneLauncher() throws -> String {
+        let lone = dir + "/lone"
+        try FileManager.default.createDirectory(atPath: lone, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: TestSupport.peerlogBinary, toPath: lone + "/peerlog")
+        return lone + "/peerlog"
+    }
+
+    /// "Set …" and "receipt CID: …" with the CID and seq blanked, to compare two outputs.
+    func shape(_ output: String) -> String {
+        output.replacingOccurrences(of: #"b[a-z2-7]{58}"#, with: "CID", options: .regularExpression)
+            .replacingOccurrences(of: #"seq [0-9]+"#, with: "seq N", options: .regularExpression)
+    }
+
+    @Test func aPlainPutIsWrittenByTheRunningDaemonAndPrintsWhatTheFullCommandPrints() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (home, _) = try makePerson("a", in: dir)
+        let group = try createGroup(home, "notes", plaintext: true)
+        let lone = try loneLauncher()
+
+        // No daemon: the launcher alone cannot write, and says what it needs.
+        let without = try TestSupport.run(lone, ["put", "--home", home, "notes", "k", "v"])
+        #expect(without.status == 127, "\(without)")
+        #expect(
+            without.stderr.contains("cannot run \(dir)/lone/peerlog-full") && without.stderr.contains("side by side"))
+        #expect(peerlogValue(home, group, "k") == nil)
+
+        let daemon = try DaemonProcess(home: home)
+        defer { daemon.stop() }
+        let value = "two words\nand a second line, ünïcødé"
+        let quick = try TestSupport.run(lone, ["put", "notes", "a key", value, "--home=\(home)"])
+        #expect(quick.status == 0, "\(quick)")
+        #expect(peerlogValue(home, group, "a key") == value)
+        // What `peerlog-full put` prints, itself writing to the store.
+        let direct = try TestSupport.run(full, ["put", "--home", home, "notes", "other", "v"])
+        #expect(direct.status == 0, "\(direct)")
+        #expect(shape(quick.stdout) == shape(direct.stdout).replacingOccurrences(of: "other", with: "a key"))
+        #expect(shape(quick.stdout) == "Set \"a key\"\nreceipt CID: committed at seq N\n", "\(quick.stdout)")
+        #expect(quick.stderr.isEmpty)
+
+        // Any other form needs the full command, even with the daemon up.
+        for args in [["put", "--home", home, "notes", "k", "v", "--json"], ["put", "--home", home, "notes", "k", ""]] {
+            let other = try TestSupport.run(lone, args)
+            #expect(other.status == 127, "\(args): \(other)")
+        }
+        // `--version` needs nothing beside it, and says what the full command says.
+        let version = try TestSupport.run(lone, ["--version"])
+        let fullVersion = try TestSupport.run(full, ["--version"])
+        #expect(version.status == 0 && version.stdout == fullVersion.stdout && !version.stdout.isEmpty)
+    }
+
+    @Test func aPutTheDaemonRefusesRunsTheFullCommandForItsMessageAndStatus() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (home, _) = try makePerson("a", in: dir)
+        let group = try createGroup(home, "notes", plaintext: true)
+        let before = try TestSupport.run(TestSupport.peerlogBinary, ["put", "--home", home, "nosuch", "k", "v"])
+        let daemon = try DaemonProcess(home: home)
+        defer { daemon.stop() }
+        let refused = try TestSupport.run(TestSupport.peerlogBinary, ["put", "--home", home, "nosuch", "k", "v"])
+        #expect(refused.status == 1 && refused.status == before.status, "\(refused)")
+        #expect(refused.stderr == before.stderr && refused.stderr.contains("nosuch"), "\(refused.stderr)")
+        // A key the daemon refuses (too long) is refused once, with the full command's words.
+        let long = String(repeating: "k", count: 300)
+        let tooLong = try TestSupport.run(TestSupport.peerlogBinary, ["put", "--home", home, "notes", long, "v"])
+        #expect(tooLong.status == 1 && tooLong.stderr.contains("\"key\" must be 1 to 256 bytes"), "\(tooLong)")
+        #expect(peerlogValue(home, group, long) == nil)
+        // And through the launcher every other command still works.
+        let ok = try TestSupport.run(TestSupport.peerlogBinary, ["put", "--home", home, "notes", "k", "v"])
+        #expect(ok.status == 0 && peerlogValue(home, group, "k") == "v", "\(ok)")
+    }
+}
