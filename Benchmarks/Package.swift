@@ -4,8 +4,8 @@
 //   swift build -c release --package-path Benchmarks
 //   Benchmarks/.build/release/peerlog-bench [foundation|replica|net|all] ...
 // The daemon benchmarks (catchup, elected, relay, noise over processes) run the `peerlog`
-// binary from the main package's release build (`swift build -c release --product peerlog`;
-// PEERLOG_BIN or the directory of peerlog-bench itself otherwise).
+// binary from the main package's release build (`swift build -c release`, which builds
+// peerlog and peerlog-full; PEERLOG_BIN or the directory of peerlog-bench itself otherwise).
 //
 // The PostgreSQL trait is on for the dependency although no benchmark runs that relay: a trait is a
 // compiler define on every module of the package, so with it the modules compile exactly as in

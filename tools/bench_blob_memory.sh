@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PL=${PEERLOG_BIN:-.build/release/peerlog}
-[ -x "$PL" ] || { echo "build it first: swift build -c release --product peerlog" >&2; exit 1; }
+[ -x "$PL" ] || { echo "build it first: swift build -c release (peerlog and peerlog-full)" >&2; exit 1; }
 json() { python3 -c "import json,sys;print(json.load(sys.stdin)$1)"; }
 D=$(mktemp -d); pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$D"' EXIT

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=("$@"); [ ${#SIZES[@]} -gt 0 ] || SIZES=(5 50 1024)
 PL=${PEERLOG_BIN:-.build/release/peerlog}
-[ -x "$PL" ] || { echo "build it first: swift build -c release --product peerlog" >&2; exit 1; }
+[ -x "$PL" ] || { echo "build it first: swift build -c release (peerlog and peerlog-full)" >&2; exit 1; }
 now() { date +%s%N; }
 json() { python3 -c "import json,sys;print(json.load(sys.stdin)$1)"; }
 

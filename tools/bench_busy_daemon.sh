@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 N=${1:-40000}
 PUTS=${2:-15}
 PL=${PEERLOG_BIN:-.build/release/peerlog}
-[ -x "$PL" ] || { echo "build it first: swift build -c release --product peerlog" >&2; exit 1; }
+[ -x "$PL" ] || { echo "build it first: swift build -c release (peerlog and peerlog-full)" >&2; exit 1; }
 ms() { echo $(( ($2 - $1) / 1000000 )); }
 stats() { sort -n "$1" | awk '{a[NR]=$1} END {printf "p50 %d, p90 %d, max %d ms", a[int((NR+1)/2)], a[int(NR*0.9)], a[NR]}'; }
 

@@ -2,14 +2,14 @@
 # `peerlog put` as a user runs it: in a group whose relay is out of reach with W receipts
 # waiting for a seq, against a solo group (this device sequences), interleaved, same run.
 # Prints both rates and their ratio (issue 14's figure). Usage: tools/bench_cli_put.sh [W] [PUTS]
-# Uses .build/release/peerlog (swift build -c release --product peerlog). Loopback only: the
+# Uses .build/release/peerlog (swift build -c release builds it and peerlog-full). Loopback only: the
 # relay address 127.0.0.1:9 is never dialed (no daemon runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 W=${1:-10000}
 PUTS=${2:-100}
 PL=${PEERLOG_BIN:-.build/release/peerlog}
-[ -x "$PL" ] || { echo "build it first: swift build -c release --product peerlog" >&2; exit 1; }
+[ -x "$PL" ] || { echo "build it first: swift build -c release (peerlog and peerlog-full)" >&2; exit 1; }
 home=$(mktemp -d)
 trap 'rm -rf "$home"' EXIT
 "$PL" init --home "$home" --name bench >/dev/null

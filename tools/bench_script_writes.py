@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PL = os.environ.get("PEERLOG_BIN", os.path.join(ROOT, ".build/release/peerlog"))
 LIMIT = 120.0
 if not os.access(PL, os.X_OK):
-    sys.exit("build it first: swift build -c release --product peerlog")
+    sys.exit("build it first: swift build -c release (peerlog and peerlog-full)")
 
 
 def pl(*args, stdin=None):

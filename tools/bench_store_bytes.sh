@@ -28,7 +28,7 @@ for arg in "$@"; do
 done
 PL=${PEERLOG_BIN:-.build/release/peerlog}
 [ -x "$PL" ] || PL=.build/debug/peerlog
-[ -x "$PL" ] || { echo "build it first: swift build --product peerlog" >&2; exit 1; }
+[ -x "$PL" ] || { echo "build it first: swift build (peerlog and peerlog-full)" >&2; exit 1; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$PL" init --home "$dir/writer" --name writer >/dev/null

@@ -4,12 +4,12 @@ import PeerlogQuickCalls
 import Glibc
 #endif
 
-/// `peerlog put GROUP KEY VALUE` handed to the home's running daemon before the argument
-/// parser starts: the daemon holds the store open and writes at once, so a script's put
-/// costs the process and one write, not opening the store (docs/TOOLS.md, "Writes from
-/// scripts"). Only that plain form with at most `--home`, no field empty, goes this way, and only when a
-/// daemon answers; anything else, or a write the daemon refuses (nothing is written then),
-/// runs the full command, which gives its own message and exit status.
+/// `peerlog put GROUP KEY VALUE` handed to the home's running daemon: the daemon holds the
+/// store open and writes at once, so a script's put costs a small process and one write, not
+/// the full CLI opening the store (docs/CLI.md). Only that plain form with at most `--home`,
+/// no field empty, goes this way, and only when a daemon answers; anything else, or a write
+/// the daemon refuses (nothing is written then), runs the full command, which gives its own
+/// message and exit status.
 enum QuickPut {
     /// Seconds to wait for the daemon's reply once the request is sent. Past it the write may
     /// have happened, so the command fails rather than write again.

@@ -1,6 +1,6 @@
 /// `put GROUP KEY VALUE` on the control socket: a plain `peerlog put` handed to the home's
 /// running daemon, which already holds the store open, so the call costs its write and not a
-/// store opened per process (docs/TOOLS.md, "Writes from scripts").
+/// store opened per process (docs/CLI.md, "the launcher").
 ///
 /// On the wire each field is the lowercase hex of its UTF-8 bytes, so a key or value with
 /// spaces or newlines stays one line: `put 6e6f746573 6b 76`. No field is empty (the daemon

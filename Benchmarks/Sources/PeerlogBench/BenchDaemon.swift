@@ -23,7 +23,7 @@ struct BenchDaemon {
                 if FileManager.default.isExecutableFile(atPath: path) { return path }
             }
             throw BenchError(
-                "no peerlog binary: build it in the same configuration (swift build -c \(configuration) --product peerlog) or set PEERLOG_BIN"
+                "no peerlog binary: build it in the same configuration (swift build -c \(configuration), which builds peerlog and peerlog-full) or set PEERLOG_BIN"
             )
         }
     }
