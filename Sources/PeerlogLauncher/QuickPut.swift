@@ -7,9 +7,9 @@ import Glibc
 /// `peerlog put GROUP KEY VALUE` handed to the home's running daemon: the daemon holds the
 /// store open and writes at once, so a script's put costs a small process and one write, not
 /// the full CLI opening the store (docs/CLI.md). Only that plain form with at most `--home`,
-/// no field empty, goes this way, and only when a daemon answers; anything else, or a write
-/// the daemon refuses (nothing is written then), runs the full command, which gives its own
-/// message and exit status.
+/// no field empty, goes this way, and only when a daemon answers and this process could write
+/// the store itself; anything else, or a write the daemon refuses (nothing is written then),
+/// runs the full command, which gives its own message and exit status.
 enum QuickPut {
     /// Seconds to wait for the daemon's reply once the request is sent. Past it the write may
     /// have happened, so the command fails rather than write again.
@@ -18,6 +18,9 @@ enum QuickPut {
     /// The exit status when the daemon took the write; nil when the full command must run.
     static func run(_ arguments: ArraySlice<String>) -> Int32? {
         guard arguments.first == "put", let (home, put) = parse(arguments.dropFirst()) else { return nil }
+        // Only what this process could write itself: a home it sees read-only (a read-only
+        // mount, say) gets the full command's refusal, not a write through the daemon.
+        guard access(home + "/replica.sqlite", W_OK) == 0 else { return nil }
         let request = Array((put.line + "\n").utf8)
         guard request.count <= ControlPut.maxLineBytes, let fd = connect(to: home + "/peerlog.sock") else {
             return nil
