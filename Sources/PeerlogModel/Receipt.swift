@@ -69,31 +69,81 @@ public struct Receipt: Hashable, Sendable {
         }
     }
 
+    /// The parsed receipt, shared by every copy. Receipts are passed and kept by value (batches,
+    /// the verification stage, memos); as a struct of a dozen arrays each copy retained every one
+    /// of them, a tenth of a catch-up's CPU in copies and their releases.
+    private final class Parsed: Sendable {
+        let group: GroupID
+        let type: String
+        let author: DeviceID
+        let identity: IdentityID
+        let counter: UInt64
+        let parents: [CID]
+        let hlc: HLCTimestamp
+        let body: CBOR
+        let certificate: DeviceCertificate
+        let payload: [UInt8]
+        let signature: [UInt8]
+        let cid: CID
+
+        init(
+            group: GroupID, type: String, author: DeviceID, identity: IdentityID, counter: UInt64, parents: [CID],
+            hlc: HLCTimestamp, body: CBOR, certificate: DeviceCertificate, payload: [UInt8], signature: [UInt8]
+        ) {
+            self.group = group
+            self.type = type
+            self.author = author
+            self.identity = identity
+            self.counter = counter
+            self.parents = parents
+            self.hlc = hlc
+            self.body = body
+            self.certificate = certificate
+            self.payload = payload
+            self.signature = signature
+            cid = CID(hashing: payload)
+        }
+    }
+
+    private let parsed: Parsed
+
     /// The group id (payload `group`).
-    public let group: GroupID
+    public var group: GroupID { parsed.group }
     /// Receipt type, 1...`maxTypeBytes` bytes matching `[a-z][a-z0-9_.-]*` (payload `type`).
-    public let type: String
+    public var type: String { parsed.type }
     /// The signing device (payload `author`); equals `certificate.device`.
-    public let author: DeviceID
+    public var author: DeviceID { parsed.author }
     /// The author device's identity (payload `identity`); equals `certificate.identity`.
-    public let identity: IdentityID
+    public var identity: IdentityID { parsed.identity }
     /// The author's counter in this group, at least 1 (payload `counter`).
-    public let counter: UInt64
+    public var counter: UInt64 { parsed.counter }
     /// Sorted ascending by binary CID, no duplicates.
-    public let parents: [CID]
+    public var parents: [CID] { parsed.parents }
     /// The author's hybrid logical clock time (payload `hlc`, docs/PROTOCOL.md §5).
-    public let hlc: HLCTimestamp
+    public var hlc: HLCTimestamp { parsed.hlc }
     /// Type-specific content (payload `body`), within the receipt profile (docs/PROTOCOL.md §3.3).
-    public let body: CBOR
+    public var body: CBOR { parsed.body }
     /// The author's device certificate, carried in the container. `init` checks that it names
     /// `author` and `identity`; `verify` checks its signature.
-    public let certificate: DeviceCertificate
+    public var certificate: DeviceCertificate { parsed.certificate }
     /// The exact signed payload bytes, at most `maxPayloadBytes`; `cid` hashes them.
-    public let payload: [UInt8]
+    public var payload: [UInt8] { parsed.payload }
     /// The author's 64-byte Ed25519 signature over `peerlog/receipt/v1` ‖ 0x00 ‖ `payload`.
-    public let signature: [UInt8]
+    public var signature: [UInt8] { parsed.signature }
     /// CIDv1 of `payload`.
-    public let cid: CID
+    public var cid: CID { parsed.cid }
+
+    /// Equal when the signed bytes are: every other field is read from them.
+    public static func == (a: Receipt, b: Receipt) -> Bool {
+        a.parsed === b.parsed
+            || (a.payload == b.payload && a.signature == b.signature && a.certificate == b.certificate)
+    }
+
+    /// Hashes what equality compares: the CID (the payload's hash) and the signature.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(cid)
+        hasher.combine(signature)
+    }
 
     /// Signs a draft as `device`.
     public static func sign(
@@ -149,14 +199,14 @@ public struct Receipt: Hashable, Sendable {
         try Fields.requireKeys(
             map, ["v", "group", "type", "author", "identity", "counter", "parents", "hlc", "body"], what: what)
         try Fields.version(map, what: what)
-        group = try GroupID(bytes: try Fields.bytes(map, "group", what: what, count: GroupID.length))
-        type = try Fields.text(map, "type", what: what, maxBytes: Self.maxTypeBytes)
+        let group = try GroupID(bytes: try Fields.bytes(map, "group", what: what, count: GroupID.length))
+        let type = try Fields.text(map, "type", what: what, maxBytes: Self.maxTypeBytes)
         guard Self.isValidType(type) else {
             throw ModelError(.fieldOutOfRange, "receipt.type \"\(type)\" must match [a-z][a-z0-9_.-]*")
         }
-        author = try DeviceID(bytes: try Fields.bytes(map, "author", what: what, count: 32))
-        identity = try IdentityID(bytes: try Fields.bytes(map, "identity", what: what, count: 32))
-        counter = try Fields.uint(map, "counter", what: what)
+        let author = try DeviceID(bytes: try Fields.bytes(map, "author", what: what, count: 32))
+        let identity = try IdentityID(bytes: try Fields.bytes(map, "identity", what: what, count: 32))
+        let counter = try Fields.uint(map, "counter", what: what)
         guard counter >= 1 else { throw ModelError(.fieldOutOfRange, "receipt.counter must be at least 1") }
         guard let links = map["parents"]?.arrayValue else {
             throw ModelError(.wrongShape, "receipt.parents must be an array")
@@ -173,13 +223,12 @@ public struct Receipt: Hashable, Sendable {
         for (a, b) in zip(parents, parents.dropFirst()) where !a.bytes.lexicographicallyPrecedes(b.bytes) {
             throw ModelError(.wrongShape, "receipt.parents must be sorted and unique")
         }
-        self.parents = parents
         let packed = try Fields.uint(map, "hlc", what: what)
         guard packed >> 16 <= HLCTimestamp.maxPhysical else {
             throw ModelError(.fieldOutOfRange, "receipt.hlc out of range")
         }
-        hlc = HLCTimestamp(packed: packed)
-        body = map["body"]!
+        let hlc = HLCTimestamp(packed: packed)
+        let body = map["body"]!
         try ReceiptProfile.check(body, path: "receipt.body")
         try Fields.requireSignatureLength(signature, of: "receipt")
         guard certificate.device == author else {
@@ -191,10 +240,9 @@ public struct Receipt: Hashable, Sendable {
                 .certificateMismatch,
                 "certificate is for identity \(certificate.identity), receipt names identity \(identity)")
         }
-        self.certificate = certificate
-        self.payload = payload
-        self.signature = signature
-        self.cid = CID(hashing: payload)
+        parsed = Parsed(
+            group: group, type: type, author: author, identity: identity, counter: counter, parents: parents, hlc: hlc,
+            body: body, certificate: certificate, payload: payload, signature: signature)
     }
 
     /// Parses the container form (a `.receipt` file, a sync batch entry).
@@ -204,7 +252,8 @@ public struct Receipt: Hashable, Sendable {
         guard let certValue = c.map["certificate"] else {
             throw ModelError(.wrongShape, "receipt container lacks its certificate")
         }
-        let certificate = try DeviceCertificate(encoded: CBOREncoder.encode(certValue))
+        // Every receipt of a device carries the same certificate: decoded once, kept by its bytes.
+        let certificate = try DecodedCertificates.shared.certificate(CBOREncoder.encode(certValue))
         try self.init(payload: c.payload, signature: c.signature, certificate: certificate)
     }
 

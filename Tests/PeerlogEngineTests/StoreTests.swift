@@ -168,13 +168,13 @@ struct DecodedCertificatesTests {
         let cache = DecodedCertificates(capacity: 3)
         let devices = try (0..<5).map { try LocalDevice.generate(name: "d\($0)", createdAt: 1) }
         let a = devices[0].certificate
-        #expect(try cache.certificate(Data(a.encoded)) == a)
-        #expect(try cache.certificate(Data(a.encoded)) == a)
+        #expect(try cache.certificate(a.encoded) == a)
+        #expect(try cache.certificate(a.encoded) == a)
         #expect(cache.count == 1)
-        #expect(throws: (any Error).self) { try cache.certificate(Data([0xa1, 0x01, 0x02])) }
+        #expect(throws: (any Error).self) { try cache.certificate([0xa1, 0x01, 0x02]) }
         #expect(cache.count == 1)
         for d in devices {
-            #expect(try cache.certificate(Data(d.certificate.encoded)) == d.certificate)
+            #expect(try cache.certificate(d.certificate.encoded) == d.certificate)
             #expect(cache.count <= 3)
         }
     }

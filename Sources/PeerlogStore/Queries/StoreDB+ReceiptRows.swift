@@ -42,51 +42,7 @@ extension StoreDB {
     static func receipt(_ row: Row) throws -> Receipt {
         try Receipt(
             payload: receiptPayload(row), signature: (row["signature"] as Data).bytes,
-            certificate: DecodedCertificates.shared.certificate(row["certificate"]))
-    }
-}
-
-/// Values kept by key, at most `capacity`, emptied when full: the two decoded caches below. Only
-/// for values that are a function of what a caller checks against them, so a stale entry can
-/// only cost a decode.
-final class BoundedMemo<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    let capacity: Int
-    private let held = Mutex<[Key: Value]>([:])
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    var count: Int { held.withLock { $0.count } }
-
-    subscript(key: Key) -> Value? { held.withLock { $0[key] } }
-
-    func keep(_ value: Value, for key: Key) {
-        held.withLock {
-            if $0.count >= capacity { $0.removeAll(keepingCapacity: true) }
-            $0[key] = value
-        }
-    }
-}
-
-/// Certificates decoded from their stored bytes, kept by those bytes. A store holds a few
-/// certificates (one per device) and every receipt read joins one: decoding it again for each
-/// receipt was a tenth of the cost of reading one back. Decoding depends on the bytes alone,
-/// so a hit is what decoding would return. Emptied when it reaches `capacity`.
-package final class DecodedCertificates: Sendable {
-    static let shared = DecodedCertificates(capacity: 1_024)
-    private let decoded: BoundedMemo<[UInt8], DeviceCertificate>
-
-    package init(capacity: Int) { decoded = BoundedMemo(capacity: capacity) }
-
-    /// Certificates held now.
-    package var count: Int { decoded.count }
-
-    package func certificate(_ bytes: Data) throws -> DeviceCertificate { try certificate(bytes.bytes) }
-
-    package func certificate(_ bytes: [UInt8]) throws -> DeviceCertificate {
-        if let hit = decoded[bytes] { return hit }
-        let certificate = try DeviceCertificate(encoded: bytes)
-        decoded.keep(certificate, for: bytes)
-        return certificate
+            certificate: DecodedCertificates.shared.certificate((row["certificate"] as Data).bytes))
     }
 }
 
