@@ -42,8 +42,16 @@ enum QuickPut {
             }
             reply += chunk[0..<n]
         }
-        // An error reply means nothing was written: the full command writes and reports.
-        guard let answer = Answer(reply) else { return nil }
+        // An error reply means nothing was written: the full command writes and reports. Any
+        // other reply that is not a stored write (none: the daemon stopped mid-request) leaves
+        // it unknown whether it wrote, so the call fails rather than write again.
+        if reply.starts(with: Array(#"{"error":"#.utf8)) { return nil }
+        guard let answer = Answer(reply) else {
+            return fail(
+                "the daemon at \(home)/peerlog.sock took the write but gave no usable answer "
+                    + "(\"\(String(decoding: reply.prefix(80), as: UTF8.self))\"); "
+                    + "see `peerlog get \(put.group) \(put.key)` before writing again")
+        }
         var out = "Set \"\(put.key)\"\nreceipt \(answer.cid): "
         out += answer.seq.map { "committed at seq \($0)\n" } ?? "tentative (waiting for the group's sequencer)\n"
         return write(out, to: 1) ? 0 : 1

@@ -83,4 +83,40 @@ struct LauncherTests {
         let ok = try TestSupport.run(TestSupport.peerlogBinary, ["put", "--home", home, "notes", "k", "v"])
         #expect(ok.status == 0 && peerlogValue(home, group, "k") == "v", "\(ok)")
     }
+
+    /// What the launcher does with each kind of reply, against a stand-in for the daemon (a
+    /// Python process on the home's socket that reads one request and answers `reply` once).
+    @Test(arguments: [
+        (#"{"error":"no group named \"g\""}"#, Int32(127)),  // refused: the full command runs (absent here)
+        ("", Int32(1)),  // closed without an answer: it may have written, so no second write
+        ("garbled", Int32(1)),
+    ])
+    func theReplyDecidesBetweenDoneRetryAndFail(_ reply: String, _ status: Int32) throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let home = dir + "/home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: home + "/replica.sqlite", contents: Data()))
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1)
+            open(sys.argv[1] + ".ready", "w").close()
+            c, _ = s.accept(); c.settimeout(30)
+            request = b""
+            while not request.endswith(b"\\n"): request += c.recv(4096)
+            open(sys.argv[1] + ".request", "wb").write(request)
+            c.sendall(sys.argv[2].encode()); c.close()
+            """
+        let stand = try ChildProcess(TestSupport.python, ["-c", script, home + "/peerlog.sock", reply], lifetime: 60)
+        defer { stand.kill9() }
+        #expect(
+            TestSupport.waitUntil(timeout: 30) { FileManager.default.fileExists(atPath: home + "/peerlog.sock.ready") })
+        let r = try TestSupport.run(try loneLauncher(), ["put", "--home", home, "g", "k", "v w"])
+        #expect(r.status == status, "\(r)")
+        let request = try String(contentsOfFile: home + "/peerlog.sock.request", encoding: .utf8)
+        #expect(request == "put 67 6b 762077\n")
+        if status == 1 {
+            #expect(
+                r.stderr.contains("took the write but gave no usable answer") && r.stderr.contains("peerlog get g k"))
+        }
+    }
 }
