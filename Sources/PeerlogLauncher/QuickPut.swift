@@ -6,10 +6,11 @@ import Glibc
 
 /// `peerlog put GROUP KEY VALUE` handed to the home's running daemon: the daemon holds the
 /// store open and writes at once, so a script's put costs a small process and one write, not
-/// the full CLI opening the store (docs/CLI.md). Only that plain form with at most `--home`,
-/// no field empty, goes this way, and only when a daemon answers and this process could write
-/// the store itself; anything else, or a write the daemon refuses (nothing is written then),
-/// runs the full command, which gives its own message and exit status.
+/// the full CLI opening the store (docs/CLI.md). Only that plain form with at most `--home`
+/// and `--json`, no field empty, goes this way, and only when a daemon answers and this
+/// process could write the store itself; anything else, or a write the daemon refuses
+/// (nothing is written then), runs the full command, which gives its own message and exit
+/// status.
 enum QuickPut {
     /// Seconds to wait for the daemon's reply once the request is sent. Past it the write may
     /// have happened, so the command fails rather than write again.
@@ -17,7 +18,7 @@ enum QuickPut {
 
     /// The exit status when the daemon took the write; nil when the full command must run.
     static func run(_ arguments: ArraySlice<String>) -> Int32? {
-        guard arguments.first == "put", let (home, put) = parse(arguments.dropFirst()) else { return nil }
+        guard arguments.first == "put", let (home, put, json) = parse(arguments.dropFirst()) else { return nil }
         // Only what this process could write itself: a home it sees read-only (a read-only
         // mount, say) gets the full command's refusal, not a write through the daemon.
         guard access(home + "/replica.sqlite", W_OK) == 0 else { return nil }
@@ -52,22 +53,23 @@ enum QuickPut {
                     + "(\"\(String(decoding: reply.prefix(80), as: UTF8.self))\"); "
                     + "see `peerlog get \(put.group) \(put.key)` before writing again")
         }
-        var out = "Set \"\(put.key)\"\nreceipt \(answer.cid): "
-        out += answer.seq.map { "committed at seq \($0)\n" } ?? "tentative (waiting for the group's sequencer)\n"
-        return write(out, to: 1) ? 0 : 1
+        return write(json ? answer.json : answer.text(key: put.key), to: 1) ? 0 : 1
     }
 
-    /// The home and the request, when the arguments are the plain form: three positionals and
-    /// at most `--home DIR` / `--home=DIR`.
-    static func parse(_ arguments: ArraySlice<String>) -> (home: String, put: ControlPut)? {
+    /// The home, the request and whether `--json` was given, when the arguments are the plain
+    /// form: three positionals, at most `--home DIR` / `--home=DIR` and `--json`.
+    static func parse(_ arguments: ArraySlice<String>) -> (home: String, put: ControlPut, json: Bool)? {
         var positionals = [String]()
         var home: String?
+        var json = false
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             if argument == "--home", home == nil, let value = rest.popFirst(), !value.hasPrefix("-") {
                 home = value
             } else if argument.hasPrefix("--home="), home == nil {
                 home = String(argument.dropFirst("--home=".count))
+            } else if argument == "--json", !json {
+                json = true
             } else if argument.hasPrefix("-") {
                 return nil
             } else {
@@ -76,7 +78,8 @@ enum QuickPut {
         }
         // An empty field cannot travel (the daemon trims its line): the full command takes it.
         guard positionals.count == 3, !positionals.contains(where: \.isEmpty) else { return nil }
-        return (home ?? defaultHome, ControlPut(group: positionals[0], key: positionals[1], value: positionals[2]))
+        let put = ControlPut(group: positionals[0], key: positionals[1], value: positionals[2])
+        return (home ?? defaultHome, put, json)
     }
 
     /// `Peerlog.defaultHome`, read without Foundation.
@@ -89,23 +92,45 @@ enum QuickPut {
         return (getenv("HOME").map { String(cString: $0) } ?? ".") + "/.local/share/peerlog"
     }
 
-    /// The daemon's reply to a stored write: `{"group":ID,"cid":CID,"seq":N|null}`.
+    /// The daemon's reply to a stored write: `{"group":ID,"cid":CID,"type":TYPE,"seq":N|null}`.
     struct Answer {
+        var group: String
         var cid: String
+        var type: String
         var seq: UInt64?
 
         init?(_ reply: [UInt8]) {
             let text = String(decoding: reply, as: UTF8.self)
-            guard text.hasPrefix(#"{"group":""#), let cid = Self.field("cid", in: text),
+            guard text.hasPrefix(#"{"group":""#), let group = Self.field("group", in: text),
+                let cid = Self.field("cid", in: text), let type = Self.field("type", in: text),
                 let seq = Self.field("seq", in: text)
             else { return nil }
+            self.group = group
             self.cid = cid
+            self.type = type
             if seq == "null" {
                 self.seq = nil
             } else {
                 guard let n = UInt64(seq) else { return nil }
                 self.seq = n
             }
+        }
+
+        /// What `put` prints: `Set "KEY"`, then the receipt and where it stands.
+        func text(key: String) -> String {
+            "Set \"\(key)\"\nreceipt \(cid): "
+                + (seq.map { "committed at seq \($0)\n" } ?? "tentative (waiting for the group's sequencer)\n")
+        }
+
+        /// What `put --json` prints (the CLI's pretty JSON: two-space indent, `"key": value`).
+        /// Every field is plain ASCII without quotes or backslashes, so none needs escaping.
+        var json: String {
+            let status = seq == nil ? "tentative" : "committed"
+            let fields = [
+                ("group", "\"\(group)\""), ("cid", "\"\(cid)\""), ("type", "\"\(type)\""),
+                ("status", "\"\(status)\""), ("seq", seq.map(String.init) ?? "null"),
+            ]
+            return "{\n" + fields.map { "  \"\($0.0)\": \($0.1)" }.joined(separator: ",\n") + "\n}\n"
         }
 
         /// A string field's text, or a number's (or `null`): what follows `"name":` up to the

@@ -5,9 +5,9 @@
 /// On the wire each field is the lowercase hex of its UTF-8 bytes, so a key or value with
 /// spaces or newlines stays one line: `put 6e6f746573 6b 76`. No field is empty (the daemon
 /// trims the line; the CLI writes an empty value itself). The reply is
-/// `{"group":ID,"cid":CID,"seq":N|null}` once stored, or `{"error":…}` when the write was
-/// refused and nothing was written (the CLI then runs the command itself, for its exact
-/// message and exit status).
+/// `{"group":ID,"cid":CID,"type":TYPE,"seq":N|null}` once stored, or `{"error":…}` when the
+/// write was refused and nothing was written (the CLI then runs the command itself, for its
+/// exact message and exit status).
 public struct ControlPut: Sendable, Hashable {
     /// The group as the user typed it: its id, or its name.
     public var group: String

@@ -21,10 +21,11 @@ struct LauncherTests {
         return lone + "/peerlog"
     }
 
-    /// "Set …" and "receipt CID: …" with the CID and seq blanked, to compare two outputs.
+    /// An output with its CIDs and seqs blanked, to compare two.
     func shape(_ output: String) -> String {
         output.replacingOccurrences(of: #"b[a-z2-7]{58}"#, with: "CID", options: .regularExpression)
             .replacingOccurrences(of: #"seq [0-9]+"#, with: "seq N", options: .regularExpression)
+            .replacingOccurrences(of: #""seq": [0-9]+"#, with: #""seq": N"#, options: .regularExpression)
     }
 
     @Test func aPlainPutIsWrittenByTheRunningDaemonAndPrintsWhatTheFullCommandPrints() throws {
@@ -53,8 +54,18 @@ struct LauncherTests {
         #expect(shape(quick.stdout) == "Set \"a key\"\nreceipt CID: committed at seq N\n", "\(quick.stdout)")
         #expect(quick.stderr.isEmpty)
 
+        // `--json` too prints what the full command prints.
+        let quickJSON = try TestSupport.run(lone, ["put", "--json", "--home", home, "notes", "k", "v"])
+        let directJSON = try TestSupport.run(full, ["put", "--json", "--home", home, "notes", "k", "v"])
+        #expect(quickJSON.status == 0 && directJSON.status == 0, "\(quickJSON) \(directJSON)")
+        #expect(shape(quickJSON.stdout) == shape(directJSON.stdout), "\(quickJSON.stdout)")
+        #expect(shape(quickJSON.stdout).contains(#""status": "committed""#))
+
         // Any other form needs the full command, even with the daemon up.
-        for args in [["put", "--home", home, "notes", "k", "v", "--json"], ["put", "--home", home, "notes", "k", ""]] {
+        for args in [
+            ["put", "--home", home, "notes", "k", "v", "--wait"], ["put", "--home", home, "notes", "k", ""],
+            ["put", "--home", home, "notes", "k", "v", "--json", "--json"],
+        ] {
             let other = try TestSupport.run(lone, args)
             #expect(other.status == 127, "\(args): \(other)")
         }
