@@ -8,36 +8,42 @@ import PeerlogSync
 extension ElectedSequencerDriver {
     /// Assigns the next tentative receipts whose parents are committed or already assigned.
     func proposeIfLeader(_ group: GroupID) -> [Send] {
-        guard let instance = instances[group], instance.machine.isLeader else { return [] }
+        guard let items = proposal(group) else { return [] }
+        guard !items.isEmpty else { return markTermIfNeeded(group) }
+        // Proposed in place: a copy of the machine held across the call would make its log
+        // (every seq since the base) copied on write, once per round.
+        guard let effects = instances[group]?.machine.propose(items) else { return [] }
+        return perform(effects, group: group)
+    }
+
+    /// What the leader assigns next (empty: nothing new); nil when this device does not lead
+    /// `group` or its tentative receipts cannot be read. Reads a copy of the machine, released
+    /// on return, before anything mutates it.
+    private func proposal(_ group: GroupID) -> [CID]? {
+        guard let machine = instances[group]?.machine, machine.isLeader else { return nil }
         let candidates: [Receipt]
         do { candidates = try replica.assignableReceipts(of: group) } catch {
             problems.append(
                 ElectionError(
                     .cannotReadTentative, "cannot read tentative receipts of \(group): \(error)"))
-            return []
+            return nil
         }
-        let fresh = candidates.filter { !instance.machine.contains($0.cid) }
-        guard !fresh.isEmpty else { return markTermIfNeeded(group) }
-        let outside = Set(fresh.flatMap(\.parents)).subtracting(fresh.map(\.cid)).filter {
-            !instance.machine.contains($0)
-        }
+        let fresh = candidates.filter { !machine.contains($0.cid) }
+        guard !fresh.isEmpty else { return [] }
+        let outside = Set(fresh.flatMap(\.parents)).subtracting(fresh.map(\.cid)).filter { !machine.contains($0) }
         let committedParents = (try? replica.committedAmong(outside)) ?? []
         var items = [CID]()
         var placed = Set<CID>()
         for r in fresh {
             guard items.count < SequencerMessage<CID>.maxEntries else { break }
             let ready = r.parents.allSatisfy { p in
-                placed.contains(p) || instance.machine.contains(p) || committedParents.contains(p)
+                placed.contains(p) || machine.contains(p) || committedParents.contains(p)
             }
             guard ready else { continue }
             items.append(r.cid)
             placed.insert(r.cid)
         }
-        guard !items.isEmpty else { return markTermIfNeeded(group) }
-        var machine = instance.machine
-        let effects = machine.propose(items)
-        instances[group]?.machine = machine
-        return perform(effects, group: group)
+        return items
     }
 
     /// A leader whose log holds uncommitted entries of earlier terms and nothing new to assign

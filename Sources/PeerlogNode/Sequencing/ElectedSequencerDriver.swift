@@ -122,9 +122,8 @@ final class ElectedSequencerDriver {
     func tick() -> [Send] {
         var out = [Send]()
         for group in instances.keys.sorted() {
-            guard var instance = instances[group] else { continue }
-            let effects = instance.machine.tick()
-            instances[group] = instance
+            // Ticked in place (a copy would make the whole log copied on write, every tick).
+            guard let effects = instances[group]?.machine.tick() else { continue }
             out += perform(effects, group: group)
             out += proposeIfLeader(group)
         }
@@ -133,9 +132,8 @@ final class ElectedSequencerDriver {
 
     /// A message from a connected peer's device (the transport authenticated it).
     func receive(group: GroupID, from device: DeviceID, _ message: SequencerMessage<CID>) -> [Send] {
-        guard var instance = instances[group] else { return [] }
-        let effects = instance.machine.receive(message, from: device)
-        instances[group] = instance
+        // In place, as `tick`: the log is not copied per message.
+        guard let effects = instances[group]?.machine.receive(message, from: device) else { return [] }
         var out = perform(effects, group: group)
         // A round the voters acknowledged (committed, nothing left in flight): the next is
         // proposed now, not at the next tick, so a backlog moves at the voters' round trip
