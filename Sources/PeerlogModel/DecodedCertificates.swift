@@ -28,7 +28,14 @@ package final class BoundedMemo<Key: Hashable & Sendable, Value: Sendable>: Send
 /// alone, so a hit is what decoding would return. Emptied when it reaches `capacity`.
 package final class DecodedCertificates: Sendable {
     package static let shared = DecodedCertificates(capacity: 1_024)
-    private let decoded: BoundedMemo<[UInt8], DeviceCertificate>
+    private let decoded: BoundedMemo<Bytes, DeviceCertificate>
+
+    /// A certificate's bytes as a key, hashed in one call (an array feeds the hasher a byte at
+    /// a time: a few hundred calls a lookup, once per receipt read or received).
+    private struct Bytes: Hashable, Sendable {
+        let bytes: [UInt8]
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
 
     package init(capacity: Int) { decoded = BoundedMemo(capacity: capacity) }
 
@@ -36,9 +43,10 @@ package final class DecodedCertificates: Sendable {
     package var count: Int { decoded.count }
 
     package func certificate(_ bytes: [UInt8]) throws -> DeviceCertificate {
-        if let hit = decoded[bytes] { return hit }
+        let key = Bytes(bytes: bytes)
+        if let hit = decoded[key] { return hit }
         let certificate = try DeviceCertificate(encoded: bytes)
-        decoded.keep(certificate, for: bytes)
+        decoded.keep(certificate, for: key)
         return certificate
     }
 }
