@@ -23,8 +23,8 @@ enum FullCommand {
         execv(path, CommandLine.unsafeArgv)
         let reason = String(cString: strerror(errno))
         let message =
-            "peerlog: cannot run \(path): \(reason) (peerlog runs \(name) for this command: build both with "
-            + "`swift build --product peerlog`, and install them side by side)\n"
+            "peerlog: cannot run \(path): \(reason) (peerlog runs \(name) for this command: `swift build` "
+            + "builds both; install them side by side)\n"
         _ = message.withCString { write(2, $0, strlen($0)) }
         exit(127)
     }

@@ -35,8 +35,11 @@ enum QuickPut {
             if n < 0 && errno == EINTR { continue }
             if n <= 0 {
                 guard n == 0 else {
+                    let why =
+                        errno == EAGAIN || errno == EWOULDBLOCK
+                        ? "within \(replySeconds) s" : String(cString: strerror(errno))
                     return fail(
-                        "the daemon at \(home)/peerlog.sock took the write but gave no answer within \(replySeconds) s; "
+                        "the daemon at \(home)/peerlog.sock took the write but gave no answer (\(why)); "
                             + "see `peerlog get \(put.group) \(put.key)` before writing again")
                 }
                 break
