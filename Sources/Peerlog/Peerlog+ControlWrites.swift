@@ -11,11 +11,9 @@ extension Peerlog {
         do {
             let group = try await groupID(put.group)
             let write = try await self.put(put.key, cbor: .text(put.value), in: group)
-            // Ids, CIDs and receipt types are plain ASCII ([a-z0-9_.-]): no escaping needed.
-            let seq = write.seq.map(String.init) ?? "null"
-            return Array(
-                #"{"group":"\#(group.string)","cid":"\#(write.cid.string)","type":"\#(write.type)","seq":\#(seq)}"#.utf8
-            )
+            return ControlPut.Stored(
+                group: group.string, cid: write.cid.string, type: write.type, seq: write.seq
+            ).reply
         } catch {
             return ControlReply.error("\(error)")
         }

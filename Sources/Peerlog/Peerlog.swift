@@ -2,6 +2,7 @@ import Foundation
 import PeerlogEngine
 import PeerlogModel
 import PeerlogNode
+import PeerlogQuickCalls
 import PeerlogStore
 import Synchronization
 
@@ -25,12 +26,7 @@ public final class Peerlog: Sendable {
 
     /// The folder `peerlog` uses when given none: `$PEERLOG_HOME`, else
     /// `$XDG_DATA_HOME/peerlog`, else `~/.local/share/peerlog`.
-    public static var defaultHome: String {
-        let env = ProcessInfo.processInfo.environment
-        if let home = env["PEERLOG_HOME"], !home.isEmpty { return home }
-        if let xdg = env["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/peerlog" }
-        return (env["HOME"] ?? ".") + "/.local/share/peerlog"
-    }
+    public static var defaultHome: String { HomeLayout.defaultHome }
 
     /// Opens the replica in `home` (default: `defaultHome`). With `create` (the default) a
     /// folder without an identity gets a new identity and device, named `deviceName` (default:
@@ -92,7 +88,7 @@ public final class Peerlog: Sendable {
         }
         do {
             device = try LocalDevice.load(home: home)
-            let path = home + "/replica.sqlite"
+            let path = HomeLayout.store(home)
             replica =
                 readsOnly && !FileManager.default.fileExists(atPath: path)
                 ? try Replica.empty(device: device)

@@ -21,13 +21,12 @@ enum QuickPut {
         guard arguments.first == "put", let (home, put, json) = parse(arguments.dropFirst()) else { return nil }
         // Only what this process could write itself: a home it sees read-only (a read-only
         // mount, say) gets the full command's refusal, not a write through the daemon.
-        guard access(home + "/replica.sqlite", W_OK) == 0 else { return nil }
+        guard access(HomeLayout.store(home), W_OK) == 0 else { return nil }
         let request = Array((put.line + "\n").utf8)
-        guard request.count <= ControlPut.maxLineBytes, let fd = connect(to: home + "/peerlog.sock") else {
-            return nil
-        }
+        let socket = HomeLayout.controlSocket(home)
+        guard request.count <= HomeLayout.maxControlRequestBytes, let fd = connect(to: socket) else { return nil }
         defer { close(fd) }
-        guard send(request, on: fd) else { return nil }
+        guard writeAll(request, { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) else { return nil }
         var reply = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -39,7 +38,7 @@ enum QuickPut {
                         errno == EAGAIN || errno == EWOULDBLOCK
                         ? "within \(replySeconds) s" : String(cString: strerror(errno))
                     return fail(
-                        "the daemon at \(home)/peerlog.sock took the write but gave no answer (\(why)); "
+                        "the daemon at \(socket) took the write but gave no answer (\(why)); "
                             + "see `peerlog get \(put.group) \(put.key)` before writing again")
                 }
                 break
@@ -50,13 +49,13 @@ enum QuickPut {
         // other reply that is not a stored write (none: the daemon stopped mid-request) leaves
         // it unknown whether it wrote, so the call fails rather than write again.
         if reply.starts(with: Array(#"{"error":"#.utf8)) { return nil }
-        guard let answer = Answer(reply) else {
+        guard let stored = ControlPut.Stored(reply: reply) else {
             return fail(
-                "the daemon at \(home)/peerlog.sock took the write but gave no usable answer "
+                "the daemon at \(socket) took the write but gave no usable answer "
                     + "(\"\(String(decoding: reply.prefix(80), as: UTF8.self))\"); "
                     + "see `peerlog get \(put.group) \(put.key)` before writing again")
         }
-        return write(json ? answer.json : answer.text(key: put.key), to: 1) ? 0 : 1
+        return write(json ? Self.json(stored) : Self.text(stored, key: put.key), to: 1) ? 0 : 1
     }
 
     /// The home, the request and whether `--json` was given, when the arguments are the plain
@@ -82,77 +81,24 @@ enum QuickPut {
         // An empty field cannot travel (the daemon trims its line): the full command takes it.
         guard positionals.count == 3, !positionals.contains(where: \.isEmpty) else { return nil }
         let put = ControlPut(group: positionals[0], key: positionals[1], value: positionals[2])
-        return (home ?? defaultHome, put, json)
+        return (home ?? HomeLayout.defaultHome, put, json)
     }
 
-    /// `Peerlog.defaultHome`, read without Foundation.
-    static var defaultHome: String {
-        func env(_ name: String) -> String? {
-            getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-        }
-        if let home = env("PEERLOG_HOME") { return home }
-        if let xdg = env("XDG_DATA_HOME") { return xdg + "/peerlog" }
-        return (getenv("HOME").map { String(cString: $0) } ?? ".") + "/.local/share/peerlog"
+    /// What `put` prints: `Set "KEY"`, then the receipt and where it stands.
+    static func text(_ stored: ControlPut.Stored, key: String) -> String {
+        "Set \"\(key)\"\nreceipt \(stored.cid): "
+            + (stored.seq.map { "committed at seq \($0)\n" } ?? "tentative (waiting for the group's sequencer)\n")
     }
 
-    /// The daemon's reply to a stored write: `{"group":ID,"cid":CID,"type":TYPE,"seq":N|null}`.
-    struct Answer {
-        var group: String
-        var cid: String
-        var type: String
-        var seq: UInt64?
-
-        init?(_ reply: [UInt8]) {
-            let text = String(decoding: reply, as: UTF8.self)
-            guard text.hasPrefix(#"{"group":""#), let group = Self.field("group", in: text),
-                let cid = Self.field("cid", in: text), let type = Self.field("type", in: text),
-                let seq = Self.field("seq", in: text)
-            else { return nil }
-            self.group = group
-            self.cid = cid
-            self.type = type
-            if seq == "null" {
-                self.seq = nil
-            } else {
-                guard let n = UInt64(seq) else { return nil }
-                self.seq = n
-            }
-        }
-
-        /// What `put` prints: `Set "KEY"`, then the receipt and where it stands.
-        func text(key: String) -> String {
-            "Set \"\(key)\"\nreceipt \(cid): "
-                + (seq.map { "committed at seq \($0)\n" } ?? "tentative (waiting for the group's sequencer)\n")
-        }
-
-        /// What `put --json` prints (the CLI's pretty JSON: two-space indent, `"key": value`).
-        /// Every field is plain ASCII without quotes or backslashes, so none needs escaping.
-        var json: String {
-            let status = seq == nil ? "tentative" : "committed"
-            let fields = [
-                ("group", "\"\(group)\""), ("cid", "\"\(cid)\""), ("type", "\"\(type)\""),
-                ("status", "\"\(status)\""), ("seq", seq.map(String.init) ?? "null"),
-            ]
-            return "{\n" + fields.map { "  \"\($0.0)\": \($0.1)" }.joined(separator: ",\n") + "\n}\n"
-        }
-
-        /// A string field's text, or a number's (or `null`): what follows `"name":` up to the
-        /// closing quote, or up to `,` or `}`. The daemon writes no spaces and no escapes.
-        private static func field(_ name: String, in text: String) -> String? {
-            let marker = Array("\"\(name)\":".utf8)
-            let bytes = Array(text.utf8)
-            guard bytes.count >= marker.count,
-                let at = (0...(bytes.count - marker.count)).first(where: {
-                    bytes[$0..<$0 + marker.count].elementsEqual(marker)
-                })
-            else { return nil }
-            var rest = bytes[(at + marker.count)...]
-            let quoted = rest.first == UInt8(ascii: "\"")
-            if quoted { rest = rest.dropFirst() }
-            let ends: Set<UInt8> = quoted ? [UInt8(ascii: "\"")] : [UInt8(ascii: ","), UInt8(ascii: "}")]
-            guard let end = rest.firstIndex(where: ends.contains) else { return nil }
-            return String(decoding: rest[..<end], as: UTF8.self)
-        }
+    /// What `put --json` prints (the CLI's pretty JSON: two-space indent, `"key": value`).
+    /// Every field is plain ASCII without quotes or backslashes, so none needs escaping.
+    static func json(_ stored: ControlPut.Stored) -> String {
+        let status = stored.seq == nil ? "tentative" : "committed"
+        let fields = [
+            ("group", "\"\(stored.group)\""), ("cid", "\"\(stored.cid)\""), ("type", "\"\(stored.type)\""),
+            ("status", "\"\(status)\""), ("seq", stored.seq.map(String.init) ?? "null"),
+        ]
+        return "{\n" + fields.map { "  \"\($0.0)\": \($0.1)" }.joined(separator: ",\n") + "\n}\n"
     }
 
     /// A connected Unix socket, or nil when nothing listens there (no daemon: not an error).
@@ -179,27 +125,20 @@ enum QuickPut {
         return fd
     }
 
-    private static func send(_ bytes: [UInt8], on fd: Int32) -> Bool {
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    /// Hands all of `bytes` to `call` (`send` or `write`), again after a short or interrupted one.
+    private static func writeAll(_ bytes: [UInt8], _ call: (UnsafeRawBufferPointer) -> Int) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes(call)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return false }
-            sent += n
+            done += n
         }
         return true
     }
 
     private static func write(_ text: String, to fd: Int32) -> Bool {
-        let bytes = Array(text.utf8)
-        var written = 0
-        while written < bytes.count {
-            let n = bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            written += n
-        }
-        return true
+        writeAll(Array(text.utf8)) { Glibc.write(fd, $0.baseAddress, $0.count) }
     }
 
     private static func fail(_ message: String) -> Int32 {

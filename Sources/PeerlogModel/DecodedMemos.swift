@@ -21,27 +21,41 @@ package final class BoundedMemo<Key: Hashable & Sendable, Value: Sendable>: Send
     }
 }
 
-/// Certificates decoded from their container bytes, kept by those bytes. A store holds a few
-/// certificates (one per device) and every receipt read joins one, and every receipt container
-/// from the wire embeds its author's: decoding it again for each receipt was a tenth of the cost
-/// of reading one back, and a third of parsing one from a peer. Decoding depends on the bytes
-/// alone, so a hit is what decoding would return. Emptied when it reaches `capacity`.
-package final class DecodedCertificates: Sendable {
-    package static let shared = DecodedCertificates(capacity: 1_024)
-    private let decoded: BoundedMemo<HashedBytes, DeviceCertificate>
+/// Values decoded from bytes, kept by those bytes, at most `capacity` (emptied when full).
+/// Only for a `decode` that depends on the bytes alone, so a hit is what decoding would return.
+package final class DecodedByBytes<Value: Sendable>: Sendable {
+    private let decoded: BoundedMemo<HashedBytes, Value>
+    private let decode: @Sendable ([UInt8]) throws -> Value
 
-    package init(capacity: Int) { decoded = BoundedMemo(capacity: capacity) }
+    package init(capacity: Int, decode: @escaping @Sendable ([UInt8]) throws -> Value) {
+        decoded = BoundedMemo(capacity: capacity)
+        self.decode = decode
+    }
 
-    /// Certificates held now.
+    /// Values held now.
     package var count: Int { decoded.count }
 
-    package func certificate(_ bytes: [UInt8]) throws -> DeviceCertificate {
+    /// The value of `bytes`: kept, or decoded and kept. Bytes that do not decode throw and are
+    /// not kept.
+    package func value(_ bytes: [UInt8]) throws -> Value {
         let key = HashedBytes(bytes)
         if let hit = decoded[key] { return hit }
-        let certificate = try DeviceCertificate(encoded: bytes)
-        decoded.keep(certificate, for: key)
-        return certificate
+        let value = try decode(bytes)
+        decoded.keep(value, for: key)
+        return value
     }
+}
+
+/// The process's decoded caches.
+package enum Decoded {
+    /// Certificates by their container bytes. A store holds a few (one per device) and every
+    /// receipt read joins one, and every receipt container from the wire embeds its author's:
+    /// decoding it again for each receipt was a tenth of the cost of reading one back, and a
+    /// third of parsing one from a peer.
+    package static let certificates = DecodedByBytes(capacity: 1_024, decode: DeviceCertificate.init(encoded:))
+    /// Run headers by their signed bytes: each of a run's items (up to 256) carries its run's
+    /// header, and decoding it again per item was a tenth of parsing a catch-up's envelopes.
+    package static let runHeaders = DecodedByBytes(capacity: 256, decode: EnvelopeRun.Header.init(payload:))
 }
 
 /// Bytes as a memo's key, hashed in one call: an array feeds the hasher a byte at a time, a few
@@ -50,26 +64,4 @@ package struct HashedBytes: Hashable, Sendable {
     package let bytes: [UInt8]
     package init(_ bytes: [UInt8]) { self.bytes = bytes }
     package func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
-}
-
-/// Run headers decoded from their signed bytes, kept by those bytes: each of a run's items (up
-/// to 256) carries its run's header, and decoding it again per item was a tenth of parsing a
-/// catch-up's envelopes. Decoding depends on the bytes alone, so a hit is what decoding would
-/// return. Emptied when it reaches `capacity`.
-package final class DecodedRunHeaders: Sendable {
-    package static let shared = DecodedRunHeaders(capacity: 256)
-    private let decoded: BoundedMemo<HashedBytes, EnvelopeRun.Header>
-
-    package init(capacity: Int) { decoded = BoundedMemo(capacity: capacity) }
-
-    /// Headers held now.
-    package var count: Int { decoded.count }
-
-    package func header(_ payload: [UInt8]) throws -> EnvelopeRun.Header {
-        let key = HashedBytes(payload)
-        if let hit = decoded[key] { return hit }
-        let header = try EnvelopeRun.Header(payload: payload)
-        decoded.keep(header, for: key)
-        return header
-    }
 }

@@ -101,7 +101,7 @@ public struct Envelope: Hashable, Sendable {
         let what = "envelope item"
         try Fields.requireKeys(map, ["v", "run", "seq", "cid", "path"], what: what)
         try Fields.version(map, what: what)
-        let header = try DecodedRunHeaders.shared.header(try Fields.bytes(map, "run", what: what))
+        let header = try Decoded.runHeaders.value(try Fields.bytes(map, "run", what: what))
         seq = try Fields.uint(map, "seq", what: what)
         guard seq >= header.firstSeq, seq - header.firstSeq < header.count else {
             throw ModelError(

@@ -139,11 +139,9 @@ public struct Receipt: Hashable, Sendable {
             || (a.payload == b.payload && a.signature == b.signature && a.certificate == b.certificate)
     }
 
-    /// Hashes what equality compares: the CID (the payload's hash) and the signature.
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(cid)
-        hasher.combine(signature)
-    }
+    /// Hashes the CID, the payload's own hash: equal receipts have equal payloads. (The
+    /// signature's bytes would reach the hasher one at a time, 64 calls for nothing.)
+    public func hash(into hasher: inout Hasher) { hasher.combine(cid) }
 
     /// Signs a draft as `device`.
     public static func sign(
@@ -253,7 +251,7 @@ public struct Receipt: Hashable, Sendable {
             throw ModelError(.wrongShape, "receipt container lacks its certificate")
         }
         // Every receipt of a device carries the same certificate: decoded once, kept by its bytes.
-        let certificate = try DecodedCertificates.shared.certificate(CBOREncoder.encode(certValue))
+        let certificate = try Decoded.certificates.value(CBOREncoder.encode(certValue))
         try self.init(payload: c.payload, signature: c.signature, certificate: certificate)
     }
 

@@ -3,6 +3,7 @@ import Logging
 import PeerlogChannel
 import PeerlogEngine
 import PeerlogModel
+import PeerlogQuickCalls
 import PeerlogSync
 
 /// Everything a running node needs besides its home directory's keys and store.
@@ -133,7 +134,7 @@ public struct NodeConfiguration: Sendable {
     }
 
     /// The control socket's path: `controlSocket` if set, else `HOME/peerlog.sock`.
-    public func controlSocketPath(home: String) -> String { controlSocket ?? home + "/peerlog.sock" }
+    public func controlSocketPath(home: String) -> String { controlSocket ?? HomeLayout.controlSocket(home) }
 
     /// The log level named `text` (`trace` … `critical`); any other word throws `failure`
     /// of "SETTING must be one of trace, debug, …".

@@ -68,7 +68,7 @@ public final class PeerlogNode: Service, Sendable {
         device = try replica?.local ?? LocalDevice.load(home: home)
         self.replica =
             try replica
-            ?? Replica(path: home + "/replica.sqlite", device: device, sequenceGate: configuration.sequenceGate)
+            ?? Replica(path: HomeLayout.store(home), device: device, sequenceGate: configuration.sequenceGate)
         // A store from before the maintained tentative view (or written by an older binary since)
         // gets it now, so sync and status reads do not fold every waiting receipt meanwhile.
         let built = try self.replica.buildMissingTentativeViews()

@@ -165,16 +165,16 @@ struct DecodedCertificatesTests {
     /// A hit is the decoding of the same bytes, bad bytes throw and are not kept, and the cache
     /// never holds more than its capacity.
     @Test func aHitIsWhatDecodingReturnsAndTheCacheIsBounded() throws {
-        let cache = DecodedCertificates(capacity: 3)
+        let cache = DecodedByBytes(capacity: 3, decode: DeviceCertificate.init(encoded:))
         let devices = try (0..<5).map { try LocalDevice.generate(name: "d\($0)", createdAt: 1) }
         let a = devices[0].certificate
-        #expect(try cache.certificate(a.encoded) == a)
-        #expect(try cache.certificate(a.encoded) == a)
+        #expect(try cache.value(a.encoded) == a)
+        #expect(try cache.value(a.encoded) == a)
         #expect(cache.count == 1)
-        #expect(throws: (any Error).self) { try cache.certificate([0xa1, 0x01, 0x02]) }
+        #expect(throws: (any Error).self) { try cache.value([0xa1, 0x01, 0x02]) }
         #expect(cache.count == 1)
         for d in devices {
-            #expect(try cache.certificate(d.certificate.encoded) == d.certificate)
+            #expect(try cache.value(d.certificate.encoded) == d.certificate)
             #expect(cache.count <= 3)
         }
     }

@@ -156,21 +156,21 @@ struct EnvelopeRunTests {
     /// Run headers kept by their bytes: a hit is the decoding of the same bytes, a header that
     /// does not decode throws and is not kept, and the memo never holds more than its capacity.
     @Test func decodedRunHeadersAreWhatDecodingReturnsAndBounded() throws {
-        let memo = DecodedRunHeaders(capacity: 3)
+        let memo = DecodedByBytes(capacity: 3, decode: EnvelopeRun.Header.init(payload:))
         let runs = try (0..<5).map { n in
             try EnvelopeRun.sign(
                 group: GoldenFixture.group, firstSeq: 1 + 10 * UInt64(n), receipts: [Self.cid(1), Self.cid(2)], term: 0,
                 receivedAt: 5, key: Self.key)
         }
         let header = try #require(runs[0][0].run)
-        #expect(try memo.header(header.payload) == header)
-        #expect(try memo.header(header.payload) == header)
+        #expect(try memo.value(header.payload) == header)
+        #expect(try memo.value(header.payload) == header)
         #expect(memo.count == 1)
-        #expect(throws: (any Error).self) { try memo.header([0xa1, 0x01, 0x02]) }
+        #expect(throws: (any Error).self) { try memo.value([0xa1, 0x01, 0x02]) }
         #expect(memo.count == 1)
         for run in runs {
             let h = try #require(run[1].run)
-            #expect(try memo.header(h.payload) == h && h.firstSeq == run[1].seq - 1)
+            #expect(try memo.value(h.payload) == h && h.firstSeq == run[1].seq - 1)
             #expect(memo.count <= 3)
         }
         // Items parsed from the wire carry the header the memo holds.

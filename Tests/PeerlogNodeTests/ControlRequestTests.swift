@@ -34,6 +34,18 @@ struct ControlRequestTests {
         #expect(!ControlRequest.put(ControlPut(group: "g", key: "k", value: "a\nb\r\nc")).line.contains("\n"))
     }
 
+    /// The put's reply: what the daemon writes (with the server's newline) is what the launcher
+    /// reads; anything else is no stored write.
+    @Test func aStoredReplyRoundTripsAndNothingElseReadsAsOne() {
+        for seq: UInt64? in [nil, 0, 42, .max] {
+            let stored = ControlPut.Stored(group: "bgroup", cid: "bafyrei", type: "entity.put", seq: seq)
+            #expect(ControlPut.Stored(reply: stored.reply + [UInt8(ascii: "\n")]) == stored)
+        }
+        for reply in [#"{"error":"no group"}"#, "", "garbled", #"{"group":"g","cid":"c","type":"t","seq":x}"#] {
+            #expect(ControlPut.Stored(reply: Array(reply.utf8)) == nil, "\(reply)")
+        }
+    }
+
     @Test(arguments: [
         "put 67 6b", "put 67 6b 76 76", "put 6 6b 76", "put 67 6b 7g", "put 67 6B 76", "put 67 6b ff",
         "put 67 c3 76", "put 67  6b 76", "put 67 6b 76 ",

@@ -7,7 +7,7 @@ import PeerlogQuickCalls
 final class ControlHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
-    static let maxRequestBytes = ControlPut.maxLineBytes
+    static let maxRequestBytes = HomeLayout.maxControlRequestBytes
 
     private var request: [UInt8] = []
     private let answer: @Sendable (String, @escaping @Sendable ([UInt8]) -> Void) -> Void

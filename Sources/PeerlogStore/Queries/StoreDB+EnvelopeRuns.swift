@@ -238,7 +238,7 @@ package struct EnvelopeRows {
         _ id: Int64, _ row: some EnvelopeColumns
     ) throws -> (header: EnvelopeRun.Header, paths: [[[UInt8]]]?) {
         if let known = runs[id] { return known }
-        let header = try DecodedRunHeaders.shared.header(row.runHeader)
+        let header = try Decoded.runHeaders.value(row.runHeader)
         var paths: [[[UInt8]]]?
         if let leaves = row.runLeaves, leaves.count == Int(header.count) * 32 {
             let tree = EnvelopeRun.tree(

@@ -42,7 +42,7 @@ extension StoreDB {
     static func receipt(_ row: Row) throws -> Receipt {
         try Receipt(
             payload: receiptPayload(row), signature: (row["signature"] as Data).bytes,
-            certificate: DecodedCertificates.shared.certificate((row["certificate"] as Data).bytes))
+            certificate: Decoded.certificates.value((row["certificate"] as Data).bytes))
     }
 }
 

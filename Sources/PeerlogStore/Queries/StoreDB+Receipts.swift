@@ -466,7 +466,7 @@ extension StoreDB {
         } else {
             let payload = try Receipt.payload(stored: row.bytes(8), columns: try storedColumns(row))
             let signature = row.bytes(9)
-            let certificate = try DecodedCertificates.shared.certificate(row.bytes(11))
+            let certificate = try Decoded.certificates.value(row.bytes(11))
             if let cid = try? CID(bytes: row.bytes(7)),
                 let held = DecodedReceipts.shared.receipt(
                     cid, payload: payload, signature: signature, certificate: certificate)
