@@ -168,6 +168,17 @@ public struct Envelope: Hashable, Sendable {
     /// Parses the container form. Throws a `ModelError` for a container over `maxEncodedBytes` or
     /// anything `init(payload:signature:)` refuses.
     public init(encoded: [UInt8]) throws {
+        if let c = ContainerSplit(encoded, payloadKey: Self.payloadKey, maxBytes: Self.maxEncodedBytes) {
+            try self.init(payload: c.payload, signature: c.signature)
+            return
+        }
+        try self.init(decodingContainer: encoded)
+    }
+    private static let payloadKey = ContainerSplit.key("envelope")
+
+    /// The general path of `init(encoded:)`, through the container's CBOR value: it accepts
+    /// exactly the bytes `ContainerSplit` does and names what is wrong with the rest.
+    package init(decodingContainer encoded: [UInt8]) throws {
         let c = try Fields.container(encoded, payloadKey: "envelope", maxBytes: Self.maxEncodedBytes)
         try self.init(payload: c.payload, signature: c.signature)
     }

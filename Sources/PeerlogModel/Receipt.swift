@@ -245,12 +245,27 @@ public struct Receipt: Hashable, Sendable {
 
     /// Parses the container form (a `.receipt` file, a sync batch entry).
     public init(encoded: [UInt8]) throws {
+        // Every receipt of a device carries the same certificate: decoded once, kept by its bytes.
+        if let c = ContainerSplit(
+            encoded, payloadKey: Self.payloadKey, trailingKey: Self.certificateKey, maxBytes: Self.maxEncodedBytes),
+            let certificate = try? Decoded.certificates.value(c.trailing)
+        {
+            try self.init(payload: c.payload, signature: c.signature, certificate: certificate)
+            return
+        }
+        try self.init(decodingContainer: encoded)
+    }
+    private static let payloadKey = ContainerSplit.key("receipt")
+    private static let certificateKey = ContainerSplit.key("certificate")
+
+    /// The general path of `init(encoded:)`: through the container's CBOR value, naming what is
+    /// wrong. It accepts exactly the bytes the split does (tests hold the two together).
+    package init(decodingContainer encoded: [UInt8]) throws {
         let c = try Fields.container(
             encoded, payloadKey: "receipt", extraKeys: ["certificate"], maxBytes: Self.maxEncodedBytes)
         guard let certValue = c.map["certificate"] else {
             throw ModelError(.wrongShape, "receipt container lacks its certificate")
         }
-        // Every receipt of a device carries the same certificate: decoded once, kept by its bytes.
         let certificate = try Decoded.certificates.value(CBOREncoder.encode(certValue))
         try self.init(payload: c.payload, signature: c.signature, certificate: certificate)
     }

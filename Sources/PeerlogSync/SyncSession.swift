@@ -150,6 +150,8 @@ public final class SyncSession {
         /// How a receipt item of a batch is decoded: a node that decoded it already, as it
         /// arrived, passes what it kept (the same bytes decode to the same receipt).
         public var decodeReceipt: @Sendable ([UInt8]) throws -> Receipt = { try Receipt(encoded: $0) }
+        /// How an envelope item of a batch is decoded, likewise.
+        public var decodeEnvelope: @Sendable ([UInt8]) throws -> Envelope = { try Envelope(encoded: $0) }
 
         /// The defaults.
         public init() {}
