@@ -33,8 +33,14 @@ struct CheckAheadTests {
         #expect(ahead.decodedCount == 0 && bob.replica.signaturesCheckedAhead.count == 0)
 
         let envelopeItems = held.envelopes.map(\.encoded)
-        ahead.received(SyncMessage.commits(group: group, receipts: items, envelopes: envelopeItems).encoded())
+        let commits = SyncMessage.commits(group: group, receipts: items, envelopes: envelopeItems)
+        ahead.received(commits.encoded())
         ahead.waitUntilIdle()
+        #expect(ahead.decodedMessageCount == 1)
+        #expect(try ahead.message(commits.encoded(), limits: SyncLimits()) == commits)
+        #expect(ahead.decodedMessageCount == 0, "each decoded message is taken once")
+        #expect(try ahead.message(commits.encoded(), limits: SyncLimits()) == commits, "and decoded again when not kept")
+        #expect(throws: (any Error).self) { try ahead.message([0xa1, 0x61, 0x74], limits: SyncLimits()) }
         #expect(ahead.decodedCount == items.count)
         #expect(ahead.decodedEnvelopeCount == envelopeItems.count && !envelopeItems.isEmpty)
         for (item, envelope) in zip(envelopeItems, held.envelopes) {

@@ -44,11 +44,12 @@ final class CheckAhead: Sendable {
         }
         queue.async { [self] in
             defer { waiting.subtract(1, ordering: .relaxed) }
+            guard let batch = try? SyncMessage.decode(message, limits: limits) else { return }
             let (items, envelopeItems): ([[UInt8]], [[UInt8]])
-            switch try? SyncMessage.decode(message, limits: limits) {
-            case .receipts(_, let i)?: (items, envelopeItems) = (i, [])
-            case .commits(_, let i, let e)?: (items, envelopeItems) = (i, e)
-            case .envelopes(_, let e)?: (items, envelopeItems) = ([], e)
+            switch batch {
+            case .receipts(_, let i): (items, envelopeItems) = (i, [])
+            case .commits(_, let i, let e): (items, envelopeItems) = (i, e)
+            case .envelopes(_, let e): (items, envelopeItems) = ([], e)
             default: return
             }
             let receipts = items.compactMap { item in (try? Receipt(encoded: item)).map { (Item(item), $0) } }
@@ -59,6 +60,8 @@ final class CheckAhead: Sendable {
             decoded.withLock { kept in
                 Self.keep(receipts, in: &kept.receipts)
                 Self.keep(envelopes, in: &kept.envelopes)
+                if kept.messages.count >= Self.maxWaiting { kept.messages.removeAll(keepingCapacity: true) }
+                kept.messages[Item(message)] = batch
             }
         }
     }
@@ -66,6 +69,18 @@ final class CheckAhead: Sendable {
     private static func keep<Value>(_ new: [(Item, Value)], in kept: inout [Item: Value]) {
         if kept.count + new.count > maxDecoded { kept.removeAll(keepingCapacity: true) }
         for (item, value) in new.prefix(maxDecoded) { kept[item] = value }
+    }
+
+    /// The message `bytes` decodes to under `limits` (the hub's, as here): the one decoded
+    /// ahead (and forgotten), or decoded now. Decoding a catch-up's batch messages a second
+    /// time was a thirtieth of the hub's thread.
+    func message(_ bytes: [UInt8], limits: SyncLimits) throws -> SyncMessage {
+        if bytes.count >= minBytes, Self.mayBeBatch(bytes),
+            let kept = decoded.withLock({ $0.messages.removeValue(forKey: Item(bytes)) })
+        {
+            return kept
+        }
+        return try SyncMessage.decode(bytes, limits: limits)
     }
 
     /// The receipt `item` decodes to: the one decoded ahead (and forgotten), or decoded now.
@@ -102,14 +117,17 @@ final class CheckAhead: Sendable {
     var decodedCount: Int { decoded.withLock { $0.receipts.count } }
     /// Envelopes decoded ahead and not yet taken.
     var decodedEnvelopeCount: Int { decoded.withLock { $0.envelopes.count } }
+    /// Batch messages decoded ahead and not yet taken.
+    var decodedMessageCount: Int { decoded.withLock { $0.messages.count } }
 
     /// What was decoded ahead, by the item's bytes.
     private struct Kept {
         var receipts: [Item: Receipt] = [:]
         var envelopes: [Item: Envelope] = [:]
+        var messages: [Item: SyncMessage] = [:]
     }
 
-    /// An item's bytes as a key. Only the length and the first `hashedPrefix` bytes are hashed
+    /// An item's (or a message's) bytes as a key. Only the length and the first `hashedPrefix` bytes are hashed
     /// (equality still compares them all): a receipt's or an envelope's container starts with its
     /// 64-byte signature (`"sig"` sorts first, §3.2), which tells items apart, and hashing whole
     /// containers of up to 64 KiB was a per cent of a catch-up's CPU.
