@@ -39,7 +39,8 @@ struct CheckAheadTests {
         #expect(ahead.decodedMessageCount == 1)
         #expect(try ahead.message(commits.encoded(), limits: SyncLimits()) == commits)
         #expect(ahead.decodedMessageCount == 0, "each decoded message is taken once")
-        #expect(try ahead.message(commits.encoded(), limits: SyncLimits()) == commits, "and decoded again when not kept")
+        #expect(
+            try ahead.message(commits.encoded(), limits: SyncLimits()) == commits, "and decoded again when not kept")
         #expect(throws: (any Error).self) { try ahead.message([0xa1, 0x61, 0x74], limits: SyncLimits()) }
         #expect(ahead.decodedCount == items.count)
         #expect(ahead.decodedEnvelopeCount == envelopeItems.count && !envelopeItems.isEmpty)
