@@ -229,7 +229,7 @@ extension SyncSession {
             receipts.append(r)
         }
         for item in envelopeItems {
-            guard let e = try? options.decodeEnvelope(item) else {
+            guard let e = try? Envelope(encoded: item) else {
                 throw SyncFailure("malformed", "an envelope item does not parse")
             }
             guard e.group == g else {

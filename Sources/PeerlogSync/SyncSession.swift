@@ -150,12 +150,6 @@ public final class SyncSession {
         /// How a receipt item of a batch is decoded: a node that decoded it already, as it
         /// arrived, passes what it kept (the same bytes decode to the same receipt).
         public var decodeReceipt: @Sendable ([UInt8]) throws -> Receipt = { try Receipt(encoded: $0) }
-        /// How a message from the peer is decoded under the session's limits, likewise.
-        public var decodeMessage: @Sendable ([UInt8], SyncLimits) throws -> SyncMessage = {
-            try SyncMessage.decode($0, limits: $1)
-        }
-        /// How an envelope item of a batch is decoded, likewise.
-        public var decodeEnvelope: @Sendable ([UInt8]) throws -> Envelope = { try Envelope(encoded: $0) }
 
         /// The defaults.
         public init() {}
@@ -220,7 +214,7 @@ public final class SyncSession {
         var out = phase == .idle ? start() : []
         run(&out) { out in
             let m: SyncMessage
-            do { m = try options.decodeMessage(message, limits) } catch let e as SyncCodecError {
+            do { m = try SyncMessage.decode(message, limits: limits) } catch let e as SyncCodecError {
                 throw SyncFailure(e.code.wireName, e.detail)
             }
             guard awaitingIngests.isEmpty || (held.isEmpty && mayHandleBeforeIngested(m)) else {

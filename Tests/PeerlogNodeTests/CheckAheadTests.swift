@@ -7,10 +7,9 @@ import Testing
 @testable import PeerlogNode
 
 /// `CheckAhead`: a batch's receipts are decoded and their signatures checked as the message
-/// arrives, and its envelopes decoded; a session then takes each decoded item once, and the
-/// ingest skips the receipt's check.
+/// arrives; a session then takes each decoded receipt once, and the ingest skips its check.
 struct CheckAheadTests {
-    @Test func aBatchIsDecodedAndCheckedAheadAndEachItemTakenOnce() throws {
+    @Test func aBatchIsDecodedAndCheckedAheadAndEachReceiptTakenOnce() throws {
         let alice = try TestReplica("alice")
         let group = try alice.replica.createGroup(name: "g")
         for i in 0..<3 { try alice.replica.append(.entityPut(key: "k\(i)", value: .int(Int64(i))), to: group) }
@@ -22,8 +21,7 @@ struct CheckAheadTests {
         let group2 = GroupID.random()
         #expect(CheckAhead.mayBeBatch(SyncMessage.receipts(group: group2, items: items).encoded()))
         #expect(CheckAhead.mayBeBatch(SyncMessage.commits(group: group2, receipts: items, envelopes: []).encoded()))
-        #expect(CheckAhead.mayBeBatch(SyncMessage.envelopes(group: group2, items: items).encoded()))
-        #expect(!CheckAhead.mayBeBatch(SyncMessage.vector(group: group2, committed: 0, authors: []).encoded()))
+        #expect(!CheckAhead.mayBeBatch(SyncMessage.envelopes(group: group2, items: []).encoded()))
         #expect(!CheckAhead.mayBeBatch(SyncMessage.credit(1).encoded()))
         #expect(!CheckAhead.mayBeBatch([]))
 
@@ -32,24 +30,10 @@ struct CheckAheadTests {
         ahead.waitUntilIdle()
         #expect(ahead.decodedCount == 0 && bob.replica.signaturesCheckedAhead.count == 0)
 
-        let envelopeItems = held.envelopes.map(\.encoded)
-        let commits = SyncMessage.commits(group: group, receipts: items, envelopes: envelopeItems)
-        ahead.received(commits.encoded())
+        ahead.received(
+            SyncMessage.commits(group: group, receipts: items, envelopes: held.envelopes.map(\.encoded)).encoded())
         ahead.waitUntilIdle()
-        #expect(ahead.decodedMessageCount == 1)
-        #expect(try ahead.message(commits.encoded(), limits: SyncLimits()) == commits)
-        #expect(ahead.decodedMessageCount == 0, "each decoded message is taken once")
-        #expect(
-            try ahead.message(commits.encoded(), limits: SyncLimits()) == commits, "and decoded again when not kept")
-        #expect(throws: (any Error).self) { try ahead.message([0xa1, 0x61, 0x74], limits: SyncLimits()) }
         #expect(ahead.decodedCount == items.count)
-        #expect(ahead.decodedEnvelopeCount == envelopeItems.count && !envelopeItems.isEmpty)
-        for (item, envelope) in zip(envelopeItems, held.envelopes) {
-            #expect(try ahead.envelope(item) == envelope)
-        }
-        #expect(ahead.decodedEnvelopeCount == 0, "each decoded envelope is taken once")
-        #expect(try ahead.envelope(envelopeItems[0]) == held.envelopes[0], "and decoded again when not kept")
-        #expect(throws: (any Error).self) { try ahead.envelope(items[0]) }
         #expect(bob.replica.signaturesCheckedAhead.count == items.count)
         for (item, receipt) in zip(items, held.receipts) {
             #expect(try ahead.receipt(item) == receipt)

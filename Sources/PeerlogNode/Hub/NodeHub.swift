@@ -350,8 +350,6 @@ final class NodeHub: @unchecked Sendable {
             session.options.trustsPeerForBootstrap = machine.admission.trustsForBootstrap(link.peer.identity)
             session.options.offerCandidates = offerCandidates(for: link.peer)
             session.options.decodeReceipt = { [checkAhead] in try checkAhead.receipt($0) }
-            session.options.decodeEnvelope = { [checkAhead] in try checkAhead.envelope($0) }
-            session.options.decodeMessage = { [checkAhead] in try checkAhead.message($0, limits: $1) }
             sessions[id] = session
             perform(session.start(), on: id)
         case .close(let id, let reason):
