@@ -77,7 +77,9 @@ func bytesWritten(_ pid: Int32) -> Int {
 /// and C until both hold every group A holds, their idle CPU and RSS once caught up, and the
 /// time one write in one group on A takes to reach both (A's store written by this process, its
 /// daemon told through the control socket as the CLI does). Run for 1 group and for `count`.
-func groupsBench(count: Int, perGroup: Int = 10, samples: Int = 50) throws {
+/// `samples` writes each: the p99 of 50 was their maximum, one slow write deciding the ratio of
+/// the two p99s; of 500 it is the fifth slowest.
+func groupsBench(count: Int, perGroup: Int = 10, samples: Int = 500) throws {
     _ = try BenchDaemon.binary
     print("3 daemons on loopback share G groups of \(perGroup) receipts (A sequences; B and C dial A, C dials B)")
     var p99ByCount = [Int: Double]()
