@@ -141,6 +141,7 @@ extension SecureChannel {
             guard last else { return [] }
             let message = reassembly
             reassembly = []
+            lastReassembledBytes = message.count
             reassemblyReservation?.releaseAll()
             statistics.messagesIn += 1
             return [.deliver(message)]
@@ -154,9 +155,18 @@ extension SecureChannel {
 
     /// Grows the reassembly buffer's capacity itself (doubling, at most `maxMessageBytes`)
     /// so that what is reserved is what is allocated; names the budget limit it would exceed.
+    /// A message's first fragment asks at once for the size of the connection's last fragmented
+    /// message when the budget allows it: a catch-up's batches and a blob's 1 MiB chunks come
+    /// alike, and growing by doubling cost each of them four allocations more and a copy of all
+    /// but the last fragment.
     private mutating func reserveReassembly(for needed: Int) -> ReassemblyLimit? {
         guard needed > reassembly.capacity else { return nil }
         let capacity = min(max(needed, reassembly.capacity * 2), configuration.maxMessageBytes)
+        let hinted = min(lastReassembledBytes, configuration.maxMessageBytes)
+        if hinted > capacity, reassemblyReservation?.hold(hinted) == nil {
+            reassembly.reserveCapacity(hinted)
+            return nil
+        }
         if let reservation = reassemblyReservation, let limit = reservation.hold(capacity) { return limit }
         reassembly.reserveCapacity(capacity)
         return nil

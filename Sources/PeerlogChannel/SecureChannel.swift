@@ -23,6 +23,8 @@ public struct SecureChannel: Sendable {
     var plaintext: [UInt8] = []
     /// Data of a fragmented message being reassembled (empty when none).
     var reassembly: [UInt8] = []
+    /// The length of the last fragmented message delivered: the next one's first capacity.
+    var lastReassembledBytes = 0
     /// Where the capacity of `reassembly` is reserved, once established (nil: unbounded but
     /// for `maxMessageBytes`).
     let reassemblyBudget: ReassemblyBudget?

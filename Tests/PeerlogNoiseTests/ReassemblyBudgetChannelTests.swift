@@ -46,10 +46,36 @@ import Testing
         let delivered = one.receive(try rawOne.record(0x02, [1, 2, 3]))
         #expect(delivered == [.deliver(Self.fragment + Self.fragment + [1, 2, 3])])
         #expect(budget.reservedBytes == 0)
+        // The next message's first fragment takes the last message's size at once.
         #expect(one.receive(try rawOne.record(0x01, Self.fragment)) == [])
-        #expect(budget.reservedBytes == first)
+        let hinted = budget.reservedBytes
+        #expect(hinted >= 2 * 65518 + 3 && hinted < 2 * 65518 + 3 + 64)
+        #expect(one.receive(try rawOne.record(0x01, Self.fragment)) == [])
+        #expect(budget.reservedBytes == hinted, "no growth for a message of the same size")
         _ = one.close(reason: "bye")
-        #expect(budget.reservedBytes == 0 && one.reassemblyBytesFreedAtClose >= 65518)
+        #expect(budget.reservedBytes == 0 && one.reassemblyBytesFreedAtClose >= 2 * 65518)
+    }
+
+    /// The last message's size is asked for only where the budget has room for it; otherwise
+    /// the buffer grows by doubling as before, and the message still arrives.
+    @Test func theLastMessagesSizeIsTakenOnlyWithinTheBudget() throws {
+        let budget = ReassemblyBudget(totalBytes: 1 << 20, perIdentityBytes: 150_000)
+        var (one, rawOne) = try Self.established(Devices.alice, budget: budget)
+        var (two, rawTwo) = try Self.established(Devices.alice, budget: budget)
+        let whole = Self.fragment + Self.fragment + [1, 2, 3]
+        _ = one.receive(try rawOne.record(0x01, Self.fragment))
+        _ = one.receive(try rawOne.record(0x01, Self.fragment))
+        #expect(one.receive(try rawOne.record(0x02, [1, 2, 3])) == [.deliver(whole)])
+
+        #expect(two.receive(try rawTwo.record(0x01, Self.fragment)) == [])
+        let held = budget.reservedBytes
+        // 131,039 more would pass 150,000: one fragment's worth is asked for instead.
+        #expect(one.receive(try rawOne.record(0x01, Self.fragment)) == [])
+        #expect(budget.reservedBytes == 2 * held)
+        #expect(two.receive(try rawTwo.record(0x02, [9])) == [.deliver(Self.fragment + [9])])
+        _ = one.receive(try rawOne.record(0x01, Self.fragment))
+        #expect(one.receive(try rawOne.record(0x02, [1, 2, 3])) == [.deliver(whole)])
+        #expect(budget.reservedBytes == 0)
     }
 
     @Test func theNodeWideBudgetBindsAcrossIdentities() throws {

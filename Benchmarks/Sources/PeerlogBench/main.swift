@@ -154,9 +154,11 @@ if which == "noise", args.count == 1 {
     try noiseBench(megabytes: 512)
     exit(0)
 }
-if which == "noise-memory", args.count == 2, let megabytes = Int(args[1]) {
-    // The in-memory channel alone, for `valgrind --tool=callgrind` (no sockets, no child).
-    let memory = try channelInMemory(megabytes: megabytes)
+if which == "noise-memory", (2...3).contains(args.count), let megabytes = Int(args[1]) {
+    // The in-memory channel alone, for `valgrind --tool=callgrind` (no sockets, no child);
+    // an optional message size in bytes (fragmented past 65,518).
+    let memory = try channelInMemory(
+        megabytes: megabytes, messageBytes: args.count == 3 ? Int(args[2]) ?? noiseBenchMessage : noiseBenchMessage)
     figure("channel send in memory", String(format: "%.2f GB/s", memory.send / 1e9))
     figure("channel receive in memory", String(format: "%.2f GB/s", memory.receive / 1e9))
     exit(0)
