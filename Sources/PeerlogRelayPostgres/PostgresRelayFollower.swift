@@ -1,6 +1,7 @@
 #if PostgreSQL
 import Dispatch
 import Logging
+import PeerlogEncoding
 import PeerlogEngine
 import PeerlogModel
 import Synchronization
@@ -96,6 +97,7 @@ public final class PostgresRelayFollower: Sendable {
         var moved = Set<GroupID>()
         for group in groups.sorted(by: { $0.string < $1.string }) {
             if try await ingest(group, upTo: nil) { moved.insert(group) }
+            if store.holdsLease(group), try await takeInHandedOver(group) { moved.insert(group) }
         }
         if !moved.isEmpty {
             let groups = Array(moved)
@@ -114,6 +116,11 @@ public final class PostgresRelayFollower: Sendable {
         var moved = Set<GroupID>()
         for (group, span) in heads.sorted(by: { $0.key.string < $1.key.string }) {
             if try await ingest(group, upTo: span.last) { moved.insert(group) }
+        }
+        // Receipts handed over to a holder that stopped, or whose lease ran out: whoever takes
+        // them in here then takes the lease when its gate driver plans the group.
+        for group in try await store.groupsToTakeOver().sorted(by: { $0.string < $1.string }) {
+            if try await takeInHandedOver(group) { moved.insert(group) }
         }
         for group in try await onQueue({ try self.groupsSequencedHere() }) {
             // What the table lacks: the history below its first row (a relay seq may have been
@@ -174,6 +181,38 @@ public final class PostgresRelayFollower: Sendable {
             moved = true
         }
         return moved
+    }
+
+    /// Ingests the receipts other processes handed over in `group` (§19.3), in the order they
+    /// were handed over, and drops those already settled here (committed or refused); true if
+    /// any was new here, so that the group is sequenced again.
+    private func takeInHandedOver(_ group: GroupID) async throws -> Bool {
+        var after: Int64 = 0
+        var fresh = false
+        while true {
+            let rows = try await store.handedOver(group: group, after: after, limit: Self.pageSize)
+            guard let last = rows.last else { return fresh }
+            after = last.id
+            var receipts = [Receipt]()
+            var undecodable = [[UInt8]]()
+            for row in rows {
+                do { receipts.append(try Receipt(encoded: row.receipt)) } catch {
+                    logger.error(
+                        "relay store: a receipt handed over in group \(group) does not decode: \(error); dropped")
+                    undecodable.append(row.cid)
+                }
+            }
+            let batch = receipts
+            // Settled or refused here at ingest (a bad signature, not a member): nothing to assign.
+            let (settled, refused) = try await onQueue { () throws -> ([CID], [CID]) in
+                let settled = try self.replica.settledAmong(Set(batch.map(\.cid)), group: group)
+                let report = try self.replica.ingest(receipts: batch.filter { !settled.contains($0.cid) })
+                return (Array(settled), report.rejected.map(\.cid) + report.invalid)
+            }
+            fresh = fresh || settled.count + refused.count < receipts.count
+            try await store.dropHandedOver(group: group, (settled + refused).map(\.bytes) + undecodable)
+            guard rows.count == Self.pageSize else { return fresh }
+        }
     }
 
     /// Groups whose committed authority is this relay.

@@ -4,21 +4,42 @@ import PeerlogModel
 import PostgresNIO
 import Synchronization
 
-// §19.3: every statement that inserts into the log notifies `peerlog_relay_log` with the groups
-// it touched, from a trigger, so whichever process (or version) inserts, the others learn of it
+// §19.3: every statement that inserts into the log (or the hand-over table) notifies
+// `peerlog_relay_log` with the groups it touched, from a trigger, so whichever process (or version) inserts, the others learn of it
 // at commit instead of on their next poll.
 extension PostgresRelayStore {
     /// The LISTEN/NOTIFY channel on which the trigger announces, per inserting statement, the groups
     /// it touched (§19.3).
     public static let notifyChannel = "peerlog_relay_log"
 
-    /// Creates the notifying trigger once (inside `migrate`'s transaction and advisory lock).
+    /// Creates the notifying triggers once (inside `migrate`'s transaction and advisory lock): on
+    /// the log, and on the hand-over table, whose inserts wake the lease holder the same way.
     func createNotifyTrigger(_ c: PostgresConnection) async throws {
-        var present = false
-        for try await _ in try await c.query(
-            "SELECT 1 FROM pg_trigger WHERE tgname = 'peerlog_relay_notify'", logger: logger
-        ).decode(Int32.self) { present = true }
-        guard !present else { return }
+        var present = Set<String>()
+        for try await name in try await c.query(
+            "SELECT tgname::text FROM pg_trigger WHERE tgname IN ('peerlog_relay_notify', 'peerlog_relay_inbox_notify')",
+            logger: logger
+        ).decode(String.self) { present.insert(name) }
+        if !present.contains("peerlog_relay_inbox_notify") {
+            try await createNotifyFunction(c)
+            try await c.query(
+                """
+                CREATE TRIGGER peerlog_relay_inbox_notify AFTER INSERT ON peerlog_relay_inbox
+                  REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION peerlog_relay_notify()
+                """, logger: logger)
+        }
+        if !present.contains("peerlog_relay_notify") {
+            try await createNotifyFunction(c)
+            try await c.query(
+                """
+                CREATE TRIGGER peerlog_relay_notify AFTER INSERT ON peerlog_relay_log
+                  REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION peerlog_relay_notify()
+                """, logger: logger)
+        }
+    }
+
+    /// The function both triggers call.
+    private func createNotifyFunction(_ c: PostgresConnection) async throws {
         try await c.query(
             """
             CREATE OR REPLACE FUNCTION peerlog_relay_notify() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -26,11 +47,6 @@ extension PostgresRelayStore {
               PERFORM pg_notify('peerlog_relay_log', (SELECT string_agg(DISTINCT encode(group_id, 'hex'), ',') FROM inserted));
               RETURN NULL;
             END $$
-            """, logger: logger)
-        try await c.query(
-            """
-            CREATE TRIGGER peerlog_relay_notify AFTER INSERT ON peerlog_relay_log
-              REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION peerlog_relay_notify()
             """, logger: logger)
     }
 

@@ -6,6 +6,7 @@ import PeerlogEngine
 import PeerlogModel
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 
 /// The relay's store of record in PostgreSQL (docs/PROTOCOL.md §19.3), shared by every process
 /// of one relay: a row per assigned seq, `PRIMARY KEY(group_id, seq)` and `UNIQUE(group_id, cid)`.
@@ -18,7 +19,9 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
     /// The version of the relay tables this build creates and reads. `start()` records it in
     /// `peerlog_relay_schema` in a new database, and throws `RelayStoreError` with code
     /// `.schemaVersion` if the database holds a higher one.
-    public static let schemaVersion = 1
+    /// Version 2 added the groups' leases and the hand-over table; a version-1 database is
+    /// brought to version 2 at start (its rows stay as they are).
+    public static let schemaVersion = 2
     /// Tries of one statement that failed for a transient reason (lost connection, serialization).
     static let maxTries = 5
 
@@ -28,6 +31,11 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
     public let limits: RelayStoreLimits
     let client: PostgresClient
     let configuration: PostgresClient.Configuration
+    /// This store's name as a lease holder: random, new for every store (every process).
+    let holder: String
+    /// Until when this store holds each group's lease, by its own clock (a margin inside the
+    /// term the server recorded).
+    let leases = Mutex<[GroupID: ContinuousClock.Instant]>([:])
 
     /// Parses `url` (`postgres://` or `postgresql://`, `user[:password]@host[:port]/database`;
     /// host 127.0.0.1 and port 5432 when left out; no TLS) and makes the pool, without connecting.
@@ -40,6 +48,7 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
         configuration.options.connectTimeout = limits.connectTimeout
         self.configuration = configuration
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        holder = (0..<2).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined(separator: "-")
     }
 
     /// A direct connection's configuration (`start()`, the listener), with the connect timeout.
@@ -111,6 +120,8 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
             if found == nil {
                 try await c.query(
                     "INSERT INTO peerlog_relay_schema (version) VALUES (\(Self.schemaVersion))", logger: logger)
+            } else if let found, found < Self.schemaVersion {
+                try await c.query("UPDATE peerlog_relay_schema SET version = \(Self.schemaVersion)", logger: logger)
             }
             try await c.query(
                 """
@@ -119,6 +130,7 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
                   envelope BYTEA NOT NULL, receipt BYTEA NOT NULL, stored_at TIMESTAMPTZ NOT NULL DEFAULT now(),
                   PRIMARY KEY (group_id, seq), UNIQUE (group_id, cid))
                 """, logger: logger)
+            try await createLeaseTables(c)
             try await createNotifyTrigger(c)
         }
     }
@@ -136,8 +148,13 @@ public final class PostgresRelayStore: SequenceGate, Service, Sendable {
         guard !rows.seqs.isEmpty else { return .reserved }
         return try await retrying("store \(rows.description)") { [self] in
             do {
+                // The same statement takes the receipts out of the hand-over table (§19.3): both
+                // happen, or neither.
                 try await client.query(
                     """
+                    WITH handed AS (
+                      DELETE FROM peerlog_relay_inbox i USING unnest(\(rows.groups)::bytea[], \(rows.cids)::bytea[]) AS b(group_id, cid)
+                      WHERE i.group_id = b.group_id AND i.cid = b.cid)
                     INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt)
                     SELECT * FROM unnest(\(rows.groups)::bytea[], \(rows.seqs)::bigint[], \(rows.cids)::bytea[], \(rows.envelopes)::bytea[], \(rows.receipts)::bytea[])
                     """, logger: logger)

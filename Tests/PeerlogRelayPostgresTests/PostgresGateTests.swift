@@ -125,6 +125,30 @@ struct PostgresGateTests {
         }
     }
 
+    @Test func aVersionOneDatabaseGainsTheLeaseTablesAndKeepsItsRows() async throws {
+        let database = try PostgresTestDatabase()
+        defer { database.drop() }
+        _ = try database.query(
+            """
+            CREATE TABLE peerlog_relay_schema (version INT NOT NULL); INSERT INTO peerlog_relay_schema VALUES (1);
+            CREATE TABLE peerlog_relay_log (
+              group_id BYTEA NOT NULL, seq BIGINT NOT NULL, cid BYTEA NOT NULL,
+              envelope BYTEA NOT NULL, receipt BYTEA NOT NULL, stored_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+              PRIMARY KEY (group_id, seq), UNIQUE (group_id, cid));
+            INSERT INTO peerlog_relay_log (group_id, seq, cid, envelope, receipt) VALUES ('\\x01', 1, '\\x02', '\\x03', '\\x04')
+            """)
+        let store = try PostgresRelayStore(url: database.url, logger: Logger(label: "test"), limits: .patient)
+        try await store.start()
+        #expect(try database.query("SELECT version FROM peerlog_relay_schema") == [["2"]])
+        #expect(try database.query("SELECT count(*) FROM peerlog_relay_log") == [["1"]])
+        #expect(try database.query("SELECT count(*) FROM peerlog_relay_lease") == [["0"]])
+        #expect(try database.query("SELECT count(*) FROM peerlog_relay_inbox") == [["0"]])
+        #expect(
+            try database.query("SELECT tgname FROM pg_trigger WHERE tgname LIKE 'peerlog_relay%' ORDER BY tgname") == [
+                ["peerlog_relay_inbox_notify"], ["peerlog_relay_notify"],
+            ])
+    }
+
     @Test func aNewerSchemaIsRefused() async throws {
         let database = try PostgresTestDatabase()
         defer { database.drop() }

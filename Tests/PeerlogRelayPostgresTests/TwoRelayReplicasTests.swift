@@ -68,30 +68,11 @@ struct TwoRelayReplicasTests {
         #expect(problems.isEmpty, "\(problems)")
     }
 
-    @Test func twoRelayReplicasOnOneDatabaseAgreeOnEverySeq() async throws {
-        let database = try PostgresTestDatabase()
-        defer { database.drop() }
-        let dir = try TestSupport.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        var logger = Logger(label: "two-replicas")
-        logger.logLevel = .warning
-
-        let stores = try (0..<2).map { _ in try PostgresRelayStore(url: database.url, logger: logger, limits: .patient)
-        }
-        for s in stores { try await s.start() }
-        try await withRunning(stores) { try await Self.agreeOnEverySeq(stores: stores, dir: dir, logger: logger) }
-    }
-
-    static func agreeOnEverySeq(stores: [PostgresRelayStore], dir: String, logger: Logger) async throws {
-        let relayDevice = try LocalDevice.deterministic(
-            seed: Array("two-replicas/relay".utf8), name: "relay", createdAt: 1)
-        let gates = stores.map(CountingGate.init)
-        let relays = try (0..<2).map {
-            try Replica(path: "\(dir)/relay\($0).sqlite", device: relayDevice, sequenceGate: gates[$0])
-        }
-        let followers = (0..<2).map { PostgresRelayFollower(replica: relays[$0], store: stores[$0], logger: logger) }
-
-        // Alice's group with three members, handed to the relay; its history reaches everyone.
+    /// Alice's group with Bob, Carol and Dave, handed to the relay; its committed history is
+    /// ingested by both relay replicas and every member. Returns the members, Alice first.
+    static func sharedGroup(
+        relays: [Replica], relayDevice: LocalDevice
+    ) async throws -> (GroupID, [TestReplica], (receipts: [Receipt], envelopes: [Envelope])) {
         let alice = try Self.member("alice")
         let members = try ["bob", "carol", "dave"].map(Self.member)
         let group = try alice.replica.createGroup(name: "shared")
@@ -114,12 +95,40 @@ struct TwoRelayReplicasTests {
             _ = try await Self.offPool { try r.ingest(receipts: history.receipts, envelopes: history.envelopes) }
             #expect(try r.committedSeq(of: group) == base)
         }
-        let writers = [alice] + members
+        return (group, [alice] + members, history)
+    }
+
+    @Test func twoRelayReplicasOnOneDatabaseAgreeOnEverySeq() async throws {
+        let database = try PostgresTestDatabase()
+        defer { database.drop() }
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var logger = Logger(label: "two-replicas")
+        logger.logLevel = .warning
+
+        let stores = try (0..<2).map { _ in try PostgresRelayStore(url: database.url, logger: logger, limits: .patient)
+        }
+        for s in stores { try await s.start() }
+        try await withRunning(stores) { try await Self.agreeOnEverySeq(stores: stores, dir: dir, logger: logger) }
+    }
+
+    static func agreeOnEverySeq(stores: [PostgresRelayStore], dir: String, logger: Logger) async throws {
+        let relayDevice = try LocalDevice.deterministic(
+            seed: Array("two-replicas/relay".utf8), name: "relay", createdAt: 1)
+        let gates = stores.map(CountingGate.init)
+        let relays = try (0..<2).map {
+            try Replica(path: "\(dir)/relay\($0).sqlite", device: relayDevice, sequenceGate: gates[$0])
+        }
+        let followers = (0..<2).map { PostgresRelayFollower(replica: relays[$0], store: stores[$0], logger: logger) }
+        let (group, members, history) = try await Self.sharedGroup(relays: relays, relayDevice: relayDevice)
+        let alice = members[0]
+        let base = UInt64(history.envelopes.count)
+        let writers = members
 
         // A deterministic contention first: relay 0 takes base+1; relay 1, offered another
         // receipt for base+1, is refused by the table and stops until it catches up.
         let first = try alice.replica.append(.entityPut(key: "first", value: "a"), to: group).receipt
-        let second = try members[0].replica.append(.entityPut(key: "second", value: "b"), to: group).receipt
+        let second = try members[1].replica.append(.entityPut(key: "second", value: "b"), to: group).receipt
         _ = try await Self.offPool { try relays[0].ingest(receipts: [first]) }
         #expect(try await relays[0].sequenceThroughGate().committed == 1)
         _ = try await Self.offPool { try relays[1].ingest(receipts: [second]) }
@@ -210,7 +219,7 @@ struct TwoRelayReplicasTests {
         #expect(gates.map { $0.taken.load(ordering: .relaxed) }.reduce(0, +) >= 1)
 
         // A member that syncs with both relays accepts both sets of envelopes without conflict.
-        let bob = members[0].replica
+        let bob = members[1].replica
         for relay in relays {
             let h = try Self.committed(relay, group)
             let report = try bob.ingest(receipts: h.receipts, envelopes: h.envelopes)

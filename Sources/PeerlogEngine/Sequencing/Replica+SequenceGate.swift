@@ -1,4 +1,5 @@
 import Dispatch
+import PeerlogEncoding
 import PeerlogModel
 import PeerlogStore
 import Synchronization
@@ -56,6 +57,10 @@ extension Replica {
     private func passThroughGate(_ group: GroupID, gate: any SequenceGate) async throws -> IngestReport {
         var report = IngestReport()
         while true {
+            guard try await gate.mayAssign(in: group) else {
+                try await handOver(group, gate: gate)
+                return report
+            }
             let now = clock()
             let plan = try await offPool { [self] in
                 try store.read { db in
@@ -92,6 +97,29 @@ extension Replica {
         }
     }
 
+    /// A group the gate lends to another process: plans as if assigning, up to
+    /// `handOverBatch` receipts, and passes those not handed over before to the gate.
+    private func handOver(_ group: GroupID, gate: any SequenceGate) async throws {
+        let now = clock()
+        let batch = Self.handOverBatch(limits)
+        let plan = try await offPool { [self] in
+            try store.read { db in
+                var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: true)
+                return try p.planSequencing(group, maxAssignments: batch)
+            }
+        }
+        var receipts = [Receipt]()
+        for case .assign(_, let r) in plan?.steps ?? [] { receipts.append(r) }
+        let fresh = gateBacklog.notHandedOver(receipts)
+        guard !fresh.isEmpty else { return }
+        try await gate.handOver(fresh, of: group)
+        gateBacklog.handedOver(fresh)
+    }
+
+    /// Receipts one hand-over pass passes at most: a few reservations' worth, so that a backlog
+    /// moves to the lease holder in few round trips while a pass still reads a bounded window.
+    static func handOverBatch(_ limits: ReplicaLimits) -> Int { 4 * limits.maxReservationBatch }
+
     /// Runs blocking store work on the driver's queue, not on the cooperative pool.
     private func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { c in
@@ -100,9 +128,14 @@ extension Replica {
     }
 }
 
-/// The groups waiting for the gate's driver, and the driver's wake-up.
+/// The groups waiting for the gate's driver, the driver's wake-up, and the receipts it handed
+/// over to another process (so each is passed once, not at every pass until it commits).
 final class GateBacklog: Sendable {
     private let groups = Mutex(Set<GroupID>())
+    private let handed = Mutex(Set<CID>())
+    /// Handed-over receipts remembered at most: past it the memory starts again, and a receipt
+    /// still waiting is handed over once more (the store takes it once).
+    static let maxHandedOver = 65_536
     private let added = AsyncSignal()
     /// Where the driver's transactions run.
     let queue = DispatchQueue(label: "peerlog.sequence-gate")
@@ -111,6 +144,17 @@ final class GateBacklog: Sendable {
         guard !groups.isEmpty else { return }
         self.groups.withLock { $0.formUnion(groups) }
         added.fire()
+    }
+
+    func notHandedOver(_ receipts: [Receipt]) -> [Receipt] {
+        handed.withLock { h in receipts.filter { !h.contains($0.cid) } }
+    }
+
+    func handedOver(_ receipts: [Receipt]) {
+        handed.withLock { h in
+            if h.count + receipts.count > Self.maxHandedOver { h = [] }
+            h.formUnion(receipts.map(\.cid))
+        }
     }
 
     func take() -> Set<GroupID> {

@@ -74,6 +74,15 @@ extension Replica {
         try store.read { db in try Set(cids.filter { try db.committedSeq(of: $0) != nil }) }
     }
 
+    /// Which of these receipts of `group` are settled here: committed, or refused by this
+    /// device's sequencer (one read transaction).
+    package func settledAmong(_ cids: Set<CID>, group: GroupID) throws -> Set<CID> {
+        try store.read { db in
+            let refused = try db.refusals(group: group)
+            return try Set(cids.filter { try refused[$0] != nil || db.committedSeq(of: $0) != nil })
+        }
+    }
+
     /// Whether a receipt is committed (at any seq).
     public func isCommitted(_ cid: CID) throws -> Bool { try store.read { try $0.committedSeq(of: cid) != nil } }
 }

@@ -12,9 +12,26 @@ public protocol SequenceGate: Sendable {
     /// receipts at another seq: nothing is recorded, and the caller stops assigning in that
     /// group until it has caught up from the shared store.
     func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) async throws -> SequenceReservation
+
+    /// Whether this process may assign in `group` now. A shared store may lend each group to one
+    /// process at a time (a lease, §19.3), so that processes do not race for the same seqs and a
+    /// receipt is assigned by one of them only. Safety never rests on the answer: `reserve`
+    /// still admits one receipt per seq. The default lends every group to every caller.
+    func mayAssign(in group: GroupID) async throws -> Bool
+
+    /// Passes receipts this process holds in `group`, and may not assign, to the process that
+    /// may (in the tentative order the caller planned them). The default does nothing: a gate
+    /// that always answers `mayAssign` with true is never asked.
+    func handOver(_ receipts: [Receipt], of group: GroupID) async throws
 }
 
 extension SequenceGate {
+    /// Every group is this caller's: true.
+    public func mayAssign(in group: GroupID) async throws -> Bool { true }
+
+    /// Nothing to hand over where every group is the caller's.
+    public func handOver(_ receipts: [Receipt], of group: GroupID) async throws {}
+
     /// One assignment alone.
     public func reserve(_ envelope: Envelope, receipt: Receipt) async throws -> SequenceReservation {
         try await reserve([(envelope, receipt)])
