@@ -11,6 +11,8 @@ import Synchronization
 /// consecutive seqs as envelope runs, reserves them all in one call to the gate (no SQLite
 /// transaction is open meanwhile), and commits them in a write transaction of their own
 /// (`commitReserved`). A batch the gate refuses commits nothing and marks the group contended.
+/// Where the gate lends the group to another process (`mayAssign` false: a lease, §19.3), the
+/// driver assigns nothing and hands the receipts it would assign over to the gate instead.
 extension Replica {
     /// Plans, reserves and commits the passes of every group a write left for the gate, until
     /// each is done or contended. Returns what the commits did (`contended`: groups where the
