@@ -163,7 +163,11 @@ public final class Replica: Sendable {
             return reports
         }
         deliver(reports.flatMap(\.events), fromPeer: fromPeer)
-        for report in reports { gateBacklog.add(report.gated) }
+        for report in reports {
+            // Kept before the driver wakes, so that its pass finds them.
+            gateBacklog.stored(report.storedForGate, in: report.gated, events: report.events)
+            gateBacklog.add(report.gated)
+        }
         for group in Set(reports.flatMap(\.rotations)).sorted() { try? rotateEpochIfDue(group) }
         for share in reports.flatMap(\.keyShares) {
             // Best effort: the device asks again at its next accept or connection otherwise.

@@ -93,6 +93,9 @@ public struct IngestReport: Sendable, Equatable {
     /// Groups with assignments for the `SequenceGate`'s driver to reserve and commit
     /// (`Replica.sequenceThroughGate`).
     var gated: Set<GroupID> = []
+    /// Receipts this call stored, in order, on a replica with a `SequenceGate`: what its driver
+    /// hands over where another process holds the group's lease.
+    var storedForGate: [Receipt] = []
     /// Devices this device should hand a group's epoch keys to, found while committing
     /// (`Replica.shareEpochKeys`, after the transaction).
     var keyShares: [(group: GroupID, certificate: DeviceCertificate)] = []
@@ -144,6 +147,7 @@ public struct IngestReport: Sendable, Equatable {
         events += other.events
         contended.formUnion(other.contended)
         gated.formUnion(other.gated)
+        storedForGate += other.storedForGate
         compactions += other.compactions
         maintenanceSkipped += other.maintenanceSkipped
         snapshotsInstalled += other.snapshotsInstalled

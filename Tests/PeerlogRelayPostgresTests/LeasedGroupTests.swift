@@ -96,10 +96,26 @@ struct LeasedGroupTests {
             #expect(try relays[1].committedSeq(of: group) == base + 2)
             #expect(try relays[1].isCommitted(second.cid))
 
+            // One write at a time through each relay, both followers running, each awaited until
+            // both relays hold it committed: whichever relay holds the lease, the other hands
+            // every single write over (a write stored just as a pass starts included).
+            let runs = followers.map { f in Task { await f.run() } }
+            var single = base + 2
+            for i in 0..<30 {
+                let r = try writers[i % writers.count].replica.append(
+                    .entityPut(key: "one-\(i)", value: .unsigned(UInt64(i))), to: group
+                ).receipt
+                _ = try await TwoRelayReplicasTests.offPool { try relays[i % 2].ingest(receipts: [r]) }
+                try await Self.waitUntil("single write \(i) committed on both relays") {
+                    try relays.allSatisfy { try $0.isCommitted(r.cid) }
+                }
+                single += 1
+            }
+            #expect(try relays.map { try $0.committedSeq(of: group) } == [single, single])
+
             // Everyone writes at once, each receipt to one relay or both, with both followers
             // running: every receipt is assigned once and no reservation is refused.
             let perWriter = 30
-            let runs = followers.map { f in Task { await f.run() } }
             try await TwoRelayReplicasTests.concurrently(writers.count) { w in
                 var rng = SeededRandom(seed: UInt64(w + 11))
                 for i in 0..<perWriter {
@@ -113,7 +129,7 @@ struct LeasedGroupTests {
                     }
                 }
             }
-            let total = base + 2 + UInt64(writers.count * perWriter)
+            let total = single + UInt64(writers.count * perWriter)
             try await Self.waitUntil("both relays to commit every write") {
                 try relays.allSatisfy { try $0.committedSeq(of: group) == total && $0.tentativeCount(of: group) == 0 }
             }

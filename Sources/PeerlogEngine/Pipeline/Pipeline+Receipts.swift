@@ -91,6 +91,7 @@ extension Pipeline {
         caches.storedSinceSettle.append(r)
         noteOverlayStored(r)
         report.stored += 1
+        if gated { report.storedForGate.append(r) }
         report.events.append(.tentative(group: r.group, cid: r.cid, type: r.type))
         touch(r.group)
     }

@@ -59,8 +59,9 @@ extension Replica {
     private func passThroughGate(_ group: GroupID, gate: any SequenceGate) async throws -> IngestReport {
         var report = IngestReport()
         while true {
+            let fresh = gateBacklog.takeFresh(group)
             guard try await gate.mayAssign(in: group) else {
-                try await handOver(group, gate: gate)
+                try await handOver(group, fresh: fresh, gate: gate)
                 return report
             }
             let now = clock()
@@ -99,28 +100,28 @@ extension Replica {
         }
     }
 
-    /// A group the gate lends to another process: plans as if assigning, up to
-    /// `handOverBatch` receipts, and passes those not handed over before to the gate.
-    private func handOver(_ group: GroupID, gate: any SequenceGate) async throws {
-        let now = clock()
-        let batch = Self.handOverBatch(limits)
-        let plan = try await offPool { [self] in
-            try store.read { db in
-                var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: true)
-                return try p.planSequencing(group, maxAssignments: batch)
+    /// A group the gate lends to another process: passes the receipts that writes stored since
+    /// the last pass (`fresh`, in the order stored) to the gate. A pass with none (a wake after
+    /// a catch-up, a lease just lost, receipts whose parents came later) plans as if assigning,
+    /// at most `maxReservationBatch` as a holder's pass does, and passes what it would assign.
+    /// Either way only receipts not handed over before.
+    private func handOver(_ group: GroupID, fresh: [Receipt], gate: any SequenceGate) async throws {
+        var receipts = fresh
+        if receipts.isEmpty {
+            let now = clock()
+            let plan = try await offPool { [self] in
+                try store.read { db in
+                    var p = try Pipeline(db: db, local: local, limits: limits, now: now, gated: true)
+                    return try p.planSequencing(group, maxAssignments: limits.maxReservationBatch)
+                }
             }
+            for case .assign(_, let r) in plan?.steps ?? [] { receipts.append(r) }
         }
-        var receipts = [Receipt]()
-        for case .assign(_, let r) in plan?.steps ?? [] { receipts.append(r) }
-        let fresh = gateBacklog.notHandedOver(receipts)
-        guard !fresh.isEmpty else { return }
-        try await gate.handOver(fresh, of: group)
-        gateBacklog.handedOver(fresh)
+        let unhanded = gateBacklog.notHandedOver(receipts)
+        guard !unhanded.isEmpty else { return }
+        try await gate.handOver(unhanded, of: group)
+        gateBacklog.handedOver(unhanded)
     }
-
-    /// Receipts one hand-over pass passes at most: a few reservations' worth, so that a backlog
-    /// moves to the lease holder in few round trips while a pass still reads a bounded window.
-    static func handOverBatch(_ limits: ReplicaLimits) -> Int { 4 * limits.maxReservationBatch }
 
     /// Runs blocking store work on the driver's queue, not on the cooperative pool.
     private func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
@@ -135,6 +136,10 @@ extension Replica {
 final class GateBacklog: Sendable {
     private let groups = Mutex(Set<GroupID>())
     private let handed = Mutex(Set<CID>())
+    private let fresh = Mutex<(receipts: [GroupID: [Receipt]], count: Int)>(([:], 0))
+    /// Stored receipts kept for a hand-over at most (beyond it a receipt waits for a planned
+    /// hand-over pass, which reads the earliest tentative receipts from the store).
+    static let maxFresh = 16_384
     /// Handed-over receipts remembered at most: past it the memory starts again, and a receipt
     /// still waiting is handed over once more (the store takes it once).
     static let maxHandedOver = 65_536
@@ -146,6 +151,30 @@ final class GateBacklog: Sendable {
         guard !groups.isEmpty else { return }
         self.groups.withLock { $0.formUnion(groups) }
         added.fire()
+    }
+
+    /// Keeps the receipts a write stored in the groups it left for the driver, except those it
+    /// also committed, for the driver's next pass in their group.
+    func stored(_ receipts: [Receipt], in groups: Set<GroupID>, events: [ReplicaEvent]) {
+        guard !receipts.isEmpty, !groups.isEmpty else { return }
+        var committed = Set<CID>()
+        for case .committed(_, _, let cid, _, _) in events { committed.insert(cid) }
+        fresh.withLock { f in
+            for r in receipts where groups.contains(r.group) && !committed.contains(r.cid) {
+                guard f.count < Self.maxFresh else { return }
+                f.receipts[r.group, default: []].append(r)
+                f.count += 1
+            }
+        }
+    }
+
+    /// The receipts kept for `group` since its last pass, in the order stored (and forgets them).
+    func takeFresh(_ group: GroupID) -> [Receipt] {
+        fresh.withLock { f in
+            guard let taken = f.receipts.removeValue(forKey: group) else { return [] }
+            f.count -= taken.count
+            return taken
+        }
     }
 
     func notHandedOver(_ receipts: [Receipt]) -> [Receipt] {
