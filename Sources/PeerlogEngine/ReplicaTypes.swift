@@ -96,6 +96,9 @@ public struct IngestReport: Sendable, Equatable {
     /// Receipts this call stored, in order, on a replica with a `SequenceGate`: what its driver
     /// hands over where another process holds the group's lease.
     var storedForGate: [Receipt] = []
+    /// Groups this call found sequenced here (gated or not): their stored receipts are kept for
+    /// the driver even when nothing in them could be assigned yet.
+    var sequencedHere: Set<GroupID> = []
     /// Devices this device should hand a group's epoch keys to, found while committing
     /// (`Replica.shareEpochKeys`, after the transaction).
     var keyShares: [(group: GroupID, certificate: DeviceCertificate)] = []
@@ -148,6 +151,7 @@ public struct IngestReport: Sendable, Equatable {
         contended.formUnion(other.contended)
         gated.formUnion(other.gated)
         storedForGate += other.storedForGate
+        sequencedHere.formUnion(other.sequencedHere)
         compactions += other.compactions
         maintenanceSkipped += other.maintenanceSkipped
         snapshotsInstalled += other.snapshotsInstalled

@@ -48,6 +48,7 @@ extension Pipeline {
         // stops at its second assignment reads a window of the backlog, not all of it.
         guard let plan = try planSequencing(group, maxAssignments: gated ? 1 : .max) else { return }
         if gated {
+            report.sequencedHere.insert(group)
             for (r, reason) in plan.leadingRefusals { try refuse(r, reason: reason, group: group) }
             if plan.assignments > 0, !reservedHere.contains(group) { report.gated.insert(group) }
         } else {

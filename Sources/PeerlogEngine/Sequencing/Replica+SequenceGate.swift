@@ -64,6 +64,8 @@ extension Replica {
                 try await handOver(group, fresh: fresh, gate: gate)
                 return report
             }
+            // A holder drops what it kept: should it lose the lease, its first pass plans.
+            gateBacklog.forgetPlan(group)
             let now = clock()
             let plan = try await offPool { [self] in
                 try store.read { db in
@@ -101,13 +103,14 @@ extension Replica {
     }
 
     /// A group the gate lends to another process: passes the receipts that writes stored since
-    /// the last pass (`fresh`, in the order stored) to the gate. A pass with none (a wake after
-    /// a catch-up, a lease just lost, receipts whose parents came later) plans as if assigning,
-    /// at most `maxReservationBatch` as a holder's pass does, and passes what it would assign.
-    /// Either way only receipts not handed over before.
+    /// the last pass (`fresh`, in the order stored) to the gate, only those not handed over
+    /// before. Where the kept receipts may not be all (the first pass since start, since this
+    /// process held the lease, or since they overflowed), the pass first plans as if assigning,
+    /// at most `maxReservationBatch` as a holder's pass does, and passes what it would assign;
+    /// it plans again at the next pass while such plans fill.
     private func handOver(_ group: GroupID, fresh: [Receipt], gate: any SequenceGate) async throws {
-        var receipts = fresh
-        if receipts.isEmpty {
+        var receipts = [Receipt]()
+        if gateBacklog.needsPlan(group) {
             let now = clock()
             let plan = try await offPool { [self] in
                 try store.read { db in
@@ -116,7 +119,9 @@ extension Replica {
                 }
             }
             for case .assign(_, let r) in plan?.steps ?? [] { receipts.append(r) }
+            if !(plan?.full ?? false) { gateBacklog.planned(group) }
         }
+        receipts += fresh
         let unhanded = gateBacklog.notHandedOver(receipts)
         guard !unhanded.isEmpty else { return }
         try await gate.handOver(unhanded, of: group)
@@ -137,6 +142,9 @@ final class GateBacklog: Sendable {
     private let groups = Mutex(Set<GroupID>())
     private let handed = Mutex(Set<CID>())
     private let fresh = Mutex<(receipts: [GroupID: [Receipt]], count: Int)>(([:], 0))
+    /// Groups whose tentative receipts are all handed over or kept in `fresh`: a hand-over pass
+    /// in any other group plans first.
+    private let complete = Mutex(Set<GroupID>())
     /// Stored receipts kept for a hand-over at most (beyond it a receipt waits for a planned
     /// hand-over pass, which reads the earliest tentative receipts from the store).
     static let maxFresh = 16_384
@@ -161,12 +169,24 @@ final class GateBacklog: Sendable {
         for case .committed(_, _, let cid, _, _) in events { committed.insert(cid) }
         fresh.withLock { f in
             for r in receipts where groups.contains(r.group) && !committed.contains(r.cid) {
-                guard f.count < Self.maxFresh else { return }
+                guard f.count < Self.maxFresh else {
+                    forgetPlan(r.group)
+                    continue
+                }
                 f.receipts[r.group, default: []].append(r)
                 f.count += 1
             }
         }
     }
+
+    /// Whether a hand-over pass in `group` must plan first (see `complete`).
+    func needsPlan(_ group: GroupID) -> Bool { !complete.withLock { $0.contains(group) } }
+
+    /// A planned hand-over pass covered every tentative receipt of `group`.
+    func planned(_ group: GroupID) { _ = complete.withLock { $0.insert(group) } }
+
+    /// The kept receipts of `group` may not be all: its next hand-over pass plans.
+    func forgetPlan(_ group: GroupID) { _ = complete.withLock { $0.remove(group) } }
 
     /// The receipts kept for `group` since its last pass, in the order stored (and forgets them).
     func takeFresh(_ group: GroupID) -> [Receipt] {
@@ -177,8 +197,10 @@ final class GateBacklog: Sendable {
         }
     }
 
+    /// The receipts not handed over before, each once, in the order given.
     func notHandedOver(_ receipts: [Receipt]) -> [Receipt] {
-        handed.withLock { h in receipts.filter { !h.contains($0.cid) } }
+        var seen = Set<CID>()
+        return handed.withLock { h in receipts.filter { !h.contains($0.cid) && seen.insert($0.cid).inserted } }
     }
 
     func handedOver(_ receipts: [Receipt]) {
