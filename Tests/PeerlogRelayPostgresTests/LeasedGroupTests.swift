@@ -14,24 +14,6 @@ import Testing
 /// lease ends.
 @Suite(.serialized)
 struct LeasedGroupTests {
-    /// Counts what the store's gate answers and what it is handed, forwarding everything.
-    final class CountingLeaseGate: SequenceGate {
-        let inner: PostgresRelayStore
-        let taken = Atomic<Int>(0)
-        let handedOver = Atomic<Int>(0)
-        init(_ inner: PostgresRelayStore) { self.inner = inner }
-        func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) async throws -> SequenceReservation {
-            let answer = try await inner.reserve(batch)
-            if answer == .taken { taken.add(1, ordering: .relaxed) }
-            return answer
-        }
-        func mayAssign(in group: GroupID) async throws -> Bool { try await inner.mayAssign(in: group) }
-        func handOver(_ receipts: [Receipt], of group: GroupID) async throws {
-            handedOver.add(receipts.count, ordering: .relaxed)
-            try await inner.handOver(receipts, of: group)
-        }
-    }
-
     static func waitUntil(
         _ what: String, seconds: Int = 60, _ done: () async throws -> Bool
     ) async throws {
@@ -59,7 +41,7 @@ struct LeasedGroupTests {
         try await withRunning(stores) {
             let relayDevice = try LocalDevice.deterministic(
                 seed: Array("leased-group/relay".utf8), name: "relay", createdAt: 1)
-            let gates = stores.map(CountingLeaseGate.init)
+            let gates = stores.map { TwoRelayReplicasTests.CountingGate($0, leasing: true) }
             let relays = try (0..<2).map {
                 try Replica(path: "\(dir)/relay\($0).sqlite", device: relayDevice, sequenceGate: gates[$0])
             }

@@ -17,16 +17,28 @@ import Testing
 /// receipt once, and both replicas with the same committed log as the table.
 @Suite(.serialized)
 struct TwoRelayReplicasTests {
-    /// Counts the gate's answers (the test asserts a contention really happened).
+    /// Counts the gate's answers (a test asserts a contention really happened, or none) and the
+    /// receipts handed over. With `leasing` false it lends every group to every caller, so the
+    /// processes race through `UNIQUE(group, seq)`; with true it forwards the store's lease.
     final class CountingGate: SequenceGate {
         let inner: PostgresRelayStore
+        let leasing: Bool
         let reserved = Atomic<Int>(0)
         let taken = Atomic<Int>(0)
-        init(_ inner: PostgresRelayStore) { self.inner = inner }
+        let handedOver = Atomic<Int>(0)
+        init(_ inner: PostgresRelayStore, leasing: Bool = false) {
+            self.inner = inner
+            self.leasing = leasing
+        }
         func reserve(_ batch: [(envelope: Envelope, receipt: Receipt)]) async throws -> SequenceReservation {
             let answer = try await inner.reserve(batch)
             if answer == .taken { taken.add(1, ordering: .relaxed) } else { reserved.add(1, ordering: .relaxed) }
             return answer
+        }
+        func mayAssign(in group: GroupID) async throws -> Bool { leasing ? try await inner.mayAssign(in: group) : true }
+        func handOver(_ receipts: [Receipt], of group: GroupID) async throws {
+            handedOver.add(receipts.count, ordering: .relaxed)
+            try await inner.handOver(receipts, of: group)
         }
     }
 
@@ -115,7 +127,7 @@ struct TwoRelayReplicasTests {
     static func agreeOnEverySeq(stores: [PostgresRelayStore], dir: String, logger: Logger) async throws {
         let relayDevice = try LocalDevice.deterministic(
             seed: Array("two-replicas/relay".utf8), name: "relay", createdAt: 1)
-        let gates = stores.map(CountingGate.init)
+        let gates = stores.map { CountingGate($0) }
         let relays = try (0..<2).map {
             try Replica(path: "\(dir)/relay\($0).sqlite", device: relayDevice, sequenceGate: gates[$0])
         }

@@ -59,13 +59,14 @@ extension Replica {
     private func passThroughGate(_ group: GroupID, gate: any SequenceGate) async throws -> IngestReport {
         var report = IngestReport()
         while true {
-            let fresh = gateBacklog.takeFresh(group)
             guard try await gate.mayAssign(in: group) else {
-                try await handOver(group, fresh: fresh, gate: gate)
+                try await handOver(group, gate: gate)
                 return report
             }
-            // A holder drops what it kept: should it lose the lease, its first pass plans.
+            // A holder plans from the store and drops what it kept: should it lose the lease,
+            // its first hand-over pass plans.
             gateBacklog.forgetPlan(group)
+            _ = gateBacklog.takeFresh(group)
             let now = clock()
             let plan = try await offPool { [self] in
                 try store.read { db in
@@ -103,11 +104,21 @@ extension Replica {
     }
 
     /// A group the gate lends to another process: passes the receipts that writes stored since
-    /// the last pass (`fresh`, in the order stored) to the gate, only those not handed over
-    /// before. Where the kept receipts may not be all (the first pass since start, since this
-    /// process held the lease, or since they overflowed), the pass first plans as if assigning,
-    /// at most `maxReservationBatch` as a holder's pass does, and passes what it would assign;
-    /// it plans again at the next pass while such plans fill.
+    /// the last pass (kept in the order stored) to the gate, only those not handed over before.
+    /// Where the kept receipts may not be all (the first pass since start, since this process
+    /// held the lease, since they overflowed, or since a hand-over failed), the pass first plans
+    /// as if assigning, at most `maxReservationBatch` as a holder's pass does, and passes what
+    /// it would assign; it plans again at the next pass while such plans fill.
+    private func handOver(_ group: GroupID, gate: any SequenceGate) async throws {
+        let fresh = gateBacklog.takeFresh(group)
+        do {
+            try await handOver(group, fresh: fresh, gate: gate)
+        } catch {
+            gateBacklog.forgetPlan(group)  // what it took is in the store: the next pass plans
+            throw error
+        }
+    }
+
     private func handOver(_ group: GroupID, fresh: [Receipt], gate: any SequenceGate) async throws {
         var receipts = [Receipt]()
         if gateBacklog.needsPlan(group) {

@@ -20,8 +20,8 @@ public protocol SequenceGate: Sendable {
     func mayAssign(in group: GroupID) async throws -> Bool
 
     /// Passes receipts this process holds in `group`, and may not assign, to the process that
-    /// may (in the tentative order the caller planned them). The default does nothing: a gate
-    /// that always answers `mayAssign` with true is never asked.
+    /// may, in the order given (the order they were stored, or planned). The default does
+    /// nothing: a gate that always answers `mayAssign` with true is never asked.
     func handOver(_ receipts: [Receipt], of group: GroupID) async throws
 }
 
