@@ -164,9 +164,9 @@ public final class Replica: Sendable {
         }
         deliver(reports.flatMap(\.events), fromPeer: fromPeer)
         for report in reports {
-            // Kept before the driver wakes, so that its pass finds them.
-            gateBacklog.stored(
-                report.storedForGate, in: report.gated.union(report.sequencedHere), events: report.events)
+            // Kept before the driver wakes, so that its pass finds them (`gated` lies within
+            // `sequencedHere`).
+            gateBacklog.stored(report.storedForGate, in: report.sequencedHere, events: report.events)
             gateBacklog.add(report.gated)
         }
         for group in Set(reports.flatMap(\.rotations)).sorted() { try? rotateEpochIfDue(group) }

@@ -1,3 +1,5 @@
+import PeerlogEncoding
+
 /// A signed container's fields read where they lie, without building its CBOR value: every
 /// receipt and envelope from a peer arrives as a container, and decoding each into a tree (and
 /// a receipt's embedded certificate into another, to encode it again as the memo's key) was a
@@ -14,8 +16,8 @@ package struct ContainerSplit {
     /// The bytes after the trailing key (a receipt's certificate container); empty without one.
     package let trailing: [UInt8]
 
-    /// The key text's encoding: a text head (keys here are under 24 bytes) then its UTF-8.
-    package static func key(_ text: String) -> [UInt8] { [0x60 | UInt8(text.utf8.count)] + Array(text.utf8) }
+    /// The key text's encoding.
+    package static func key(_ text: String) -> [UInt8] { CBOREncoder.encode(.text(text)) }
     static let sigKeyAndHead: [UInt8] = key("sig") + [0x58, 0x40]
 
     /// Nil unless `bytes` is exactly that shape, at most `maxBytes` long.

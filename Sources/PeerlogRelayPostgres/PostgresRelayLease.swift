@@ -39,7 +39,7 @@ extension PostgresRelayStore {
         if let until = leases.withLock({ $0[group] }), until - asked > term / 2 { return true }
         let g = ByteBuffer(bytes: group.bytes)
         let me = holder
-        let milliseconds = Double(term.components.seconds) * 1000 + Double(term.components.attoseconds) / 1e15
+        let milliseconds = term / .milliseconds(1)
         let held = try await retrying("take the lease of group \(group)") { [self] in
             let rows = try await client.query(
                 """

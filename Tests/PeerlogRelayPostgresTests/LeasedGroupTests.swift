@@ -5,7 +5,6 @@ import PeerlogEngine
 import PeerlogModel
 import PeerlogRelayPostgres
 import PeerlogTestSupport
-import Synchronization
 import Testing
 
 /// Two relay replicas on one database with the stores themselves as gates: a group is lent to
@@ -98,19 +97,8 @@ struct LeasedGroupTests {
             // Everyone writes at once, each receipt to one relay or both, with both followers
             // running: every receipt is assigned once and no reservation is refused.
             let perWriter = 30
-            try await TwoRelayReplicasTests.concurrently(writers.count) { w in
-                var rng = SeededRandom(seed: UInt64(w + 11))
-                for i in 0..<perWriter {
-                    let r = try writers[w].replica.append(
-                        .entityPut(key: "w\(w)-\(i)", value: .unsigned(UInt64(i))), to: group
-                    ).receipt
-                    switch rng.next() % 3 {
-                    case 0: _ = try relays[0].ingest(receipts: [r])
-                    case 1: _ = try relays[1].ingest(receipts: [r])
-                    default: for relay in relays { _ = try relay.ingest(receipts: [r]) }
-                    }
-                }
-            }
+            try await TwoRelayReplicasTests.writeAtOnce(
+                writers, to: relays, group: group, perWriter: perWriter, seed: 11)
             let total = single + UInt64(writers.count * perWriter)
             try await Self.waitUntil("both relays to commit every write") {
                 try relays.allSatisfy { try $0.committedSeq(of: group) == total && $0.tentativeCount(of: group) == 0 }

@@ -62,6 +62,30 @@ struct TwoRelayReplicasTests {
         }
     }
 
+    /// Every writer appends `perWriter` entity writes at once, each on its own thread, and sends
+    /// each write to relay 0, relay 1 or both (in either order), as drawn from a generator seeded
+    /// with `seed` plus the writer's index.
+    static func writeAtOnce(
+        _ writers: [TestReplica], to relays: [Replica], group: GroupID, perWriter: Int, seed: UInt64
+    ) async throws {
+        try await concurrently(writers.count) { w in
+            var rng = SeededRandom(seed: seed + UInt64(w))
+            for i in 0..<perWriter {
+                let r = try writers[w].replica.append(
+                    .entityPut(key: "w\(w)-\(i)", value: .unsigned(UInt64(i))), to: group
+                ).receipt
+                switch rng.next() % 3 {
+                case 0: _ = try relays[0].ingest(receipts: [r])
+                case 1: _ = try relays[1].ingest(receipts: [r])
+                default:
+                    for relay in (rng.next() % 2 == 0 ? relays : relays.reversed()) {
+                        _ = try relay.ingest(receipts: [r])
+                    }
+                }
+            }
+        }
+    }
+
     /// Runs `count` bodies at once on their own threads and waits for all of them.
     static func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) async throws {
         let failures = Mutex<[String]>([])
@@ -158,22 +182,7 @@ struct TwoRelayReplicasTests {
         // its writer's thread, while both followers poll the table and run their relay's gate.
         let perWriter = 30
         let runs = followers.map { f in Task { await f.run() } }
-        try await Self.concurrently(writers.count) { w in
-            var rng = SeededRandom(seed: UInt64(w + 1))
-            for i in 0..<perWriter {
-                let r = try writers[w].replica.append(
-                    .entityPut(key: "w\(w)-\(i)", value: .unsigned(UInt64(i))), to: group
-                ).receipt
-                switch rng.next() % 3 {
-                case 0: _ = try relays[0].ingest(receipts: [r])
-                case 1: _ = try relays[1].ingest(receipts: [r])
-                default:
-                    for relay in (rng.next() % 2 == 0 ? relays : relays.reversed()) {
-                        _ = try relay.ingest(receipts: [r])
-                    }
-                }
-            }
-        }
+        try await Self.writeAtOnce(writers, to: relays, group: group, perWriter: perWriter, seed: 1)
         let total = base + 2 + UInt64(writers.count * perWriter)
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
